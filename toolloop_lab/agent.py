@@ -1,0 +1,688 @@
+"""``LLMAgent`` and its shared tool-loop helper ``_execute_tool_loop``.
+
+The loop is a plain bounded ``for`` over rounds. It knows nothing about widgets, files,
+pandas or matplotlib: everything a user sees is derived from the events it emits to its
+observers, in order. Budgets are gates checked around each model call; a round cap, a
+stuck model or a spent token budget lead to one synthesis call without tools; a spent USD
+budget raises ``ExecutionError(kind="cost")``. Whatever happens, the partial counts,
+messages and events survive in the result or on the error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any, Final, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    convert_to_messages,
+)
+from langchain_core.tools import BaseTool
+
+from toolloop_lab import budget as _budget
+from toolloop_lab.errors import ConfigurationError, ExecutionError, ToolLoopError
+from toolloop_lab.events import (
+    BudgetGate,
+    Event,
+    LoopFailed,
+    LoopFinished,
+    LoopStarted,
+    ModelCalled,
+    Observer,
+    Pruned,
+    RoundStarted,
+    SynthesisReason,
+    SynthesisStarted,
+    ToolCallView,
+    ToolDispatched,
+)
+from toolloop_lab.hooks import PauseHook, PausePoint
+from toolloop_lab.pricing import cost_of, known_price, model_name_of
+from toolloop_lab.pruning import DEFAULT_PRUNING_PROMPT, prune_output
+from toolloop_lab.tools import (
+    DispatchOutcome,
+    dispatch,
+    normalize_tool_call_ids,
+    skipped_outcomes,
+)
+from toolloop_lab.usage import Usage
+
+__all__ = ["DEFAULT_SYNTHESIS_PROMPT", "AgentConfig", "LLMAgent", "ToolLoopResult"]
+
+_log = logging.getLogger("toolloop_lab")
+
+DEFAULT_SYNTHESIS_PROMPT: Final = (
+    "Stop calling tools now. Using only what the conversation above already contains, "
+    "give your best final answer to the original request, and say briefly what is still "
+    "missing, if anything."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentConfig:
+    """How the loop runs. Immutable; checked by :meth:`validate` when a loop starts."""
+
+    tool_max_rounds: int = 10
+    """Tool rounds before the loop stops calling tools and runs synthesis."""
+    token_budget_percent: float | None = None
+    """Token budget as % of the context window; ``None`` means no token budget."""
+    context_window: int | None = None
+    """Overrides the model profile's ``max_input_tokens`` (default 128,000 if neither)."""
+    prune_tools: tuple[str, ...] = ()
+    """Tools whose large outputs the pruning model shortens."""
+    prune_min_chars: int = 2_000
+    """Outputs shorter than this are never pruned."""
+    pruning_prompt: str = DEFAULT_PRUNING_PROMPT
+    synthesis_prompt: str = DEFAULT_SYNTHESIS_PROMPT
+    max_stuck_rounds: int | None = None
+    """Stop early after this many consecutive stuck rounds; ``None``: only at the cap."""
+    tool_timeout_s: float | None = None
+    """Per-tool-call timeout; a call that takes longer gets an error ToolMessage."""
+    system_prompt: str | None = None
+    """Prepended when :meth:`LLMAgent.arun` is given a plain prompt."""
+
+    def validate(self) -> None:
+        """Raise :class:`ConfigurationError` naming the first bad field."""
+        _positive_int(self.tool_max_rounds, "tool_max_rounds")
+        pct = self.token_budget_percent
+        if pct is not None and (
+            isinstance(pct, bool) or not isinstance(pct, (int, float)) or not 0 < pct <= 100
+        ):
+            raise ConfigurationError(
+                f"token_budget_percent must be in (0, 100] or None, got {pct!r}",
+                field="token_budget_percent",
+            )
+        if self.context_window is not None:
+            _positive_int(self.context_window, "context_window")
+        if isinstance(self.prune_tools, str) or not all(
+            isinstance(t, str) for t in self.prune_tools
+        ):
+            raise ConfigurationError(
+                "prune_tools must be a tuple of tool names", field="prune_tools"
+            )
+        if not isinstance(self.prune_min_chars, int) or self.prune_min_chars < 0:
+            raise ConfigurationError("prune_min_chars must be an int >= 0", field="prune_min_chars")
+        if self.max_stuck_rounds is not None:
+            _positive_int(self.max_stuck_rounds, "max_stuck_rounds")
+        t = self.tool_timeout_s
+        if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or t <= 0):
+            raise ConfigurationError("tool_timeout_s must be > 0 or None", field="tool_timeout_s")
+        for name in ("pruning_prompt", "synthesis_prompt"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name).strip():
+                raise ConfigurationError(f"{name} must be a non-empty string", field=name)
+
+
+def _positive_int(value: Any, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigurationError(f"{name} must be a positive int, got {value!r}", field=name)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolLoopResult:
+    """What a finished loop returns: the answer, the transcript, the events and the spend."""
+
+    final_response: AIMessage
+    messages: tuple[BaseMessage, ...]
+    """The whole transcript, input messages included."""
+    events: tuple[Event, ...]
+    usage: Usage
+    """Every model call of the loop, synthesis and pruning included."""
+    rounds: int
+    """Tool rounds run (synthesis not counted)."""
+    budget_exhausted: bool
+    synthesis_was_run: bool
+    synthesis_reason: SynthesisReason | None
+    run_id: str
+
+    @property
+    def accumulated_prompt(self) -> int:
+        """Sum of input tokens over every model call of the loop."""
+        return self.usage.input_tokens
+
+    @property
+    def accumulated_completion(self) -> int:
+        """Sum of output tokens over every model call of the loop."""
+        return self.usage.output_tokens
+
+    @property
+    def cost_usd(self) -> Decimal | None:
+        """Total USD cost, or ``None`` when any call was unpriced."""
+        return self.usage.cost_usd
+
+    @property
+    def usage_estimated(self) -> bool:
+        """True when some provider reported no usage and counts were estimated."""
+        return self.usage.estimated
+
+
+class _TokenGateTripped(Exception):
+    """Internal: the token budget is spent."""
+
+
+@dataclass(slots=True)
+class _Run:
+    """Mutable state of one loop run; never leaves this module except as snapshots."""
+
+    agent: LLMAgent
+    messages: list[BaseMessage]
+    observers: tuple[Observer, ...]
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    t0: float = field(default_factory=time.perf_counter)
+    events: list[Event] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    round: int = 0
+    rounds_done: int = 0
+    any_invocation: bool = False
+    budget_exhausted: bool = False
+    usd: _budget.UsdBudget | None = None
+    token_limit: int | None = None
+    token_tripped: bool = False
+
+    def now(self) -> float:
+        return time.perf_counter() - self.t0
+
+    def emit(self, event: Event) -> None:
+        self.events.append(event)
+        for observer in self.observers:
+            try:
+                observer(event)
+            except Exception:  # noqa: BLE001 - an observer never breaks the loop
+                _log.warning("observer %r raised on %s", observer, event.kind, exc_info=True)
+
+    def partial(self) -> dict[str, Any]:
+        return {
+            "accumulated_prompt": self.usage.input_tokens,
+            "accumulated_completion": self.usage.output_tokens,
+            "cost_usd": self.usage.cost_usd,
+            "any_invocation_made": self.any_invocation,
+            "rounds": self.rounds_done,
+            "messages": list(self.messages),
+            "events": tuple(self.events),
+            "run_id": self.run_id,
+        }
+
+
+class LLMAgent:
+    """Drives any langchain-core chat model through tool-call rounds, with events."""
+
+    def __init__(
+        self,
+        model: BaseChatModel,
+        tools: Iterable[BaseTool] = (),
+        config: AgentConfig | None = None,
+        *,
+        pruning_model: BaseChatModel | None = None,
+        observers: Iterable[Observer] = (),
+        pause_hooks: Iterable[PauseHook] = (),
+    ) -> None:
+        self.model = model
+        self.tools: tuple[BaseTool, ...] = tuple(tools)
+        self.config = config if config is not None else AgentConfig()
+        self.pruning_model = pruning_model
+        self._observers: tuple[Observer, ...] = tuple(observers)
+        self._pause_hooks: tuple[PauseHook, ...] = tuple(pause_hooks)
+        self._bound: Any = None
+
+    # -- wiring -----------------------------------------------------------------------
+    def subscribe(self, callback: Observer) -> Callable[[], None]:
+        """Add an observer for later runs; returns a function that removes it again."""
+        self._observers = (*self._observers, callback)
+
+        def unsubscribe() -> None:
+            self._observers = tuple(o for o in self._observers if o is not callback)
+
+        return unsubscribe
+
+    def add_pause_hook(self, hook: PauseHook) -> Callable[[], None]:
+        """Add a step-mode hook awaited at every pause point; returns its remover."""
+        self._pause_hooks = (*self._pause_hooks, hook)
+
+        def remove() -> None:
+            self._pause_hooks = tuple(h for h in self._pause_hooks if h is not hook)
+
+        return remove
+
+    @property
+    def observers(self) -> tuple[Observer, ...]:
+        """The observers the next run will feed."""
+        return self._observers
+
+    # -- entry points -----------------------------------------------------------------
+    async def arun(self, prompt_or_messages: str | Sequence[Any]) -> ToolLoopResult:
+        """Run the loop on a prompt (with the config's system prompt) or on messages."""
+        if isinstance(prompt_or_messages, str):
+            messages: list[BaseMessage] = []
+            if self.config.system_prompt:
+                messages.append(SystemMessage(self.config.system_prompt))
+            messages.append(HumanMessage(prompt_or_messages))
+        else:
+            messages = convert_to_messages(prompt_or_messages)
+        return await self._execute_tool_loop(messages)
+
+    def run(self, prompt_or_messages: str | Sequence[Any]) -> ToolLoopResult:
+        """Synchronous :meth:`arun`; also works where an event loop already runs (notebooks).
+
+        Inside a running loop the run goes to a worker thread with its own event loop and a
+        copy of the caller's context, USD budget included.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.arun(prompt_or_messages))
+        ctx = _budget.snapshot_context()
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="toolloop") as pool:
+            future = pool.submit(ctx.run, asyncio.run, self.arun(prompt_or_messages))
+            return future.result()
+
+    # -- the loop ---------------------------------------------------------------------
+    async def _execute_tool_loop(self, messages: Sequence[BaseMessage]) -> ToolLoopResult:
+        """Drive the model through tool rounds and return the result (see module doc)."""
+        run = _Run(self, list(messages), self._observers)
+        try:
+            return await self._loop(run)
+        except ExecutionError as exc:
+            self._close_open_calls(run, exc.reason, f"not run: {exc}")
+            self._fail(run, exc, cancelled=False)
+            exc._set_partial(**run.partial())
+            raise
+        except (asyncio.CancelledError, KeyboardInterrupt, SystemExit) as exc:
+            self._close_open_calls(run, "cancelled", "the loop was stopped before this call ran")
+            self._fail(run, exc, cancelled=True)
+            raise
+        except Exception as exc:
+            self._close_open_calls(run, "loop_failed", "not run: the loop failed")
+            self._fail(run, exc, cancelled=False)
+            raise ToolLoopError(
+                f"tool loop failed in round {run.round}: {type(exc).__name__}: {exc}",
+                cause=exc,
+                **run.partial(),
+            ) from exc
+
+    def _fail(self, run: _Run, exc: BaseException, *, cancelled: bool) -> None:
+        run.emit(
+            LoopFailed(
+                run_id=run.run_id,
+                round=run.round,
+                t=run.now(),
+                error_type=type(exc).__name__,
+                error_kind=getattr(exc, "kind", None) if isinstance(exc, ExecutionError) else None,
+                reason=getattr(exc, "reason", None) if isinstance(exc, ExecutionError) else None,
+                message=str(exc),
+                cause_type=type(exc.__cause__).__name__ if exc.__cause__ else None,
+                rounds=run.rounds_done,
+                usage=run.usage,
+                any_invocation_made=run.any_invocation,
+                cancelled=cancelled,
+            )
+        )
+
+    async def _loop(self, run: _Run) -> ToolLoopResult:
+        cfg = self.config
+        cfg.validate()
+        run.usd = _budget.current_usd_budget()
+        window, _source = _budget.resolve_context_window(cfg.context_window, self.model)
+        token_budget = _budget.resolve_token_budget(
+            cfg.token_budget_percent, cfg.context_window, self.model
+        )
+        run.token_limit = token_budget.limit if token_budget else None
+        tools = {t.name: t for t in self.tools}
+        model_name = model_name_of(self.model)
+        if run.usd is not None and model_name and not known_price(model_name, run.usd.prices):
+            raise self._unpriced(model_name)
+        if self._bound is None:
+            self._bound = self.model.bind_tools(list(self.tools)) if self.tools else self.model
+        run.emit(
+            LoopStarted(
+                run_id=run.run_id,
+                round=0,
+                t=run.now(),
+                model_name=model_name,
+                tools=tuple(tools),
+                max_rounds=cfg.tool_max_rounds,
+                token_budget=run.token_limit,
+                context_window=window,
+                usd_limit=run.usd.limit_usd if run.usd else None,
+                prune_tools=tuple(cfg.prune_tools),
+                input_messages=len(run.messages),
+                started_at=datetime.now(UTC).isoformat(),
+            )
+        )
+        synthesis: SynthesisReason | None = None
+        stuck_streak = 0
+        all_stuck = True
+        final: AIMessage | None = None
+        for number in range(1, cfg.tool_max_rounds + 1):
+            run.round = number
+            run.emit(
+                RoundStarted(
+                    run_id=run.run_id, round=number, t=run.now(), max_rounds=cfg.tool_max_rounds
+                )
+            )
+            reply = await self._call_model(run, self._bound, "round")
+            run.messages.append(reply)
+            if not reply.tool_calls and not reply.invalid_tool_calls:
+                run.rounds_done = number
+                final = reply
+                break
+            stuck = not reply.text.strip()
+            stuck_streak = stuck_streak + 1 if stuck else 0
+            all_stuck = all_stuck and stuck
+            if run.token_tripped:
+                outcomes = skipped_outcomes(
+                    reply, "token_budget", "not run: the token budget is spent"
+                )
+            else:
+                names = tuple(c["name"] for c in reply.tool_calls)
+                await self._pause(run, "tool_dispatch", "tools", names)
+                outcomes = await dispatch(reply, tools, timeout_s=cfg.tool_timeout_s)
+            first = len(run.messages)
+            for outcome in outcomes:
+                run.messages.append(outcome.message)
+                self._emit_dispatch(run, outcome)
+            if not run.token_tripped:
+                await self._prune(run, outcomes, first)
+            run.rounds_done = number
+            if run.token_tripped:
+                run.budget_exhausted = True
+                synthesis = "token_budget"
+                break
+            if cfg.max_stuck_rounds is not None and stuck_streak >= cfg.max_stuck_rounds:
+                synthesis = "stuck"
+                break
+        else:
+            synthesis = "stuck" if all_stuck else "round_cap"
+
+        if synthesis is not None:
+            run.round = run.rounds_done + 1
+            prompt = cfg.synthesis_prompt
+            run.emit(
+                SynthesisStarted(
+                    run_id=run.run_id, round=run.round, t=run.now(), reason=synthesis, prompt=prompt
+                )
+            )
+            run.messages.append(HumanMessage(prompt))
+            final = await self._call_model(run, self.model, "synthesis")
+            run.messages.append(final)
+        assert final is not None
+        run.emit(
+            LoopFinished(
+                run_id=run.run_id,
+                round=run.round,
+                t=run.now(),
+                final_text=final.text,
+                rounds=run.rounds_done,
+                usage=run.usage,
+                budget_exhausted=run.budget_exhausted,
+                synthesis_was_run=synthesis is not None,
+                synthesis_reason=synthesis,
+            )
+        )
+        return ToolLoopResult(
+            final_response=final,
+            messages=tuple(run.messages),
+            events=tuple(run.events),
+            usage=run.usage,
+            rounds=run.rounds_done,
+            budget_exhausted=run.budget_exhausted,
+            synthesis_was_run=synthesis is not None,
+            synthesis_reason=synthesis,
+            run_id=run.run_id,
+        )
+
+    # -- pieces of a round ------------------------------------------------------------
+    async def _pause(
+        self,
+        run: _Run,
+        stage: Literal["model_call", "tool_dispatch"],
+        purpose: str,
+        detail: tuple[str, ...] = (),
+    ) -> None:
+        if not self._pause_hooks:
+            return
+        point = PausePoint(run.run_id, run.round, stage, purpose, detail)
+        for hook in self._pause_hooks:
+            await hook(point)
+
+    def _unpriced(self, model_name: str | None) -> ExecutionError:
+        return ExecutionError(
+            f"A USD budget is set but model {model_name!r} has no known price; "
+            "pass prices={...} to usd_budget().",
+            kind="cost",
+            reason="unpriced",
+        )
+
+    def _usd_gate_before(self, run: _Run) -> None:
+        usd = run.usd
+        if usd is None:
+            return
+        spent = run.usage.cost_usd
+        if spent is None:
+            raise self._unpriced(None)
+        if spent >= usd.limit_usd:
+            run.emit(
+                BudgetGate(
+                    run_id=run.run_id,
+                    round=run.round,
+                    t=run.now(),
+                    gate="usd",
+                    stage="before_call",
+                    limit=usd.limit_usd,
+                    spent=spent,
+                    passed=False,
+                )
+            )
+            raise ExecutionError(
+                f"USD budget exhausted: spent ${spent} of ${usd.limit_usd} before the next call",
+                kind="cost",
+                reason="budget_exhausted",
+            )
+
+    def _gates_after(self, run: _Run, model_name: str | None) -> None:
+        usd = run.usd
+        if usd is not None:
+            spent = run.usage.cost_usd
+            if spent is None:
+                raise self._unpriced(model_name)
+            passed = spent <= usd.limit_usd
+            run.emit(
+                BudgetGate(
+                    run_id=run.run_id,
+                    round=run.round,
+                    t=run.now(),
+                    gate="usd",
+                    stage="after_call",
+                    limit=usd.limit_usd,
+                    spent=spent,
+                    passed=passed,
+                )
+            )
+            if not passed:
+                raise ExecutionError(
+                    f"USD budget exhausted: spent ${spent} of ${usd.limit_usd}",
+                    kind="cost",
+                    reason="budget_exhausted",
+                )
+        if run.token_limit is not None:
+            spent_tokens = run.usage.total_tokens
+            passed = spent_tokens <= run.token_limit
+            run.emit(
+                BudgetGate(
+                    run_id=run.run_id,
+                    round=run.round,
+                    t=run.now(),
+                    gate="token",
+                    stage="after_call",
+                    limit=Decimal(run.token_limit),
+                    spent=Decimal(spent_tokens),
+                    passed=passed,
+                )
+            )
+            if not passed:
+                run.token_tripped = True
+
+    def _price(self, run: _Run, usage: Usage, model_name: str | None) -> Usage:
+        prices = run.usd.prices if run.usd else None
+        return usage.with_cost(cost_of(usage, model_name, prices))
+
+    async def _call_model(
+        self, run: _Run, runnable: Any, purpose: Literal["round", "synthesis"]
+    ) -> AIMessage:
+        await self._pause(run, "model_call", purpose)
+        self._usd_gate_before(run)
+        prompt = list(run.messages)
+        run.any_invocation = True
+        started = time.perf_counter()
+        reply = await runnable.ainvoke(prompt)
+        latency = time.perf_counter() - started
+        if not isinstance(reply, AIMessage):
+            raise TypeError(f"model returned {type(reply).__name__}, not an AIMessage")
+        reply = normalize_tool_call_ids(reply)
+        model_name = model_name_of(self.model, reply.response_metadata)
+        usage = self._price(run, Usage.from_ai_message(reply, prompt=prompt), model_name)
+        run.usage = run.usage + usage
+        views = tuple(
+            ToolCallView(c["id"] or "", c["name"], c["args"]) for c in reply.tool_calls
+        ) + tuple(
+            ToolCallView(
+                c.get("id") or "",
+                c.get("name") or "",
+                {"raw": c.get("args")},
+                False,
+                c.get("error"),
+            )
+            for c in reply.invalid_tool_calls
+        )
+        meta = reply.response_metadata
+        finish = meta.get("finish_reason") or meta.get("stop_reason")
+        run.emit(
+            ModelCalled(
+                run_id=run.run_id,
+                round=run.round,
+                t=run.now(),
+                purpose=purpose,
+                model_name=model_name,
+                usage=usage,
+                accumulated=run.usage,
+                latency_s=latency,
+                text=reply.text,
+                tool_calls=views,
+                finish_reason=finish if isinstance(finish, str) else None,
+                stuck=bool(views) and not reply.text.strip(),
+            )
+        )
+        self._gates_after(run, model_name)
+        return reply
+
+    async def _prune(self, run: _Run, outcomes: list[DispatchOutcome], first: int) -> None:
+        """Shorten large outputs of ``prune_tools``; their messages sit at ``first + i``."""
+        cfg = self.config
+        model = self.pruning_model
+        if model is None or not cfg.prune_tools:
+            return
+        todo = [
+            i
+            for i, o in enumerate(outcomes)
+            if o.status == "success"
+            and o.name in cfg.prune_tools
+            and len(str(o.message.content)) > cfg.prune_min_chars
+        ]
+        if not todo:
+            return
+        await self._pause(run, "model_call", "pruning")
+        self._usd_gate_before(run)
+        request = _first_human_text(run.messages)
+        run.any_invocation = True
+        results = await asyncio.gather(
+            *(
+                prune_output(
+                    model,
+                    outcomes[i].name,
+                    str(outcomes[i].message.content),
+                    instruction=cfg.pruning_prompt,
+                    request=request,
+                )
+                for i in todo
+            )
+        )
+        pruning_name = model_name_of(model)
+        for i, res in zip(todo, results, strict=True):
+            name = model_name_of(model, res.reply.response_metadata) or pruning_name
+            usage = self._price(run, res.usage, name)
+            run.usage = run.usage + usage
+            original = outcomes[i].message
+            run.emit(
+                Pruned(
+                    run_id=run.run_id,
+                    round=run.round,
+                    t=run.now(),
+                    tool_call_id=original.tool_call_id,
+                    tool_name=outcomes[i].name,
+                    model_name=name,
+                    tokens_before=res.tokens_before,
+                    tokens_after=res.tokens_after,
+                    usage=usage,
+                    latency_s=res.latency_s,
+                    original=str(original.content),
+                    pruned=res.pruned,
+                )
+            )
+            message = original.model_copy(
+                update={
+                    "content": res.pruned,
+                    "artifact": {
+                        "original": original.content,
+                        "artifact": original.artifact,
+                        "pruned": True,
+                    },
+                }
+            )
+            run.messages[first + i] = message
+        self._gates_after(run, pruning_name)
+
+    def _emit_dispatch(self, run: _Run, outcome: DispatchOutcome) -> None:
+        content = str(outcome.message.content)
+        run.emit(
+            ToolDispatched(
+                run_id=run.run_id,
+                round=run.round,
+                t=run.now(),
+                tool_call_id=outcome.message.tool_call_id,
+                name=outcome.name,
+                args=outcome.args,
+                status=outcome.status,
+                error_reason=outcome.error_reason,
+                duration_s=outcome.duration_s,
+                output_chars=len(content),
+                content=content,
+            )
+        )
+
+    def _close_open_calls(self, run: _Run, reason: str, text: str) -> None:
+        """Answer tool calls left open by a stop, so the transcript stays resumable."""
+        answered = {m.tool_call_id for m in run.messages if isinstance(m, ToolMessage)}
+        for message in reversed(run.messages):
+            if isinstance(message, AIMessage):
+                for outcome in skipped_outcomes(message, reason, text):
+                    if outcome.message.tool_call_id not in answered:
+                        run.messages.append(outcome.message)
+                break
+
+
+def _first_human_text(messages: Sequence[BaseMessage]) -> str:
+    for message in messages:
+        if isinstance(message, HumanMessage):
+            return message.text
+    return ""

@@ -1,0 +1,181 @@
+"""Budgets: the token budget from the config, and the USD budget held in ContextVars.
+
+The USD budget is set only through :func:`usd_budget`, a context manager that resets the
+ContextVar on exit, so nothing leaks to the caller. Asyncio tasks and ``asyncio.to_thread``
+copy the context and see the budget. A bare thread does not: rather than read that as
+"no limit", :func:`current_usd_budget` fails closed while any budget is active elsewhere in
+the process, unless the thread says so explicitly with ``usd_budget(None)``.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import math
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from types import MappingProxyType
+from typing import Any, Final
+
+from toolloop_lab.errors import ConfigurationError, ExecutionError
+from toolloop_lab.pricing import TokenPrice
+
+__all__ = [
+    "DEFAULT_CONTEXT_WINDOW",
+    "TokenBudget",
+    "UsdBudget",
+    "current_usd_budget",
+    "resolve_context_window",
+    "resolve_token_budget",
+    "snapshot_context",
+    "to_decimal_usd",
+    "usd_budget",
+]
+
+DEFAULT_CONTEXT_WINDOW: Final = 128_000
+"""Context window assumed when neither the config nor the model's profile gives one."""
+
+
+@dataclass(frozen=True, slots=True)
+class UsdBudget:
+    """A USD limit for each loop run inside a :func:`usd_budget` block."""
+
+    limit_usd: Decimal
+    prices: Mapping[str, TokenPrice] | None = None
+
+
+class _NoBudget:
+    """Explicit "no USD limit here", set by ``usd_budget(None)``."""
+
+    __slots__ = ()
+
+
+_NO_BUDGET: Final = _NoBudget()
+_BUDGET: ContextVar[UsdBudget | _NoBudget | None] = ContextVar(
+    "toolloop_lab_usd_budget", default=None
+)
+_active_lock = threading.Lock()
+_active_by_thread: dict[int, int] = {}
+
+
+def to_decimal_usd(value: Any, *, field: str = "limit_usd") -> Decimal:
+    """Exact Decimal of a USD amount; floats go through ``str`` so 0.1 stays 0.1."""
+    if isinstance(value, bool):
+        raise ConfigurationError(f"{field} must be a number, not a bool", field=field)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigurationError(f"{field} must be finite, got {value!r}", field=field)
+    try:
+        amount = value if isinstance(value, Decimal) else Decimal(str(value))
+    except (InvalidOperation, ValueError, TypeError):
+        raise ConfigurationError(
+            f"{field} must be a number, got {type(value).__name__}", field=field
+        ) from None
+    if not amount.is_finite() or amount < 0:
+        raise ConfigurationError(f"{field} must be finite and >= 0, got {amount}", field=field)
+    return amount
+
+
+@contextmanager
+def usd_budget(
+    limit_usd: float | Decimal | str | None, *, prices: Mapping[str, TokenPrice] | None = None
+) -> Iterator[UsdBudget | None]:
+    """Cap the USD spend of every loop run inside the block (per loop run).
+
+    ``prices`` overrides genai-prices for the model names it holds. ``usd_budget(None)``
+    declares "no limit" explicitly, which a bare worker thread needs while a budget is
+    active elsewhere.
+    """
+    budget: UsdBudget | None
+    if limit_usd is None:
+        budget = None
+        token = _BUDGET.set(_NO_BUDGET)
+    else:
+        frozen_prices = MappingProxyType(dict(prices)) if prices else None
+        budget = UsdBudget(to_decimal_usd(limit_usd), frozen_prices)
+        token = _BUDGET.set(budget)
+    ident = threading.get_ident()
+    with _active_lock:
+        _active_by_thread[ident] = _active_by_thread.get(ident, 0) + (budget is not None)
+    try:
+        yield budget
+    finally:
+        _BUDGET.reset(token)
+        with _active_lock:
+            left = _active_by_thread.get(ident, 0) - (budget is not None)
+            if left > 0:
+                _active_by_thread[ident] = left
+            else:
+                _active_by_thread.pop(ident, None)
+
+
+def current_usd_budget() -> UsdBudget | None:
+    """The budget in force here, or ``None`` for "no limit".
+
+    Raises ``ExecutionError(kind="cost", reason="budget_unavailable")`` when this context
+    never saw a budget but another thread has one active: a bare thread must not read that
+    as "no limit".
+    """
+    value = _BUDGET.get()
+    if isinstance(value, UsdBudget):
+        return value
+    if isinstance(value, _NoBudget):
+        return None
+    ident = threading.get_ident()
+    with _active_lock:
+        elsewhere = any(n > 0 for t, n in _active_by_thread.items() if t != ident)
+    if elsewhere:
+        raise ExecutionError(
+            "A USD budget is active in another thread but not in this context; "
+            "run this code with contextvars.copy_context() or declare usd_budget(None).",
+            kind="cost",
+            reason="budget_unavailable",
+        )
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class TokenBudget:
+    """The token budget of one loop: ``percent`` % of ``context_window``."""
+
+    limit: int
+    percent: float
+    context_window: int
+    source: str
+    """Where the context window came from: "config", "profile" or "default"."""
+
+
+def resolve_context_window(context_window: int | None, model: Any) -> tuple[int, str]:
+    """The window from the config, else the model profile's ``max_input_tokens``, else the
+    documented default, with where it came from ("config", "profile" or "default")."""
+    if isinstance(context_window, int) and context_window > 0:
+        return context_window, "config"
+    profile = getattr(model, "profile", None)
+    window = profile.get("max_input_tokens") if isinstance(profile, Mapping) else None
+    if isinstance(window, int) and not isinstance(window, bool) and window > 0:
+        return window, "profile"
+    return DEFAULT_CONTEXT_WINDOW, "default"
+
+
+def resolve_token_budget(
+    percent: float | None, context_window: int | None, model: Any
+) -> TokenBudget | None:
+    """``percent`` % of the resolved context window, or ``None`` when no budget is set."""
+    if percent is None:
+        return None
+    window, source = resolve_context_window(context_window, model)
+    return TokenBudget(int(window * percent / 100), percent, window, source)
+
+
+def snapshot_context() -> contextvars.Context:
+    """A copy of the current context with the USD budget resolved explicitly.
+
+    Run work for this caller in another thread with ``snapshot_context().run(...)``: the
+    thread then sees exactly the caller's budget, or an explicit "no limit".
+    """
+    budget = current_usd_budget()
+    ctx = contextvars.copy_context()
+    ctx.run(_BUDGET.set, budget if budget is not None else _NO_BUDGET)
+    return ctx

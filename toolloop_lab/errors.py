@@ -1,0 +1,140 @@
+"""The whole exception tree of toolloop_lab.
+
+Errors carry structured fields (``kind``, ``reason``, partial counts) so callers and tests
+never have to match on message text. Constructing an error has no side effects.
+
+::
+
+    ToolLoopLabError                 base of everything raised on purpose
+    ├── ConfigurationError           bad AgentConfig / arguments (also a ValueError)
+    ├── ExecutionError               typed failure with ``kind`` and ``reason``
+    │     kind="tool"  reason="not_available" | "invalid_call" | "tool_error" | "timeout" ...
+    │     kind="cost"  reason="budget_exhausted" | "unpriced"
+    ├── ToolLoopError (_ToolLoopError)   any other failure inside the loop; wraps ``cause``
+    ├── ScriptError                  a ScriptedChatModel script was misused or ran out
+    └── TraceError                   a trace file could not be read
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
+
+__all__ = [
+    "ConfigurationError",
+    "ExecutionError",
+    "PartialRun",
+    "ScriptError",
+    "ToolLoopError",
+    "ToolLoopLabError",
+    "TraceError",
+    "_ToolLoopError",
+]
+
+
+class ToolLoopLabError(Exception):
+    """Base class: catch this to catch every error the project raises on purpose."""
+
+
+class PartialRun:
+    """Mixin holding what a loop had done when it failed, so nothing is lost."""
+
+    accumulated_prompt: int
+    accumulated_completion: int
+    cost_usd: Decimal | None
+    any_invocation_made: bool
+    rounds: int
+    messages: list[BaseMessage]
+    events: tuple[Any, ...]
+    run_id: str | None
+
+    def _set_partial(
+        self,
+        *,
+        accumulated_prompt: int = 0,
+        accumulated_completion: int = 0,
+        cost_usd: Decimal | None = Decimal(0),
+        any_invocation_made: bool = False,
+        rounds: int = 0,
+        messages: Sequence[BaseMessage] = (),
+        events: Sequence[Any] = (),
+        run_id: str | None = None,
+    ) -> None:
+        self.accumulated_prompt = accumulated_prompt
+        self.accumulated_completion = accumulated_completion
+        self.cost_usd = cost_usd
+        self.any_invocation_made = any_invocation_made
+        self.rounds = rounds
+        self.messages = list(messages)
+        self.events = tuple(events)
+        self.run_id = run_id
+
+
+class ConfigurationError(ToolLoopLabError, ValueError):
+    """A configuration value is invalid; ``field`` names it."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class ExecutionError(ToolLoopLabError, PartialRun):
+    """A typed failure: ``kind`` says which part failed, ``reason`` says how.
+
+    Tool errors are usually caught by the loop and returned to the model as an error
+    ``ToolMessage``; cost errors propagate to the caller with the partial counts.
+    """
+
+    def __init__(self, message: str, *, kind: str, reason: str, **partial: Any) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.reason = reason
+        self._set_partial(**partial)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_execution_error, (str(self), self.kind, self.reason, self.__dict__))
+
+
+def _rebuild_execution_error(
+    message: str, kind: str, reason: str, state: dict[str, Any]
+) -> ExecutionError:
+    err = ExecutionError(message, kind=kind, reason=reason)
+    err.__dict__.update(state)
+    return err
+
+
+class ToolLoopError(ToolLoopLabError, PartialRun):
+    """Any unexpected failure inside the loop, with the partial counts and the cause."""
+
+    def __init__(self, message: str, *, cause: BaseException, **partial: Any) -> None:
+        super().__init__(message)
+        self.cause = cause
+        self.__cause__ = cause
+        self._set_partial(**partial)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_tool_loop_error, (str(self), self.cause, self.__dict__))
+
+
+def _rebuild_tool_loop_error(
+    message: str, cause: BaseException, state: dict[str, Any]
+) -> ToolLoopError:
+    err = ToolLoopError(message, cause=cause)
+    err.__dict__.update(state)
+    return err
+
+
+_ToolLoopError = ToolLoopError
+"""The name the behaviour spec uses."""
+
+
+class ScriptError(ToolLoopLabError):
+    """A scripted model ran out of replies or was given something it cannot play."""
+
+
+class TraceError(ToolLoopLabError):
+    """A trace file is missing or not a toolloop_lab trace."""

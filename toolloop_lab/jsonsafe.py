@@ -1,0 +1,94 @@
+"""One converter from arbitrary Python values to deterministic, JSON-safe data.
+
+Used for tool results, event ``to_dict()`` and trace lines, so every place that turns a
+value into JSON agrees: no Python reprs, no memory addresses, no NaN, sorted sets.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import dataclasses
+import datetime as dt
+import enum
+import json
+import math
+from collections.abc import Mapping
+from decimal import Decimal
+from pathlib import PurePath
+from typing import Any
+
+__all__ = ["dumps", "json_safe"]
+
+_MAX_DEPTH = 64
+
+
+def json_safe(value: Any, _depth: int = 0) -> Any:
+    """Convert ``value`` to data ``json.dumps`` accepts with ``allow_nan=False``.
+
+    Decimals become strings (no precision lost), non-finite floats become the strings
+    "NaN", "Infinity", "-Infinity", bytes become text (or base64 when not UTF-8), objects
+    without a JSON form become ``{"__type__": ..., "attributes": ...}``.
+    """
+    if _depth > _MAX_DEPTH:
+        return "<nested too deep>"
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, enum.Enum):
+        return json_safe(value.value, _depth + 1)
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raw = bytes(value)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return {"__bytes_base64__": base64.b64encode(raw).decode("ascii")}
+    if isinstance(value, PurePath):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v, _depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v, _depth + 1) for v in value]
+    if isinstance(value, (set, frozenset)):
+        items = [json_safe(v, _depth + 1) for v in value]
+        return sorted(items, key=lambda v: json.dumps(v, sort_keys=True))
+    model_dump = getattr(value, "model_dump", None)
+    if callable(model_dump):
+        try:
+            return json_safe(model_dump(mode="json"), _depth + 1)
+        except Exception:  # noqa: BLE001 - fall through to the generic form
+            pass
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict) and not isinstance(value, type):
+        try:
+            return json_safe(to_dict(), _depth + 1)
+        except Exception:  # noqa: BLE001
+            pass
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        return json_safe(fields, _depth + 1)
+    kind = type(value)
+    out: dict[str, Any] = {"__type__": f"{kind.__module__}.{kind.__qualname__}"}
+    if getattr(kind, "__str__", None) is not getattr(object, "__str__", None):
+        with contextlib.suppress(Exception):
+            out["str"] = str(value)
+    attrs = getattr(value, "__dict__", None)
+    if isinstance(attrs, dict) and attrs:
+        out["attributes"] = json_safe(attrs, _depth + 1)
+    return out
+
+
+def dumps(value: Any, *, sort_keys: bool = True, ascii_only: bool = True) -> str:
+    """Deterministic JSON text; ASCII-escaped by default so lone surrogates survive I/O."""
+    return json.dumps(
+        json_safe(value), sort_keys=sort_keys, allow_nan=False, ensure_ascii=ascii_only
+    )

@@ -1,0 +1,104 @@
+"""Model name -> USD cost of a :class:`Usage`, from genai-prices' table plus user overrides.
+
+genai-prices' lookup is slow next to one loop round (tens of µs), so lookups of a model's
+price and repeated identical calculations are memoised; every figure still comes from
+genai-prices or from the caller's own :class:`TokenPrice`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any
+
+import genai_prices
+from genai_prices.types import ModelPrice
+
+from toolloop_lab.usage import Usage
+
+__all__ = ["PriceTable", "TokenPrice", "cost_of", "known_price", "model_name_of"]
+
+_MTOK = Decimal(1_000_000)
+
+
+@dataclass(frozen=True, slots=True)
+class TokenPrice:
+    """A user-supplied flat price in USD per million tokens (for models the table lacks)."""
+
+    input_mtok: Decimal
+    output_mtok: Decimal
+    cache_read_mtok: Decimal | None = None
+    """Price of cached input; ``None`` means cached input costs the same as input."""
+
+    def cost(self, usage: Usage) -> Decimal:
+        """Cost of ``usage`` at this price."""
+        cached = usage.cache_read_tokens if self.cache_read_mtok is not None else 0
+        cache_rate = self.cache_read_mtok if self.cache_read_mtok is not None else Decimal(0)
+        return (
+            Decimal(usage.input_tokens - cached) * Decimal(self.input_mtok)
+            + Decimal(cached) * Decimal(cache_rate)
+            + Decimal(usage.output_tokens) * Decimal(self.output_mtok)
+        ) / _MTOK
+
+
+PriceTable = Mapping[str, TokenPrice]
+"""Overrides: model name -> price. Consulted before genai-prices."""
+
+
+@lru_cache(maxsize=256)
+def _model_price(model_name: str) -> ModelPrice | None:
+    try:
+        calc = genai_prices.calc_price(
+            genai_prices.Usage(input_tokens=0, output_tokens=0), model_ref=model_name
+        )
+    except LookupError:
+        return None
+    return calc.model_price
+
+
+@lru_cache(maxsize=8192)
+def _table_cost(model_name: str, input_tokens: int, output_tokens: int, cache_read: int) -> Decimal:
+    price = _model_price(model_name)
+    assert price is not None
+    usage = genai_prices.Usage(
+        input_tokens=input_tokens, output_tokens=output_tokens, cache_read_tokens=cache_read
+    )
+    return Decimal(price.calc_price(usage)["total_price"])
+
+
+def known_price(model_name: str | None, prices: PriceTable | None = None) -> bool:
+    """True when ``model_name`` can be priced by ``prices`` or genai-prices."""
+    if not model_name:
+        return False
+    if prices and model_name in prices:
+        return True
+    return _model_price(model_name) is not None
+
+
+def cost_of(
+    usage: Usage, model_name: str | None, prices: PriceTable | None = None
+) -> Decimal | None:
+    """USD cost of ``usage`` on ``model_name``; ``None`` when the model has no known price."""
+    if not model_name:
+        return None
+    if prices and model_name in prices:
+        return prices[model_name].cost(usage)
+    if _model_price(model_name) is None:
+        return None
+    return _table_cost(model_name, usage.input_tokens, usage.output_tokens, usage.cache_read_tokens)
+
+
+def model_name_of(obj: Any, response_metadata: Mapping[str, Any] | None = None) -> str | None:
+    """The model name a reply or a chat model reports, as providers spell it."""
+    if response_metadata:
+        for key in ("model_name", "model", "model_id"):
+            value = response_metadata.get(key)
+            if isinstance(value, str) and value:
+                return value
+    for attr in ("model_name", "model", "model_id"):
+        value = getattr(obj, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    return None

@@ -1,0 +1,145 @@
+"""Token and cost usage as one value type, so sums are written once (``__add__``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, TypeGuard
+
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages.utils import count_tokens_approximately
+
+__all__ = ["Usage", "estimate_tokens"]
+
+
+def _valid_count(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens and cost of one or more model calls."""
+
+    input_tokens: int = 0
+    """Prompt tokens, cached ones included (as langchain-core and genai-prices count them)."""
+    output_tokens: int = 0
+    """Completion tokens, reasoning included."""
+    cache_read_tokens: int = 0
+    """Part of ``input_tokens`` served from the provider's prompt cache."""
+    cache_write_tokens: int = 0
+    """Part of ``input_tokens`` written to the provider's prompt cache."""
+    requests: int = 0
+    """Model calls counted here."""
+    estimated: bool = False
+    """True when any count here was estimated because the provider reported none."""
+    cost_usd: Decimal | None = Decimal(0)
+    """Cost in USD; ``None`` means unknown (unpriced), never zero."""
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens, derived so it never goes stale."""
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        cost = (
+            None
+            if self.cost_usd is None or other.cost_usd is None
+            else self.cost_usd + other.cost_usd
+        )
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            requests=self.requests + other.requests,
+            estimated=self.estimated or other.estimated,
+            cost_usd=cost,
+        )
+
+    def with_cost(self, cost_usd: Decimal | None) -> Usage:
+        """The same counts with a cost attached."""
+        return Usage(
+            self.input_tokens,
+            self.output_tokens,
+            self.cache_read_tokens,
+            self.cache_write_tokens,
+            self.requests,
+            self.estimated,
+            cost_usd,
+        )
+
+    @classmethod
+    def from_ai_message(
+        cls, message: AIMessage, *, prompt: Sequence[BaseMessage] | None = None
+    ) -> Usage:
+        """Read ``usage_metadata``; estimate what is missing or invalid, and say so.
+
+        Counts are never silently zero: a reply without usable usage is estimated from the
+        prompt that produced it (``prompt``) and the reply itself, with langchain-core's
+        approximate counter.
+        """
+        meta: Mapping[str, Any] | None = message.usage_metadata
+        estimated = bool(message.response_metadata.get("usage_estimated", False))
+        raw_in = meta.get("input_tokens") if meta else None
+        raw_out = meta.get("output_tokens") if meta else None
+        in_tok: int
+        out_tok: int
+        if _valid_count(raw_in):
+            in_tok = raw_in
+        else:
+            in_tok = count_tokens_approximately(prompt) if prompt else 0
+            estimated = True
+        if _valid_count(raw_out):
+            out_tok = raw_out
+        else:
+            out_tok = estimate_tokens(message)
+            estimated = True
+        details = (meta.get("input_token_details") if meta else None) or {}
+        cache_read = details.get("cache_read", 0)
+        cache_write = details.get("cache_creation", 0)
+        cache_read = cache_read if _valid_count(cache_read) and cache_read <= in_tok else 0
+        cache_write = cache_write if _valid_count(cache_write) and cache_write <= in_tok else 0
+        return cls(
+            input_tokens=in_tok,
+            output_tokens=out_tok,
+            cache_read_tokens=cache_read,
+            cache_write_tokens=cache_write,
+            requests=1,
+            estimated=estimated,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe form: cost as a string so no precision is lost."""
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "requests": self.requests,
+            "estimated": self.estimated,
+            "cost_usd": None if self.cost_usd is None else str(self.cost_usd),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Usage:
+        """Inverse of :meth:`to_dict`."""
+        cost = data.get("cost_usd")
+        return cls(
+            input_tokens=int(data.get("input_tokens", 0)),
+            output_tokens=int(data.get("output_tokens", 0)),
+            cache_read_tokens=int(data.get("cache_read_tokens", 0)),
+            cache_write_tokens=int(data.get("cache_write_tokens", 0)),
+            requests=int(data.get("requests", 0)),
+            estimated=bool(data.get("estimated", False)),
+            cost_usd=None if cost is None else Decimal(str(cost)),
+        )
+
+
+def estimate_tokens(message: BaseMessage) -> int:
+    """Approximate tokens of one message (content and tool calls), at least 1."""
+    return max(
+        1, count_tokens_approximately([message], extra_tokens_per_message=0, count_name=False)
+    )
