@@ -1,0 +1,251 @@
+"""Fold an event stream into the state a person looks at: header, gauges, round rows.
+
+The live widget, a replayed trace, the HTML report and the lab's per-round frame all read
+this one fold, so they can never disagree. ``RunView.apply`` takes one event at a time
+(live) and ``RunView.from_events`` takes a whole stream (replay); both end in the same
+state. No UI, pandas or matplotlib here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Literal
+
+from toolloop_lab.events import (
+    BudgetGate,
+    Event,
+    LoopFailed,
+    LoopFinished,
+    LoopStarted,
+    ModelCalled,
+    Pruned,
+    RoundStarted,
+    SynthesisStarted,
+    ToolCallView,
+    ToolDispatched,
+)
+from toolloop_lab.usage import Usage
+
+__all__ = ["GateState", "RoundRow", "RunStatus", "RunView", "ToolRow"]
+
+RunStatus = Literal["idle", "running", "paused", "finished", "failed", "cancelled"]
+GateState = Literal["off", "passed", "tripped"]
+
+
+@dataclass(slots=True)
+class ToolRow:
+    """One tool call of a round, with its outcome and pruning (if any)."""
+
+    id: str
+    name: str
+    args: dict[str, object]
+    status: str = "pending"
+    error_reason: str | None = None
+    duration_s: float | None = None
+    output_chars: int = 0
+    content: str = ""
+    pruning: Pruned | None = None
+
+
+@dataclass(slots=True)
+class RoundRow:
+    """One round (or the synthesis call) as the timeline shows it."""
+
+    number: int
+    purpose: Literal["round", "synthesis"] = "round"
+    usage: Usage = field(default_factory=Usage)
+    """The round's own model call (pruning calls are in ``pruning_usage``)."""
+    pruning_usage: Usage = field(default_factory=Usage)
+    latency_s: float | None = None
+    text: str = ""
+    finish_reason: str | None = None
+    stuck: bool = False
+    tool_calls: tuple[ToolCallView, ...] = ()
+    tools: list[ToolRow] = field(default_factory=list)
+    gates: list[BudgetGate] = field(default_factory=list)
+    synthesis_reason: str | None = None
+    synthesis_prompt: str | None = None
+
+    @property
+    def cost_usd(self) -> Decimal | None:
+        """The round's model call plus its pruning calls; ``None`` when unpriced."""
+        return (self.usage + self.pruning_usage).cost_usd
+
+    @property
+    def tokens_saved(self) -> int:
+        """Tokens pruning kept out of the conversation in this round."""
+        return sum(t.pruning.tokens_saved for t in self.tools if t.pruning)
+
+    @property
+    def net_saved(self) -> int:
+        """Tokens saved minus the pruning calls' own tokens."""
+        return sum(t.pruning.net_saved for t in self.tools if t.pruning)
+
+    def gate(self, kind: Literal["token", "usd"]) -> GateState:
+        """The last state of that gate in this round."""
+        states = [g.passed for g in self.gates if g.gate == kind]
+        if not states:
+            return "off"
+        return "passed" if states[-1] else "tripped"
+
+
+@dataclass(slots=True)
+class RunView:
+    """Everything a person sees about one run, derived from its events only."""
+
+    run_id: str | None = None
+    status: RunStatus = "idle"
+    started: LoopStarted | None = None
+    rounds: list[RoundRow] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    """Accumulated spend (every call, pruning included), as of the last event."""
+    final_text: str | None = None
+    finished: LoopFinished | None = None
+    failure: LoopFailed | None = None
+    last_context_tokens: int = 0
+    """Input tokens of the most recent agent model call (how full the window was)."""
+    token_gate: GateState = "off"
+    usd_gate: GateState = "off"
+    events: int = 0
+
+    # -- folding ----------------------------------------------------------------------
+    @classmethod
+    def from_events(cls, events: Iterable[Event]) -> RunView:
+        """The view at the end of ``events`` (a finished run or a trace)."""
+        view = cls()
+        for event in events:
+            view.apply(event)
+        return view
+
+    def _row(self, number: int) -> RoundRow:
+        if self.rounds and self.rounds[-1].number == number:
+            return self.rounds[-1]
+        for row in reversed(self.rounds):
+            if row.number == number:
+                return row
+        row = RoundRow(number)
+        self.rounds.append(row)
+        return row
+
+    def apply(self, event: Event) -> None:
+        """Fold one event in; events of another run are ignored once a run is known."""
+        if self.run_id is None:
+            self.run_id = event.run_id
+        elif event.run_id != self.run_id:
+            return
+        self.events += 1
+        if isinstance(event, LoopStarted):
+            self.started = event
+            self.status = "running"
+            self.token_gate = "off" if event.token_budget is None else "passed"
+            self.usd_gate = "off" if event.usd_limit is None else "passed"
+        elif isinstance(event, RoundStarted):
+            self._row(event.round)
+            self.status = "running"
+        elif isinstance(event, ModelCalled):
+            row = self._row(event.round)
+            row.purpose = event.purpose
+            row.usage = event.usage
+            row.latency_s = event.latency_s
+            row.text = event.text
+            row.finish_reason = event.finish_reason
+            row.stuck = event.stuck
+            row.tool_calls = event.tool_calls
+            row.tools = [ToolRow(c.id, c.name, dict(c.args)) for c in event.tool_calls]
+            self.usage = event.accumulated
+            self.last_context_tokens = event.usage.input_tokens
+        elif isinstance(event, ToolDispatched):
+            row = self._row(event.round)
+            tool = next((t for t in row.tools if t.id == event.tool_call_id), None)
+            if tool is None:
+                tool = ToolRow(event.tool_call_id, event.name, dict(event.args))
+                row.tools.append(tool)
+            tool.status = event.status
+            tool.error_reason = event.error_reason
+            tool.duration_s = event.duration_s
+            tool.output_chars = event.output_chars
+            tool.content = event.content
+        elif isinstance(event, Pruned):
+            row = self._row(event.round)
+            row.pruning_usage = row.pruning_usage + event.usage
+            self.usage = self.usage + event.usage
+            for tool in row.tools:
+                if tool.id == event.tool_call_id:
+                    tool.pruning = event
+        elif isinstance(event, BudgetGate):
+            self._row(event.round).gates.append(event)
+            state: GateState = "passed" if event.passed else "tripped"
+            if event.gate == "token":
+                self.token_gate = state
+            else:
+                self.usd_gate = state
+        elif isinstance(event, SynthesisStarted):
+            row = self._row(event.round)
+            row.purpose = "synthesis"
+            row.synthesis_reason = event.reason
+            row.synthesis_prompt = event.prompt
+        elif isinstance(event, LoopFinished):
+            self.finished = event
+            self.final_text = event.final_text
+            self.usage = event.usage
+            self.status = "finished"
+        elif isinstance(event, LoopFailed):
+            self.failure = event
+            self.usage = event.usage
+            self.status = "cancelled" if event.cancelled else "failed"
+
+    # -- derived figures --------------------------------------------------------------
+    @property
+    def tool_rounds(self) -> int:
+        """Tool rounds seen so far (synthesis not counted)."""
+        return sum(1 for r in self.rounds if r.purpose == "round")
+
+    @property
+    def current_round(self) -> int:
+        """The number of the round in progress or last seen (0 before the first)."""
+        return self.rounds[-1].number if self.rounds else 0
+
+    @property
+    def max_rounds(self) -> int | None:
+        """The round cap from the loop's start event."""
+        return self.started.max_rounds if self.started else None
+
+    @property
+    def token_budget(self) -> int | None:
+        """The token budget, or ``None`` when the loop has none."""
+        return self.started.token_budget if self.started else None
+
+    @property
+    def usd_limit(self) -> Decimal | None:
+        """The USD limit, or ``None`` when no USD budget was set."""
+        return self.started.usd_limit if self.started else None
+
+    @property
+    def context_window(self) -> int | None:
+        """The context window the loop resolved."""
+        return self.started.context_window if self.started else None
+
+    @property
+    def context_fill(self) -> float | None:
+        """Share of the context window the last call used (0..1+), if known."""
+        window = self.context_window
+        if not window:
+            return None
+        return self.last_context_tokens / window
+
+    @property
+    def tokens_saved(self) -> int:
+        """Tokens pruning kept out of the conversation over the run."""
+        return sum(r.tokens_saved for r in self.rounds)
+
+    @property
+    def net_saved(self) -> int:
+        """Pruning savings net of the pruning calls' own tokens."""
+        return sum(r.net_saved for r in self.rounds)
+
+    @property
+    def prunings(self) -> list[Pruned]:
+        """Every pruning event of the run, in order."""
+        return [t.pruning for r in self.rounds for t in r.tools if t.pruning]
