@@ -1,4 +1,13 @@
-"""toolloop_lab: see, live in the notebook, what an LLM agent's tool loop does."""
+"""toolloop_lab: see, live in the notebook, what an LLM agent's tool loop does.
+
+The core loop imports no UI, pandas or matplotlib; the widget, the scenario lab and the
+recording models are loaded on first use of their names.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from toolloop_lab.agent import AgentConfig, LLMAgent, ToolLoopResult
 from toolloop_lab.budget import usd_budget
@@ -13,11 +22,21 @@ from toolloop_lab.models import ScriptedChatModel
 from toolloop_lab.pricing import TokenPrice
 from toolloop_lab.usage import Usage
 
+if TYPE_CHECKING:
+    from toolloop_lab.lab import LabResults, Scenario, arun_scenarios, catalog, run_scenarios
+    from toolloop_lab.recording import RecordingChatModel, ReplayChatModel
+    from toolloop_lab.widget import LoopDebugger
+
 __all__ = [
     "AgentConfig",
     "ConfigurationError",
     "ExecutionError",
     "LLMAgent",
+    "LabResults",
+    "LoopDebugger",
+    "RecordingChatModel",
+    "ReplayChatModel",
+    "Scenario",
     "ScriptError",
     "ScriptedChatModel",
     "TokenPrice",
@@ -25,5 +44,28 @@ __all__ = [
     "ToolLoopLabError",
     "ToolLoopResult",
     "Usage",
+    "arun_scenarios",
+    "catalog",
+    "run_scenarios",
     "usd_budget",
 ]
+
+_LAZY = {
+    "LoopDebugger": "toolloop_lab.widget",
+    "LabResults": "toolloop_lab.lab",
+    "Scenario": "toolloop_lab.lab",
+    "arun_scenarios": "toolloop_lab.lab",
+    "catalog": "toolloop_lab.lab",
+    "run_scenarios": "toolloop_lab.lab",
+    "RecordingChatModel": "toolloop_lab.recording",
+    "ReplayChatModel": "toolloop_lab.recording",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'toolloop_lab' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
