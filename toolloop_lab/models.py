@@ -24,7 +24,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import PrivateAttr
+from pydantic import Field, PrivateAttr
 
 from toolloop_lab.errors import ScriptError
 from toolloop_lab.usage import estimate_tokens
@@ -51,8 +51,8 @@ class ScriptedChatModel(BaseChatModel):
 
     __test__ = False  # keep pytest from collecting this as a test class
 
-    script: list[Any]
-    """The replies, in order."""
+    script: list[Any] = Field(repr=False)
+    """The replies, in order (kept out of the repr, which langchain-core serialises per run)."""
     model_name: str = "scripted"
     """Reported as ``response_metadata["model_name"]``; a real name makes it priceable."""
 
