@@ -26,10 +26,14 @@ def _echo(text: str) -> str:
     return text
 
 
+async def _aecho(text: str) -> str:
+    return text
+
+
 def echo_tool() -> BaseTool:
-    """A tool that returns its ``text`` argument unchanged."""
+    """A tool that returns its ``text`` argument unchanged (async: no thread hop)."""
     return StructuredTool.from_function(
-        _echo, name="echo", description="Return the given text unchanged."
+        _echo, coroutine=_aecho, name="echo", description="Return the given text unchanged."
     )
 
 
