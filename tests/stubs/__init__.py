@@ -1,0 +1,1 @@
+"""Loopback stub servers for the OpenAI and Anthropic HTTP APIs (test-only code)."""

@@ -1,0 +1,198 @@
+"""A scriptable loopback HTTP server: the base of the provider stubs.
+
+The stubs plug in at the lowest layer, the network: the code under test is the real
+provider SDK and the real langchain client, talking HTTP to 127.0.0.1. Each test queues
+the replies (or faults) the server will send, in order, and reads back every request body
+it received. Nothing leaves the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, ClassVar, Self
+
+__all__ = ["NO_REPLY_STATUS", "ReceivedRequest", "Reply", "StubServer"]
+
+NO_REPLY_STATUS = 599
+"""Sent when a request arrives and nothing is queued; no real API uses it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """One queued HTTP response: a JSON body and a status (an error status is a fault)."""
+
+    body: Mapping[str, Any]
+    status: int = 200
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedRequest:
+    """One request the stub received, with its JSON body parsed."""
+
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    body: Any
+
+
+class StubServer:
+    """Serves queued replies in order on ``POST route``; records every request.
+
+    Use it as a context manager (the pytest fixtures do): it binds a free port on
+    127.0.0.1 and serves from a daemon thread until the block ends. Each connection is
+    closed after one response (HTTP/1.0), so nothing outlives :meth:`stop`.
+    """
+
+    route: ClassVar[str] = "/"
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queue: deque[Reply] = deque()
+        self._requests: list[ReceivedRequest] = []
+        self._served: list[Reply] = []
+        self._unexpected: list[ReceivedRequest] = []
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._port = 0
+
+    # -- lifecycle --------------------------------------------------------------------
+    def start(self) -> Self:
+        """Bind a free loopback port and start serving."""
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                stub._handle(self)
+
+            def do_GET(self) -> None:
+                stub._handle(self)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return  # keep test output clean
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._port = self._httpd.server_address[1]
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, name=f"{type(self).__name__}", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and free the port; later requests get "connection refused"."""
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    @property
+    def origin(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        return f"http://127.0.0.1:{self._port}"
+
+    # -- scripting --------------------------------------------------------------------
+    def enqueue(self, *replies: Reply) -> None:
+        """Queue replies; each request takes the next one."""
+        with self._lock:
+            self._queue.extend(replies)
+
+    @property
+    def remaining(self) -> int:
+        """Queued replies not sent yet."""
+        with self._lock:
+            return len(self._queue)
+
+    @property
+    def requests(self) -> tuple[ReceivedRequest, ...]:
+        """Every request on the route, in arrival order."""
+        with self._lock:
+            return tuple(self._requests)
+
+    @property
+    def bodies(self) -> tuple[Any, ...]:
+        """The JSON bodies of :attr:`requests`."""
+        return tuple(r.body for r in self.requests)
+
+    @property
+    def served(self) -> tuple[Reply, ...]:
+        """Replies sent so far, faults included, in order."""
+        with self._lock:
+            return tuple(self._served)
+
+    @property
+    def unexpected(self) -> tuple[ReceivedRequest, ...]:
+        """Requests that found nothing queued or hit an unknown path."""
+        with self._lock:
+            return tuple(self._unexpected)
+
+    def assert_clean(self) -> None:
+        """Every queued reply was used and no request went unanswered."""
+        assert not self.unexpected, f"unexpected requests: {self.unexpected}"
+        assert self.remaining == 0, f"{self.remaining} queued replies were never requested"
+
+    # -- serving ----------------------------------------------------------------------
+    def _handle(self, handler: BaseHTTPRequestHandler) -> None:
+        length = int(handler.headers.get("Content-Length") or 0)
+        raw = handler.rfile.read(length) if length else b""
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except json.JSONDecodeError:
+            body = raw.decode("utf-8", "replace")
+        path = handler.path.split("?", 1)[0]
+        request = ReceivedRequest(
+            handler.command, path, {k.lower(): v for k, v in handler.headers.items()}, body
+        )
+        with self._lock:
+            if handler.command != "POST" or path != self.route:
+                self._unexpected.append(request)
+                reply: Reply | None = Reply(self.error_body(404, f"no route {path}"), 404)
+            elif self._queue:
+                self._requests.append(request)
+                reply = self._queue.popleft()
+                self._served.append(reply)
+            else:
+                self._requests.append(request)
+                self._unexpected.append(request)
+                reply = None
+        if reply is None:
+            reply = Reply(
+                self.error_body(NO_REPLY_STATUS, "stub has no reply queued"), NO_REPLY_STATUS
+            )
+        data = json.dumps(reply.body).encode()
+        handler.send_response(reply.status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        for name, value in reply.headers.items():
+            handler.send_header(name, value)
+        handler.end_headers()
+        handler.wfile.write(data)
+
+    def error_body(self, status: int, message: str) -> dict[str, Any]:
+        """The provider's error body for ``status``; subclasses speak their API's format."""
+        return {"error": {"message": message, "code": status}}
