@@ -55,7 +55,7 @@ def json_safe(value: Any, _depth: int = 0) -> Any:
     if isinstance(value, PurePath):
         return str(value)
     if isinstance(value, Mapping):
-        return {str(k): json_safe(v, _depth + 1) for k, v in value.items()}
+        return {_key(k, _depth): json_safe(v, _depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [json_safe(v, _depth + 1) for v in value]
     if isinstance(value, (set, frozenset)):
@@ -85,6 +85,17 @@ def json_safe(value: Any, _depth: int = 0) -> Any:
     if isinstance(attrs, dict) and attrs:
         out["attributes"] = json_safe(attrs, _depth + 1)
     return out
+
+
+def _key(key: Any, depth: int) -> str:
+    """A mapping key as JSON text would spell it; never ``str()`` of an arbitrary object,
+    whose default form is a repr with a memory address."""
+    if isinstance(key, str):
+        return key
+    safe = json_safe(key, depth + 1)
+    if isinstance(safe, str):
+        return safe
+    return json.dumps(safe, sort_keys=True, allow_nan=False)
 
 
 def dumps(value: Any, *, sort_keys: bool = True, ascii_only: bool = True) -> str:

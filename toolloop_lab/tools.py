@@ -141,13 +141,14 @@ async def _dispatch_one(
     if not isinstance(args, Mapping):
         text = f"arguments for tool {name!r} must be a JSON object, got {type(args).__name__}"
         return _error_outcome(call_id, name, {}, "invalid_arguments", text, started)
+    deadline = asyncio.timeout(timeout_s)  # None: no deadline
     try:
-        if timeout_s is None:
+        async with deadline:
             content, artifact = await _run_tool(tool, call)
-        else:
-            async with asyncio.timeout(timeout_s):
-                content, artifact = await _run_tool(tool, call)
-    except TimeoutError:
+    except TimeoutError as exc:
+        if not deadline.expired():  # the tool's own timeout, not ours
+            text = f"tool {name!r} raised {type(exc).__name__}: {exc}"
+            return _error_outcome(call_id, name, args, "tool_error", text, started)
         text = f"tool {name!r} timed out after {timeout_s} s"
         return _error_outcome(call_id, name, args, "timeout", text, started)
     except ValidationError as exc:
@@ -180,7 +181,7 @@ def _invalid_outcome(call: InvalidToolCall) -> DispatchOutcome:
     name = call.get("name") or "(unnamed)"
     raw = call.get("args")
     detail = call.get("error") or "arguments are not valid JSON"
-    text = f"could not parse the call to {name!r}: {detail}. Raw arguments: {raw!r}"
+    text = f"could not parse the call to {name!r}: {detail}. Raw arguments: {dumps(raw)}"
     return _error_outcome(call.get("id") or "", name, {}, "invalid_call", text, time.perf_counter())
 
 
