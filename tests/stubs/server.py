@@ -81,7 +81,10 @@ class StubServer:
         self._httpd.daemon_threads = True
         self._port = self._httpd.server_address[1]
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever, name=f"{type(self).__name__}", daemon=True
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.02},  # how soon stop() is noticed
+            name=type(self).__name__,
+            daemon=True,
         )
         self._thread.start()
         return self

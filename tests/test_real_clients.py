@@ -1,0 +1,487 @@
+"""LLMAgent on the real ``ChatOpenAI`` and ``ChatAnthropic`` clients, against loopback stubs.
+
+The stubs (``tests/stubs``) speak each provider's HTTP wire format on 127.0.0.1, so the
+provider SDKs and langchain's converters run for real: provider ids, parallel calls, cache
+usage, invalid JSON arguments and HTTP faults all arrive the way production sees them.
+Expected figures are computed here from what the stubs reported, independently of the
+loop, and costs straight from ``genai_prices.calc_price``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from decimal import Decimal
+from typing import Any
+
+import anthropic
+import genai_prices
+import openai
+import pytest
+from langchain_anthropic import ChatAnthropic
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+from stubs import anthropic_stub, openai_stub
+from stubs.anthropic_stub import AnthropicStub, AnthropicToolUse, AnthropicUsage
+from stubs.openai_stub import OpenAIStub, OpenAIToolCall, OpenAIUsage
+
+from toolloop_lab import AgentConfig, ExecutionError, LLMAgent, ToolLoopError, usd_budget
+from toolloop_lab.events import LoopFailed, LoopStarted, ModelCalled, ToolDispatched
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool
+def lookup(key: str) -> dict[str, Any]:
+    """Look a key up in a small table."""
+    return {"key": key, "value": len(key)}
+
+
+@tool
+def explode(reason: str) -> str:
+    """A tool that always fails."""
+    raise RuntimeError(reason)
+
+
+TOOLS = [add, lookup, explode]
+
+
+@pytest.fixture
+def oai() -> Iterator[OpenAIStub]:
+    with OpenAIStub() as stub:
+        yield stub
+    stub.assert_clean()
+
+
+@pytest.fixture
+def ant() -> Iterator[AnthropicStub]:
+    with AnthropicStub() as stub:
+        yield stub
+    stub.assert_clean()
+
+
+def chat_openai(stub: OpenAIStub) -> ChatOpenAI:
+    return ChatOpenAI(model="gpt-4o-mini", base_url=stub.base_url, api_key="test", max_retries=0)
+
+
+def chat_anthropic(stub: AnthropicStub) -> ChatAnthropic:
+    return ChatAnthropic(  # type: ignore[call-arg]
+        model="claude-3-5-haiku-latest", base_url=stub.base_url, api_key="test", max_retries=0
+    )
+
+
+def price(
+    model: str, input_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0
+) -> Decimal:
+    """genai-prices' own figure for one call (input includes the cached tokens)."""
+    usage = genai_prices.Usage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cache_read_tokens=cache_read,
+        cache_write_tokens=cache_write,
+    )
+    return Decimal(genai_prices.calc_price(usage, model_ref=model).total_price)
+
+
+def openai_cost(usages: list[OpenAIUsage], model: str = OpenAIStub.model) -> Decimal:
+    return sum(
+        (price(model, u.prompt_tokens, u.completion_tokens, u.cached_tokens) for u in usages),
+        Decimal(0),
+    )
+
+
+def anthropic_cost(usages: list[AnthropicUsage], model: str = AnthropicStub.model) -> Decimal:
+    return sum(
+        (
+            price(
+                model,
+                u.total_input,
+                u.output_tokens,
+                u.cache_read_input_tokens,
+                u.cache_creation_input_tokens,
+            )
+            for u in usages
+        ),
+        Decimal(0),
+    )
+
+
+def model_calls(events: Any) -> list[ModelCalled]:
+    return [e for e in events if isinstance(e, ModelCalled)]
+
+
+def test_stub_model_names_are_priced_by_genai_prices() -> None:
+    assert price(OpenAIStub.model, 1_000_000, 0) == Decimal("0.15")
+    assert price(AnthropicStub.model, 1_000_000, 0) == Decimal("0.8")
+
+
+# -- OpenAI ---------------------------------------------------------------------------
+
+
+async def test_openai_parallel_tool_calls_get_one_result_each(oai: OpenAIStub) -> None:
+    ids = oai.reply(
+        tool_calls=[
+            OpenAIToolCall("add", {"a": 2, "b": 3}),
+            OpenAIToolCall("lookup", {"key": "abcd"}),
+            OpenAIToolCall("add", {"a": 10, "b": -4}),
+        ],
+        usage=OpenAIUsage(120, 40),
+    )
+    oai.reply(text="5, 4 and 6.", usage=OpenAIUsage(210, 9))
+
+    result = await LLMAgent(chat_openai(oai), TOOLS).arun("Compute things.")
+
+    assert result.final_response.text == "5, 4 and 6."
+    assert result.rounds == 2
+    assert not result.synthesis_was_run
+    assert result.accumulated_prompt == oai.prompt_tokens == 330
+    assert result.accumulated_completion == oai.completion_tokens == 49
+    assert result.usage.requests == 2
+    assert not result.usage_estimated
+    first, follow_up = oai.bodies
+    assert first["model"] == "gpt-4o-mini"
+    assert [t["function"]["name"] for t in first["tools"]] == ["add", "lookup", "explode"]
+    assert openai_stub.tool_pairs(first) == []
+    assert openai_stub.tool_pairs(follow_up) == [(ids, ids)]
+    results = {
+        m["tool_call_id"]: m["content"] for m in follow_up["messages"] if m["role"] == "tool"
+    }
+    assert results.keys() == set(ids)
+    assert (results[ids[0]], results[ids[2]]) == ("5", "6")
+    assert json.loads(results[ids[1]]) == {"key": "abcd", "value": 4}
+    assert [c["id"] for c in result.messages[1].tool_calls] == ids  # type: ignore[attr-defined]
+
+
+async def test_openai_cached_input_tokens_are_counted_and_priced(oai: OpenAIStub) -> None:
+    oai.reply(
+        tool_calls=[OpenAIToolCall("add", {"a": 1, "b": 1})],
+        usage=OpenAIUsage(1_500, 30, cached_tokens=1_024),
+    )
+    oai.reply(text="2", usage=OpenAIUsage(1_560, 4, cached_tokens=1_536))
+
+    result = await LLMAgent(chat_openai(oai), TOOLS).arun("1+1?")
+
+    assert result.usage.input_tokens == oai.prompt_tokens == 3_060
+    assert result.usage.cache_read_tokens == oai.cached_tokens == 2_560
+    assert result.usage.output_tokens == oai.completion_tokens == 34
+    expected = openai_cost(oai.reported)
+    assert result.cost_usd == expected
+    # cached input is cheaper than plain input, so the cache really went into the price
+    assert expected < price(OpenAIStub.model, 3_060, 34)
+    calls = model_calls(result.events)
+    assert [c.model_name for c in calls] == [OpenAIStub.model] * 2
+    assert [(c.usage.input_tokens, c.usage.cache_read_tokens) for c in calls] == [
+        (1_500, 1_024),
+        (1_560, 1_536),
+    ]
+    assert [c.usage.cost_usd for c in calls] == [openai_cost([u]) for u in oai.reported]
+
+
+async def test_openai_invalid_json_arguments_become_an_error_result(oai: OpenAIStub) -> None:
+    ids = oai.reply(
+        tool_calls=[
+            OpenAIToolCall("add", {"a": 1, "b": 2}),
+            OpenAIToolCall("add", '{"a": 1, "b": '),
+        ],
+        usage=OpenAIUsage(100, 25),
+    )
+    oai.reply(text="Fixed my call: 3.", usage=OpenAIUsage(180, 6))
+
+    result = await LLMAgent(chat_openai(oai), TOOLS).arun("Add.")
+
+    assert result.final_response.text == "Fixed my call: 3."
+    reply = result.messages[1]
+    assert isinstance(reply, AIMessage)
+    assert [c["id"] for c in reply.tool_calls] == [ids[0]]
+    assert [c["id"] for c in reply.invalid_tool_calls] == [ids[1]]
+    dispatched = {e.tool_call_id: e for e in result.events if isinstance(e, ToolDispatched)}
+    assert dispatched[ids[0]].status == "success"
+    assert dispatched[ids[1]].status == "error"
+    assert dispatched[ids[1]].error_reason == "invalid_call"
+    follow_up = oai.bodies[1]
+    [(calls, answered)] = openai_stub.tool_pairs(follow_up)
+    assert sorted(calls) == sorted(answered) == sorted(ids)
+    assert len(answered) == len(set(answered))
+    bad = next(m for m in follow_up["messages"] if m.get("tool_call_id") == ids[1])
+    assert bad["content"].startswith("Error: could not parse the call to 'add'")
+    assert '{"a": 1, "b": ' in bad["content"]
+    assert result.accumulated_prompt == oai.prompt_tokens
+    assert result.accumulated_completion == oai.completion_tokens
+
+
+@pytest.mark.parametrize(
+    ("status", "sdk_error"),
+    [(429, openai.RateLimitError), (500, openai.InternalServerError)],
+)
+async def test_openai_server_fault_mid_run_is_a_typed_error(
+    oai: OpenAIStub, status: int, sdk_error: type[Exception]
+) -> None:
+    ids = oai.reply(tool_calls=[OpenAIToolCall("add", {"a": 1, "b": 2})], usage=OpenAIUsage(90, 12))
+    oai.fault(status, "slow down" if status == 429 else "boom")
+
+    with pytest.raises(ToolLoopError) as info:
+        await LLMAgent(chat_openai(oai), TOOLS).arun("Add.")
+
+    err = info.value
+    assert isinstance(err.cause, sdk_error)
+    assert isinstance(err.cause, openai.APIStatusError)
+    assert err.cause.status_code == status
+    assert err.rounds == 1
+    assert err.any_invocation_made
+    assert err.accumulated_prompt == 90
+    assert err.accumulated_completion == 12
+    assert err.cost_usd == openai_cost(oai.reported)
+    assert isinstance(err.messages[-1], ToolMessage)
+    assert err.messages[-1].tool_call_id == ids[0]
+    failed = err.events[-1]
+    assert isinstance(failed, LoopFailed)
+    assert failed.error_type == type(err.cause).__name__
+    assert failed.round == 2
+    assert len(oai.requests) == 2
+    assert openai_stub.tool_pairs(oai.bodies[1]) == [(ids, ids)]
+
+
+@pytest.mark.parametrize(
+    ("status", "sdk_error"),
+    [(429, openai.RateLimitError), (500, openai.InternalServerError)],
+)
+async def test_openai_fault_on_first_call_has_zero_partial_counts(
+    oai: OpenAIStub, status: int, sdk_error: type[Exception]
+) -> None:
+    oai.fault(status)
+
+    with pytest.raises(ToolLoopError) as info:
+        await LLMAgent(chat_openai(oai), TOOLS).arun("Add.")
+
+    assert isinstance(info.value.cause, sdk_error)
+    assert info.value.any_invocation_made
+    assert (info.value.rounds, info.value.accumulated_prompt, info.value.cost_usd) == (
+        0,
+        0,
+        Decimal(0),
+    )
+
+
+async def test_openai_token_budget_uses_the_client_profile_window(oai: OpenAIStub) -> None:
+    model = chat_openai(oai)
+    assert model.profile is not None
+    window = model.profile.get("max_input_tokens")
+    assert window == 128_000
+    # 0.25 % of 128,000 = 320 tokens: round 1 (150) passes, round 2 (+250) trips the gate
+    oai.reply(tool_calls=[OpenAIToolCall("add", {"a": 1, "b": 2})], usage=OpenAIUsage(130, 20))
+    ids = oai.reply(
+        tool_calls=[OpenAIToolCall("add", {"a": 3, "b": 4})], usage=OpenAIUsage(230, 20)
+    )
+    oai.reply(text="Best effort: 3 and (not run).", usage=OpenAIUsage(300, 10))
+
+    result = await LLMAgent(model, TOOLS, AgentConfig(token_budget_percent=0.25)).arun("Add.")
+
+    started = next(e for e in result.events if isinstance(e, LoopStarted))
+    assert started.context_window == 128_000
+    assert started.token_budget == 320
+    assert result.budget_exhausted
+    assert result.synthesis_reason == "token_budget"
+    assert result.rounds == 2
+    assert result.accumulated_prompt == oai.prompt_tokens == 660
+    synthesis_request = oai.bodies[2]
+    assert "tools" not in synthesis_request
+    # the call the budget stopped still got exactly one (error) result
+    assert openai_stub.tool_pairs(synthesis_request)[-1] == (ids, ids)
+    skipped = next(m for m in synthesis_request["messages"] if m.get("tool_call_id") == ids[0])
+    assert "token budget" in skipped["content"]
+
+
+async def test_openai_usd_budget_priced_for_the_reported_model(oai: OpenAIStub) -> None:
+    for _ in range(2):
+        oai.reply(
+            tool_calls=[OpenAIToolCall("add", {"a": 1, "b": 2})],
+            usage=OpenAIUsage(2_000, 100, cached_tokens=1_024),
+        )
+    costs = [openai_cost([u]) for u in oai.reported]
+    limit = costs[0] + costs[1] / 2  # the second call crosses it
+
+    with pytest.raises(ExecutionError) as info, usd_budget(limit):
+        await LLMAgent(chat_openai(oai), TOOLS).arun("Add forever.")
+
+    err = info.value
+    assert (err.kind, err.reason) == ("cost", "budget_exhausted")
+    assert err.cost_usd == costs[0] + costs[1]
+    assert err.accumulated_prompt == oai.prompt_tokens == 4_000
+    assert err.rounds == 1
+    assert len(oai.requests) == 2  # no call after the gate tripped
+    # the second reply's call was never run, yet it got exactly one (error) result
+    second = err.messages[-2]
+    assert isinstance(second, AIMessage)
+    assert isinstance(err.messages[-1], ToolMessage)
+    assert err.messages[-1].tool_call_id == second.tool_calls[0]["id"]
+    assert err.messages[-1].status == "error"
+
+
+async def test_openai_usd_budget_allows_a_run_that_fits(oai: OpenAIStub) -> None:
+    oai.reply(
+        tool_calls=[OpenAIToolCall("lookup", {"key": "k"})],
+        usage=OpenAIUsage(800, 50, cached_tokens=512),
+    )
+    oai.reply(text="done", usage=OpenAIUsage(900, 5, cached_tokens=768))
+    expected = openai_cost(oai.reported)
+
+    with usd_budget(expected):
+        result = await LLMAgent(chat_openai(oai), TOOLS).arun("Look up k.")
+
+    assert result.cost_usd == expected
+    started = next(e for e in result.events if isinstance(e, LoopStarted))
+    assert started.usd_limit == expected
+
+
+# -- Anthropic ------------------------------------------------------------------------
+
+
+async def test_anthropic_parallel_tool_use_and_cache_usage(ant: AnthropicStub) -> None:
+    ids = ant.reply(
+        text="Let me check both.",
+        tool_uses=[
+            AnthropicToolUse("add", {"a": 2, "b": 2}),
+            AnthropicToolUse("lookup", {"key": "xyz"}),
+        ],
+        usage=AnthropicUsage(300, 60, cache_read_input_tokens=2_048),
+    )
+    ant.reply(text="4 and 3.", usage=AnthropicUsage(420, 8, cache_read_input_tokens=2_048))
+
+    result = await LLMAgent(chat_anthropic(ant), TOOLS).arun("Two things.")
+
+    assert result.final_response.text == "4 and 3."
+    # langchain-anthropic folds the cache figures into usage_metadata input_tokens:
+    # wire input_tokens counts only uncached input, so the loop's prompt total is the sum
+    # of all three input figures the stub reported.
+    assert ant.input_tokens == 720
+    assert result.accumulated_prompt == (
+        ant.input_tokens + ant.cache_read_input_tokens + ant.cache_creation_input_tokens
+    )
+    assert result.accumulated_prompt == 4_816
+    assert result.usage.cache_read_tokens == ant.cache_read_input_tokens == 4_096
+    assert result.accumulated_completion == ant.output_tokens == 68
+    assert result.cost_usd == anthropic_cost(ant.reported)
+    first, follow_up = ant.bodies
+    assert first["model"] == "claude-3-5-haiku-latest"
+    assert [t["name"] for t in first["tools"]] == ["add", "lookup", "explode"]
+    assert anthropic_stub.tool_pairs(follow_up) == [(ids, ids)]
+    assert [c.model_name for c in model_calls(result.events)] == [AnthropicStub.model] * 2
+    assert [c.finish_reason for c in model_calls(result.events)] == ["tool_use", "end_turn"]
+
+
+async def test_anthropic_final_answer_after_several_rounds(ant: AnthropicStub) -> None:
+    all_ids = [
+        ant.reply(
+            tool_uses=[AnthropicToolUse("add", {"a": n, "b": n})],
+            usage=AnthropicUsage(200 + 50 * n, 20, cache_read_input_tokens=100 * n),
+        )
+        for n in range(1, 4)
+    ]
+    ant.reply(text="2, 4, 6.", usage=AnthropicUsage(380, 7, cache_read_input_tokens=400))
+
+    result = await LLMAgent(chat_anthropic(ant), TOOLS).arun("Double 1, 2, 3.")
+
+    assert result.final_response.text == "2, 4, 6."
+    assert result.rounds == 4
+    assert not result.synthesis_was_run
+    assert result.accumulated_prompt == sum(u.total_input for u in ant.reported)
+    assert result.accumulated_completion == ant.output_tokens
+    assert result.usage.cache_read_tokens == ant.cache_read_input_tokens
+    assert result.cost_usd == anthropic_cost(ant.reported)
+    assert len(ant.requests) == 4
+    for k, body in enumerate(ant.bodies):
+        assert anthropic_stub.tool_pairs(body) == [(ids, ids) for ids in all_ids[:k]]
+    outputs = [
+        [b["content"] for b in m["content"] if b.get("type") == "tool_result"]
+        for m in ant.bodies[3]["messages"]
+        if m["role"] == "user" and isinstance(m["content"], list)
+    ]
+    assert outputs == [["2"], ["4"], ["6"]]
+
+
+async def test_anthropic_tool_failure_goes_back_as_is_error(ant: AnthropicStub) -> None:
+    ids = ant.reply(
+        tool_uses=[
+            AnthropicToolUse("explode", {"reason": "disk full"}),
+            AnthropicToolUse("nope", {}),
+            AnthropicToolUse("add", {"a": "x"}),
+        ],
+        usage=AnthropicUsage(150, 30),
+    )
+    ant.reply(text="All three failed.", usage=AnthropicUsage(260, 6))
+
+    result = await LLMAgent(chat_anthropic(ant), TOOLS).arun("Break things.")
+
+    assert result.final_response.text == "All three failed."
+    follow_up = ant.bodies[1]
+    assert anthropic_stub.tool_pairs(follow_up) == [(ids, ids)]
+    blocks = [b for b in follow_up["messages"][-1]["content"] if b.get("type") == "tool_result"]
+    assert [b["is_error"] for b in blocks] == [True, True, True]
+    reasons = [e.error_reason for e in result.events if isinstance(e, ToolDispatched)]
+    assert reasons == ["tool_error", "not_available", "invalid_arguments"]
+
+
+@pytest.mark.parametrize(
+    ("status", "sdk_error"),
+    [
+        (429, anthropic.RateLimitError),
+        (500, anthropic.InternalServerError),
+        (529, anthropic.OverloadedError),
+    ],
+)
+async def test_anthropic_server_fault_is_a_typed_error(
+    ant: AnthropicStub, status: int, sdk_error: type[Exception]
+) -> None:
+    ids = ant.reply(
+        tool_uses=[AnthropicToolUse("add", {"a": 1, "b": 2})],
+        usage=AnthropicUsage(100, 10, cache_read_input_tokens=50),
+    )
+    ant.fault(status)
+
+    with pytest.raises(ToolLoopError) as info:
+        await LLMAgent(chat_anthropic(ant), TOOLS).arun("Add.")
+
+    err = info.value
+    assert isinstance(err.cause, sdk_error)
+    assert isinstance(err.cause, anthropic.APIStatusError)
+    assert err.cause.status_code == status
+    assert (err.rounds, err.accumulated_prompt, err.accumulated_completion) == (1, 150, 10)
+    assert err.cost_usd == anthropic_cost(ant.reported)
+    assert anthropic_stub.tool_pairs(ant.bodies[1]) == [(ids, ids)]
+
+
+async def test_anthropic_usd_budget_priced_for_the_reported_model(ant: AnthropicStub) -> None:
+    for _ in range(2):
+        ant.reply(
+            tool_uses=[AnthropicToolUse("add", {"a": 1, "b": 2})],
+            usage=AnthropicUsage(1_000, 200, cache_read_input_tokens=4_000),
+        )
+    costs = [anthropic_cost([u]) for u in ant.reported]
+
+    with pytest.raises(ExecutionError) as info, usd_budget(costs[0] + costs[1] / 3):
+        await LLMAgent(chat_anthropic(ant), TOOLS).arun("Add forever.")
+
+    assert (info.value.kind, info.value.reason) == ("cost", "budget_exhausted")
+    assert info.value.cost_usd == costs[0] + costs[1]
+    assert info.value.accumulated_prompt == 10_000
+
+
+async def test_anthropic_cache_creation_is_priced_at_the_cache_write_rate(
+    ant: AnthropicStub,
+) -> None:
+    ant.reply(
+        text="cached the docs",
+        usage=AnthropicUsage(
+            100, 10, cache_read_input_tokens=0, cache_creation_input_tokens=10_000
+        ),
+    )
+
+    result = await LLMAgent(chat_anthropic(ant), TOOLS).arun("Read the docs.")
+
+    assert result.usage.cache_write_tokens == 10_000
+    assert result.cost_usd == anthropic_cost(ant.reported)
