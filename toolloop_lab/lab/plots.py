@@ -1,0 +1,169 @@
+"""matplotlib figures of a sweep, drawn from the lab's frames.
+
+Figures are built with ``matplotlib.figure.Figure`` directly, never through pyplot, so a
+sweep leaves no global figure state behind and the code runs under any backend (tests use
+Agg). Each figure has a title, axis labels with units, and a legend when it has series.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+__all__ = [
+    "budget_gates_figure",
+    "cost_per_round_figure",
+    "pruning_savings_figure",
+    "spend_figure",
+]
+
+_MAX_LEGEND: Final = 15
+"""More series than this and a legend hides the plot; it is left out."""
+
+_COLORS: Final = {"prompt": "#4C72B0", "completion": "#55A868", "pruning": "#C44E52"}
+
+
+def _width(n: int) -> float:
+    return min(40.0, max(6.0, 0.6 * n + 2.0))
+
+
+def _empty(ax: Axes, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="gray")
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def _usd_axis(ax: Axes) -> None:
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"${v:.6f}"))
+
+
+def spend_figure(runs: pd.DataFrame) -> Figure:
+    """Stacked bars of prompt, completion and pruning tokens per scenario."""
+    names = [str(s) for s in runs["scenario"]]
+    fig = Figure(figsize=(_width(len(names)), 4.8), layout="constrained")
+    ax = fig.add_subplot()
+    ax.set_title("Token spend per scenario")
+    ax.set_xlabel("scenario")
+    ax.set_ylabel("tokens")
+    if not names:
+        _empty(ax, "no scenarios")
+        return fig
+    x = list(range(len(names)))
+    bottom = [0] * len(names)
+    for column, label in (
+        ("prompt_tokens", "prompt"),
+        ("completion_tokens", "completion"),
+        ("pruning_tokens", "pruning"),
+    ):
+        heights = [int(v) for v in runs[column]]
+        container = ax.bar(x, heights, bottom=bottom, label=f"{label} tokens", color=_COLORS[label])
+        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+    ax.bar_label(container, labels=[f"{t:,}" for t in bottom], padding=2, fontsize=8)
+    ax.set_xticks(x, names, rotation=35, ha="right")
+    ax.legend(loc="upper left")
+    ax.margins(y=0.1)
+    return fig
+
+
+def cost_per_round_figure(rounds: pd.DataFrame) -> Figure:
+    """One line per scenario: the USD cost of each round (model call plus its pruning)."""
+    fig = Figure(figsize=(8.0, 4.8), layout="constrained")
+    ax = fig.add_subplot()
+    ax.set_title("Cost per round (model call + pruning)")
+    ax.set_xlabel("round")
+    ax.set_ylabel("cost per round (USD)")
+    known = rounds[rounds["cost_known"]]
+    if known.empty:
+        _empty(ax, "no priced rounds")
+        return fig
+    groups = list(known.groupby("scenario", sort=False, observed=True))
+    synthesis_label = "synthesis call"
+    for name, group in groups:
+        ax.plot(group["round"], group["cost_usd"], marker="o", label=str(name))
+        synth = group[group["purpose"] == "synthesis"]
+        if not synth.empty:
+            ax.plot(
+                synth["round"],
+                synth["cost_usd"],
+                "s",
+                color="black",
+                markersize=5,
+                label=synthesis_label,
+            )
+            synthesis_label = "_nolegend_"
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    _usd_axis(ax)
+    if len(groups) <= _MAX_LEGEND:
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return fig
+
+
+def pruning_savings_figure(runs: pd.DataFrame) -> Figure:
+    """Per pruned scenario: tokens kept out of the conversation vs. tokens pruning spent."""
+    pruned = runs[(runs["tokens_saved_by_pruning"] > 0) | (runs["pruning_tokens"] > 0)]
+    names = [str(s) for s in pruned["scenario"]]
+    fig = Figure(figsize=(max(6.0, 1.6 * len(names) + 3.0), 4.8), layout="constrained")
+    ax = fig.add_subplot()
+    ax.set_title("Pruning savings")
+    ax.set_xlabel("scenario")
+    ax.set_ylabel("tokens")
+    if not names:
+        _empty(ax, "no tool output was pruned")
+        return fig
+    x = list(range(len(names)))
+    saved = [int(v) for v in pruned["tokens_saved_by_pruning"]]
+    spent = [int(v) for v in pruned["pruning_tokens"]]
+    net = [int(v) for v in pruned["net_tokens_saved"]]
+    left = [i - 0.2 for i in x]
+    right = [i + 0.2 for i in x]
+    ax.bar(left, saved, width=0.4, label="tokens saved", color=_COLORS["completion"])
+    bars = ax.bar(right, spent, width=0.4, label="pruning tokens spent", color=_COLORS["pruning"])
+    ax.bar_label(bars, labels=[f"net {n:+,}" for n in net], padding=2, fontsize=8)
+    ax.set_xticks(x, names)
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.legend(loc="upper right")
+    ax.margins(y=0.15)
+    return fig
+
+
+def budget_gates_figure(rounds: pd.DataFrame) -> Figure:
+    """Spend at each budget gate as % of its limit, per round; tripped gates marked ✕."""
+    fig = Figure(figsize=(8.0, 4.8), layout="constrained")
+    ax = fig.add_subplot()
+    ax.set_title("Budget gates over rounds")
+    ax.set_xlabel("round")
+    ax.set_ylabel("spend at gate (% of limit)")
+    series = 0
+    tripped_x: list[int] = []
+    tripped_y: list[float] = []
+    peak = 0.0
+    for gate, spent_col, limit_col, unit in (
+        ("token", "token_spent", "token_limit", "tokens"),
+        ("usd", "usd_spent", "usd_limit", "USD"),
+    ):
+        checked = rounds[(rounds[f"{gate}_gate"] != "off") & (rounds[limit_col] > 0)]
+        for name, group in checked.groupby("scenario", sort=False, observed=True):
+            share = (group[spent_col].astype(float) / group[limit_col].astype(float)) * 100.0
+            ax.plot(group["round"], share, marker="o", label=f"{name} ({unit})")
+            series += 1
+            peak = max(peak, float(share.max()))
+            trip = group[f"{gate}_gate"] == "tripped"
+            tripped_x.extend(int(r) for r in group["round"][trip])
+            tripped_y.extend(float(s) for s in share[trip])
+    if not series:
+        _empty(ax, "no budget gates in these runs")
+        return fig
+    ax.axhline(100.0, color="black", linestyle="--", linewidth=1, label="limit (100%)")
+    if tripped_x:
+        ax.scatter(tripped_x, tripped_y, marker="x", s=80, color="red", zorder=3, label="tripped")
+    if peak > 1_000:
+        ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}%"))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if series <= _MAX_LEGEND:
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return fig

@@ -1,0 +1,296 @@
+"""The self-contained HTML report of a sweep: summary table, plots, one timeline per scenario.
+
+Model text, tool names, arguments and outputs, error messages, scenario names and tags are
+untrusted: every interpolated value goes through :mod:`toolloop_lab.escape` (long texts are
+cut *before* escaping, so an entity is never split). Numbers go through it too, so there is
+one rule with no exceptions. Plots are embedded as base64 PNG ``data:`` images, and a
+Content-Security-Policy allows nothing else: no scripts, no remote fetches, no frames —
+a second line of defence should an escape ever be missed. Timelines are drawn from the
+same :class:`~toolloop_lab.runview.RunView` fold as the widget and the frames.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Final
+
+from toolloop_lab.escape import esc, truncate
+from toolloop_lab.events import BudgetGate
+from toolloop_lab.jsonsafe import dumps
+from toolloop_lab.lab.record import ScenarioRun
+from toolloop_lab.runview import RoundRow, ToolRow
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from toolloop_lab.lab.results import LabResults
+
+__all__ = ["CSP", "render_report"]
+
+CSP: Final = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'"
+"""The report's Content-Security-Policy: inline CSS and data: images only."""
+
+TEXT_LIMIT: Final = 600
+"""Characters of model text, tool output or pruned text shown before cutting."""
+ARGS_LIMIT: Final = 300
+
+_CSS: Final = """
+body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;padding:0 1rem;
+color:#222}
+h1{font-size:1.5rem}h2{margin-top:2.2rem;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:13px}
+th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:right;vertical-align:top}
+th:nth-child(-n+3),td:nth-child(-n+3),th:last-child,td:last-child{text-align:left}
+tr.total td{font-weight:600;border-top:2px solid #999}
+.o{padding:1px 6px;border-radius:8px;font-size:12px;white-space:nowrap}
+.o-final{background:#dff3e3}.o-synthesis{background:#e3ecfb}
+.o-budget_exhausted{background:#fff1cc}.o-cost_exhausted{background:#ffe2c6}
+.o-error{background:#fbdada}
+figure{margin:1rem 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
+section.scenario{border:1px solid #ddd;border-radius:6px;padding:.6rem 1rem;margin:1rem 0}
+ol.timeline{padding-left:1.2rem}ol.timeline>li{margin:.5rem 0}
+.meta{color:#666;font-size:12px}.num{font-variant-numeric:tabular-nums}
+pre{white-space:pre-wrap;word-break:break-word;background:#f7f7f7;padding:4px 6px;
+margin:2px 0;font-size:12px}
+.tool{margin:.3rem 0 .3rem 1rem}.error{color:#a00}.tripped{color:#a00;font-weight:600}
+.passed{color:#286a36}
+"""
+
+
+def _cut(text: str, limit: int = TEXT_LIMIT) -> str:
+    """Escaped ``text`` cut to ``limit`` characters, saying how long it was."""
+    shown, cut = truncate(text, limit)
+    note = f" [{len(text):,} characters in all]" if cut else ""
+    return esc(shown) + esc(note)
+
+
+def _usd(value: Decimal | float | None) -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return "unknown"
+    return f"${value:.6f}"
+
+
+def _png(fig: Figure) -> str:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _cells(values: Iterable[Any], tag: str = "td") -> str:
+    return "".join(f"<{tag}>{esc(v)}</{tag}>" for v in values)
+
+
+def _summary(results: LabResults) -> str:
+    runs = results.runs
+    head = _cells(
+        (
+            "scenario",
+            "tags",
+            "outcome",
+            "rounds",
+            "prompt tokens",
+            "completion tokens",
+            "pruning tokens",
+            "tokens saved",
+            "cost (USD)",
+            "error",
+        ),
+        "th",
+    )
+    rows = []
+    for i, (record, row) in enumerate(zip(results.records, runs.to_dict("records"), strict=True)):
+        error = f"{record.error_kind}: {record.error_reason}" if record.error_kind else ""
+        rows.append(
+            "<tr>"
+            f'<td><a href="#scenario-{i}">{esc(row["scenario"])}</a></td>'
+            f"<td>{esc(', '.join(record.tags))}</td>"
+            f'<td><span class="o o-{esc(row["outcome"])}">{esc(row["outcome"])}</span></td>'
+            + _cells(
+                (
+                    row["rounds"],
+                    f"{row['prompt_tokens']:,}",
+                    f"{row['completion_tokens']:,}",
+                    f"{row['pruning_tokens']:,}",
+                    f"{row['tokens_saved_by_pruning']:,}",
+                    _usd(row["cost_usd"] if row["cost_known"] else None),
+                    error,
+                )
+            )
+            + "</tr>"
+        )
+    total_cost = _usd(float(runs["cost_usd"].fillna(0).sum())) + (
+        "" if bool(runs["cost_known"].all()) else " + unknown"
+    )
+    rows.append(
+        '<tr class="total">'
+        + _cells(
+            (
+                "total",
+                "",
+                f"{len(runs)} scenarios",
+                "",
+                f"{int(runs['prompt_tokens'].sum()):,}",
+                f"{int(runs['completion_tokens'].sum()):,}",
+                f"{int(runs['pruning_tokens'].sum()):,}",
+                f"{int(runs['tokens_saved_by_pruning'].sum()):,}",
+                total_cost,
+                f"{sum(1 for r in results.records if r.error_kind)} failed",
+            )
+        )
+        + "</tr>"
+    )
+    return (
+        "<h2>Summary</h2>\n<table>\n<thead><tr>"
+        + head
+        + "</tr></thead>\n<tbody>\n"
+        + "\n".join(rows)
+        + "\n</tbody>\n</table>"
+    )
+
+
+def _plots(results: LabResults) -> str:
+    figures = (
+        ("Token spend per scenario", results.plot_spend()),
+        ("Cost per round", results.plot_cost_per_round()),
+        ("Pruning savings", results.plot_pruning_savings()),
+        ("Budget gates over rounds", results.plot_budget_gates()),
+    )
+    parts = ["<h2>Plots</h2>"]
+    for caption, fig in figures:
+        parts.append(
+            f'<figure><img alt="{esc(caption)}" src="data:image/png;base64,{_png(fig)}">'
+            f"<figcaption>{esc(caption)}</figcaption></figure>"
+        )
+    return "\n".join(parts)
+
+
+def _gate(gate: BudgetGate) -> str:
+    if gate.gate == "usd":
+        spent, limit = _usd(gate.spent), _usd(gate.limit)
+    else:
+        spent, limit = f"{int(gate.spent):,} tokens", f"{int(gate.limit):,} tokens"
+    state = "passed" if gate.passed else "tripped"
+    return (
+        f"<li>{esc(gate.gate)} gate ({esc(gate.stage)}): {esc(spent)} of {esc(limit)} "
+        f'<span class="{state}">{esc(state)}</span></li>'
+    )
+
+
+def _tool(tool: ToolRow) -> str:
+    status = f'<span class="error">{esc(tool.status)}</span>'
+    if tool.status != "error":
+        status = esc(tool.status)
+    reason = f" ({esc(tool.error_reason)})" if tool.error_reason else ""
+    args = _cut(dumps(tool.args, ascii_only=False), ARGS_LIMIT)
+    parts = [
+        f'<div class="tool"><b>{esc(tool.name)}</b> {status}{reason}'
+        f' <span class="meta">{esc(f"{tool.output_chars:,}")} chars</span>'
+        f"<pre>args: {args}</pre>"
+    ]
+    if tool.content:
+        parts.append(f"<pre>{_cut(tool.content)}</pre>")
+    if tool.pruning is not None:
+        p = tool.pruning
+        parts.append(
+            f'<div class="meta">pruned by {esc(p.model_name)}: {esc(f"{p.tokens_before:,}")} → '
+            f"{esc(f'{p.tokens_after:,}')} tokens (saved {esc(f'{p.tokens_saved:,}')}, "
+            f"pruning spent {esc(f'{p.usage.total_tokens:,}')} tokens, "
+            f"{esc(_usd(p.usage.cost_usd))})</div>"
+            f"<pre>{_cut(p.pruned)}</pre>"
+        )
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _round(row: RoundRow) -> str:
+    if row.purpose == "synthesis":
+        label = f"Synthesis (reason: {row.synthesis_reason})"
+    else:
+        label = f"Round {row.number}"
+    if row.usage.requests == 0:
+        figures = "no model reply"
+    else:
+        figures = (
+            f"{row.usage.input_tokens:,} in / {row.usage.output_tokens:,} out"
+            + (
+                f" + {row.pruning_usage.total_tokens:,} pruning"
+                if row.pruning_usage.requests
+                else ""
+            )
+            + f" · {_usd(row.cost_usd)}"
+            + (f" · {row.latency_s * 1000:.1f} ms" if row.latency_s is not None else "")
+            + (" · stuck" if row.stuck else "")
+        )
+    parts = [f'<li><b>{esc(label)}</b> <span class="meta num">{esc(figures)}</span>']
+    if row.text:
+        parts.append(f"<pre>{_cut(row.text)}</pre>")
+    parts.extend(_tool(t) for t in row.tools)
+    if row.gates:
+        parts.append("<ul>" + "".join(_gate(g) for g in row.gates) + "</ul>")
+    parts.append("</li>")
+    return "".join(parts)
+
+
+def _timeline(i: int, record: ScenarioRun) -> str:
+    view = record.view()
+    tags = ", ".join(record.tags)
+    meta = " · ".join(
+        part
+        for part in (
+            f"model {record.model_name}" if record.model_name else "",
+            f"tags {tags}" if tags else "",
+            f"{record.duration_s * 1000:.1f} ms",
+            f"{len(record.events)} event{'s' if len(record.events) != 1 else ''}",
+        )
+        if part
+    )
+    parts = [
+        f'<section class="scenario" id="scenario-{i}">',
+        f'<h3>{esc(record.scenario)} <span class="o o-{esc(record.outcome)}">'
+        f"{esc(record.outcome)}</span></h3>",
+        f'<p class="meta">{esc(meta)}</p>',
+    ]
+    if record.description:
+        parts.append(f"<p>{esc(record.description)}</p>")
+    if view.rounds:
+        parts.append('<ol class="timeline">' + "".join(_round(r) for r in view.rounds) + "</ol>")
+    if view.finished is not None:
+        parts.append(f"<p><b>Final answer</b></p><pre>{_cut(view.finished.final_text)}</pre>")
+    if record.error_kind is not None:
+        kind = f"{record.error_kind}: {record.error_reason}"
+        parts.append(
+            f'<p class="error"><b>Failed</b> ({esc(kind)})</p>'
+            f"<pre>{_cut(record.error_message or '')}</pre>"
+        )
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def render_report(
+    results: LabResults,
+    *,
+    title: str = "toolloop_lab scenario report",
+) -> str:
+    """The whole report as one HTML string (no external resources)."""
+    created = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    body = [
+        "<!doctype html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{esc(title)}</title>",
+        f"<style>{_CSS}</style>",
+        "</head><body>",
+        f"<h1>{esc(title)}</h1>",
+        f'<p class="meta">{esc(f"{len(results)} scenarios · generated {created}")}</p>',
+        _summary(results),
+        _plots(results),
+        "<h2>Timelines</h2>",
+        *(_timeline(i, r) for i, r in enumerate(results.records)),
+        "</body></html>",
+    ]
+    return "\n".join(body) + "\n"
