@@ -4,19 +4,26 @@ Everything that came from a model, a tool, a tool argument, a file path or an ex
 passes through :func:`esc` before it reaches a widget value or an HTML report. Escaping
 turns ``<``, ``>``, ``&`` and both quotes into entities, so tags, event-handler attributes,
 ``javascript:`` links and style blocks show as text; nothing is ever linkified.
+
+Text is cut *before* it is escaped (:func:`esc_clip`), so a cut never splits an entity.
+:func:`plain` is the plain-text counterpart for reprs shown in terminals: it keeps the
+text but makes control characters (ANSI escapes, say) visible instead of active.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import re
 from typing import Any, Final
 
 from toolloop_lab.jsonsafe import json_safe
 
-__all__ = ["ELLIPSIS", "esc", "esc_json", "truncate"]
+__all__ = ["ELLIPSIS", "esc", "esc_clip", "esc_json", "json_text", "plain", "truncate"]
 
 ELLIPSIS: Final = "…"
+
+_CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def esc(value: Any) -> str:
@@ -26,10 +33,14 @@ def esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
+def json_text(value: Any, *, indent: int = 2) -> str:
+    """Pretty, deterministic JSON of ``value`` (not escaped: pass it through :func:`esc`)."""
+    return json.dumps(json_safe(value), indent=indent, sort_keys=True, ensure_ascii=False)
+
+
 def esc_json(value: Any, *, indent: int = 2) -> str:
     """Pretty JSON of ``value`` (tool arguments, say), escaped for HTML."""
-    text = json.dumps(json_safe(value), indent=indent, sort_keys=True, ensure_ascii=False)
-    return esc(text)
+    return esc(json_text(value, indent=indent))
 
 
 def truncate(text: str, limit: int) -> tuple[str, bool]:
@@ -37,3 +48,27 @@ def truncate(text: str, limit: int) -> tuple[str, bool]:
     if limit < 1 or len(text) <= limit:
         return text, False
     return text[: max(0, limit - 1)] + ELLIPSIS, True
+
+
+def esc_clip(value: Any, limit: int | None) -> tuple[str, bool]:
+    """``str(value)`` cut to ``limit`` characters (``None``: no cut), then escaped.
+
+    Returns the escaped text and whether it was cut.
+    """
+    text = "" if value is None else str(value)
+    cut = False
+    if limit is not None:
+        text, cut = truncate(text, limit)
+    return esc(text), cut
+
+
+def plain(value: Any, limit: int | None = None) -> str:
+    """Untrusted text for a plain-text repr: control characters shown as ``\\xNN``.
+
+    Newlines and tabs stay; everything else below U+0020 (and DEL, C1) is made visible so a
+    tool output cannot move a terminal's cursor or change its colours.
+    """
+    text = "" if value is None else str(value)
+    if limit is not None:
+        text = truncate(text, limit)[0]
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
