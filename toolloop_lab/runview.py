@@ -4,6 +4,9 @@ The live widget, a replayed trace, the HTML report and the lab's per-round frame
 this one fold, so they can never disagree. ``RunView.apply`` takes one event at a time
 (live) and ``RunView.from_events`` takes a whole stream (replay); both end in the same
 state. No UI, pandas or matplotlib here.
+
+Pausing (step mode) is not an event: a debugger marks it with :meth:`RunView.pause` and
+:meth:`RunView.resume`, and the end state of a run never depends on it.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from toolloop_lab.events import (
     ToolCallView,
     ToolDispatched,
 )
+from toolloop_lab.hooks import PausePoint
 from toolloop_lab.usage import Usage
 
 __all__ = ["GateState", "RoundRow", "RunStatus", "RunView", "ToolRow"]
@@ -109,6 +113,8 @@ class RunView:
     token_gate: GateState = "off"
     usd_gate: GateState = "off"
     events: int = 0
+    paused_at: PausePoint | None = None
+    """Where a debugger holds the loop right now (step mode), else ``None``."""
 
     # -- folding ----------------------------------------------------------------------
     @classmethod
@@ -187,16 +193,46 @@ class RunView:
             row.synthesis_reason = event.reason
             row.synthesis_prompt = event.prompt
         elif isinstance(event, LoopFinished):
+            self.paused_at = None
             self.finished = event
             self.final_text = event.final_text
             self.usage = event.usage
             self.status = "finished"
         elif isinstance(event, LoopFailed):
+            self.paused_at = None
             self.failure = event
             self.usage = event.usage
             self.status = "cancelled" if event.cancelled else "failed"
 
+    # -- step mode --------------------------------------------------------------------
+    def pause(self, point: PausePoint) -> None:
+        """A debugger holds the loop at ``point`` (ignored for another run or when done)."""
+        if self.run_id is not None and point.run_id != self.run_id:
+            return
+        if self.status in ("finished", "failed", "cancelled"):
+            return
+        self.paused_at = point
+        self.status = "paused"
+
+    def resume(self) -> None:
+        """The debugger let the loop go on."""
+        self.paused_at = None
+        if self.status == "paused":
+            self.status = "running"
+
     # -- derived figures --------------------------------------------------------------
+    @property
+    def done(self) -> bool:
+        """True once the run finished, failed or was cancelled."""
+        return self.status in ("finished", "failed", "cancelled")
+
+    def row(self, number: int) -> RoundRow | None:
+        """The row of round ``number`` (synthesis included), or ``None``."""
+        for row in reversed(self.rounds):
+            if row.number == number:
+                return row
+        return None
+
     @property
     def tool_rounds(self) -> int:
         """Tool rounds seen so far (synthesis not counted)."""
