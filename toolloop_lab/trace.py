@@ -1,0 +1,238 @@
+"""JSONL traces: one event per line, written as it happens, read back as typed events.
+
+Why this shape:
+
+* **One ``os.write`` per line on an ``O_APPEND`` descriptor.** The kernel positions every
+  append at the end of the file atomically, so two runs writing to the same file never
+  interleave inside a line, and nothing sits in a user-space buffer when the kernel dies.
+* **``fsync`` at every round boundary** (round start, synthesis, finish, failure), so a
+  killed kernel or a lost machine still leaves every completed round on disk, without
+  paying for a sync on every event.
+* **ASCII JSON via :mod:`toolloop_lab.jsonsafe`**: Decimal, datetime, bytes, NaN and lone
+  surrogates all serialise, and a line never contains a raw newline.
+* **The reader forgives the tail**: a partial last line (the writer was killed mid-run) is
+  skipped and reported, as is any line that is not an event, so one bad write never hides
+  the rest of a trace.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Final
+
+from toolloop_lab.errors import TraceError
+from toolloop_lab.events import (
+    Event,
+    LoopFailed,
+    LoopFinished,
+    LoopStarted,
+    RoundStarted,
+    SynthesisStarted,
+    event_from_dict,
+)
+from toolloop_lab.jsonsafe import dumps
+
+__all__ = ["SkippedLine", "TraceRead", "TraceWriter", "encode_event", "read_trace", "write_trace"]
+
+_log = logging.getLogger("toolloop_lab.trace")
+
+_SYNC_ON: Final = (RoundStarted, SynthesisStarted, LoopFinished, LoopFailed)
+"""Events that close a round: the file is fsynced after writing them."""
+
+_SNIPPET: Final = 200
+
+
+def encode_event(event: Event) -> bytes:
+    """One trace line for ``event``: ASCII JSON plus a newline."""
+    return (dumps(event.to_dict(), sort_keys=True, ascii_only=True) + "\n").encode("ascii")
+
+
+class TraceWriter:
+    """An observer that appends every event to a JSONL file as it happens.
+
+    Use it as ``LLMAgent(..., observers=[TraceWriter(path)])`` or as a context manager.
+    The file is opened once with ``O_APPEND``; every event is one ``os.write``.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = True) -> None:
+        self.path = Path(path)
+        self.fsync = fsync
+        self.lines = 0
+        """Lines written by this writer."""
+        self._lock = threading.Lock()
+        self._fd: int | None = os.open(
+            self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644
+        )
+        self._terminate_partial_line()
+
+    def _terminate_partial_line(self) -> None:
+        """If a killed writer left a line without its newline, end it before appending."""
+        assert self._fd is not None
+        try:
+            size = os.fstat(self._fd).st_size
+            if size == 0:
+                return
+            with open(self.path, "rb") as handle:
+                handle.seek(size - 1)
+                last = handle.read(1)
+        except OSError:
+            return
+        if last and last != b"\n":
+            os.write(self._fd, b"\n")
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` ran."""
+        return self._fd is None
+
+    def __call__(self, event: Event) -> None:
+        """Append one event (thread-safe; a closed writer raises ``ValueError``)."""
+        data = encode_event(event)
+        with self._lock:
+            fd = self._fd
+            if fd is None:
+                raise ValueError(f"trace writer for {self.path} is closed")
+            written = os.write(fd, data)
+            if written != len(data):  # only on a full disk or a signal; never silently short
+                _log.warning("short write to %s (%d of %d bytes)", self.path, written, len(data))
+                rest = memoryview(data)[written:]
+                while rest:
+                    rest = rest[os.write(fd, rest) :]
+            self.lines += 1
+            if self.fsync and isinstance(event, _SYNC_ON):
+                os.fsync(fd)
+
+    def close(self) -> None:
+        """Sync and close the file; safe to call twice."""
+        with self._lock:
+            fd, self._fd = self._fd, None
+        if fd is not None:
+            try:
+                if self.fsync:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def __enter__(self) -> TraceWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"TraceWriter({str(self.path)!r}, {state}, lines={self.lines})"
+
+
+def write_trace(path: str | os.PathLike[str], events: Iterable[Event]) -> Path:
+    """Append a whole event stream (``result.events``, say) to ``path``; returns the path."""
+    with TraceWriter(path) as writer:
+        for event in events:
+            writer(event)
+    return writer.path
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedLine:
+    """A line the reader could not turn into an event, and why."""
+
+    number: int
+    """1-based line number."""
+    reason: str
+    text: str
+    """The start of the line (at most 200 characters)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRead:
+    """What :func:`read_trace` found: the events, and every line it had to skip."""
+
+    path: Path
+    events: tuple[Event, ...]
+    skipped: tuple[SkippedLine, ...] = ()
+    partial_line: str | None = None
+    """The unfinished last line (the writer was killed mid-write), if there was one."""
+
+    @property
+    def run_ids(self) -> tuple[str, ...]:
+        """The runs in the trace, in the order they started."""
+        seen: dict[str, None] = {}
+        for event in self.events:
+            if isinstance(event, LoopStarted):
+                seen.setdefault(event.run_id, None)
+        for event in self.events:
+            seen.setdefault(event.run_id, None)
+        return tuple(seen)
+
+    def run(self, run_id: str | None = None) -> tuple[Event, ...]:
+        """The events of one run (default: the last run that started)."""
+        ids = self.run_ids
+        if not ids:
+            return ()
+        wanted = ids[-1] if run_id is None else run_id
+        if wanted not in ids:
+            raise KeyError(f"run {run_id!r} is not in {self.path}")
+        return tuple(e for e in self.events if e.run_id == wanted)
+
+
+def read_trace(path: str | os.PathLike[str]) -> TraceRead:
+    """Read a JSONL trace back into typed events.
+
+    A partial last line is skipped and reported in ``partial_line`` (and ``skipped``);
+    other unreadable lines are skipped and reported in ``skipped``. Raises
+    :class:`TraceError` when the file is missing or holds no event at all but has lines
+    that are not events (it is not a toolloop_lab trace).
+    """
+    file = Path(path)
+    try:
+        raw = file.read_bytes()
+    except OSError as exc:
+        raise TraceError(f"cannot read trace {str(file)!r}: {exc.strerror or exc}") from exc
+    events: list[Event] = []
+    skipped: list[SkippedLine] = []
+    partial: str | None = None
+    lines = raw.split(b"\n")
+    complete, tail = lines[:-1], lines[-1]
+    for number, line in enumerate(complete, start=1):
+        if not line.strip():
+            continue
+        event, reason = _parse(line)
+        if event is not None:
+            events.append(event)
+        else:
+            skipped.append(SkippedLine(number, reason, _snippet(line)))
+    if tail.strip():
+        partial = tail.decode("utf-8", "replace")
+        skipped.append(SkippedLine(len(complete) + 1, "partial last line", _snippet(tail)))
+    if not events and any(s.reason != "partial last line" for s in skipped):
+        raise TraceError(f"{str(file)!r} is not a toolloop_lab trace: {skipped[0].reason}")
+    return TraceRead(file, tuple(events), tuple(skipped), partial)
+
+
+def _parse(line: bytes) -> tuple[Event | None, str]:
+    try:
+        data = json.loads(line)
+    except (UnicodeDecodeError, ValueError) as exc:
+        return None, f"not JSON: {exc}"
+    if not isinstance(data, dict):
+        return None, "not a JSON object"
+    try:
+        return event_from_dict(data), ""
+    except (TypeError, ValueError, KeyError, ArithmeticError) as exc:
+        return None, f"not an event: {exc}"
+
+
+def _snippet(line: bytes) -> str:
+    return line[:_SNIPPET].decode("utf-8", "replace")
