@@ -1,0 +1,66 @@
+"""How numbers read in the debugger: one formatter per kind of figure.
+
+The HTML panels and the text repr share these, so a figure never reads two ways. They
+return plain text made of digits and our own words only, never untrusted content.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Final
+
+__all__ = ["gate_label", "pct", "seconds", "share", "tokens", "usd"]
+
+_SIGNIFICANT: Final = 4
+
+
+def tokens(n: int | Decimal | None) -> str:
+    """``12,345``; ``—`` when unknown."""
+    if n is None:
+        return "—"
+    return f"{int(n):,}"
+
+
+def usd(amount: Decimal | None) -> str:
+    """``$0.0000117``, ``$0.00722``, ``$12.35``: four significant digits, at least cents.
+
+    Model calls cost fractions of a cent, so a fixed number of decimals would read as
+    ``$0.00``; ``unpriced`` for ``None`` (unknown is never shown as zero).
+    """
+    if amount is None:
+        return "unpriced"
+    if amount == 0:
+        return "$0"
+    places = max(2, _SIGNIFICANT - 1 - amount.adjusted())
+    text = f"{amount.quantize(Decimal(1).scaleb(-places)):,f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return f"-${text[1:]}" if text.startswith("-") else f"${text}"
+
+
+def seconds(value: float | None) -> str:
+    """``850 ms`` below a second, ``2.31 s`` above; ``—`` when unknown."""
+    if value is None:
+        return "—"
+    if value < 1:
+        return f"{value * 1000:.0f} ms"
+    return f"{value:.2f} s"
+
+
+def pct(fraction: float | None) -> str:
+    """``42.0%`` of a 0..1 share; ``—`` when unknown."""
+    if fraction is None:
+        return "—"
+    return f"{fraction * 100:.1f}%"
+
+
+def share(spent: Decimal | int, limit: Decimal | int | None) -> float | None:
+    """``spent / limit`` as a float, or ``None`` without a (positive) limit."""
+    if limit is None or limit <= 0:
+        return None
+    return float(Decimal(spent) / Decimal(limit))
+
+
+def gate_label(state: str) -> str:
+    """The word a gate state reads as: ``off``, ``passed`` or ``TRIPPED``."""
+    return "TRIPPED" if state == "tripped" else state

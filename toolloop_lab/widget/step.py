@@ -1,0 +1,125 @@
+"""Step mode: hold the loop at pause points until the person says Continue, Step or Stop.
+
+The controller is a pause hook (see :mod:`toolloop_lab.hooks`). It only ever holds the
+run it was armed for (the task :meth:`LoopDebugger.start` created): a run awaited in a
+cell or run synchronously keeps the kernel busy, the button clicks could never arrive,
+and the loop would wait forever. Releasing is thread-safe, since clicks come in on the
+kernel's thread while the loop may wait on another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import Literal, TypeAlias
+
+from toolloop_lab.hooks import PausePoint
+
+__all__ = ["PAUSE_MODES", "PauseMode", "StepController"]
+
+PauseMode: TypeAlias = Literal["off", "model", "tools", "both"]
+"""Where step mode pauses: never, before model calls, before tool dispatch, or both."""
+
+PAUSE_MODES: tuple[PauseMode, ...] = ("off", "model", "tools", "both")
+
+
+class StepController:
+    """Pauses the armed task at matching pause points; released by step/continue/stop."""
+
+    def __init__(
+        self,
+        *,
+        mode: PauseMode = "off",
+        on_pause: Callable[[PausePoint], None] | None = None,
+        on_resume: Callable[[], None] | None = None,
+    ) -> None:
+        self.mode: PauseMode = mode
+        self._on_pause = on_pause
+        self._on_resume = on_resume
+        self._task: asyncio.Task[object] | None = None
+        self._lock = threading.Lock()
+        self._waiter: asyncio.Future[None] | None = None
+        self._waiter_loop: asyncio.AbstractEventLoop | None = None
+        self.paused_at: PausePoint | None = None
+        self.pauses = 0
+        """How many times the loop was held."""
+
+    def arm(self, task: asyncio.Task[object] | None) -> None:
+        """Hold only this task's run (``None``: hold nothing)."""
+        self._task = task
+
+    def matches(self, point: PausePoint) -> bool:
+        """True when the current mode pauses at ``point``."""
+        if self.mode == "both":
+            return True
+        if self.mode == "model":
+            return point.stage == "model_call"
+        if self.mode == "tools":
+            return point.stage == "tool_dispatch"
+        return False
+
+    async def __call__(self, point: PausePoint) -> None:
+        """The pause hook: wait here until released; a stop raises ``CancelledError``."""
+        if self._task is None or asyncio.current_task() is not self._task:
+            return
+        if not self.matches(point):
+            return
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        with self._lock:
+            self._waiter, self._waiter_loop = waiter, loop
+            self.paused_at = point
+            self.pauses += 1
+        if self._on_pause is not None:
+            self._on_pause(point)
+        try:
+            await waiter
+        finally:
+            with self._lock:
+                self._waiter = self._waiter_loop = None
+                self.paused_at = None
+            if self._on_resume is not None:
+                self._on_resume()
+
+    @property
+    def paused(self) -> bool:
+        """True while the loop waits at a pause point."""
+        return self.paused_at is not None
+
+    def _release(self, *, cancel: bool) -> bool:
+        with self._lock:
+            waiter, loop = self._waiter, self._waiter_loop
+        if waiter is None or loop is None:
+            return False
+
+        def settle() -> None:
+            if waiter.done():
+                return
+            if cancel:
+                waiter.cancel()
+            else:
+                waiter.set_result(None)
+
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            settle()
+        else:
+            loop.call_soon_threadsafe(settle)
+        return True
+
+    def step(self) -> bool:
+        """Go on to the next matching pause point; False when nothing was paused."""
+        return self._release(cancel=False)
+
+    def continue_(self) -> bool:
+        """Stop pausing (mode off) and let the run go on to its end."""
+        self.mode = "off"
+        return self._release(cancel=False)
+
+    def stop(self) -> bool:
+        """Cancel the run at the pause point it waits at; False when nothing was paused."""
+        return self._release(cancel=True)

@@ -1,0 +1,100 @@
+"""The debugger as a few lines of plain text, for frontends without widgets.
+
+nbconvert, terminals and plain IPython show this instead of the widget. It is derived from
+the same :class:`RunView` as the panels; untrusted text goes through
+:func:`toolloop_lab.escape.plain`, so a tool output cannot drive a terminal.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from toolloop_lab.escape import plain
+from toolloop_lab.runview import RoundRow, RunView
+from toolloop_lab.widget import figures as fig
+
+__all__ = ["summary_text"]
+
+RECENT_ROUNDS: Final = 5
+"""Rounds the text repr lists (the newest)."""
+TEXT_PREVIEW: Final = 200
+"""Characters of the final answer and the error message the text repr shows."""
+
+
+def _round_line(row: RoundRow, done: bool) -> str:
+    label = "synthesis" if row.purpose == "synthesis" else f"round {row.number}"
+    usage = row.usage
+    bits = [f"{fig.tokens(usage.input_tokens)} in / {fig.tokens(usage.output_tokens)} out"]
+    bits.append(fig.usd(row.cost_usd))
+    tools = []
+    for t in row.tools:
+        status = t.status if t.status != "pending" or not done else "not run"
+        tools.append(f"{plain(t.name, 60)}: {status}")
+    if tools:
+        bits.append(", ".join(tools))
+    if row.tokens_saved or any(t.pruning for t in row.tools):
+        bits.append(
+            f"pruning saved {fig.tokens(row.tokens_saved)} (net {fig.tokens(row.net_saved)})"
+        )
+    if row.purpose == "synthesis":
+        bits.append(f"reason {plain(row.synthesis_reason)}")
+    for kind in ("token", "usd"):
+        if row.gate(kind) == "tripped":
+            bits.append(f"{'token' if kind == 'token' else 'USD'} gate TRIPPED")
+    return f"  {label}: " + " · ".join(bits)
+
+
+def summary_text(view: RunView, *, note: str | None = None) -> str:
+    """A concise, multi-line summary: status, spend against budgets, recent rounds, outcome."""
+    head = [f"LoopDebugger: {view.status}"]
+    if view.max_rounds is not None:
+        head.append(f"round {view.tool_rounds} of {view.max_rounds}")
+    if view.started is not None and view.started.model_name:
+        head.append(f"model {plain(view.started.model_name, 80)}")
+    if view.run_id:
+        head.append(f"run {plain(view.run_id, 40)}")
+    lines = [" · ".join(head)]
+    if view.started is None and not view.rounds:
+        if note:
+            lines.append(f"note: {plain(note, TEXT_PREVIEW)}")
+        return "\n".join(lines)
+    budget = view.token_budget
+    spent = view.usage.total_tokens
+    tok = f"tokens {fig.tokens(spent)}" + (f" / {fig.tokens(budget)}" if budget is not None else "")
+    limit = view.usd_limit
+    usd = f"cost {fig.usd(view.usage.cost_usd)}" + (f" / {fig.usd(limit)}" if limit else "")
+    ctx = f"context {fig.pct(view.context_fill)} of {fig.tokens(view.context_window)}"
+    lines.append(
+        f"{tok} (token gate {fig.gate_label(view.token_gate)}) · "
+        f"{usd} (USD gate {fig.gate_label(view.usd_gate)}) · {ctx}"
+    )
+    if view.paused_at is not None:
+        point = view.paused_at
+        where = "tool dispatch" if point.stage == "tool_dispatch" else f"{point.purpose} call"
+        lines.append(f"paused in round {point.round} before the {plain(where)}")
+    shown = view.rounds[-RECENT_ROUNDS:]
+    if len(view.rounds) > len(shown):
+        lines.append(f"rounds (newest {len(shown)} of {len(view.rounds)}):")
+    elif shown:
+        lines.append("rounds:")
+    lines.extend(_round_line(row, view.done) for row in shown)
+    if view.prunings:
+        lines.append(
+            f"pruning: saved {fig.tokens(view.tokens_saved)} tokens, net "
+            f"{fig.tokens(view.net_saved)} after the pruning calls' own tokens"
+        )
+    if view.final_text is not None:
+        lines.append(f"final answer: {plain(view.final_text, TEXT_PREVIEW)}")
+    failure = view.failure
+    if failure is not None:
+        kind = f" kind={plain(failure.error_kind)}" if failure.error_kind else ""
+        reason = f" reason={plain(failure.reason)}" if failure.reason else ""
+        cause = f" cause={plain(failure.cause_type)}" if failure.cause_type else ""
+        lines.append(
+            f"{'cancelled' if failure.cancelled else 'failed'}: {plain(failure.error_type)}"
+            f"{kind}{reason}{cause} after {failure.rounds} rounds: "
+            f"{plain(failure.message, TEXT_PREVIEW)}"
+        )
+    if note:
+        lines.append(f"note: {plain(note, TEXT_PREVIEW)}")
+    return "\n".join(lines)
