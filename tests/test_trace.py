@@ -1,0 +1,300 @@
+"""JSONL traces: written as events happen, durable per round, never interleaved, read back
+exactly; a partial last line is skipped and reported."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_widget_scenarios import SCENARIO_NAMES, run, scenario_by_name
+
+from toolloop_lab.errors import TraceError
+from toolloop_lab.events import (
+    Event,
+    LoopFinished,
+    LoopStarted,
+    RoundStarted,
+    SynthesisStarted,
+    ToolDispatched,
+)
+from toolloop_lab.trace import TraceWriter, encode_event, read_trace, write_trace
+from toolloop_lab.usage import Usage
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def dispatched(run_id: str, n: int, content: str, args: dict[str, Any] | None = None) -> Event:
+    return ToolDispatched(
+        run_id=run_id,
+        round=n,
+        t=0.001 * n,
+        tool_call_id=f"call_{n}",
+        name="echo",
+        args=args or {"text": content},
+        status="success",
+        error_reason=None,
+        duration_s=0.0,
+        output_chars=len(content),
+        content=content,
+    )
+
+
+@pytest.mark.parametrize("name", SCENARIO_NAMES)
+def test_a_run_reads_back_exactly(name: str, tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    with TraceWriter(path) as writer:
+        outcome = run(scenario_by_name(name, tmp_path), writer)
+    assert writer.lines == len(outcome.events)
+    lines = path.read_bytes().splitlines()
+    assert len(lines) == len(outcome.events)
+    assert [json.loads(line)["kind"] for line in lines] == [e.kind for e in outcome.events]
+    read = read_trace(path)
+    assert read.events == outcome.events  # typed, Decimal and Usage included
+    assert read.skipped == ()
+    assert read.partial_line is None
+
+
+def test_each_event_is_on_disk_before_the_next_one_happens(tmp_path: Path) -> None:
+    path = tmp_path / "live.jsonl"
+    on_disk: list[int] = []
+    with TraceWriter(path) as writer:
+        run(
+            scenario_by_name("pruning", tmp_path),
+            writer,
+            lambda _e: on_disk.append(len(path.read_bytes().splitlines())),
+        )
+    assert on_disk == list(range(1, len(on_disk) + 1))
+
+
+def test_fsync_at_every_round_boundary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
+    path = tmp_path / "sync.jsonl"
+    writer = TraceWriter(path)
+    outcome = run(scenario_by_name("round_cap", tmp_path), writer)
+    boundaries = [
+        e for e in outcome.events if isinstance(e, (RoundStarted, SynthesisStarted, LoopFinished))
+    ]
+    assert len(boundaries) == 3
+    assert len(synced) == len(boundaries)
+    writer.close()
+    assert len(synced) == len(boundaries) + 1
+    writer.close()  # twice is fine
+    with pytest.raises(ValueError, match="closed"):
+        writer(outcome.events[0])
+
+
+def test_awkward_values_serialise(tmp_path: Path) -> None:
+    awkward = {
+        "price": Decimal("0.1000000000000000055511151231257827"),
+        "when": datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+        "raw": b"\xff\xfe bytes",
+        "text": b"plain bytes",
+        "nan": math.nan,
+        "inf": -math.inf,
+    }
+    surrogate = "half a pair: \ud83d, newline:\n, tab:\t, nul:\x00"
+    event = dispatched("r1", 1, surrogate, awkward)
+    path = write_trace(tmp_path / "awkward.jsonl", [event])
+    data = path.read_bytes()
+    assert data.count(b"\n") == 1  # the newline inside the content is escaped
+    assert data.isascii()
+    back = read_trace(path).events[0]
+    assert isinstance(back, ToolDispatched)
+    assert back.content == surrogate
+    assert back.args == {
+        "price": "0.1000000000000000055511151231257827",
+        "when": "2026-01-02T03:04:05+00:00",
+        "raw": {"__bytes_base64__": "//4gYnl0ZXM="},
+        "text": "plain bytes",
+        "nan": "NaN",
+        "inf": "-Infinity",
+    }
+
+
+def test_partial_last_line_is_skipped_and_reported(tmp_path: Path) -> None:
+    path = tmp_path / "killed.jsonl"
+    outcome = run(scenario_by_name("single_round", tmp_path))
+    write_trace(path, outcome.events[:-1])
+    cut = encode_event(outcome.events[-1])[:40]
+    with path.open("ab") as handle:
+        handle.write(cut)  # a writer killed in the middle of a line
+    read = read_trace(path)
+    assert read.events == outcome.events[:-1]
+    assert read.partial_line == cut.decode()
+    assert [(s.number, s.reason) for s in read.skipped] == [
+        (len(outcome.events), "partial last line")
+    ]
+
+
+def test_a_new_writer_ends_a_partial_line_before_appending(tmp_path: Path) -> None:
+    path = tmp_path / "resumed.jsonl"
+    first = run(scenario_by_name("single_round", tmp_path)).events
+    second = run(scenario_by_name("unknown_tool", tmp_path)).events
+    write_trace(path, first)
+    with path.open("ab") as handle:
+        handle.write(b'{"kind": "round_st')
+    write_trace(path, second)
+    read = read_trace(path)
+    assert read.events == first + second
+    assert read.partial_line is None
+    assert len(read.skipped) == 1
+    assert read.skipped[0].reason.startswith("not JSON")
+    assert read.run_ids == (first[0].run_id, second[0].run_id)
+    assert read.run() == second
+    assert read.run(first[0].run_id) == first
+
+
+def test_lines_that_are_not_events_are_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.jsonl"
+    events = run(scenario_by_name("single_round", tmp_path)).events
+    write_trace(path, events[:2])
+    with path.open("ab") as handle:
+        handle.write(b'["a list"]\n{"kind": "from_the_future", "run_id": "x"}\n\n')
+    write_trace(path, events[2:])
+    read = read_trace(path)
+    assert read.events == events
+    assert [s.reason for s in read.skipped] == [
+        "not a JSON object",
+        "not an event: unknown event kind 'from_the_future'",
+    ]
+
+
+def test_not_a_trace(tmp_path: Path) -> None:
+    with pytest.raises(TraceError, match="cannot read trace"):
+        read_trace(tmp_path / "missing.jsonl")
+    other = tmp_path / "notes.txt"
+    other.write_text("dear diary\nnothing here\n")
+    with pytest.raises(TraceError, match="not a toolloop_lab trace"):
+        read_trace(other)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert read_trace(empty).events == ()
+
+
+def test_threads_never_interleave_lines(tmp_path: Path) -> None:
+    path = tmp_path / "threads.jsonl"
+    writer = TraceWriter(path, fsync=False)
+    big = "x" * 100_000  # far over PIPE_BUF
+
+    def work(i: int) -> None:
+        for n in range(50):
+            writer(dispatched(f"thread{i}", n, big + str(n)))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    writer.close()
+    read = read_trace(path)
+    assert read.skipped == ()
+    assert len(read.events) == 400
+    for i in range(8):
+        mine = [e for e in read.events if e.run_id == f"thread{i}"]
+        assert [e.round for e in mine] == list(range(50))
+
+
+_WRITER = textwrap.dedent(
+    """
+    import sys
+    from toolloop_lab.events import ToolDispatched
+    from toolloop_lab.trace import TraceWriter
+
+    run_id, path = sys.argv[1], sys.argv[2]
+    writer = TraceWriter(path, fsync=False)
+    for n in range(200):
+        text = run_id * 20_000 + str(n)
+        writer(ToolDispatched(run_id=run_id, round=n, t=0.0, tool_call_id=str(n), name="echo",
+               args={}, status="success", error_reason=None, duration_s=0.0,
+               output_chars=len(text), content=text))
+    writer.close()
+    """
+)
+
+
+def test_concurrent_processes_never_interleave_lines(tmp_path: Path) -> None:
+    path = tmp_path / "shared.jsonl"
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _WRITER, f"p{i}", str(path)], cwd=REPO)
+        for i in range(4)
+    ]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
+    read = read_trace(path)
+    assert read.skipped == ()
+    assert len(read.events) == 800
+    for i in range(4):
+        mine = [e for e in read.events if e.run_id == f"p{i}"]
+        assert [e.round for e in mine] == list(range(200))
+        assert all(isinstance(e, ToolDispatched) and e.content.startswith(f"p{i}") for e in mine)
+
+
+_KILLED = textwrap.dedent(
+    """
+    import asyncio, os, signal, sys
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import StructuredTool
+    from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
+    from toolloop_lab.trace import TraceWriter
+
+    def work(text: str) -> str:
+        if text == "die":
+            os.kill(os.getpid(), signal.SIGKILL)  # the kernel dies mid-round
+        return text
+
+    tool = StructuredTool.from_function(work, name="work", description="work")
+    calls = [
+        AIMessage(content="", tool_calls=[{"name": "work", "args": {"text": t}, "id": t,
+                  "type": "tool_call"}], usage_metadata={"input_tokens": 10,
+                  "output_tokens": 5, "total_tokens": 15})
+        for t in ("one", "two", "die")
+    ]
+    agent = LLMAgent(ScriptedChatModel(calls), [tool], AgentConfig(tool_max_rounds=5),
+                     observers=[TraceWriter(sys.argv[1])])
+    asyncio.run(agent.arun("go"))
+    """
+)
+
+
+def test_a_killed_process_leaves_every_completed_round(tmp_path: Path) -> None:
+    path = tmp_path / "killed.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-c", _KILLED, str(path)], cwd=REPO, timeout=120, check=False
+    )
+    assert proc.returncode == -9
+    read = read_trace(path)
+    assert read.partial_line is None
+    kinds = [(e.kind, e.round) for e in read.events]
+    assert kinds[0] == ("loop_start", 0)
+    for n in (1, 2):  # both completed rounds are there, every event of them
+        assert [k for k, r in kinds if r == n] == ["round_start", "model_call", "tool_dispatch"]
+    assert [k for k, r in kinds if r == 3] == ["round_start", "model_call"]
+    assert not any(isinstance(e, LoopFinished) for e in read.events)
+    assert isinstance(read.events[0], LoopStarted)
+
+
+def test_usage_survives_the_round_trip(tmp_path: Path) -> None:
+    finished = LoopFinished(
+        run_id="r",
+        round=3,
+        t=1.5,
+        final_text="done",
+        rounds=2,
+        usage=Usage(12, 6, requests=2, estimated=True, cost_usd=None),
+        budget_exhausted=False,
+        synthesis_was_run=False,
+        synthesis_reason=None,
+    )
+    path = write_trace(tmp_path / "u.jsonl", [finished])
+    assert read_trace(path).events == (finished,)
