@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any
 
 import genai_prices
 from genai_prices.types import ModelPrice
 
+from toolloop_lab.errors import ConfigurationError
 from toolloop_lab.usage import Usage
 
 __all__ = ["PriceTable", "TokenPrice", "cost_of", "known_price", "model_name_of"]
@@ -32,15 +33,37 @@ class TokenPrice:
     cache_read_mtok: Decimal | None = None
     """Price of cached input; ``None`` means cached input costs the same as input."""
 
+    def __post_init__(self) -> None:
+        # Floats go through str so 0.15 stays 0.15 and costs stay exact.
+        for name in ("input_mtok", "output_mtok", "cache_read_mtok"):
+            value = getattr(self, name)
+            if value is None and name == "cache_read_mtok":
+                continue
+            object.__setattr__(self, name, _price(value, name))
+
     def cost(self, usage: Usage) -> Decimal:
         """Cost of ``usage`` at this price."""
         cached = usage.cache_read_tokens if self.cache_read_mtok is not None else 0
         cache_rate = self.cache_read_mtok if self.cache_read_mtok is not None else Decimal(0)
         return (
-            Decimal(usage.input_tokens - cached) * Decimal(self.input_mtok)
-            + Decimal(cached) * Decimal(cache_rate)
-            + Decimal(usage.output_tokens) * Decimal(self.output_mtok)
+            Decimal(usage.input_tokens - cached) * self.input_mtok
+            + Decimal(cached) * cache_rate
+            + Decimal(usage.output_tokens) * self.output_mtok
         ) / _MTOK
+
+
+def _price(value: Any, name: str) -> Decimal:
+    if isinstance(value, bool):
+        raise ConfigurationError(f"{name} must be a number, not a bool", field=name)
+    try:
+        amount = value if isinstance(value, Decimal) else Decimal(str(value))
+    except (InvalidOperation, ValueError, TypeError):
+        raise ConfigurationError(
+            f"{name} must be a number, got {type(value).__name__}", field=name
+        ) from None
+    if not amount.is_finite() or amount < 0:
+        raise ConfigurationError(f"{name} must be finite and >= 0, got {amount}", field=name)
+    return amount
 
 
 PriceTable = Mapping[str, TokenPrice]
@@ -59,11 +82,16 @@ def _model_price(model_name: str) -> ModelPrice | None:
 
 
 @lru_cache(maxsize=8192)
-def _table_cost(model_name: str, input_tokens: int, output_tokens: int, cache_read: int) -> Decimal:
+def _table_cost(
+    model_name: str, input_tokens: int, output_tokens: int, cache_read: int, cache_write: int
+) -> Decimal:
     price = _model_price(model_name)
     assert price is not None
     usage = genai_prices.Usage(
-        input_tokens=input_tokens, output_tokens=output_tokens, cache_read_tokens=cache_read
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cache_read_tokens=cache_read,
+        cache_write_tokens=cache_write,
     )
     return Decimal(price.calc_price(usage)["total_price"])
 
@@ -87,7 +115,13 @@ def cost_of(
         return prices[model_name].cost(usage)
     if _model_price(model_name) is None:
         return None
-    return _table_cost(model_name, usage.input_tokens, usage.output_tokens, usage.cache_read_tokens)
+    return _table_cost(
+        model_name,
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cache_read_tokens,
+        usage.cache_write_tokens,
+    )
 
 
 def model_name_of(obj: Any, response_metadata: Mapping[str, Any] | None = None) -> str | None:

@@ -79,7 +79,8 @@ class Usage:
 
         Counts are never silently zero: a reply without usable usage is estimated from the
         prompt that produced it (``prompt``) and the reply itself, with langchain-core's
-        approximate counter.
+        approximate counter. A reported 0 for a non-empty prompt or reply is not usable
+        either (some providers and proxies send zeros when they did not count).
         """
         meta: Mapping[str, Any] | None = message.usage_metadata
         estimated = bool(message.response_metadata.get("usage_estimated", False))
@@ -87,12 +88,12 @@ class Usage:
         raw_out = meta.get("output_tokens") if meta else None
         in_tok: int
         out_tok: int
-        if _valid_count(raw_in):
+        if _valid_count(raw_in) and (raw_in > 0 or not prompt):
             in_tok = raw_in
         else:
             in_tok = count_tokens_approximately(prompt) if prompt else 0
             estimated = True
-        if _valid_count(raw_out):
+        if _valid_count(raw_out) and (raw_out > 0 or _is_empty(message)):
             out_tok = raw_out
         else:
             out_tok = estimate_tokens(message)
@@ -136,6 +137,10 @@ class Usage:
             estimated=bool(data.get("estimated", False)),
             cost_usd=None if cost is None else Decimal(str(cost)),
         )
+
+
+def _is_empty(message: AIMessage) -> bool:
+    return not message.content and not message.tool_calls and not message.invalid_tool_calls
 
 
 def estimate_tokens(message: BaseMessage) -> int:
