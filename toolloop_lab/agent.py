@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import math
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -84,7 +85,7 @@ class AgentConfig:
     prune_tools: tuple[str, ...] = ()
     """Tools whose large outputs the pruning model shortens."""
     prune_min_chars: int = 2_000
-    """Outputs shorter than this are never pruned."""
+    """Only outputs longer than this many characters are pruned."""
     pruning_prompt: str = DEFAULT_PRUNING_PROMPT
     synthesis_prompt: str = DEFAULT_SYNTHESIS_PROMPT
     max_stuck_rounds: int | None = None
@@ -107,22 +108,36 @@ class AgentConfig:
             )
         if self.context_window is not None:
             _positive_int(self.context_window, "context_window")
-        if isinstance(self.prune_tools, str) or not all(
-            isinstance(t, str) for t in self.prune_tools
+        tools = self.prune_tools
+        if not isinstance(tools, (tuple, list, frozenset, set)) or not all(
+            isinstance(t, str) and t for t in tools
         ):
             raise ConfigurationError(
-                "prune_tools must be a tuple of tool names", field="prune_tools"
+                f"prune_tools must be a tuple of tool names, got {tools!r}", field="prune_tools"
             )
-        if not isinstance(self.prune_min_chars, int) or self.prune_min_chars < 0:
-            raise ConfigurationError("prune_min_chars must be an int >= 0", field="prune_min_chars")
+        chars = self.prune_min_chars
+        if isinstance(chars, bool) or not isinstance(chars, int) or chars < 0:
+            raise ConfigurationError(
+                f"prune_min_chars must be an int >= 0, got {chars!r}", field="prune_min_chars"
+            )
         if self.max_stuck_rounds is not None:
             _positive_int(self.max_stuck_rounds, "max_stuck_rounds")
         t = self.tool_timeout_s
-        if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or t <= 0):
-            raise ConfigurationError("tool_timeout_s must be > 0 or None", field="tool_timeout_s")
+        if t is not None and (
+            isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < math.inf
+        ):
+            raise ConfigurationError(
+                f"tool_timeout_s must be a finite number > 0 or None, got {t!r}",
+                field="tool_timeout_s",
+            )
         for name in ("pruning_prompt", "synthesis_prompt"):
             if not isinstance(getattr(self, name), str) or not getattr(self, name).strip():
                 raise ConfigurationError(f"{name} must be a non-empty string", field=name)
+        if self.system_prompt is not None and not isinstance(self.system_prompt, str):
+            raise ConfigurationError(
+                f"system_prompt must be a string or None, got {type(self.system_prompt).__name__}",
+                field="system_prompt",
+            )
 
 
 def _positive_int(value: Any, name: str) -> None:
@@ -240,18 +255,28 @@ class LLMAgent:
     def subscribe(self, callback: Observer) -> Callable[[], None]:
         """Add an observer for later runs; returns a function that removes it again."""
         self._observers = (*self._observers, callback)
+        done = False
 
         def unsubscribe() -> None:
-            self._observers = tuple(o for o in self._observers if o is not callback)
+            nonlocal done
+            if done:
+                return
+            done = True
+            self._observers = _without_one(self._observers, callback)
 
         return unsubscribe
 
     def add_pause_hook(self, hook: PauseHook) -> Callable[[], None]:
         """Add a step-mode hook awaited at every pause point; returns its remover."""
         self._pause_hooks = (*self._pause_hooks, hook)
+        done = False
 
         def remove() -> None:
-            self._pause_hooks = tuple(h for h in self._pause_hooks if h is not hook)
+            nonlocal done
+            if done:
+                return
+            done = True
+            self._pause_hooks = _without_one(self._pause_hooks, hook)
 
         return remove
 
@@ -263,14 +288,16 @@ class LLMAgent:
     # -- entry points -----------------------------------------------------------------
     async def arun(self, prompt_or_messages: str | Sequence[Any]) -> ToolLoopResult:
         """Run the loop on a prompt (with the config's system prompt) or on messages."""
+        return await self._guarded(lambda: self._initial_messages(prompt_or_messages))
+
+    def _initial_messages(self, prompt_or_messages: str | Sequence[Any]) -> list[BaseMessage]:
         if isinstance(prompt_or_messages, str):
             messages: list[BaseMessage] = []
             if self.config.system_prompt:
                 messages.append(SystemMessage(self.config.system_prompt))
             messages.append(HumanMessage(prompt_or_messages))
-        else:
-            messages = convert_to_messages(prompt_or_messages)
-        return await self._execute_tool_loop(messages)
+            return messages
+        return convert_to_messages(prompt_or_messages)
 
     def run(self, prompt_or_messages: str | Sequence[Any]) -> ToolLoopResult:
         """Synchronous :meth:`arun`; also works where an event loop already runs (notebooks).
@@ -290,8 +317,17 @@ class LLMAgent:
     # -- the loop ---------------------------------------------------------------------
     async def _execute_tool_loop(self, messages: Sequence[BaseMessage]) -> ToolLoopResult:
         """Drive the model through tool rounds and return the result (see module doc)."""
-        run = _Run(self, list(messages), self._observers)
+        return await self._guarded(lambda: list(messages))
+
+    async def _guarded(self, build: Callable[[], list[BaseMessage]]) -> ToolLoopResult:
+        """Check the setup, build the input messages and run the loop; on failure keep the
+        partial state on the error. Setup problems surface as ``ToolLoopError`` too, before
+        any model call."""
+        run = _Run(self, [], self._observers)
         try:
+            self.config.validate()
+            self._check_tools()
+            run.messages = build()
             return await self._loop(run)
         except ExecutionError as exc:
             self._close_open_calls(run, exc.reason, f"not run: {exc}")
@@ -310,6 +346,14 @@ class LLMAgent:
                 cause=exc,
                 **run.partial(),
             ) from exc
+
+    def _check_tools(self) -> None:
+        names = [t.name for t in self.tools]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ConfigurationError(
+                f"tool names must be unique; repeated: {', '.join(duplicates)}", field="tools"
+            )
 
     def _fail(self, run: _Run, exc: BaseException, *, cancelled: bool) -> None:
         run.emit(
@@ -331,7 +375,6 @@ class LLMAgent:
 
     async def _loop(self, run: _Run) -> ToolLoopResult:
         cfg = self.config
-        cfg.validate()
         run.usd = _budget.current_usd_budget()
         window, _source = _budget.resolve_context_window(cfg.context_window, self.model)
         token_budget = _budget.resolve_token_budget(
@@ -340,8 +383,14 @@ class LLMAgent:
         run.token_limit = token_budget.limit if token_budget else None
         tools = {t.name: t for t in self.tools}
         model_name = model_name_of(self.model)
-        if run.usd is not None and model_name and not known_price(model_name, run.usd.prices):
-            raise self._unpriced(model_name)
+        if run.usd is not None:
+            # Fail before spending anything: a call that cannot be priced cannot be capped.
+            if not known_price(model_name, run.usd.prices):
+                raise self._unpriced(model_name)
+            if self.pruning_model is not None and cfg.prune_tools:
+                pruning_name = model_name_of(self.pruning_model)
+                if not known_price(pruning_name, run.usd.prices):
+                    raise self._unpriced(pruning_name)
         if self._bound is None:
             self._bound = self.model.bind_tools(list(self.tools)) if self.tools else self.model
         run.emit(
@@ -372,7 +421,6 @@ class LLMAgent:
                 )
             )
             reply = await self._call_model(run, self._bound, "round")
-            run.messages.append(reply)
             if not reply.tool_calls and not reply.invalid_tool_calls:
                 run.rounds_done = number
                 final = reply
@@ -415,7 +463,13 @@ class LLMAgent:
             )
             run.messages.append(HumanMessage(prompt))
             final = await self._call_model(run, self.model, "synthesis")
-            run.messages.append(final)
+            # A model may still ask for tools here; they are not run, but every call id
+            # gets its ToolMessage so the transcript stays valid to continue.
+            for outcome in skipped_outcomes(
+                final, "synthesis", "not run: a final answer without tools was requested"
+            ):
+                run.messages.append(outcome.message)
+                self._emit_dispatch(run, outcome)
         assert final is not None
         run.emit(
             LoopFinished(
@@ -550,6 +604,8 @@ class LLMAgent:
         if not isinstance(reply, AIMessage):
             raise TypeError(f"model returned {type(reply).__name__}, not an AIMessage")
         reply = normalize_tool_call_ids(reply)
+        # Paid for, so it belongs to the transcript even if a gate below raises.
+        run.messages.append(reply)
         model_name = model_name_of(self.model, reply.response_metadata)
         usage = self._price(run, Usage.from_ai_message(reply, prompt=prompt), model_name)
         run.usage = run.usage + usage
@@ -605,6 +661,8 @@ class LLMAgent:
         self._usd_gate_before(run)
         request = _first_human_text(run.messages)
         run.any_invocation = True
+        # return_exceptions: a failed pruning call must neither orphan its siblings nor
+        # lose their spend; the first failure is raised once every success is counted.
         results = await asyncio.gather(
             *(
                 prune_output(
@@ -615,10 +673,15 @@ class LLMAgent:
                     request=request,
                 )
                 for i in todo
-            )
+            ),
+            return_exceptions=True,
         )
         pruning_name = model_name_of(model)
+        failure: BaseException | None = None
         for i, res in zip(todo, results, strict=True):
+            if isinstance(res, BaseException):
+                failure = failure or res
+                continue
             name = model_name_of(model, res.reply.response_metadata) or pruning_name
             usage = self._price(run, res.usage, name)
             run.usage = run.usage + usage
@@ -650,6 +713,8 @@ class LLMAgent:
                 }
             )
             run.messages[first + i] = message
+        if failure is not None:
+            raise failure
         self._gates_after(run, pruning_name)
 
     def _emit_dispatch(self, run: _Run, outcome: DispatchOutcome) -> None:
@@ -678,7 +743,16 @@ class LLMAgent:
                 for outcome in skipped_outcomes(message, reason, text):
                     if outcome.message.tool_call_id not in answered:
                         run.messages.append(outcome.message)
+                        self._emit_dispatch(run, outcome)
                 break
+
+
+def _without_one(items: tuple[Any, ...], item: Any) -> tuple[Any, ...]:
+    """``items`` without the last occurrence of ``item`` (identity)."""
+    for i in range(len(items) - 1, -1, -1):
+        if items[i] is item:
+            return items[:i] + items[i + 1 :]
+    return items
 
 
 def _first_human_text(messages: Sequence[BaseMessage]) -> str:

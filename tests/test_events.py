@@ -1,0 +1,279 @@
+"""The event stream: order, fields, JSON round trips, observers (issue 2, "Events")."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import logging
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage
+from langchain_core.tools import BaseTool
+from loopkit import MODEL, calls, final, reference_cost, tool_call, usage
+
+from toolloop_lab import (
+    AgentConfig,
+    ExecutionError,
+    LLMAgent,
+    ScriptedChatModel,
+    ToolLoopError,
+    usd_budget,
+)
+from toolloop_lab.builtin_tools import file_read_tool
+from toolloop_lab.events import (
+    EVENT_TYPES,
+    BudgetGate,
+    Event,
+    LoopFinished,
+    LoopStarted,
+    ModelCalled,
+    Pruned,
+    RoundStarted,
+    SynthesisStarted,
+    ToolCallView,
+    ToolDispatched,
+    event_from_dict,
+)
+
+
+def _two_round_model() -> ScriptedChatModel:
+    return ScriptedChatModel(
+        [
+            calls(
+                tool_call("echo", {"text": "a"}, "c1"),
+                tool_call("echo", {"text": "bb"}, "c2"),
+                text="checking",
+                tokens=(20, 4),
+            ),
+            final("done", (30, 6)),
+        ],
+        model_name=MODEL,
+    )
+
+
+async def test_event_order_and_fields_of_a_plain_run(echo_tool: BaseTool) -> None:
+    events: list[Event] = []
+    agent = LLMAgent(
+        _two_round_model(), [echo_tool], AgentConfig(tool_max_rounds=4), observers=[events.append]
+    )
+    result = await agent.arun("go")
+
+    assert [e.kind for e in events] == [
+        "loop_start",
+        "round_start",
+        "model_call",
+        "tool_dispatch",
+        "tool_dispatch",
+        "round_start",
+        "model_call",
+        "loop_finish",
+    ]
+    assert [e.round for e in events] == [0, 1, 1, 1, 1, 2, 2, 2]
+    assert {e.run_id for e in events} == {result.run_id}
+    assert all(a.t <= b.t for a, b in itertools.pairwise(events))
+
+    started = events[0]
+    assert isinstance(started, LoopStarted)
+    assert (started.model_name, started.tools, started.max_rounds) == (MODEL, ("echo",), 4)
+    assert (started.token_budget, started.usd_limit, started.input_messages) == (None, None, 1)
+    assert isinstance(events[1], RoundStarted)
+    assert events[1].max_rounds == 4
+
+    call = events[2]
+    assert isinstance(call, ModelCalled)
+    assert (call.purpose, call.model_name, call.text, call.stuck) == (
+        "round",
+        MODEL,
+        "checking",
+        False,
+    )
+    assert call.tool_calls == (
+        ToolCallView("c1", "echo", {"text": "a"}),
+        ToolCallView("c2", "echo", {"text": "bb"}),
+    )
+    assert (call.usage.input_tokens, call.usage.output_tokens) == (20, 4)
+    assert call.usage.cost_usd == reference_cost([(20, 4)])
+    assert call.latency_s >= 0
+
+    dispatched = [e for e in events if isinstance(e, ToolDispatched)]
+    assert [
+        (e.tool_call_id, e.name, dict(e.args), e.status, e.output_chars, e.content)
+        for e in dispatched
+    ] == [
+        ("c1", "echo", {"text": "a"}, "success", 1, "a"),
+        ("c2", "echo", {"text": "bb"}, "success", 2, "bb"),
+    ]
+    assert all(e.duration_s >= 0 and e.error_reason is None for e in dispatched)
+
+    finished = events[-1]
+    assert isinstance(finished, LoopFinished)
+    assert (finished.final_text, finished.rounds, finished.synthesis_was_run) == ("done", 2, False)
+    assert (finished.usage.input_tokens, finished.usage.output_tokens) == (50, 10)
+    assert finished.synthesis_reason is None
+
+
+async def test_result_events_are_the_observed_stream(echo_tool: BaseTool) -> None:
+    events: list[Event] = []
+    result = await LLMAgent(_two_round_model(), [echo_tool], observers=[events.append]).arun("go")
+    assert result.events == tuple(events)
+
+
+async def test_error_events_are_the_observed_stream(echo_tool: BaseTool) -> None:
+    events: list[Event] = []
+    model = ScriptedChatModel([calls(tool_call("echo", {"text": "a"}, "c1")), OSError("gone")])
+    with pytest.raises(ToolLoopError) as info:
+        await LLMAgent(model, [echo_tool], observers=[events.append]).arun("go")
+    assert info.value.events == tuple(events)
+    assert events[-1].kind == "loop_failure"
+
+
+async def _every_kind(tmp_path: Path, echo_tool: BaseTool) -> list[Event]:
+    """Runs that together emit every event kind, with every optional field filled."""
+    (tmp_path / "notes.txt").write_text("note line\n" * 300)
+    events: list[Event] = []
+    model = ScriptedChatModel(
+        [
+            AIMessage(
+                "Reading the notes first.",
+                tool_calls=[
+                    tool_call("file_read", {"path": "notes.txt"}, "r1"),
+                    tool_call("missing", {"q": [1, 2]}, "m1"),
+                ],
+                invalid_tool_calls=[
+                    {"name": "echo", "args": "{oops", "id": "bad", "error": "not JSON"}
+                ],
+                usage_metadata=usage(120, 30),
+                response_metadata={"finish_reason": "tool_calls"},
+            ),
+            final("synthesised", (200, 20)),
+        ],
+        model_name=MODEL,
+    )
+    pruner = ScriptedChatModel([AIMessage("notes", usage_metadata=usage(400, 5))], model_name=MODEL)
+    config = AgentConfig(
+        tool_max_rounds=1,
+        token_budget_percent=50,
+        context_window=100_000,
+        prune_tools=("file_read",),
+        prune_min_chars=100,
+    )
+    agent = LLMAgent(
+        model,
+        [echo_tool, file_read_tool(tmp_path)],
+        config,
+        pruning_model=pruner,
+        observers=[events.append],
+    )
+    with usd_budget("0.5"):
+        await agent.arun("Summarise the notes.")
+
+    failing = ScriptedChatModel([calls(tool_call("echo", {"text": "x"}, "e1")), final("x")])
+    with usd_budget(1), pytest.raises(ExecutionError):
+        await LLMAgent(failing, [echo_tool], observers=[events.append]).arun("go")
+    return events
+
+
+async def test_every_event_kind_is_json_safe_and_round_trips(
+    tmp_path: Path, echo_tool: BaseTool
+) -> None:
+    events = await _every_kind(tmp_path, echo_tool)
+    assert {e.kind for e in events} == set(EVENT_TYPES)
+
+    for event in events:
+        data = event.to_dict()
+        text = json.dumps(data, allow_nan=False)
+        assert data["kind"] == event.kind
+        rebuilt = event_from_dict(json.loads(text))
+        assert rebuilt == event, event.kind
+        assert type(rebuilt) is type(event)
+
+
+async def test_event_fields_for_pruning_gates_and_synthesis(
+    tmp_path: Path, echo_tool: BaseTool
+) -> None:
+    events = await _every_kind(tmp_path, echo_tool)
+    pruned = next(e for e in events if isinstance(e, Pruned))
+    assert (pruned.tool_call_id, pruned.tokens_before > pruned.tokens_after) == ("r1", True)
+    assert (pruned.usage.input_tokens, pruned.usage.output_tokens) == (400, 5)
+
+    gates = [e for e in events if isinstance(e, BudgetGate)][:4]
+    # after the round's call: usd then token; after pruning: usd then token
+    assert [(g.gate, g.passed) for g in gates] == [
+        ("usd", True),
+        ("token", True),
+        ("usd", True),
+        ("token", True),
+    ]
+    assert gates[0].limit == Decimal("0.5")
+    assert gates[1].limit == Decimal(50_000)
+    assert gates[3].spent == Decimal(120 + 30 + 400 + 5)
+
+    synthesis = next(e for e in events if isinstance(e, SynthesisStarted))
+    assert (synthesis.reason, synthesis.round) == ("round_cap", 2)
+
+    model_call = next(e for e in events if isinstance(e, ModelCalled))
+    assert model_call.finish_reason == "tool_calls"
+    assert [v.valid for v in model_call.tool_calls] == [True, True, False]
+    assert model_call.tool_calls[2] == ToolCallView(
+        "bad", "echo", {"raw": "{oops"}, False, "not JSON"
+    )
+
+
+def test_events_are_frozen() -> None:
+    event = RoundStarted(run_id="r", round=1, t=0.0, max_rounds=3)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        event.round = 2  # type: ignore[misc]
+
+
+def test_event_from_dict_rejects_unknown_kinds() -> None:
+    with pytest.raises(ValueError, match="unknown event kind"):
+        event_from_dict({"kind": "teleport", "run_id": "r", "round": 0, "t": 0.0})
+
+
+async def test_subscribe_returns_a_working_unsubscribe(echo_tool: BaseTool) -> None:
+    first: list[Event] = []
+    second: list[Event] = []
+    agent = LLMAgent(ScriptedChatModel([final("one"), final("two")]), [echo_tool])
+    unsubscribe = agent.subscribe(first.append)
+    agent.subscribe(second.append)
+    assert agent.observers == (first.append, second.append)
+
+    await agent.arun("go")
+    count = len(first)
+    assert count == len(second) > 0
+
+    unsubscribe()
+    unsubscribe()  # idempotent
+    await agent.arun("again")
+    assert len(first) == count
+    assert len(second) == 2 * count
+
+
+async def test_unsubscribe_removes_only_its_own_registration(echo_tool: BaseTool) -> None:
+    seen: list[Event] = []
+    agent = LLMAgent(ScriptedChatModel([final("one")]), [echo_tool])
+    agent.subscribe(seen.append)
+    remove_second = agent.subscribe(seen.append)
+    remove_second()
+    result = await agent.arun("go")
+    assert seen == list(result.events)
+
+
+async def test_an_observer_that_raises_never_breaks_the_loop(
+    echo_tool: BaseTool, caplog: pytest.LogCaptureFixture
+) -> None:
+    after: list[Event] = []
+
+    def broken(event: Event) -> None:
+        raise RuntimeError(f"observer broke on {event.kind}")
+
+    agent = LLMAgent(_two_round_model(), [echo_tool], observers=[broken, after.append])
+    with caplog.at_level(logging.WARNING, logger="toolloop_lab"):
+        result = await agent.arun("go")
+
+    assert result.final_response.text == "done"
+    assert after == list(result.events)
+    assert len([r for r in caplog.records if "observer" in r.getMessage()]) == len(result.events)

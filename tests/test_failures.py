@@ -1,0 +1,346 @@
+"""Failures keep everything: bad config, model exceptions, cancellation, pickling
+(issue 2, "Failures")."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import math
+import pickle
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import BaseTool, tool
+from loopkit import MODEL, calls, final, reference_cost, tool_call
+
+from toolloop_lab import (
+    AgentConfig,
+    ConfigurationError,
+    ExecutionError,
+    LLMAgent,
+    ScriptedChatModel,
+    ScriptError,
+    ToolLoopError,
+    usd_budget,
+)
+from toolloop_lab.errors import _ToolLoopError
+from toolloop_lab.events import Event, LoopFailed, ToolDispatched
+from toolloop_lab.hooks import PausePoint
+
+BAD_CONFIG: list[tuple[str, Any]] = [
+    ("tool_max_rounds", 0),
+    ("tool_max_rounds", -3),
+    ("tool_max_rounds", 2.0),
+    ("tool_max_rounds", True),
+    ("tool_max_rounds", "5"),
+    ("token_budget_percent", 0),
+    ("token_budget_percent", 100.5),
+    ("token_budget_percent", -1),
+    ("token_budget_percent", math.nan),
+    ("token_budget_percent", True),
+    ("token_budget_percent", "50"),
+    ("context_window", 0),
+    ("context_window", -100),
+    ("context_window", 1000.0),
+    ("context_window", False),
+    ("prune_tools", "file_read"),
+    ("prune_tools", None),
+    ("prune_tools", ("file_read", 3)),
+    ("prune_tools", ("",)),
+    ("prune_min_chars", -1),
+    ("prune_min_chars", 10.5),
+    ("prune_min_chars", True),
+    ("prune_min_chars", None),
+    ("pruning_prompt", ""),
+    ("pruning_prompt", "   "),
+    ("pruning_prompt", None),
+    ("synthesis_prompt", ""),
+    ("synthesis_prompt", 42),
+    ("max_stuck_rounds", 0),
+    ("max_stuck_rounds", True),
+    ("max_stuck_rounds", 1.5),
+    ("tool_timeout_s", 0),
+    ("tool_timeout_s", -1.0),
+    ("tool_timeout_s", math.nan),
+    ("tool_timeout_s", math.inf),
+    ("tool_timeout_s", True),
+    ("tool_timeout_s", "1"),
+    ("system_prompt", 123),
+    ("system_prompt", ["be brief"]),
+]
+
+
+def test_every_agent_config_field_has_a_bad_value_case() -> None:
+    fields = {f.name for f in dataclasses.fields(AgentConfig)}
+    assert {name for name, _ in BAD_CONFIG} == fields
+
+
+@pytest.mark.parametrize(("field", "value"), BAD_CONFIG)
+@pytest.mark.parametrize("entry", ["arun", "_execute_tool_loop"])
+async def test_bad_config_fails_before_any_model_call(
+    field: str, value: Any, entry: str, echo_tool: BaseTool
+) -> None:
+    events: list[Event] = []
+    model = ScriptedChatModel([final("never")], model_name=MODEL)
+    config = AgentConfig(**{field: value})
+    agent = LLMAgent(model, [echo_tool], config, observers=[events.append])
+
+    run = (
+        agent.arun("hello")
+        if entry == "arun"
+        else agent._execute_tool_loop([HumanMessage("hello")])
+    )
+    with pytest.raises(ToolLoopError) as info:
+        await run
+
+    err = info.value
+    assert isinstance(err.cause, ConfigurationError)
+    assert err.cause.field == field
+    assert err.__cause__ is err.cause
+    assert err.any_invocation_made is False
+    assert (err.accumulated_prompt, err.accumulated_completion, err.rounds) == (0, 0, 0)
+    assert model.calls == ()
+    assert model.bindings == ()
+    assert [e.kind for e in events] == ["loop_failure"]
+    assert err.events == tuple(events)
+    failed = events[0]
+    assert isinstance(failed, LoopFailed)
+    assert (failed.error_type, failed.any_invocation_made, failed.cancelled) == (
+        "ConfigurationError",
+        False,
+        False,
+    )
+
+
+def test_configuration_error_is_a_value_error_with_a_field() -> None:
+    err = ConfigurationError("bad", field="tool_max_rounds")
+    assert isinstance(err, ValueError)
+    assert err.field == "tool_max_rounds"
+
+
+def test_good_config_validates_and_is_frozen() -> None:
+    config = AgentConfig(
+        tool_max_rounds=3,
+        token_budget_percent=50,
+        context_window=1000,
+        prune_tools=("a",),
+        prune_min_chars=0,
+        max_stuck_rounds=1,
+        tool_timeout_s=0.5,
+        system_prompt="s",
+    )
+    config.validate()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.tool_max_rounds = 5  # type: ignore[misc]
+
+
+async def test_duplicate_tool_names_are_a_configuration_error() -> None:
+    @tool("echo")
+    def other_echo(text: str) -> str:
+        """Another echo."""
+        return text
+
+    @tool
+    def echo(text: str) -> str:
+        """Echo."""
+        return text
+
+    model = ScriptedChatModel([final("never")], model_name=MODEL)
+    with pytest.raises(ToolLoopError) as info:
+        await LLMAgent(model, [echo, other_echo]).arun("hi")
+    assert isinstance(info.value.cause, ConfigurationError)
+    assert info.value.cause.field == "tools"
+    assert model.calls == ()
+
+
+async def test_unreadable_input_messages_fail_as_tool_loop_error(echo_tool: BaseTool) -> None:
+    model = ScriptedChatModel([final("never")], model_name=MODEL)
+    with pytest.raises(ToolLoopError) as info:
+        await LLMAgent(model, [echo_tool]).arun([("not-a-role", "x")])
+    assert info.value.any_invocation_made is False
+    assert isinstance(info.value.cause, ValueError)
+    assert model.calls == ()
+
+
+async def test_model_exception_keeps_partial_counts_messages_and_events(
+    echo_tool: BaseTool,
+) -> None:
+    events: list[Event] = []
+    boom = RuntimeError("provider exploded")
+    first = calls(tool_call("echo", {"text": "a"}, "c1"), text="looking", tokens=(30, 8))
+    model = ScriptedChatModel([first, boom], model_name=MODEL)
+    agent = LLMAgent(model, [echo_tool], observers=[events.append])
+
+    with pytest.raises(ToolLoopError) as info:
+        await agent.arun("go")
+
+    err = info.value
+    assert isinstance(err, _ToolLoopError)
+    assert err.cause is boom
+    assert err.__cause__ is boom
+    assert err.any_invocation_made is True
+    assert (err.accumulated_prompt, err.accumulated_completion) == (30, 8)
+    assert err.cost_usd == reference_cost([(30, 8)])
+    assert err.rounds == 1
+    assert [type(m) for m in err.messages] == [HumanMessage, AIMessage, ToolMessage]
+    assert err.messages[2].content == "a"
+    assert err.events == tuple(events)
+    assert [e.kind for e in events] == [
+        "loop_start",
+        "round_start",
+        "model_call",
+        "tool_dispatch",
+        "round_start",
+        "loop_failure",
+    ]
+    failed = events[-1]
+    assert isinstance(failed, LoopFailed)
+    assert (failed.error_type, failed.round, failed.cancelled) == ("RuntimeError", 2, False)
+    assert failed.usage.input_tokens == 30
+    assert err.run_id == failed.run_id
+
+
+async def test_exception_on_the_first_call_counts_as_an_invocation(echo_tool: BaseTool) -> None:
+    model = ScriptedChatModel([ConnectionError("refused")], model_name=MODEL)
+    with pytest.raises(ToolLoopError) as info:
+        await LLMAgent(model, [echo_tool]).arun("go")
+    assert info.value.any_invocation_made is True
+    assert (info.value.accumulated_prompt, info.value.accumulated_completion) == (0, 0)
+    assert isinstance(info.value.cause, ConnectionError)
+
+
+async def test_exhausted_script_surfaces_as_script_error_cause(echo_tool: BaseTool) -> None:
+    model = ScriptedChatModel([calls(tool_call("echo", {"text": "a"}, "c1"))], model_name=MODEL)
+    with pytest.raises(ToolLoopError) as info:
+        await LLMAgent(model, [echo_tool]).arun("go")
+    assert isinstance(info.value.cause, ScriptError)
+    assert "script exhausted" in str(info.value.cause)
+
+
+async def test_execution_error_propagates_as_itself(echo_tool: BaseTool) -> None:
+    model = ScriptedChatModel([final("never")], model_name="no-such-model-anywhere")
+    with usd_budget(1), pytest.raises(ExecutionError) as info:
+        await LLMAgent(model, [echo_tool]).arun("go")
+    assert not isinstance(info.value, ToolLoopError)
+    assert (info.value.kind, info.value.reason) == ("cost", "unpriced")
+    assert info.value.events[-1].kind == "loop_failure"
+
+
+async def test_cancellation_propagates_unwrapped_after_a_final_event() -> None:
+    events: list[Event] = []
+    started = asyncio.Event()
+    never = asyncio.Event()
+
+    @tool
+    async def wait_forever(text: str) -> str:
+        """Blocks until cancelled."""
+        started.set()
+        await never.wait()
+        return text
+
+    model = ScriptedChatModel([calls(tool_call("wait_forever", {"text": "x"}, "w1"))])
+    agent = LLMAgent(model, [wait_forever], observers=[events.append])
+    task = asyncio.create_task(agent.arun("go"))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    assert task.cancelled()
+    assert [e.kind for e in events][-2:] == ["tool_dispatch", "loop_failure"]
+    closed = events[-2]
+    assert isinstance(closed, ToolDispatched)
+    assert (closed.tool_call_id, closed.status, closed.error_reason) == ("w1", "error", "cancelled")
+    failed = events[-1]
+    assert isinstance(failed, LoopFailed)
+    assert (failed.cancelled, failed.error_type, failed.any_invocation_made) == (
+        True,
+        "CancelledError",
+        True,
+    )
+
+
+async def test_keyboard_interrupt_propagates_unwrapped_after_a_final_event(
+    echo_tool: BaseTool,
+) -> None:
+    events: list[Event] = []
+
+    async def ctrl_c(point: PausePoint) -> None:
+        if point.stage == "tool_dispatch":
+            raise KeyboardInterrupt
+
+    model = ScriptedChatModel([calls(tool_call("echo", {"text": "x"}, "k1"))], model_name=MODEL)
+    agent = LLMAgent(model, [echo_tool], observers=[events.append], pause_hooks=[ctrl_c])
+    with pytest.raises(KeyboardInterrupt):
+        await agent.arun("go")
+
+    failed = events[-1]
+    assert isinstance(failed, LoopFailed)
+    assert (failed.cancelled, failed.error_type) == (True, "KeyboardInterrupt")
+    assert failed.usage.input_tokens == 10
+
+
+def test_keyboard_interrupt_from_the_model_in_sync_run(echo_tool: BaseTool) -> None:
+    events: list[Event] = []
+    model = ScriptedChatModel([KeyboardInterrupt()], model_name=MODEL)
+    agent = LLMAgent(model, [echo_tool], observers=[events.append])
+    with pytest.raises(KeyboardInterrupt):
+        agent.run("go")
+    assert events[-1].kind == "loop_failure"
+    assert isinstance(events[-1], LoopFailed)
+    assert events[-1].cancelled is True
+
+
+async def test_tool_loop_error_pickles_with_every_field(echo_tool: BaseTool) -> None:
+    model = ScriptedChatModel(
+        [calls(tool_call("echo", {"text": "a"}, "c1"), tokens=(12, 3)), ValueError("bad reply")],
+        model_name=MODEL,
+    )
+    with pytest.raises(ToolLoopError) as info:
+        await LLMAgent(model, [echo_tool]).arun("go")
+    err = info.value
+    clone = pickle.loads(pickle.dumps(err))
+
+    assert type(clone) is ToolLoopError
+    assert str(clone) == str(err)
+    assert isinstance(clone.cause, ValueError)
+    assert clone.cause.args == ("bad reply",)
+    assert clone.__cause__ is clone.cause
+    for name in (
+        "accumulated_prompt",
+        "accumulated_completion",
+        "cost_usd",
+        "any_invocation_made",
+        "rounds",
+        "messages",
+        "events",
+        "run_id",
+    ):
+        assert getattr(clone, name) == getattr(err, name), name
+    assert clone.accumulated_prompt == 12
+    assert len(clone.events) == len(err.events) > 0
+
+
+async def test_execution_error_pickles_with_every_field(echo_tool: BaseTool) -> None:
+    model = ScriptedChatModel(
+        [calls(tool_call("echo", {"text": "a"}, "c1"), tokens=(5000, 1000)), final("x")],
+        model_name=MODEL,
+    )
+    with usd_budget("0.0001"), pytest.raises(ExecutionError) as info:
+        await LLMAgent(model, [echo_tool]).arun("go")
+    err = info.value
+    clone = pickle.loads(pickle.dumps(err))
+
+    assert type(clone) is ExecutionError
+    assert (clone.kind, clone.reason, str(clone)) == (err.kind, err.reason, str(err))
+    assert clone.cost_usd == err.cost_usd == reference_cost([(5000, 1000)])
+    assert clone.messages == err.messages
+    assert clone.events == err.events
+    assert (clone.accumulated_prompt, clone.accumulated_completion) == (5000, 1000)
+    assert clone.any_invocation_made is True
+
+
+def test_configuration_error_pickles_with_its_field() -> None:
+    clone = pickle.loads(pickle.dumps(ConfigurationError("bad", field="context_window")))
+    assert (str(clone), clone.field) == ("bad", "context_window")
