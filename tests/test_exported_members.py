@@ -1,0 +1,81 @@
+"""``toolloop_lab.__all__`` stays complete and sorted (the httpx habit).
+
+Some names are loaded lazily from modules other parts of the project provide (widget, lab,
+recording); only the eager names are imported here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+import pytest
+
+import toolloop_lab
+from toolloop_lab import errors
+
+SPEC_NAMES = [
+    "LLMAgent",
+    "AgentConfig",
+    "ToolLoopResult",
+    "ScriptedChatModel",
+    "usd_budget",
+    "ExecutionError",
+    "ConfigurationError",
+    "ToolLoopError",
+]
+LAZY = set(toolloop_lab._LAZY)
+EAGER = [name for name in toolloop_lab.__all__ if name not in LAZY]
+
+
+def test_all_is_sorted_and_unique() -> None:
+    assert toolloop_lab.__all__ == sorted(toolloop_lab.__all__)
+    assert len(set(toolloop_lab.__all__)) == len(toolloop_lab.__all__)
+
+
+def test_every_public_name_is_exported() -> None:
+    public = {
+        name
+        for name, value in vars(toolloop_lab).items()
+        if not name.startswith("_")
+        and not isinstance(value, ModuleType)
+        and getattr(value, "__module__", "").startswith("toolloop_lab")
+    }
+    assert public - LAZY <= set(toolloop_lab.__all__)
+    assert set(toolloop_lab.__all__) >= LAZY
+
+
+def test_lazy_names_point_at_project_modules() -> None:
+    expected = {
+        "LoopDebugger",
+        "Scenario",
+        "run_scenarios",
+        "arun_scenarios",
+        "catalog",
+        "LabResults",
+        "RecordingChatModel",
+        "ReplayChatModel",
+    }
+    assert expected == LAZY
+    assert all(module.startswith("toolloop_lab.") for module in toolloop_lab._LAZY.values())
+
+
+@pytest.mark.parametrize("name", EAGER)
+def test_eager_names_import(name: str) -> None:
+    value = getattr(toolloop_lab, name)
+    assert value is not None
+    module = importlib.import_module(value.__module__)
+    assert getattr(module, name) is value
+
+
+def test_spec_names_are_exported() -> None:
+    assert set(SPEC_NAMES) <= set(EAGER)
+
+
+def test_spec_alias_for_the_tool_loop_error() -> None:
+    assert errors._ToolLoopError is toolloop_lab.ToolLoopError
+
+
+def test_unknown_attributes_raise_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'NotAThing'"):
+        _ = toolloop_lab.NotAThing

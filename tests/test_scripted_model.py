@@ -1,0 +1,152 @@
+"""``ScriptedChatModel``: a real langchain-core chat model that replays a script."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
+from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.tools import BaseTool
+from loopkit import MODEL, tool_call, usage
+
+from toolloop_lab import ScriptedChatModel, ScriptError
+from toolloop_lab.usage import estimate_tokens
+
+PROMPT = [HumanMessage("Please echo hello.")]
+
+
+def _tool_reply() -> AIMessage:
+    return AIMessage(
+        "I will call echo now, then report back to you.",
+        tool_calls=[tool_call("echo", {"text": "hello"}, "c1")],
+        usage_metadata=usage(42, 7),
+    )
+
+
+def test_is_a_base_chat_model_pytest_does_not_collect() -> None:
+    assert issubclass(ScriptedChatModel, BaseChatModel)
+    assert ScriptedChatModel.__test__ is False
+
+
+def test_bind_tools_records_tools_and_tool_choice(echo_tool: BaseTool) -> None:
+    model = ScriptedChatModel([_tool_reply(), "second"])
+    bound = model.bind_tools([echo_tool], tool_choice="echo")
+    assert list(model.bindings) == [(("echo",), "echo")]
+    bound.invoke(PROMPT)
+    model.bind_tools([echo_tool]).invoke(PROMPT)
+
+    assert model.bindings == ((("echo",), "echo"), (("echo",), None))
+    assert [(c.tool_names, c.tool_choice) for c in model.calls] == [
+        (("echo",), "echo"),
+        (("echo",), None),
+    ]
+    assert model.calls[0].messages == tuple(PROMPT)
+
+
+def test_keeps_tool_calls_and_usage_and_names_the_model() -> None:
+    model = ScriptedChatModel([_tool_reply()], model_name=MODEL)
+    reply = model.invoke(PROMPT)
+    assert reply.tool_calls == [tool_call("echo", {"text": "hello"}, "c1")]
+    assert reply.usage_metadata == usage(42, 7)
+    assert reply.response_metadata["model_name"] == MODEL
+    assert "usage_estimated" not in reply.response_metadata
+
+
+def test_a_scripted_model_name_in_metadata_wins() -> None:
+    reply = AIMessage("x", response_metadata={"model_name": "gpt-4o-2024-08-06"})
+    model = ScriptedChatModel([reply], model_name="gpt-4o")
+    assert model.invoke(PROMPT).response_metadata["model_name"] == "gpt-4o-2024-08-06"
+
+
+def test_estimates_missing_usage_and_marks_it() -> None:
+    model = ScriptedChatModel(["an answer of a few words"])
+    reply = model.invoke(PROMPT)
+    assert reply.usage_metadata is not None
+    assert reply.usage_metadata["input_tokens"] == count_tokens_approximately(PROMPT)
+    assert reply.usage_metadata["output_tokens"] == estimate_tokens(
+        AIMessage("an answer of a few words")
+    )
+    assert reply.usage_metadata["total_tokens"] == (
+        reply.usage_metadata["input_tokens"] + reply.usage_metadata["output_tokens"]
+    )
+    assert reply.response_metadata["usage_estimated"] is True
+
+
+def test_script_items_are_not_mutated_by_playback() -> None:
+    item = AIMessage("same object twice")
+    model = ScriptedChatModel([item, item], model_name=MODEL)
+    model.invoke(PROMPT)
+    model.invoke(PROMPT)
+    assert item.usage_metadata is None
+    assert item.response_metadata == {}
+
+
+def test_running_out_is_a_clear_script_error() -> None:
+    model = ScriptedChatModel(["only one"])
+    model.invoke(PROMPT)
+    with pytest.raises(ScriptError, match=r"script exhausted: all 1 scripted replies were used"):
+        model.invoke(PROMPT)
+
+
+def test_assert_complete() -> None:
+    model = ScriptedChatModel(["a", "b"])
+    model.invoke(PROMPT)
+    assert model.remaining == 1
+    with pytest.raises(ScriptError, match="1 of 2 scripted replies were never requested"):
+        model.assert_complete()
+    model.invoke(PROMPT)
+    model.assert_complete()
+    assert model.remaining == 0
+
+
+def test_exceptions_and_callables_in_the_script(echo_tool: BaseTool) -> None:
+    seen: list[tuple[int, list[str]]] = []
+
+    def reply(messages: list[BaseMessage], tools: list[dict[str, Any]]) -> AIMessage:
+        seen.append((len(messages), [t["function"]["name"] for t in tools]))
+        return AIMessage(f"saw {len(messages)} messages")
+
+    model = ScriptedChatModel([ValueError("scripted failure"), reply, lambda m, t: "plain text"])
+    with pytest.raises(ValueError, match="scripted failure"):
+        model.invoke(PROMPT)
+    assert model.bind_tools([echo_tool]).invoke(PROMPT).text == "saw 1 messages"
+    assert seen == [(1, ["echo"])]
+    assert model.invoke(PROMPT).text == "plain text"
+
+
+def test_unplayable_items_are_script_errors() -> None:
+    with pytest.raises(ScriptError, match="cannot play script item of type int"):
+        ScriptedChatModel([42]).invoke(PROMPT)
+    with pytest.raises(ScriptError, match="returned int, not AIMessage"):
+        ScriptedChatModel([lambda m, t: 42]).invoke(PROMPT)
+
+
+async def test_ainvoke_and_astream_give_the_same_reply(echo_tool: BaseTool) -> None:
+    invoked = await ScriptedChatModel([_tool_reply()], model_name=MODEL).ainvoke(PROMPT)
+
+    streamed = ScriptedChatModel([_tool_reply()], model_name=MODEL)
+    chunks: list[AIMessageChunk] = []
+    async for chunk in streamed.bind_tools([echo_tool]).astream(PROMPT):
+        assert isinstance(chunk, AIMessageChunk)
+        chunks.append(chunk)
+    assert len(chunks) > 1  # really streamed in pieces
+    total = chunks[0]
+    for chunk in chunks[1:]:
+        total = total + chunk
+
+    assert total.text == invoked.text == _tool_reply().text
+    assert total.tool_calls == invoked.tool_calls == _tool_reply().tool_calls
+    assert total.usage_metadata == invoked.usage_metadata == usage(42, 7)
+    assert total.response_metadata["model_name"] == MODEL
+    assert streamed.calls[0].tool_names == ("echo",)
+
+
+def test_sync_stream_aggregates_like_invoke() -> None:
+    chunks = list(ScriptedChatModel([_tool_reply()]).stream(PROMPT))
+    total = chunks[0]
+    for chunk in chunks[1:]:
+        total = total + chunk
+    assert total.tool_calls == _tool_reply().tool_calls
+    assert total.usage_metadata == usage(42, 7)
