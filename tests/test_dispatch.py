@@ -403,3 +403,49 @@ async def test_tool_results_reach_the_model_as_deterministic_json() -> None:
     (message,) = _tool_messages(first)
     assert message.content == ('{"alpha": "0.10", "point": {"x": 1, "y": 2}, "zeta": [1, 2, 3]}')
     assert _tool_messages(second)[0].content == message.content
+
+
+def test_a_good_id_after_a_missing_one_is_kept() -> None:
+    message = AIMessage(
+        "",
+        tool_calls=[
+            {"name": "echo", "args": {}, "id": None, "type": "tool_call"},
+            {"name": "echo", "args": {}, "id": "b", "type": "tool_call"},
+            {"name": "echo", "args": {}, "id": "call_1", "type": "tool_call"},
+        ],
+    )
+    fixed = normalize_tool_call_ids(message)
+    assert [c["id"] for c in fixed.tool_calls] == ["call_2", "b", "call_1"]
+
+
+def test_ids_already_in_the_transcript_are_not_reused() -> None:
+    message = calls(tool_call("echo", {}, "call_1"), tool_call("echo", {}, "fresh"))
+    fixed = normalize_tool_call_ids(message, {"call_1", "call_2"})
+    assert [c["id"] for c in fixed.tool_calls] == ["call_3", "fresh"]
+
+
+@pytest.mark.parametrize(
+    "round_ids", [(None, None), ("call_0", "call_0"), ("call_1", None), ("", "")]
+)
+async def test_tool_call_ids_stay_unique_across_rounds(
+    round_ids: tuple[str | None, str | None], echo_tool: BaseTool
+) -> None:
+    def reply(n: int, call_id: str | None) -> AIMessage:
+        return AIMessage(
+            "",
+            tool_calls=[
+                {"name": "echo", "args": {"text": f"r{n}"}, "id": call_id, "type": "tool_call"}
+            ],
+            usage_metadata=usage(10, 5),
+        )
+
+    model = ScriptedChatModel(
+        [reply(1, round_ids[0]), reply(2, round_ids[1]), final("done")], model_name=MODEL
+    )
+    result = await LLMAgent(model, [echo_tool]).arun("go")
+
+    asked = [c["id"] for m in result.messages if isinstance(m, AIMessage) for c in m.tool_calls]
+    answered = Counter(m.tool_call_id for m in _tool_messages(result))
+    assert len(asked) == len(set(asked)) == 2
+    assert answered == Counter(dict.fromkeys(asked, 1))
+    assert [m.content for m in _tool_messages(result)] == ["r1", "r2"]

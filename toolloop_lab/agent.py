@@ -603,7 +603,7 @@ class LLMAgent:
         latency = time.perf_counter() - started
         if not isinstance(reply, AIMessage):
             raise TypeError(f"model returned {type(reply).__name__}, not an AIMessage")
-        reply = normalize_tool_call_ids(reply)
+        reply = normalize_tool_call_ids(reply, _tool_call_ids(run.messages))
         # Paid for, so it belongs to the transcript even if a gate below raises.
         run.messages.append(reply)
         model_name = model_name_of(self.model, reply.response_metadata)
@@ -745,6 +745,19 @@ class LLMAgent:
                         run.messages.append(outcome.message)
                         self._emit_dispatch(run, outcome)
                 break
+
+
+def _tool_call_ids(messages: Sequence[BaseMessage]) -> set[str]:
+    """Every tool-call id already in a transcript (asked for or answered)."""
+    ids: set[str] = set()
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            ids.add(message.tool_call_id)
+        elif isinstance(message, AIMessage):
+            for call in (*message.tool_calls, *message.invalid_tool_calls):
+                if call.get("id"):
+                    ids.add(str(call.get("id")))
+    return ids
 
 
 def _without_one(items: tuple[Any, ...], item: Any) -> tuple[Any, ...]:

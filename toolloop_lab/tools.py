@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langchain_core.messages import AIMessage, InvalidToolCall, ToolCall, ToolMessage
 from langchain_core.tools import BaseTool
@@ -67,51 +67,47 @@ def _error_outcome(
     return DispatchOutcome(msg, name, args, "error", reason, time.perf_counter() - started)
 
 
-def normalize_tool_call_ids(message: AIMessage) -> AIMessage:
+def normalize_tool_call_ids(message: AIMessage, used: Collection[str] = ()) -> AIMessage:
     """Give every tool call a unique, non-empty id so each gets exactly one ToolMessage.
 
     Providers occasionally send missing, empty or repeated ids; a transcript with those
-    cannot be answered one-to-one, so they are replaced by ``call_<n>`` ids (a repeat keeps
-    its first occurrence). The reply is returned unchanged when all ids are fine.
+    cannot be answered one-to-one. An id is kept at its first occurrence unless ``used``
+    (ids already in the transcript) holds it; every other one is replaced by a fresh
+    ``call_<n>`` that appears nowhere else. The reply is returned unchanged when all ids
+    are fine.
     """
     calls = list(message.tool_calls)
     invalid = list(message.invalid_tool_calls)
-    seen: set[str] = set()
-    changed = False
-    counter = 0
-
-    def fresh() -> str:
-        nonlocal counter
-        while True:
-            counter += 1
-            candidate = f"call_{counter}"
-            if candidate not in seen:
-                return candidate
-
     raw_ids = [c.get("id") for c in calls] + [c.get("id") for c in invalid]
-    taken: set[str] = {i for i in raw_ids if isinstance(i, str) and i}
-    fixed_calls: list[ToolCall] = []
-    fixed_invalid: list[InvalidToolCall] = []
-
-    def fixed_id(cid: str | None) -> str:
-        nonlocal changed
-        if isinstance(cid, str) and cid and cid not in seen:
-            seen.add(cid)
-            return cid
-        changed = True
-        seen.update(taken)
-        new = fresh()
-        seen.add(new)
-        return new
-
-    for call in calls:
-        cid = fixed_id(call.get("id"))
-        fixed_calls.append(call if cid == call.get("id") else {**call, "id": cid})
-    for bad in invalid:
-        cid = fixed_id(bad.get("id"))
-        fixed_invalid.append(bad if cid == bad.get("id") else {**bad, "id": cid})
-    if not changed:
+    seen = set(used)
+    keep: list[bool] = []
+    for cid in raw_ids:
+        ok = isinstance(cid, str) and bool(cid) and cid not in seen
+        keep.append(ok)
+        if ok:
+            seen.add(cast(str, cid))
+    if all(keep):
         return message
+    taken = seen | {cid for cid in raw_ids if isinstance(cid, str)}
+    counter = 0
+    ids: list[str] = []
+    for cid, ok in zip(raw_ids, keep, strict=True):
+        if ok:
+            ids.append(cast(str, cid))
+            continue
+        counter += 1
+        while f"call_{counter}" in taken:
+            counter += 1
+        ids.append(f"call_{counter}")
+        taken.add(ids[-1])
+    fixed_calls: list[ToolCall] = [
+        call if call.get("id") == cid else {**call, "id": cid}
+        for call, cid in zip(calls, ids, strict=False)
+    ]
+    fixed_invalid: list[InvalidToolCall] = [
+        bad if bad.get("id") == cid else {**bad, "id": cid}
+        for bad, cid in zip(invalid, ids[len(calls) :], strict=True)
+    ]
     return message.model_copy(
         update={"tool_calls": fixed_calls, "invalid_tool_calls": fixed_invalid}
     )
