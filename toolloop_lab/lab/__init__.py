@@ -3,13 +3,13 @@
 Modules, one job each: :mod:`.scenario` (the picklable spec), :mod:`.record` (one run's
 outcome and events), :mod:`.runner` (sweeps, sync and async), :mod:`.frames` (pandas),
 :mod:`.results` (``LabResults``: frames, plots, JSONL), :mod:`.plots` (matplotlib),
-:mod:`.report` (HTML) and :mod:`.catalog` (the built-in scenarios). The core loop never
+:mod:`.report` (HTML) and :mod:`.builtin_scenarios` (``catalog()``). The core loop never
 imports this package, and this package never imports the widget.
 """
 
 from __future__ import annotations
 
-from toolloop_lab.lab.catalog import catalog
+from toolloop_lab.lab.builtin_scenarios import catalog
 from toolloop_lab.lab.record import OUTCOMES, Outcome, ScenarioRun
 from toolloop_lab.lab.results import LabResults
 from toolloop_lab.lab.runner import arun_one, arun_scenarios, run_one, run_scenarios

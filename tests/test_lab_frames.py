@@ -1,0 +1,326 @@
+"""The lab's frames against the catalog's known scripted usage: exact tokens and costs.
+
+Expected figures are computed here from the scenarios' own scripts and from genai-prices'
+``calc_price`` directly, not through toolloop_lab's pricing module.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+
+import genai_prices
+import pandas as pd
+import pytest
+from langchain_core.messages import HumanMessage
+from langchain_core.messages.utils import count_tokens_approximately
+
+from toolloop_lab.lab import LabResults, Reply, Scenario, ScriptedModel, catalog, run_scenarios
+from toolloop_lab.lab.builtin_scenarios import PRUNING_REPLY
+from toolloop_lab.lab.scenario import sample_data_dir
+
+MODEL = "gpt-4o-mini"
+
+# How many scripted replies each catalog scenario consumes, and whether pruning runs.
+CONSUMED = {
+    "single_round": (2, False),
+    "multi_round": (3, False),
+    "round_cap": (2, False),
+    "token_budget": (2, False),
+    "stuck_model": (3, False),
+    "pruning": (2, True),
+    "unknown_tool": (2, False),
+    "model_exception": (1, False),
+    "bad_config": (0, False),
+    "usd_budget": (2, False),
+    "pruning_skipped_after_budget": (1, False),
+}
+
+EXPECTED = {
+    # scenario: (outcome, rounds, synthesis_reason, error_kind, error_reason)
+    "single_round": ("final", 2, None, None, None),
+    "multi_round": ("final", 3, None, None, None),
+    "round_cap": ("synthesis", 1, "round_cap", None, None),
+    "token_budget": ("budget_exhausted", 1, "token_budget", None, None),
+    "stuck_model": ("synthesis", 2, "stuck", None, None),
+    "pruning": ("final", 2, None, None, None),
+    "unknown_tool": ("final", 2, None, None, None),
+    "model_exception": ("error", 1, None, "loop", "RuntimeError"),
+    "bad_config": ("error", 0, None, "config", "tool_max_rounds"),
+    "usd_budget": ("cost_exhausted", 1, None, "cost", "budget_exhausted"),
+    "pruning_skipped_after_budget": ("cost_exhausted", 0, None, "cost", "budget_exhausted"),
+}
+
+
+def price(input_tokens: int, output_tokens: int) -> Decimal:
+    usage = genai_prices.Usage(input_tokens=input_tokens, output_tokens=output_tokens)
+    return genai_prices.calc_price(usage, model_ref=MODEL).total_price
+
+
+def replies(scenario: Scenario) -> tuple[Reply, ...]:
+    assert isinstance(scenario.model, ScriptedModel)
+    return scenario.model.replies
+
+
+def consumed(scenario: Scenario) -> list[Reply]:
+    n, _ = CONSUMED[scenario.name]
+    used = [r for r in replies(scenario)[:n] if r.raises is None]
+    assert all(r.input_tokens is not None for r in used)
+    return used
+
+
+def text_tokens(text: str) -> int:
+    return count_tokens_approximately(
+        [HumanMessage(text)], extra_tokens_per_message=0, count_name=False
+    )
+
+
+@pytest.fixture(scope="module")
+def scenarios() -> dict[str, Scenario]:
+    return {s.name: s for s in catalog()}
+
+
+@pytest.fixture(scope="module")
+def results(scenarios: dict[str, Scenario]) -> LabResults:
+    return run_scenarios(scenarios.values(), progress=False)
+
+
+@pytest.fixture(scope="module")
+def runs(results: LabResults) -> pd.DataFrame:
+    return results.runs.set_index("scenario")
+
+
+def test_catalog_covers_every_spec_behaviour(scenarios: dict[str, Scenario]) -> None:
+    assert set(scenarios) == set(EXPECTED)
+
+
+def test_one_row_per_scenario_in_the_given_order(results: LabResults) -> None:
+    assert list(results.runs["scenario"]) == [s.name for s in catalog()]
+    assert results.runs.index.equals(pd.RangeIndex(len(EXPECTED)))
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_outcome_rounds_and_errors(runs: pd.DataFrame, name: str) -> None:
+    outcome, rounds, synthesis, kind, reason = EXPECTED[name]
+    row = runs.loc[name]
+    assert row["outcome"] == outcome
+    assert row["rounds"] == rounds
+    assert (None if pd.isna(row["synthesis_reason"]) else row["synthesis_reason"]) == synthesis
+    assert bool(row["synthesis_was_run"]) is (synthesis is not None)
+    assert (None if pd.isna(row["error_kind"]) else row["error_kind"]) == kind
+    assert (None if pd.isna(row["error_reason"]) else row["error_reason"]) == reason
+    assert pd.isna(row["error"]) is (kind is None)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_exact_token_sums_and_cost(
+    runs: pd.DataFrame, scenarios: dict[str, Scenario], name: str
+) -> None:
+    used = consumed(scenarios[name])
+    prompt = sum(r.input_tokens or 0 for r in used)
+    completion = sum(r.output_tokens or 0 for r in used)
+    cost = sum((price(r.input_tokens or 0, r.output_tokens or 0) for r in used), Decimal(0))
+    pruning_tokens = 0
+    if CONSUMED[name][1]:
+        pruning_tokens = (PRUNING_REPLY.input_tokens or 0) + (PRUNING_REPLY.output_tokens or 0)
+        cost += price(PRUNING_REPLY.input_tokens or 0, PRUNING_REPLY.output_tokens or 0)
+    row = runs.loc[name]
+    assert row["prompt_tokens"] == prompt
+    assert row["completion_tokens"] == completion
+    assert row["pruning_tokens"] == pruning_tokens
+    assert row["total_tokens"] == prompt + completion + pruning_tokens
+    assert row["model_calls"] == len(used) + (1 if CONSUMED[name][1] else 0)
+    assert row["cost_usd"] == float(cost)
+    assert bool(row["cost_known"]) is True
+    assert bool(row["usage_estimated"]) is False
+
+
+def test_known_totals_of_the_whole_catalog(runs: pd.DataFrame) -> None:
+    # Written out by hand from the scripts: call n uses 10+2n in, 5+n out.
+    assert runs.loc["multi_round", "prompt_tokens"] == 12 + 14 + 16
+    assert runs.loc["multi_round", "completion_tokens"] == 6 + 7 + 8
+    assert runs.loc["token_budget", "prompt_tokens"] == 5_000 + 14
+    assert runs.loc["pruning", "pruning_tokens"] == 900 + 40
+    assert runs.loc["model_exception", "prompt_tokens"] == 12
+    assert runs["prompt_tokens"].sum() == 5_252
+    assert runs["completion_tokens"].sum() == 326
+
+
+def test_pruning_savings_use_the_same_yardstick_on_both_texts(runs: pd.DataFrame) -> None:
+    original = (sample_data_dir() / "report.txt").read_text(encoding="utf-8")
+    saved = text_tokens(original) - text_tokens(PRUNING_REPLY.text)
+    assert saved > 1_000
+    assert runs.loc["pruning", "tokens_saved_by_pruning"] == saved
+    assert runs.loc["pruning", "net_tokens_saved"] == saved - 940
+    others = runs.drop(index="pruning")
+    assert (others["tokens_saved_by_pruning"] == 0).all()
+    assert runs.loc["pruning_skipped_after_budget", "pruning_tokens"] == 0
+
+
+def test_tool_calls_and_errors(runs: pd.DataFrame) -> None:
+    assert runs.loc["multi_round", "tool_calls"] == 2
+    assert runs.loc["multi_round", "tool_errors"] == 0
+    assert runs.loc["unknown_tool", "tool_errors"] == 1
+    # The token budget tripped before dispatch: the call is answered as not run.
+    assert runs.loc["token_budget", "tool_errors"] == 1
+
+
+def test_budget_flags(runs: pd.DataFrame) -> None:
+    tripped = set(runs.index[runs["budget_exhausted"]])
+    assert tripped == {"token_budget", "usd_budget", "pruning_skipped_after_budget"}
+
+
+def test_final_text_only_for_finished_runs(runs: pd.DataFrame) -> None:
+    assert runs.loc["single_round", "final_text"] == "Final answer from loop"
+    assert runs.loc["token_budget", "final_text"] == "Budget exhausted answer"
+    assert pd.isna(runs.loc["model_exception", "final_text"])
+
+
+def test_runs_dtypes(results: LabResults) -> None:
+    dtypes = results.runs.dtypes
+    for column in (
+        "rounds",
+        "prompt_tokens",
+        "completion_tokens",
+        "pruning_tokens",
+        "tokens_saved_by_pruning",
+        "total_tokens",
+    ):
+        assert dtypes[column] == "int64", column
+    assert dtypes["cost_usd"] == "float64"
+    for column in ("cost_known", "budget_exhausted", "synthesis_was_run", "usage_estimated"):
+        assert dtypes[column] == "bool", column
+    assert isinstance(dtypes["outcome"], pd.CategoricalDtype)
+    assert list(dtypes["outcome"].categories) == [
+        "final",
+        "synthesis",
+        "budget_exhausted",
+        "cost_exhausted",
+        "error",
+    ]
+    assert dtypes["error_kind"] == "string"
+    assert dtypes["duration_s"] == "float64"
+    assert (results.runs["duration_s"] > 0).all()
+
+
+def test_rounds_frame_per_round_tokens_and_cumulative_cost(results: LabResults) -> None:
+    rounds = results.rounds
+    multi = rounds[rounds["scenario"] == "multi_round"]
+    assert list(multi["round"]) == [1, 2, 3]
+    assert list(multi["prompt_tokens"]) == [12, 14, 16]
+    assert list(multi["completion_tokens"]) == [6, 7, 8]
+    costs = [price(12, 6), price(14, 7), price(16, 8)]
+    assert list(multi["cost_usd"]) == [float(c) for c in costs]
+    assert list(multi["cumulative_cost_usd"]) == [
+        float(costs[0]),
+        float(costs[0] + costs[1]),
+        float(sum(costs, Decimal(0))),
+    ]
+    assert list(multi["cumulative_tokens"]) == [18, 39, 63]
+    assert list(multi["tool_calls"]) == [1, 1, 0]
+    assert list(multi["stuck"]) == [True, True, False]
+
+
+def test_rounds_frame_marks_synthesis_and_pruning(results: LabResults) -> None:
+    rounds = results.rounds.set_index(["scenario", "round"])
+    assert rounds.loc[("round_cap", 2), "purpose"] == "synthesis"
+    assert rounds.loc[("round_cap", 2), "synthesis_reason"] == "round_cap"
+    assert rounds.loc[("stuck_model", 3), "synthesis_reason"] == "stuck"
+    pruned = rounds.loc[("pruning", 1)]
+    assert pruned["pruning_tokens"] == 940
+    assert pruned["total_tokens"] == 12 + 6 + 940
+    assert pruned["cost_usd"] == float(price(12, 6) + price(900, 40))
+    assert pruned["tokens_saved_by_pruning"] > 1_000
+    assert rounds.loc[("pruning", 2), "tokens_saved_by_pruning"] == 0
+
+
+def test_rounds_frame_gate_results(results: LabResults, scenarios: dict[str, Scenario]) -> None:
+    rounds = results.rounds.set_index(["scenario", "round"])
+    token = rounds.loc[("token_budget", 1)]
+    assert token["token_gate"] == "tripped"
+    assert token["token_spent"] == 5_200
+    assert token["token_limit"] == 100
+    assert token["usd_gate"] == "off"
+    first, second = (price(12, 6), price(14, 7))
+    limit = scenarios["usd_budget"].usd_limit
+    assert limit == first + second / 2
+    usd1, usd2 = rounds.loc[("usd_budget", 1)], rounds.loc[("usd_budget", 2)]
+    assert (usd1["usd_gate"], usd2["usd_gate"]) == ("passed", "tripped")
+    assert usd1["usd_spent"] == float(first)
+    assert usd2["usd_spent"] == float(first + second)
+    assert usd2["usd_limit"] == float(limit)
+    skipped = rounds.loc[("pruning_skipped_after_budget", 1)]
+    assert skipped["usd_gate"] == "tripped"
+    assert skipped["pruning_tokens"] == 0
+    assert rounds.loc[("single_round", 1), "token_gate"] == "off"
+    assert pd.isna(rounds.loc[("single_round", 1), "token_spent"])
+
+
+def test_rounds_add_up_to_runs(results: LabResults) -> None:
+    runs = results.runs.set_index("scenario")
+    per_round = results.rounds.groupby("scenario", observed=True).sum(numeric_only=True)
+    for column in ("prompt_tokens", "completion_tokens", "pruning_tokens", "total_tokens"):
+        for name, value in per_round[column].items():
+            assert value == runs.loc[name, column], (name, column)
+    assert "bad_config" not in per_round.index  # refused before round 1
+    for name, value in per_round["cost_usd"].items():
+        assert math.isclose(value, runs.loc[name, "cost_usd"], rel_tol=1e-12)
+
+
+def test_model_exception_keeps_partial_round(results: LabResults) -> None:
+    rounds = results.rounds.set_index(["scenario", "round"])
+    failed = rounds.loc[("model_exception", 2)]
+    assert failed["prompt_tokens"] == 0
+    assert math.isnan(failed["latency_s"])
+
+
+def test_events_frame(results: LabResults) -> None:
+    events = results.events
+    assert list(events.columns) == ["scenario", "seq", "run_id", "kind", "round", "t", "event"]
+    per = events.groupby("scenario", observed=True)
+    assert per.size().sum() == sum(len(r.events) for r in results.records)
+    bad = events[events["scenario"] == "bad_config"]
+    assert list(bad["kind"]) == ["loop_failure"]
+    single = events[events["scenario"] == "single_round"]
+    kinds = list(single["kind"])
+    assert (kinds[0], kinds[-1]) == ("loop_start", "loop_finish")
+    assert list(single["seq"]) == list(range(len(single)))
+    assert all(e.kind == k for e, k in zip(single["event"], single["kind"], strict=True))
+    runs = results.runs.set_index("scenario")
+    assert set(single["run_id"]) == {runs.loc["single_round", "run_id"]}
+
+
+def test_frames_are_copies(results: LabResults) -> None:
+    runs = results.runs
+    runs.loc[0, "prompt_tokens"] = -1
+    assert results.runs.loc[0, "prompt_tokens"] != -1
+
+
+def test_unpriced_model_is_nan_with_cost_known_false() -> None:
+    scenario = Scenario.scripted(
+        "unpriced",
+        [Reply.final("hi", input_tokens=3, output_tokens=2)],
+        model_name="a-model-nobody-prices",
+    )
+    results = run_scenarios([scenario], progress=False)
+    row = results.runs.iloc[0]
+    assert bool(row["cost_known"]) is False
+    assert math.isnan(row["cost_usd"])
+    assert row["prompt_tokens"] == 3
+    assert "unknown" in results.spend_table()
+
+
+def test_estimated_usage_is_flagged() -> None:
+    scenario = Scenario.scripted("estimated", [Reply.final("no usage reported")])
+    row = run_scenarios([scenario], progress=False).runs.iloc[0]
+    assert bool(row["usage_estimated"]) is True
+    assert row["prompt_tokens"] > 0
+
+
+def test_empty_sweep_has_typed_empty_frames() -> None:
+    results = run_scenarios([], progress=False)
+    assert len(results) == 0
+    assert results.runs.empty
+    assert results.runs["cost_usd"].dtype == "float64"
+    assert results.rounds.empty
+    assert results.events.empty

@@ -1,0 +1,60 @@
+"""Layering: the core loop never loads the lab, and the lab never loads the widget."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import toolloop_lab.lab as lab
+
+
+def run(code: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_core_run_loads_no_lab_pandas_or_matplotlib() -> None:
+    out = run(
+        """
+        import sys
+        from toolloop_lab import LLMAgent, ScriptedChatModel
+        LLMAgent(ScriptedChatModel(["hi"])).run("go")
+        print(sorted(m for m in sys.modules if m.split(".")[0] in {"pandas", "matplotlib"}
+                     or m.startswith("toolloop_lab.lab")))
+        """
+    )
+    assert out.strip() == "[]"
+
+
+def test_a_whole_lab_session_loads_no_widget() -> None:
+    out = run(
+        """
+        import sys
+        from toolloop_lab import catalog, run_scenarios
+        results = run_scenarios(catalog(), progress=False)
+        results.report_html()
+        print(sorted(m for m in sys.modules if m.startswith(("toolloop_lab.widget", "ipywidgets"))))
+        """
+    )
+    assert out.strip() == "[]"
+
+
+def test_lazy_names_resolve_to_the_lab() -> None:
+    import toolloop_lab
+
+    for name in ("Scenario", "run_scenarios", "arun_scenarios", "catalog", "LabResults"):
+        assert getattr(toolloop_lab, name) is getattr(lab, name)
+
+
+def test_all_names_exist_once() -> None:
+    assert len(set(lab.__all__)) == len(lab.__all__)
+    for name in lab.__all__:
+        assert hasattr(lab, name)
