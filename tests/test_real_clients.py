@@ -15,7 +15,6 @@ from decimal import Decimal
 from typing import Any
 
 import anthropic
-import genai_prices
 import openai
 import pytest
 from langchain_anthropic import ChatAnthropic
@@ -25,6 +24,7 @@ from langchain_openai import ChatOpenAI
 from stubs import anthropic_stub, openai_stub
 from stubs.anthropic_stub import AnthropicStub, AnthropicToolUse, AnthropicUsage
 from stubs.openai_stub import OpenAIStub, OpenAIToolCall, OpenAIUsage
+from stubs.prices import anthropic_cost, openai_cost, price
 
 from toolloop_lab import AgentConfig, ExecutionError, LLMAgent, ToolLoopError, usd_budget
 from toolloop_lab.events import LoopFailed, LoopStarted, ModelCalled, ToolDispatched
@@ -72,42 +72,6 @@ def chat_openai(stub: OpenAIStub) -> ChatOpenAI:
 def chat_anthropic(stub: AnthropicStub) -> ChatAnthropic:
     return ChatAnthropic(  # type: ignore[call-arg]
         model="claude-3-5-haiku-latest", base_url=stub.base_url, api_key="test", max_retries=0
-    )
-
-
-def price(
-    model: str, input_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0
-) -> Decimal:
-    """genai-prices' own figure for one call (input includes the cached tokens)."""
-    usage = genai_prices.Usage(
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        cache_read_tokens=cache_read,
-        cache_write_tokens=cache_write,
-    )
-    return Decimal(genai_prices.calc_price(usage, model_ref=model).total_price)
-
-
-def openai_cost(usages: list[OpenAIUsage], model: str = OpenAIStub.model) -> Decimal:
-    return sum(
-        (price(model, u.prompt_tokens, u.completion_tokens, u.cached_tokens) for u in usages),
-        Decimal(0),
-    )
-
-
-def anthropic_cost(usages: list[AnthropicUsage], model: str = AnthropicStub.model) -> Decimal:
-    return sum(
-        (
-            price(
-                model,
-                u.total_input,
-                u.output_tokens,
-                u.cache_read_input_tokens,
-                u.cache_creation_input_tokens,
-            )
-            for u in usages
-        ),
-        Decimal(0),
     )
 
 
