@@ -1,0 +1,76 @@
+"""Record a real session once, then replay it offline and ask "what if" for free.
+
+Three steps, each one line in a notebook::
+
+    from toolloop_lab import AgentConfig, LLMAgent
+    from toolloop_lab.recording import RecordingChatModel, ReplayChatModel, what_if
+
+    # 1. record: wrap the paid model; every call is appended to the JSONL file
+    live = RecordingChatModel(ChatOpenAI(model="gpt-4o-mini"), "session.jsonl")
+    result = LLMAgent(live, tools).run("How do I rotate the API keys?")
+
+    # 2. replay: same replies, usage and model names, so same rounds, tokens and cost;
+    #    no network and no key. A changed conversation raises ReplayDivergedError.
+    replay = ReplayChatModel.from_file("session.jsonl")
+    again = LLMAgent(replay, tools).run("How do I rotate the API keys?")
+
+    # 3. what if: the same session under another config, on the recorded replies
+    report = what_if("session.jsonl", AgentConfig(tool_max_rounds=2), tools=tools)
+    print(report.summary)            # recorded vs what-if: outcome, rounds, tokens, cost
+    report.replayed.outcome          # "final_answer", "synthesis", "beyond_recording", ...
+
+Replay needs deterministic tools (the tool results are part of the conversation it
+checks). Rounds beyond the recording have no replies: a what-if run that needs one ends
+with outcome ``"beyond_recording"``. See :class:`ReplayChatModel` for exactly what strict
+and relaxed replay compare, and :mod:`toolloop_lab.recording_format` for the file format.
+
+Errors (all :class:`~toolloop_lab.errors.ToolLoopLabError`; inside ``LLMAgent`` they arrive
+as the ``cause`` of a ``ToolLoopError`` carrying the partial counts)::
+
+    RecordingError
+    ├── RecordingFormatError     not a recording / bad line (path, line)
+    ├── ReplayDivergedError      conversation differs (call_index, field, message_index,
+    │                            expected, received)
+    ├── ReplayExhaustedError     ran past the recording (call_index, recorded_calls, needed)
+    └── RecordedCallError        the recorded call failed (call_index, error_type, status_code)
+"""
+
+from __future__ import annotations
+
+from toolloop_lab.recording_format import (
+    RecordedCall,
+    RecordedCallError,
+    RecordedError,
+    Recording,
+    RecordingError,
+    RecordingFormatError,
+    ReplayDivergedError,
+    ReplayExhaustedError,
+)
+from toolloop_lab.recording_models import (
+    RecordingChatModel,
+    ReplayChatModel,
+    ReplayMode,
+    ServedReply,
+)
+from toolloop_lab.recording_whatif import Outcome, RunFigures, WhatIfResult, awhat_if, what_if
+
+__all__ = [
+    "Outcome",
+    "RecordedCall",
+    "RecordedCallError",
+    "RecordedError",
+    "Recording",
+    "RecordingChatModel",
+    "RecordingError",
+    "RecordingFormatError",
+    "ReplayChatModel",
+    "ReplayDivergedError",
+    "ReplayExhaustedError",
+    "ReplayMode",
+    "RunFigures",
+    "ServedReply",
+    "WhatIfResult",
+    "awhat_if",
+    "what_if",
+]

@@ -1,0 +1,353 @@
+"""What if: re-run a recorded session under another ``AgentConfig`` and compare the spend.
+
+The recorded replies are served by a relaxed :class:`~toolloop_lab.recording.ReplayChatModel`
+(see it for exactly what is matched), the tools run again, and the loop is the real one,
+so a lower round cap, a token budget or pruning act exactly as they would live. The
+result puts both runs' outcome, rounds, tokens and cost side by side.
+
+Limits, by construction:
+
+* rounds beyond the recording have no replies. A what-if run that needs one (a higher
+  round cap, or a run that no longer finishes where the recording did) ends with outcome
+  ``"beyond_recording"`` and the partial figures; ``error`` holds the ``ToolLoopError``
+  whose cause is a :class:`~toolloop_lab.recording_format.ReplayExhaustedError`;
+* a synthesis call the recording never made is answered by the recorded final answer
+  (``stand_ins`` counts them) with estimated tokens;
+* a recorded reply served for a request that changed (pruned outputs, for instance) keeps
+  its recorded output tokens and gets its input tokens shifted by the approximate size
+  change of the request; such runs report ``estimated=True``;
+* the recording holds the main model's calls only: pruning calls of the recorded run are
+  not in it, and a what-if's pruning model really runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool
+
+from toolloop_lab.agent import AgentConfig, LLMAgent, ToolLoopResult
+from toolloop_lab.budget import current_usd_budget
+from toolloop_lab.errors import ConfigurationError, ExecutionError, ToolLoopError, ToolLoopLabError
+from toolloop_lab.events import LoopFailed, Observer, Pruned
+from toolloop_lab.pricing import PriceTable
+from toolloop_lab.recording_format import Recording, ReplayExhaustedError
+from toolloop_lab.recording_models import ReplayChatModel
+from toolloop_lab.usage import Usage
+
+__all__ = ["Outcome", "RunFigures", "WhatIfResult", "awhat_if", "what_if"]
+
+Outcome = Literal[
+    "final_answer",
+    "synthesis",
+    "usd_budget_exhausted",
+    "beyond_recording",
+    "failed",
+    "incomplete",
+]
+"""How a run ended: the model answered; a synthesis call answered; the USD budget stopped
+it; it needed a reply the recording does not have; a call failed (as recorded, or
+otherwise); or (recordings only) it stopped with tool calls still open."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunFigures:
+    """One run's outcome and spend, recorded or replayed."""
+
+    outcome: Outcome
+    rounds: int
+    calls: int
+    """Model calls, pruning calls included."""
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cost_usd: Decimal | None
+    """``None`` when some call could not be priced."""
+    estimated: bool
+    """True when some token count is an estimate rather than a provider's figure."""
+    synthesis_reason: str | None = None
+    final_text: str | None = None
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    @classmethod
+    def _of(cls, usage: Usage, outcome: Outcome, rounds: int, **extra: str | None) -> RunFigures:
+        return cls(
+            outcome=outcome,
+            rounds=rounds,
+            calls=usage.requests,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cost_usd=usage.cost_usd,
+            estimated=usage.estimated,
+            **extra,
+        )
+
+    @classmethod
+    def of_recording(cls, recording: Recording, prices: PriceTable | None = None) -> RunFigures:
+        """Figures of what was recorded, read the way the loop reads them.
+
+        ``rounds`` counts the answered calls that had tools bound, less an unfinished last
+        round (a reply whose tool calls nothing followed).
+        """
+        last = recording.calls[-1]
+        rounds = sum(1 for c in recording.calls if c.tools_bound and c.response is not None)
+        outcome: Outcome
+        final_text: str | None = None
+        if last.error is not None:
+            outcome = "failed"
+        elif last.response is not None and (
+            last.response.tool_calls or last.response.invalid_tool_calls
+        ):
+            outcome = "incomplete"
+            rounds -= 1
+        else:
+            outcome = "final_answer" if last.tools_bound else "synthesis"
+            final_text = last.response.text if last.response is not None else None
+        return cls._of(recording.usage(prices), outcome, rounds, final_text=final_text)
+
+    @classmethod
+    def of_result(cls, result: ToolLoopResult) -> RunFigures:
+        """Figures of a finished loop."""
+        return cls._of(
+            result.usage,
+            "synthesis" if result.synthesis_was_run else "final_answer",
+            result.rounds,
+            synthesis_reason=result.synthesis_reason,
+            final_text=result.final_response.text,
+        )
+
+    @classmethod
+    def of_error(cls, error: ToolLoopError | ExecutionError, outcome: Outcome) -> RunFigures:
+        """Figures of a loop that raised, from its partial state."""
+        failed = next((e for e in reversed(error.events) if isinstance(e, LoopFailed)), None)
+        if failed is not None:
+            return cls._of(failed.usage, outcome, error.rounds)
+        usage = Usage(error.accumulated_prompt, error.accumulated_completion, cost_usd=None)
+        return cls._of(usage, outcome, error.rounds)
+
+
+@dataclass(frozen=True, slots=True)
+class WhatIfResult:
+    """A recorded run next to the same session re-run under ``config``."""
+
+    config: AgentConfig
+    recorded: RunFigures
+    replayed: RunFigures
+    stand_ins: int
+    """Synthesis calls answered by the recorded final answer (their tokens are estimated)."""
+    adjusted: int
+    """Recorded replies served for a changed request (input tokens estimated)."""
+    pruned: int
+    """Tool outputs the what-if run pruned."""
+    result: ToolLoopResult | None = field(default=None, repr=False)
+    """The what-if loop's result, when it finished."""
+    error: ToolLoopLabError | None = field(default=None, repr=False)
+    """The typed error, when it did not (see ``replayed.outcome``)."""
+
+    @property
+    def token_delta(self) -> int:
+        """What-if total tokens minus recorded total tokens."""
+        return self.replayed.total_tokens - self.recorded.total_tokens
+
+    @property
+    def cost_delta(self) -> Decimal | None:
+        """What-if cost minus recorded cost; ``None`` when either is unknown."""
+        if self.replayed.cost_usd is None or self.recorded.cost_usd is None:
+            return None
+        return self.replayed.cost_usd - self.recorded.cost_usd
+
+    @property
+    def summary(self) -> str:
+        """A plain-text comparison table with notes on every estimate."""
+        rec, rep = self.recorded, self.replayed
+
+        def outcome(f: RunFigures) -> str:
+            return f"{f.outcome} ({f.synthesis_reason})" if f.synthesis_reason else f.outcome
+
+        def cost(value: Decimal | None) -> str:
+            return "unpriced" if value is None else f"${value:f}"
+
+        def delta(a: int, b: int) -> str:
+            return f"{b - a:+,}"
+
+        cost_change = self.cost_delta
+        rows = [
+            ("", "recorded", "what-if", "change"),
+            ("outcome", outcome(rec), outcome(rep), ""),
+            ("rounds", f"{rec.rounds}", f"{rep.rounds}", delta(rec.rounds, rep.rounds)),
+            ("model calls", f"{rec.calls}", f"{rep.calls}", delta(rec.calls, rep.calls)),
+            (
+                "input tokens",
+                f"{rec.input_tokens:,}",
+                f"{rep.input_tokens:,}",
+                delta(rec.input_tokens, rep.input_tokens),
+            ),
+            (
+                "output tokens",
+                f"{rec.output_tokens:,}",
+                f"{rep.output_tokens:,}",
+                delta(rec.output_tokens, rep.output_tokens),
+            ),
+            (
+                "cost (USD)",
+                cost(rec.cost_usd),
+                cost(rep.cost_usd),
+                "" if cost_change is None else f"{cost_change:+f}",
+            ),
+        ]
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        lines = [f"What if {_config_text(self.config)}:"]
+        lines += [
+            "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
+        ]
+        if self.pruned:
+            lines.append(f"* {self.pruned} tool output(s) pruned (pruning calls included above).")
+        if self.adjusted:
+            lines.append(
+                f"* {self.adjusted} recorded repl(ies) served for a changed request: input "
+                "tokens estimated from the size change."
+            )
+        if self.stand_ins:
+            lines.append(
+                f"* {self.stand_ins} synthesis call(s) answered by the recorded final answer, "
+                "tokens estimated."
+            )
+        if rep.outcome == "beyond_recording":
+            lines.append(
+                "* The what-if run needed a reply beyond the recording; figures are up to there."
+            )
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary
+
+
+def _config_text(config: AgentConfig) -> str:
+    """The fields that differ from ``AgentConfig()``, as ``name=value``."""
+    default = AgentConfig()
+    changed = [
+        f"{f.name}={getattr(config, f.name)!r}"
+        for f in dataclasses.fields(config)
+        if f.name not in ("pruning_prompt", "synthesis_prompt", "system_prompt")
+        and getattr(config, f.name) != getattr(default, f.name)
+    ]
+    return ", ".join(changed) or "the default config"
+
+
+def _prepare(
+    recording: Recording | str | os.PathLike[str],
+    config: AgentConfig,
+    tools: Iterable[BaseTool],
+    pruning_model: BaseChatModel | None,
+    stand_in_final: bool,
+    observers: Iterable[Observer],
+) -> tuple[Recording, ReplayChatModel, LLMAgent]:
+    rec = recording if isinstance(recording, Recording) else Recording.from_file(recording)
+    replay = ReplayChatModel(rec, mode="relaxed", stand_in_final=stand_in_final)
+    agent = LLMAgent(replay, tools, config, pruning_model=pruning_model, observers=observers)
+    return rec, replay, agent
+
+
+def _finish(
+    rec: Recording,
+    replay: ReplayChatModel,
+    config: AgentConfig,
+    result: ToolLoopResult | None,
+    error: ToolLoopError | ExecutionError | None,
+) -> WhatIfResult:
+    budget = current_usd_budget()
+    recorded = RunFigures.of_recording(rec, budget.prices if budget else None)
+    served = replay.served
+    if result is not None:
+        replayed = RunFigures.of_result(result)
+        events: tuple[object, ...] = result.events
+    else:
+        assert error is not None
+        replayed = RunFigures.of_error(error, _outcome_of(error))
+        events = error.events
+    return WhatIfResult(
+        config=config,
+        recorded=recorded,
+        replayed=replayed,
+        stand_ins=sum(1 for s in served if s.stand_in),
+        adjusted=sum(1 for s in served if not s.exact and not s.stand_in),
+        pruned=sum(1 for e in events if isinstance(e, Pruned)),
+        result=result,
+        error=error,
+    )
+
+
+def _outcome_of(error: ToolLoopError | ExecutionError) -> Outcome:
+    if isinstance(error, ExecutionError):
+        return "usd_budget_exhausted" if error.kind == "cost" else "failed"
+    if isinstance(error.cause, ReplayExhaustedError):
+        return "beyond_recording"
+    return "failed"
+
+
+def _reraise_config(error: ToolLoopError) -> None:
+    if isinstance(error.cause, ConfigurationError):
+        raise error
+
+
+def what_if(
+    recording: Recording | str | os.PathLike[str],
+    config: AgentConfig,
+    *,
+    tools: Iterable[BaseTool],
+    pruning_model: BaseChatModel | None = None,
+    stand_in_final: bool = True,
+    observers: Iterable[Observer] = (),
+) -> WhatIfResult:
+    """Re-run a recorded session under ``config`` on the recorded replies; compare spend.
+
+    ``tools`` run again (pass the session's tools). The run's input is the recording's
+    task (its first request up to the first AI message). Works in a notebook cell too;
+    wrap it in ``usd_budget(...)`` to test a USD cap, and pass ``observers`` (e.g. a live
+    view) to watch the what-if run. A bad ``config`` raises as it would for ``LLMAgent``;
+    every other stop is reported in the result's ``replayed.outcome``.
+    """
+    rec, replay, agent = _prepare(
+        recording, config, tools, pruning_model, stand_in_final, observers
+    )
+    try:
+        result = agent.run(list(rec.task))
+    except ToolLoopError as exc:
+        _reraise_config(exc)
+        return _finish(rec, replay, config, None, exc)
+    except ExecutionError as exc:
+        return _finish(rec, replay, config, None, exc)
+    return _finish(rec, replay, config, result, None)
+
+
+async def awhat_if(
+    recording: Recording | str | os.PathLike[str],
+    config: AgentConfig,
+    *,
+    tools: Iterable[BaseTool],
+    pruning_model: BaseChatModel | None = None,
+    stand_in_final: bool = True,
+    observers: Iterable[Observer] = (),
+) -> WhatIfResult:
+    """The async form of :func:`what_if`."""
+    rec, replay, agent = _prepare(
+        recording, config, tools, pruning_model, stand_in_final, observers
+    )
+    try:
+        result = await agent.arun(list(rec.task))
+    except ToolLoopError as exc:
+        _reraise_config(exc)
+        return _finish(rec, replay, config, None, exc)
+    except ExecutionError as exc:
+        return _finish(rec, replay, config, None, exc)
+    return _finish(rec, replay, config, result, None)
