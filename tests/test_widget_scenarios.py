@@ -364,14 +364,6 @@ CountingComm.sent = []
 
 
 @pytest.fixture
-def counting_comm(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    """Widgets made inside the test get a comm that records every message they send."""
-    CountingComm.sent = []
-    monkeypatch.setattr(comm, "create_comm", CountingComm)
-    return CountingComm.sent
-
-
-@pytest.fixture
 def no_widget_leaks() -> Iterator[None]:
     """Every widget a test makes is closed by the end of it (``LoopDebugger.close``)."""
     before = set(_instances)
