@@ -449,3 +449,51 @@ async def test_anthropic_cache_creation_is_priced_at_the_cache_write_rate(
 
     assert result.usage.cache_write_tokens == 10_000
     assert result.cost_usd == anthropic_cost(ant.reported)
+
+
+# -- one client, several runs (keep-alive connections, as the real APIs keep them) ------
+
+
+def keep_alive_agent(provider: str) -> tuple[OpenAIStub | AnthropicStub, LLMAgent]:
+    if provider == "openai":
+        oai = OpenAIStub(keep_alive=True).start()
+        for text in ("one", "two"):
+            oai.reply(text=text, usage=OpenAIUsage(10, 2))
+        return oai, LLMAgent(chat_openai(oai), TOOLS)
+    ant = AnthropicStub(keep_alive=True).start()
+    for text in ("one", "two"):
+        ant.reply(text=text, usage=AnthropicUsage(10, 2))
+    return ant, LLMAgent(chat_anthropic(ant), TOOLS)
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_two_runs_in_one_event_loop_share_a_pooled_connection(provider: str) -> None:
+    stub, agent = keep_alive_agent(provider)
+    try:
+        first = await agent.arun("a")
+        second = await agent.arun("b")
+    finally:
+        stub.stop()
+    assert (first.final_response.text, second.final_response.text) == ("one", "two")
+    ports = [r.client_port for r in stub.requests]
+    assert len(ports) == 2
+    assert ports[0] == ports[1]  # the client pooled the connection: keep-alive is real
+    stub.assert_clean()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=ToolLoopError,
+    reason="LLMAgent.run() starts a new event loop per call (asyncio.run); the provider "
+    "clients cache their async httpx client per base_url, whose pooled keep-alive "
+    "connection belongs to the first, closed loop: the second run fails with "
+    "'Event loop is closed' (see the issue 6 report)",
+)
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_sync_run_twice_on_one_client(provider: str) -> None:
+    stub, agent = keep_alive_agent(provider)
+    try:
+        assert agent.run("a").final_response.text == "one"
+        assert agent.run("b").final_response.text == "two"
+    finally:
+        stub.stop()

@@ -56,8 +56,8 @@ class AnthropicStub(StubServer):
     model = "claude-3-5-haiku-20241022"
     """What replies report as ``model`` (genai-prices knows it)."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, *, keep_alive: bool = False) -> None:
+        super().__init__(keep_alive=keep_alive)
         self._ids = 0
         self.reported: list[AnthropicUsage] = []
         """Usage of every successful reply queued, in order."""

@@ -57,8 +57,8 @@ class OpenAIStub(StubServer):
     model = "gpt-4o-mini-2024-07-18"
     """What replies report as ``model`` (genai-prices knows it)."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, *, keep_alive: bool = False) -> None:
+        super().__init__(keep_alive=keep_alive)
         self._ids = 0
         self.reported: list[OpenAIUsage] = []
         """Usage of every successful reply queued, in order."""

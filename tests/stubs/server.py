@@ -8,7 +8,9 @@ it received. Nothing leaves the machine.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import threading
 from collections import deque
 from collections.abc import Mapping
@@ -40,19 +42,25 @@ class ReceivedRequest:
     path: str
     headers: Mapping[str, str]
     body: Any
+    client_port: int
+    """The client's port: equal ports mean one reused (keep-alive) connection."""
 
 
 class StubServer:
     """Serves queued replies in order on ``POST route``; records every request.
 
     Use it as a context manager (the pytest fixtures do): it binds a free port on
-    127.0.0.1 and serves from a daemon thread until the block ends. Each connection is
-    closed after one response (HTTP/1.0), so nothing outlives :meth:`stop`.
+    127.0.0.1 and serves from a daemon thread until the block ends. By default each
+    connection is closed after one response (HTTP/1.0); ``keep_alive=True`` speaks
+    HTTP/1.1 with persistent connections, as the real APIs do, so clients pool them.
+    :meth:`stop` closes every open connection either way.
     """
 
     route: ClassVar[str] = "/"
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_alive: bool = False) -> None:
+        self.keep_alive = keep_alive
+        self._connections: set[socket.socket] = set()
         self._lock = threading.Lock()
         self._queue: deque[Reply] = deque()
         self._requests: list[ReceivedRequest] = []
@@ -68,6 +76,18 @@ class StubServer:
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1" if stub.keep_alive else "HTTP/1.0"
+
+            def setup(self) -> None:
+                super().setup()
+                with stub._lock:
+                    stub._connections.add(self.connection)
+
+            def finish(self) -> None:
+                with stub._lock:
+                    stub._connections.discard(self.connection)
+                super().finish()
+
             def do_POST(self) -> None:
                 stub._handle(self)
 
@@ -95,6 +115,11 @@ class StubServer:
             self._httpd.shutdown()
             self._httpd.server_close()
             self._httpd = None
+        with self._lock:
+            open_connections = list(self._connections)
+        for conn in open_connections:  # persistent connections end with the server
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
         if self._thread is not None:
             self._thread.join()
             self._thread = None
@@ -169,7 +194,11 @@ class StubServer:
             body = raw.decode("utf-8", "replace")
         path = handler.path.split("?", 1)[0]
         request = ReceivedRequest(
-            handler.command, path, {k.lower(): v for k, v in handler.headers.items()}, body
+            handler.command,
+            path,
+            {k.lower(): v for k, v in handler.headers.items()},
+            body,
+            handler.client_address[1],
         )
         with self._lock:
             if handler.command != "POST" or path != self.route:
