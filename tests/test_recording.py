@@ -346,11 +346,31 @@ def test_recording_delegates_bind_tools_and_records_every_path(tmp_path: Path) -
     assert [c.response.text for c in recording.calls if c.response] == ["one", "two", "three"]
 
 
-def test_recording_and_replay_keep_the_profile_window(tmp_path: Path) -> None:
+def test_recorder_reports_the_wrapped_models_name_and_profile(tmp_path: Path) -> None:
     model = ChatOpenAI(model="gpt-4o-mini", base_url="http://127.0.0.1:9/v1", api_key="test")
     recorder = RecordingChatModel(model, tmp_path / "unused.jsonl")
     assert recorder.profile == model.profile
     assert recorder.model_name == "gpt-4o-mini"
+    assert LLMAgent(recorder).model is recorder
+
+
+def test_what_if_result_displays_as_its_summary(
+    openai_recording: tuple[Path, ToolLoopResult, Any],
+) -> None:
+    path, _, _ = openai_recording
+    report = what_if(path, AgentConfig(tool_max_rounds=3), tools=TOOLS)
+    shown: list[str] = []
+
+    class Printer:
+        def text(self, value: str) -> None:
+            shown.append(value)
+
+    report._repr_pretty_(Printer(), False)
+    assert shown == [report.summary] == [str(report)]
+    assert "ToolLoopResult" not in repr(report)
+    assert repr(Recording.from_file(path)) == (
+        f"Recording(4 calls, model='gpt-4o-mini', path={str(path)!r})"
+    )
 
 
 def test_what_the_lazy_package_exports_are_the_recording_models() -> None:

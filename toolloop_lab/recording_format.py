@@ -37,7 +37,7 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -304,8 +304,11 @@ class RecordedCall:
 class Recording:
     """The calls of a recording file, in order (one loop run per file is the usual case)."""
 
-    calls: tuple[RecordedCall, ...]
+    calls: tuple[RecordedCall, ...] = field(repr=False)
     path: str | None = None
+
+    def __repr__(self) -> str:
+        return f"Recording({len(self.calls)} calls, model={self.model_name!r}, path={self.path!r})"
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> Recording:

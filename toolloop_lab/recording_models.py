@@ -61,7 +61,9 @@ class RecordingChatModel(BaseChatModel):
     sees exactly the tool schemas it would see unwrapped. Each call, successful or not,
     becomes one line (see :mod:`toolloop_lab.recording_format`); failures are recorded and
     re-raised unchanged. A file that already has lines is appended to, and replay serves
-    its calls in file order.
+    its calls in file order. Lines are written as calls complete: a model called
+    concurrently (a pruning model, say) is recorded in completion order, which strict
+    replay then expects.
     """
 
     model: BaseChatModel = Field(repr=False)

@@ -27,7 +27,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
@@ -231,6 +231,10 @@ class WhatIfResult:
     def __str__(self) -> str:
         return self.summary
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython/Jupyter shows the comparison table, not the dataclass fields."""
+        printer.text(self.summary)
+
 
 def _config_text(config: AgentConfig) -> str:
     """The fields that differ from ``AgentConfig()``, as ``name=value``."""
@@ -311,8 +315,9 @@ def what_if(
 ) -> WhatIfResult:
     """Re-run a recorded session under ``config`` on the recorded replies; compare spend.
 
-    ``tools`` run again (pass the session's tools). The run's input is the recording's
-    task (its first request up to the first AI message). Works in a notebook cell too;
+    ``recording`` is a path or a :class:`Recording` of one loop run. ``tools`` run again
+    (pass the session's tools). The run's input is the recording's task (its first
+    request up to the first AI message). Works in a notebook cell too;
     wrap it in ``usd_budget(...)`` to test a USD cap, and pass ``observers`` (e.g. a live
     view) to watch the what-if run. A bad ``config`` raises as it would for ``LLMAgent``;
     every other stop is reported in the result's ``replayed.outcome``.
