@@ -25,7 +25,14 @@ from toolloop_lab import (
 )
 from toolloop_lab.budget import UsdBudget, current_usd_budget
 from toolloop_lab.builtin_tools import file_read_tool
-from toolloop_lab.events import BudgetGate, Event, LoopFailed, LoopStarted, ToolDispatched
+from toolloop_lab.events import (
+    BudgetGate,
+    Event,
+    LoopFailed,
+    LoopStarted,
+    ModelCalled,
+    ToolDispatched,
+)
 
 
 def _round(n: int, tokens: tuple[int, int]) -> AIMessage:
@@ -322,3 +329,38 @@ async def test_the_budget_applies_per_loop_run(echo_tool: BaseTool) -> None:
             model = ScriptedChatModel([final("ok", spend[0])], model_name=MODEL)
             result = await LLMAgent(model, [echo_tool]).arun("go")
             assert result.cost_usd == reference_cost(spend)
+
+
+def _dated_reply(tokens: tuple[int, int]) -> AIMessage:
+    return AIMessage(
+        "ok",
+        response_metadata={"model_name": "gpt-4o-mini-2024-07-18"},
+        usage_metadata=usage(*tokens),
+    )
+
+
+async def test_an_override_under_the_configured_name_wins_over_a_dated_reply_name(
+    echo_tool: BaseTool,
+) -> None:
+    model = ScriptedChatModel([_dated_reply((1000, 1000))], model_name=MODEL)
+    with usd_budget(1, prices={MODEL: TokenPrice(Decimal(100), Decimal(100))}):
+        result = await LLMAgent(model, [echo_tool]).arun("go")
+    assert result.cost_usd == Decimal("0.2")
+    (event,) = [e for e in result.events if e.kind == "model_call"]
+    assert isinstance(event, ModelCalled)
+    assert event.model_name == "gpt-4o-mini-2024-07-18"
+
+
+def test_call_cost_prefers_the_most_specific_name() -> None:
+    from toolloop_lab.pricing import call_cost
+    from toolloop_lab.usage import Usage
+
+    spent = Usage(1000, 1000)
+    dated, alias = "gpt-4o-mini-2024-07-18", "my-alias"
+    both = {dated: TokenPrice(Decimal(1), Decimal(1)), MODEL: TokenPrice(Decimal(9), Decimal(9))}
+    assert call_cost(spent, [dated, MODEL], both) == Decimal("0.002")
+    assert call_cost(spent, [dated, MODEL], {MODEL: both[MODEL]}) == Decimal("0.018")
+    assert call_cost(spent, [dated, MODEL]) == reference_cost([(1000, 1000)], model=dated)
+    # a reply name genai-prices knows prices a model configured under an unknown alias
+    assert call_cost(spent, [MODEL, alias]) == reference_cost([(1000, 1000)])
+    assert call_cost(spent, [None, alias]) is None

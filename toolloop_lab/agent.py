@@ -51,7 +51,7 @@ from toolloop_lab.events import (
     ToolDispatched,
 )
 from toolloop_lab.hooks import PauseHook, PausePoint
-from toolloop_lab.pricing import cost_of, known_price, model_name_of
+from toolloop_lab.pricing import call_cost, known_price, model_name_of
 from toolloop_lab.pruning import DEFAULT_PRUNING_PROMPT, prune_output
 from toolloop_lab.tools import (
     DispatchOutcome,
@@ -587,9 +587,9 @@ class LLMAgent:
             if not passed:
                 run.token_tripped = True
 
-    def _price(self, run: _Run, usage: Usage, model_name: str | None) -> Usage:
+    def _price(self, run: _Run, usage: Usage, *names: str | None) -> Usage:
         prices = run.usd.prices if run.usd else None
-        return usage.with_cost(cost_of(usage, model_name, prices))
+        return usage.with_cost(call_cost(usage, names, prices))
 
     async def _call_model(
         self, run: _Run, runnable: Any, purpose: Literal["round", "synthesis"]
@@ -607,7 +607,9 @@ class LLMAgent:
         # Paid for, so it belongs to the transcript even if a gate below raises.
         run.messages.append(reply)
         model_name = model_name_of(self.model, reply.response_metadata)
-        usage = self._price(run, Usage.from_ai_message(reply, prompt=prompt), model_name)
+        usage = self._price(
+            run, Usage.from_ai_message(reply, prompt=prompt), model_name, model_name_of(self.model)
+        )
         run.usage = run.usage + usage
         views = tuple(
             ToolCallView(c["id"] or "", c["name"], c["args"]) for c in reply.tool_calls
@@ -683,7 +685,7 @@ class LLMAgent:
                 failure = failure or res
                 continue
             name = model_name_of(model, res.reply.response_metadata) or pruning_name
-            usage = self._price(run, res.usage, name)
+            usage = self._price(run, res.usage, name, pruning_name)
             run.usage = run.usage + usage
             original = outcomes[i].message
             run.emit(

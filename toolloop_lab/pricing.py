@@ -7,7 +7,7 @@ genai-prices or from the caller's own :class:`TokenPrice`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
@@ -19,7 +19,7 @@ from genai_prices.types import ModelPrice
 from toolloop_lab.errors import ConfigurationError
 from toolloop_lab.usage import Usage
 
-__all__ = ["PriceTable", "TokenPrice", "cost_of", "known_price", "model_name_of"]
+__all__ = ["PriceTable", "TokenPrice", "call_cost", "cost_of", "known_price", "model_name_of"]
 
 _MTOK = Decimal(1_000_000)
 
@@ -122,6 +122,28 @@ def cost_of(
         usage.cache_read_tokens,
         usage.cache_write_tokens,
     )
+
+
+def call_cost(
+    usage: Usage, names: Sequence[str | None], prices: PriceTable | None = None
+) -> Decimal | None:
+    """Cost of one call that answers to several names, most specific first (the name in the
+    reply, e.g. ``gpt-4o-mini-2024-07-18``, then the configured ``gpt-4o-mini``).
+
+    A caller's override under any of the names wins over genai-prices under any of them, so
+    an override keyed by the configured name is never skipped because the provider reported
+    a dated snapshot name.
+    """
+    candidates = [n for n in dict.fromkeys(names) if n]
+    if prices:
+        for name in candidates:
+            if name in prices:
+                return prices[name].cost(usage)
+    for name in candidates:
+        cost = cost_of(usage, name)
+        if cost is not None:
+            return cost
+    return None
 
 
 def model_name_of(obj: Any, response_metadata: Mapping[str, Any] | None = None) -> str | None:
