@@ -277,3 +277,20 @@ async def test_an_observer_that_raises_never_breaks_the_loop(
     assert result.final_response.text == "done"
     assert after == list(result.events)
     assert len([r for r in caplog.records if "observer" in r.getMessage()]) == len(result.events)
+
+
+async def test_an_async_observer_is_reported_not_silently_dropped(
+    echo_tool: BaseTool, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def async_observer(event: Event) -> None:
+        raise AssertionError("never awaited by the loop")
+
+    agent = LLMAgent(ScriptedChatModel([final("ok")]), [echo_tool], observers=[async_observer])
+    with caplog.at_level(logging.WARNING, logger="toolloop_lab"):
+        result = await agent.arun("go")
+    warnings = [r.getMessage() for r in caplog.records if "returned an awaitable" in r.getMessage()]
+    assert len(warnings) == len(result.events)
+    assert warnings[0].endswith(
+        "returned an awaitable on loop_start; observers are plain "
+        "callables (schedule async work yourself)"
+    )

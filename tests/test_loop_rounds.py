@@ -194,3 +194,26 @@ async def test_tool_calls_in_the_synthesis_reply_are_answered_not_run(
         ("c1", "success", None),
         ("late", "error", "synthesis"),
     ]
+
+
+async def test_changing_the_agents_tools_rebinds_the_model() -> None:
+    from langchain_core.tools import tool
+
+    @tool
+    def first(text: str) -> str:
+        """First tool."""
+        return text
+
+    @tool
+    def second(text: str) -> str:
+        """Second tool."""
+        return text
+
+    model = ScriptedChatModel([final("a"), final("b"), final("c")], model_name=MODEL)
+    agent = LLMAgent(model, [first])
+    await agent.arun("go")
+    await agent.arun("go")
+    agent.tools = (first, second)
+    await agent.arun("go")
+    assert [c.tool_names for c in model.calls] == [("first",), ("first",), ("first", "second")]
+    assert [names for names, _ in model.bindings] == [("first",), ("first", "second")]

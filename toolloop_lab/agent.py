@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import inspect
 import logging
 import math
 import time
@@ -213,9 +214,20 @@ class _Run:
         self.events.append(event)
         for observer in self.observers:
             try:
-                observer(event)
+                outcome = observer(event)
             except Exception:  # noqa: BLE001 - an observer never breaks the loop
                 _log.warning("observer %r raised on %s", observer, event.kind, exc_info=True)
+                continue
+            if inspect.isawaitable(outcome):
+                # An async observer would silently never run; say so instead.
+                if inspect.iscoroutine(outcome):
+                    outcome.close()
+                _log.warning(
+                    "observer %r returned an awaitable on %s; observers are plain callables "
+                    "(schedule async work yourself)",
+                    observer,
+                    event.kind,
+                )
 
     def partial(self) -> dict[str, Any]:
         return {
@@ -249,7 +261,7 @@ class LLMAgent:
         self.pruning_model = pruning_model
         self._observers: tuple[Observer, ...] = tuple(observers)
         self._pause_hooks: tuple[PauseHook, ...] = tuple(pause_hooks)
-        self._bound: Any = None
+        self._bound: tuple[tuple[BaseTool, ...], Any] | None = None
 
     # -- wiring -----------------------------------------------------------------------
     def subscribe(self, callback: Observer) -> Callable[[], None]:
@@ -347,6 +359,18 @@ class LLMAgent:
                 **run.partial(),
             ) from exc
 
+    def _bind(self, tools: tuple[BaseTool, ...]) -> Any:
+        """The model with ``tools`` bound, reused while ``self.tools`` stays the same."""
+        cached = self._bound
+        if (
+            cached is None
+            or len(cached[0]) != len(tools)
+            or any(a is not b for a, b in zip(cached[0], tools, strict=True))
+        ):
+            runnable = self.model.bind_tools(list(tools)) if tools else self.model
+            cached = self._bound = (tools, runnable)
+        return cached[1]
+
     def _check_tools(self) -> None:
         names = [t.name for t in self.tools]
         duplicates = sorted({n for n in names if names.count(n) > 1})
@@ -391,8 +415,7 @@ class LLMAgent:
                 pruning_name = model_name_of(self.pruning_model)
                 if not known_price(pruning_name, run.usd.prices):
                     raise self._unpriced(pruning_name)
-        if self._bound is None:
-            self._bound = self.model.bind_tools(list(self.tools)) if self.tools else self.model
+        bound = self._bind(self.tools)
         run.emit(
             LoopStarted(
                 run_id=run.run_id,
@@ -420,7 +443,7 @@ class LLMAgent:
                     run_id=run.run_id, round=number, t=run.now(), max_rounds=cfg.tool_max_rounds
                 )
             )
-            reply = await self._call_model(run, self._bound, "round")
+            reply = await self._call_model(run, bound, "round")
             if not reply.tool_calls and not reply.invalid_tool_calls:
                 run.rounds_done = number
                 final = reply
