@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Final, TypeAlias
 
@@ -56,6 +57,13 @@ ToolSource: TypeAlias = str | Callable[[], BaseTool]
 def sample_data_dir() -> Path:
     """The packaged directory ``file_read`` reads when a scenario names no ``data_dir``."""
     return Path(__file__).resolve().parent / "data"
+
+
+@lru_cache(maxsize=32)
+def _builtin_tool(name: str, root: Path) -> BaseTool:
+    """One instance per (tool, root) for the process: built-ins hold no per-run state, and
+    building one costs more than a scripted round (langchain-core makes pydantic models)."""
+    return echo_tool() if name == "echo" else file_read_tool(root)
 
 
 def _count(value: int | None, name: str) -> None:
@@ -232,10 +240,10 @@ class Scenario:
         built: list[BaseTool] = []
         for source in self.tools:
             if source == "echo":
-                built.append(echo_tool())
+                built.append(_builtin_tool("echo", Path()))
             elif source == "file_read":
                 root = Path(self.data_dir) if self.data_dir is not None else sample_data_dir()
-                built.append(file_read_tool(root))
+                built.append(_builtin_tool("file_read", root.resolve()))
             elif isinstance(source, str):
                 raise ConfigurationError(
                     f"unknown built-in tool {source!r}; built-ins are {', '.join(BUILTIN_TOOLS)}",
