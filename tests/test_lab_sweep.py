@@ -9,6 +9,7 @@ import pickle
 import threading
 from concurrent.futures import ProcessPoolExecutor
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -315,3 +316,33 @@ def test_agent_config_travels_with_the_scenario() -> None:
     assert row["outcome"] == "synthesis"
     assert row["rounds"] == 2
     assert row["synthesis_reason"] == "round_cap"
+
+
+def test_file_read_reads_the_scenario_data_dir(tmp_path: Path) -> None:
+    (tmp_path / "report.txt").write_text("local figures only", encoding="utf-8")
+    mine = Scenario.scripted(
+        "mine",
+        [Reply.call("file_read", {"path": "report.txt"}), Reply.final("ok")],
+        tools=("file_read",),
+        data_dir=str(tmp_path),
+    )
+    packaged = Scenario.scripted(
+        "packaged",
+        [Reply.call("file_read", {"path": "report.txt"}), Reply.final("ok")],
+        tools=("file_read",),
+    )
+    escape = Scenario.scripted(
+        "escape",
+        [Reply.call("file_read", {"path": "../report.txt"}), Reply.final("ok")],
+        tools=("file_read",),
+        data_dir=str(tmp_path),
+    )
+    results = run_scenarios([mine, packaged, escape], progress=False)
+    contents = {
+        record.scenario: [e.content for e in record.events if e.kind == "tool_dispatch"]
+        for record in results.records
+    }
+    assert contents["mine"] == ["local figures only"]
+    assert contents["packaged"][0].startswith("ACME Corp. quarterly report")
+    assert "'..' is not allowed" in contents["escape"][0]
+    assert results.runs.set_index("scenario").loc["escape", "tool_errors"] == 1

@@ -1,0 +1,90 @@
+"""Scenario-lab throughput: 1,000 scenarios of 5 rounds each, then their frames.
+
+Run: ``python benchmarks/bench_lab.py`` (``--scenarios``, ``--rounds``, ``--concurrency``
+to vary it). Each scenario is a scripted model priced as gpt-4o-mini that makes one
+``echo`` call per round and answers in the last round, so every run has exactly
+``--rounds`` rounds. Two passes: a timed one (no tracing, so the figure is not slowed by
+it) and one under tracemalloc for the peak memory of the sweep plus its ``runs`` and
+``rounds`` frames. Prints scenarios per second and the peak. Not part of the test suite:
+timing figures live here, never in tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+import time
+import tracemalloc
+
+from toolloop_lab.lab import LabResults, Reply, Scenario, run_scenarios
+
+
+def sweep(scenarios: int, rounds: int) -> list[Scenario]:
+    """``scenarios`` scenarios with ``rounds`` rounds each (tool calls, then an answer)."""
+    out = []
+    for i in range(scenarios):
+        calls = [
+            Reply.call("echo", {"text": f"s{i} r{n}"}, input_tokens=50 + 10 * n, output_tokens=10)
+            for n in range(1, rounds)
+        ]
+        final = Reply.final(f"answer {i}", input_tokens=50 + 10 * rounds, output_tokens=20)
+        out.append(Scenario.scripted(f"bench_{i:05d}", [*calls, final]))
+    return out
+
+
+def run(scenarios: list[Scenario], concurrency: int) -> tuple[LabResults, float, float]:
+    """The sweep's results, its wall time and the time to build its frames."""
+    gc.collect()
+    started = time.perf_counter()
+    results = run_scenarios(scenarios, concurrency=concurrency, progress=False)
+    swept = time.perf_counter() - started
+    started = time.perf_counter()
+    _ = results.runs, results.rounds
+    framed = time.perf_counter() - started
+    return results, swept, framed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--scenarios", type=int, default=1_000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--concurrency", type=int, default=4)
+    args = parser.parse_args()
+    scenarios = sweep(args.scenarios, args.rounds)
+    run(scenarios[:20], args.concurrency)  # warm caches (imports, price lookups)
+
+    results, swept, framed = run(scenarios, args.concurrency)
+    runs = results.runs
+    assert (runs["outcome"] == "final").all()
+    assert (runs["rounds"] == args.rounds).all()
+    assert len(results.rounds) == args.scenarios * args.rounds
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        run(scenarios, args.concurrency)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    n = args.scenarios
+    print(
+        f"python {sys.version.split()[0]}; {n:,} scenarios x {args.rounds} rounds, "
+        f"concurrency {args.concurrency}"
+    )
+    print(
+        f"sweep            : {swept:.2f} s  ->  {n / swept:,.0f} scenarios/s "
+        f"({n * args.rounds / swept:,.0f} rounds/s)"
+    )
+    print(f"runs+rounds frames: {framed:.2f} s")
+    print(f"end to end       : {n / (swept + framed):,.0f} scenarios/s")
+    print(
+        f"peak memory      : {peak / 2**20:.1f} MiB (tracemalloc, sweep + frames), "
+        f"{peak / n / 1024:.1f} KiB per scenario"
+    )
+    print(f"events kept      : {sum(len(r.events) for r in results.records):,}")
+
+
+if __name__ == "__main__":
+    main()
