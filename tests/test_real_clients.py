@@ -10,6 +10,8 @@ loop, and costs straight from ``genai_prices.calc_price``.
 from __future__ import annotations
 
 import json
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
@@ -82,6 +84,62 @@ def model_calls(events: Any) -> list[ModelCalled]:
 def test_stub_model_names_are_priced_by_genai_prices() -> None:
     assert price(OpenAIStub.model, 1_000_000, 0) == Decimal("0.15")
     assert price(AnthropicStub.model, 1_000_000, 0) == Decimal("0.8")
+
+
+def post(url: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    request = urllib.request.Request(
+        url, json.dumps(body).encode(), {"Content-Type": "application/json"}, method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+def test_stubs_refuse_unanswered_tool_calls_like_the_apis() -> None:
+    unanswered = {
+        "messages": [
+            {"role": "user", "content": "x"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+                    {"id": "c2", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        ]
+    }
+    with OpenAIStub() as oai:
+        oai.reply(text="never sent", usage=OpenAIUsage(1, 1))
+        status, body = post(oai.base_url + "/chat/completions", unanswered)
+        assert status == 400
+        assert "c2" in body["error"]["message"]
+        assert oai.remaining == 1  # a refused request takes no queued reply
+        assert [why for _, why in oai.rejected] == [body["error"]["message"]]
+    twice = {
+        "messages": [
+            {"role": "user", "content": "x"},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "t1", "content": "a"},
+                    {"type": "tool_result", "tool_use_id": "t1", "content": "b"},
+                ],
+            },
+        ]
+    }
+    with AnthropicStub() as ant:
+        status, body = post(ant.origin + "/v1/messages", twice)
+        assert status == 400
+        assert body["error"]["type"] == "invalid_request_error"
+        assert "more than once" in body["error"]["message"]
 
 
 # -- OpenAI ---------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .server import Reply, StubServer
+from .server import Reply, StubServer, pairing_problem
 
 __all__ = ["AnthropicStub", "AnthropicToolUse", "AnthropicUsage", "tool_pairs"]
 
@@ -101,6 +101,12 @@ class AnthropicStub(StubServer):
         self.enqueue(Reply(body))
         return ids
 
+    def validate(self, body: Any) -> str | None:
+        """The API refuses ``tool_use`` blocks not answered exactly once by a ``tool_result``."""
+        if not isinstance(body, Mapping) or not isinstance(body.get("messages"), list):
+            return "messages: Field required"
+        return pairing_problem(tool_pairs(body), "tool_use_id")
+
     def fault(self, status: int, message: str = "stub fault") -> None:
         """Queue an HTTP error in Anthropic's error format (429, 500, 529, ...)."""
         self.enqueue(Reply(self.error_body(status, message), status))
@@ -143,6 +149,7 @@ def tool_pairs(body: Mapping[str, Any]) -> list[tuple[list[str], list[str]]]:
         else:
             results = [b["tool_use_id"] for b in blocks if b.get("type") == "tool_result"]
             if results:
-                assert pairs, "a tool result before any assistant message"
+                if not pairs:  # a result before any assistant message answers nothing
+                    pairs.append(([], []))
                 pairs[-1][1].extend(results)
     return [p for p in pairs if p[0] or p[1]]

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .server import Reply, StubServer
+from .server import Reply, StubServer, pairing_problem
 
 __all__ = ["OpenAIStub", "OpenAIToolCall", "OpenAIUsage", "tool_pairs"]
 
@@ -120,6 +120,12 @@ class OpenAIStub(StubServer):
         self.enqueue(Reply(body))
         return [str(c["id"]) for c in calls]
 
+    def validate(self, body: Any) -> str | None:
+        """The API refuses tool calls not answered exactly once by ``role="tool"`` messages."""
+        if not isinstance(body, Mapping) or not isinstance(body.get("messages"), list):
+            return "'messages' is a required property"
+        return pairing_problem(tool_pairs(body), "tool_call_id")
+
     def fault(self, status: int, message: str = "stub fault") -> None:
         """Queue an HTTP error in OpenAI's error format (429, 500, ...)."""
         self.enqueue(Reply(self.error_body(status, message), status))
@@ -154,6 +160,7 @@ def tool_pairs(body: Mapping[str, Any]) -> list[tuple[list[str], list[str]]]:
             calls = [c["id"] for c in message.get("tool_calls") or []]
             pairs.append((calls, []))
         elif role == "tool":
-            assert pairs, "a tool result before any assistant message"
+            if not pairs:  # a result before any assistant message answers nothing
+                pairs.append(([], []))
             pairs[-1][1].append(message["tool_call_id"])
     return [p for p in pairs if p[0] or p[1]]

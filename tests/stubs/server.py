@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, ClassVar, Self
 
-__all__ = ["NO_REPLY_STATUS", "ReceivedRequest", "Reply", "StubServer"]
+__all__ = ["NO_REPLY_STATUS", "ReceivedRequest", "Reply", "StubServer", "pairing_problem"]
 
 NO_REPLY_STATUS = 599
 """Sent when a request arrives and nothing is queued; no real API uses it."""
@@ -66,6 +66,7 @@ class StubServer:
         self._requests: list[ReceivedRequest] = []
         self._served: list[Reply] = []
         self._unexpected: list[ReceivedRequest] = []
+        self._rejected: list[tuple[ReceivedRequest, str]] = []
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._port = 0
@@ -179,8 +180,15 @@ class StubServer:
         with self._lock:
             return tuple(self._unexpected)
 
+    @property
+    def rejected(self) -> tuple[tuple[ReceivedRequest, str], ...]:
+        """Requests refused with a 400 by :meth:`validate`, with the reason."""
+        with self._lock:
+            return tuple(self._rejected)
+
     def assert_clean(self) -> None:
-        """Every queued reply was used and no request went unanswered."""
+        """Every queued reply was used and every request was well-formed and answered."""
+        assert not self.rejected, f"rejected requests: {[why for _, why in self.rejected]}"
         assert not self.unexpected, f"unexpected requests: {self.unexpected}"
         assert self.remaining == 0, f"{self.remaining} queued replies were never requested"
 
@@ -200,10 +208,15 @@ class StubServer:
             body,
             handler.client_address[1],
         )
+        invalid = self.validate(body) if path == self.route else None
         with self._lock:
             if handler.command != "POST" or path != self.route:
                 self._unexpected.append(request)
                 reply: Reply | None = Reply(self.error_body(404, f"no route {path}"), 404)
+            elif invalid is not None:
+                self._requests.append(request)
+                self._rejected.append((request, invalid))
+                reply = Reply(self.error_body(400, invalid), 400)
             elif self._queue:
                 self._requests.append(request)
                 reply = self._queue.popleft()
@@ -225,6 +238,29 @@ class StubServer:
         handler.end_headers()
         handler.wfile.write(data)
 
+    def validate(self, body: Any) -> str | None:
+        """Why the real API would refuse ``body`` with a 400, or ``None`` if it is fine.
+
+        A rejected request consumes no queued reply.
+        """
+        return None
+
     def error_body(self, status: int, message: str) -> dict[str, Any]:
         """The provider's error body for ``status``; subclasses speak their API's format."""
         return {"error": {"message": message, "code": status}}
+
+
+def pairing_problem(pairs: list[tuple[list[str], list[str]]], id_field: str) -> str | None:
+    """What is wrong with (call ids, result ids) pairs, as the APIs word it; ``None`` if
+    every call got exactly one result and every result answers a call."""
+    for calls, results in pairs:
+        missing = [c for c in calls if c not in results]
+        if missing:
+            return f"tool calls without a result ({id_field}): {', '.join(missing)}"
+        extra = [r for r in results if r not in calls]
+        if extra:
+            return f"results for unknown tool calls ({id_field}): {', '.join(extra)}"
+        repeated = sorted({r for r in results if results.count(r) > 1})
+        if repeated:
+            return f"tool calls answered more than once ({id_field}): {', '.join(repeated)}"
+    return None
