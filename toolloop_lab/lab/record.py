@@ -16,7 +16,7 @@ from toolloop_lab.errors import ConfigurationError, ExecutionError, ToolLoopErro
 from toolloop_lab.events import Event, LoopFinished
 from toolloop_lab.runview import RunView
 
-__all__ = ["OUTCOMES", "Outcome", "ScenarioRun", "classify_error", "outcome_of_finish"]
+__all__ = ["OUTCOMES", "Outcome", "ScenarioRun", "classify_error", "outcome_of_result"]
 
 Outcome: TypeAlias = Literal["final", "synthesis", "budget_exhausted", "cost_exhausted", "error"]
 """How a scenario ended: a plain answer, a synthesis call, a spent token budget (then
@@ -26,11 +26,11 @@ failure."""
 OUTCOMES: Final[tuple[Outcome, ...]] = get_args(Outcome)
 
 
-def outcome_of_finish(finished: LoopFinished) -> Outcome:
-    """The outcome of a loop that returned a result."""
-    if finished.budget_exhausted:
+def outcome_of_result(*, budget_exhausted: bool, synthesis_was_run: bool) -> Outcome:
+    """The outcome of a loop that returned a result (from its two flags)."""
+    if budget_exhausted:
         return "budget_exhausted"
-    if finished.synthesis_was_run:
+    if synthesis_was_run:
         return "synthesis"
     return "final"
 
@@ -83,8 +83,8 @@ class ScenarioRun:
     @property
     def final_text(self) -> str | None:
         """The answer, when the loop returned one."""
-        last = self.events[-1] if self.events else None
-        return last.final_text if isinstance(last, LoopFinished) else None
+        ends = (e for e in reversed(self.events) if isinstance(e, LoopFinished))
+        return next((e.final_text for e in ends), None)
 
     def header(self) -> dict[str, Any]:
         """Everything but the events, JSON-safe (one JSONL line of a saved lab)."""

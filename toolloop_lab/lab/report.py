@@ -181,9 +181,11 @@ def _gate(gate: BudgetGate) -> str:
 
 
 def _tool(tool: ToolRow) -> str:
-    status = f'<span class="error">{esc(tool.status)}</span>'
-    if tool.status != "error":
-        status = esc(tool.status)
+    status = (
+        f'<span class="error">{esc(tool.status)}</span>'
+        if tool.status == "error"
+        else esc(tool.status)
+    )
     reason = f" ({esc(tool.error_reason)})" if tool.error_reason else ""
     args = _cut(dumps(tool.args, ascii_only=False), ARGS_LIMIT)
     parts = [

@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 from toolloop_lab.budget import usd_budget
 from toolloop_lab.errors import ConfigurationError, ExecutionError, ToolLoopError
 from toolloop_lab.events import Event, Observer
-from toolloop_lab.lab.record import ScenarioRun, classify_error, outcome_of_finish
+from toolloop_lab.lab.record import Outcome, ScenarioRun, classify_error, outcome_of_result
 from toolloop_lab.lab.results import LabResults
 from toolloop_lab.lab.scenario import Scenario
 from toolloop_lab.pricing import model_name_of
@@ -59,19 +59,10 @@ async def arun_one(
     except Exception as exc:  # noqa: BLE001 - the loop wraps its errors; this is a guard
         outcome, kind, reason = classify_error(exc)
         return _record(scenario, index, model_name, started, (), outcome, kind, reason, str(exc))
-    finished = result.events[-1]
-    assert finished.kind == "loop_finish"
-    return _record(
-        scenario,
-        index,
-        model_name,
-        started,
-        result.events,
-        outcome_of_finish(finished),
-        None,
-        None,
-        None,
+    outcome = outcome_of_result(
+        budget_exhausted=result.budget_exhausted, synthesis_was_run=result.synthesis_was_run
     )
+    return _record(scenario, index, model_name, started, result.events, outcome)
 
 
 def _record(
@@ -80,10 +71,10 @@ def _record(
     model_name: str | None,
     started: float,
     events: Sequence[Event],
-    outcome: Any,
-    kind: str | None,
-    reason: str | None,
-    message: str | None,
+    outcome: Outcome,
+    kind: str | None = None,
+    reason: str | None = None,
+    message: str | None = None,
 ) -> ScenarioRun:
     return ScenarioRun(
         scenario=scenario.name,
