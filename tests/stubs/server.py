@@ -254,6 +254,9 @@ def pairing_problem(pairs: list[tuple[list[str], list[str]]], id_field: str) -> 
     """What is wrong with (call ids, result ids) pairs, as the APIs word it; ``None`` if
     every call got exactly one result and every result answers a call."""
     for calls, results in pairs:
+        same = sorted({c for c in calls if calls.count(c) > 1})
+        if same:
+            return f"tool call ids must be unique ({id_field}): {', '.join(same)}"
         missing = [c for c in calls if c not in results]
         if missing:
             return f"tool calls without a result ({id_field}): {', '.join(missing)}"
