@@ -84,7 +84,7 @@ class LoopDebugger(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no t
         self,
         *,
         page_size: int = 20,
-        preview_chars: int = 2_000,
+        preview_chars: int = 1_000,
         max_redraws_per_second: float = 10.0,
         pause_on: PauseMode = "off",
         clock: Clock = time.monotonic,
@@ -113,13 +113,14 @@ class LoopDebugger(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no t
         self._header = widgets.HTML()
         self._gauges = widgets.HTML()
         self._pause_on = widgets.ToggleButtons(
-            options=_PAUSE_OPTIONS, value=pause_on, description="Pause before"
+            options=_PAUSE_OPTIONS,
+            value=pause_on,
+            description="Pause before",
+            style={"button_width": "8.5em"},
         )
         self._continue = widgets.Button(description="Continue", icon="play", disabled=True)
         self._step = widgets.Button(description="Step", icon="step-forward", disabled=True)
-        self._stop = widgets.Button(
-            description="Stop", icon="stop", button_style="danger", disabled=True
-        )
+        self._stop = widgets.Button(description="Stop", icon="stop", disabled=True)
         self._timeline = widgets.HTML()
         self._older = widgets.Button(description="◀ older", disabled=True)
         self._newer = widgets.Button(description="newer ▶", disabled=True)
@@ -452,6 +453,7 @@ class LoopDebugger(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no t
                     self._continue.disabled = not paused
                     self._step.disabled = not paused
                     self._stop.disabled = not (paused or running)
+                    self._stop.button_style = "" if self._stop.disabled else "danger"
                     self._timeline.value = timeline_html(
                         view, rows, selected=selected.number if selected else None
                     )
