@@ -99,3 +99,19 @@ async def test_a_stepped_run_ends_like_its_replay(tmp_path: Path) -> None:
     finally:
         live.close()
         replay.close()
+
+
+async def test_a_sync_run_in_a_worker_thread_ends_like_its_replay(tmp_path: Path) -> None:
+    """``agent.run`` inside a running loop (a notebook cell) runs the loop in a worker
+    thread: events, redraws and timers then happen off the kernel's thread."""
+    live = LoopDebugger()
+    agent = scenario_by_name("pruning", tmp_path).agent([live])
+    result = agent.run("read the report")  # sync, from inside this test's running loop
+    replay = LoopDebugger.from_trace(result.events)
+    try:
+        assert result.final_response.text == "Pruned answer"
+        assert live.view.status == "finished"
+        assert replay.panels == live.panels
+    finally:
+        live.close()
+        replay.close()
