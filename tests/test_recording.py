@@ -593,6 +593,21 @@ def test_what_if_under_a_usd_budget(openai_recording: tuple[Path, ToolLoopResult
     assert isinstance(report.error, ExecutionError)
     assert report.replayed.cost_usd == openai_cost(stub.reported[:2])
     assert (report.replayed.rounds, report.replayed.calls) == (1, 2)
+    assert "* The what-if run stopped: ExecutionError: USD budget exhausted" in report.summary
+
+
+def test_what_if_of_an_unpriced_model_under_a_usd_budget_is_a_failure(tmp_path: Path) -> None:
+    path = tmp_path / "unpriced.jsonl"
+    model = RecordingChatModel(ScriptedChatModel(["fine"], model_name="no-such-model-x"), path)
+    LLMAgent(model).run("hi")
+    with usd_budget(1):
+        report = what_if(path, AgentConfig(), tools=[])
+    assert report.replayed.outcome == "failed"
+    assert isinstance(report.error, ExecutionError)
+    assert report.error.reason == "unpriced"
+    assert report.recorded.cost_usd is None
+    assert report.cost_delta is None
+    assert "unpriced" in report.summary
 
 
 def test_what_if_of_a_recorded_failure_fails_the_same_way(tmp_path: Path) -> None:

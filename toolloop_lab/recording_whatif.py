@@ -226,6 +226,9 @@ class WhatIfResult:
             lines.append(
                 "* The what-if run needed a reply beyond the recording; figures are up to there."
             )
+        elif self.error is not None:
+            first_line = str(self.error).splitlines()[0] if str(self.error) else ""
+            lines.append(f"* The what-if run stopped: {type(self.error).__name__}: {first_line}")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -293,7 +296,8 @@ def _finish(
 
 def _outcome_of(error: ToolLoopError | ExecutionError) -> Outcome:
     if isinstance(error, ExecutionError):
-        return "usd_budget_exhausted" if error.kind == "cost" else "failed"
+        spent = error.kind == "cost" and error.reason == "budget_exhausted"
+        return "usd_budget_exhausted" if spent else "failed"
     if isinstance(error.cause, ReplayExhaustedError):
         return "beyond_recording"
     return "failed"
