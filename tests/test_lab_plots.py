@@ -173,3 +173,16 @@ def test_legend_is_left_out_when_there_are_too_many_series() -> None:
     ax = only_axes(many.plot_cost_per_round())
     assert len(ax.get_lines()) == 20
     assert ax.get_legend() is None
+
+
+def test_cost_axis_keeps_fractions_of_a_cent_apart() -> None:
+    tiny = run_scenarios(
+        [Scenario.scripted("tiny", [Reply.final("x", input_tokens=10, output_tokens=2)])],
+        progress=False,
+    )
+    ax = only_axes(tiny.plot_cost_per_round())
+    cost = float(tiny.runs["cost_usd"].iloc[0])
+    assert cost < 1e-5
+    fmt = ax.yaxis.get_major_formatter()
+    assert fmt(cost, 0) != fmt(cost / 2, 0)
+    assert fmt(cost, 0) == f"${cost:.8f}"

@@ -7,6 +7,7 @@ Agg). Each figure has a title, axis labels with units, and a legend when it has 
 
 from __future__ import annotations
 
+import math
 from typing import Final
 
 import pandas as pd
@@ -37,8 +38,10 @@ def _empty(ax: Axes, text: str) -> None:
     ax.set_yticks([])
 
 
-def _usd_axis(ax: Axes) -> None:
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"${v:.6f}"))
+def _usd_axis(ax: Axes, largest: float) -> None:
+    """Dollar ticks with enough decimals for the data (fractions of a cent are common)."""
+    digits = 2 if largest <= 0 else max(2, min(10, 2 - math.floor(math.log10(largest))))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"${v:.{digits}f}"))
 
 
 def spend_figure(runs: pd.DataFrame) -> Figure:
@@ -96,7 +99,7 @@ def cost_per_round_figure(rounds: pd.DataFrame) -> Figure:
             )
             synthesis_label = "_nolegend_"
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    _usd_axis(ax)
+    _usd_axis(ax, float(known["cost_usd"].max()))
     if len(groups) <= _MAX_LEGEND:
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig
