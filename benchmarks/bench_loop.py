@@ -96,9 +96,7 @@ async def create_agent_loop(rounds: int) -> None:
     from langchain.agents import create_agent
 
     graph = create_agent(_model(rounds), [echo_tool()])
-    await graph.ainvoke(
-        {"messages": [HumanMessage("go")]}, {"recursion_limit": 2 * rounds + 10}
-    )
+    await graph.ainvoke({"messages": [HumanMessage("go")]}, {"recursion_limit": 2 * rounds + 10})
 
 
 VARIANTS: dict[str, Variant] = {
@@ -162,7 +160,10 @@ def main() -> None:
 
     floor_name = next(iter(variants))
     print(f"python {sys.version.split()[0]}, {len(args.rounds)} sizes, interleaved repeats\n")
-    header = f"{'loop':34} {'rounds':>6} {'median µs/round':>16} {'min-max':>17} {'× floor':>8} {'peak B/round':>13}"
+    header = (
+        f"{'loop':34} {'rounds':>6} {'median µs/round':>16} {'min-max':>17} "
+        f"{'vs floor':>8} {'peak B/round':>13}"
+    )
     print(header)
     print("-" * len(header))
     medians: dict[tuple[str, int], float] = {}
