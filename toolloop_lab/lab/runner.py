@@ -2,9 +2,12 @@
 
 A sweep is a fixed number of workers pulling scenarios in order, each run handed to a
 *backend* — ``async (scenario, index) -> ScenarioRun``. The local backend runs the loop
-in this event loop and feeds ``observers`` live. An executor backend (issue 9) only has to
-submit the module-level :func:`run_one` and await its future: scenarios and results are
-picklable values, and a remote run's events come back inside its :class:`ScenarioRun`.
+in this event loop and feeds ``observers`` live. The executor backend (``executor=``, any
+``concurrent.futures.Executor``, a Dask ``Client.get_executor()`` included) submits the
+module-level :func:`run_one` and awaits its future: scenarios and results are picklable
+values, a remote run's events come back inside its :class:`ScenarioRun`, and observers get
+them here, on the caller's side, in order, as each result arrives. Rows are ordered by
+scenario, never by completion, so the frames are the same wherever the sweep ran.
 
 A failing scenario is a result too: :func:`arun_one` turns every ``Exception`` into a row
 with its outcome, error kind and reason and the partial events, so one bad scenario never
@@ -16,9 +19,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import inspect
+import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 from tqdm.auto import tqdm
 
@@ -30,11 +35,32 @@ from toolloop_lab.lab.results import LabResults
 from toolloop_lab.lab.scenario import Scenario
 from toolloop_lab.pricing import model_name_of
 
-__all__ = ["Backend", "arun_one", "arun_scenarios", "run_one", "run_scenarios"]
+__all__ = [
+    "DEFAULT_CONCURRENCY",
+    "Backend",
+    "arun_one",
+    "arun_scenarios",
+    "executor_error_kind",
+    "executor_failure",
+    "progress_bar",
+    "replay_events",
+    "run_one",
+    "run_scenarios",
+    "validate_scenarios",
+]
+
+_log = logging.getLogger("toolloop_lab")
+
+DEFAULT_CONCURRENCY: Final = 4
+"""Scenarios run at once in this process when ``concurrency`` is not given."""
 
 Backend: TypeAlias = Callable[[Scenario, int], Awaitable[ScenarioRun]]
 """Runs one scenario (at its sweep position) to a :class:`ScenarioRun`; never raises for a
 failing scenario."""
+
+_LOST_WORKER_ERRORS: Final = frozenset({"KilledWorker", "CommClosedError", "BrokenProcessPool"})
+"""Exception class names meaning "the process running it went away" (Dask's names are
+matched by name so this module never imports Dask)."""
 
 
 async def arun_one(
@@ -96,11 +122,55 @@ def run_one(scenario: Scenario, index: int = 0) -> ScenarioRun:
     return asyncio.run(arun_one(scenario, index=index))
 
 
-def _prepare(scenarios: Iterable[Scenario], concurrency: int) -> tuple[Scenario, ...]:
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise ConfigurationError(
-            f"concurrency must be a positive int, got {concurrency!r}", field="concurrency"
-        )
+# -- pieces shared by the executor backend and the Dask sweep ---------------------------
+def executor_error_kind(exc: BaseException) -> str:
+    """``worker_lost`` when the process running a scenario went away (the scenario itself
+    may be fine, so a retry can succeed), ``cancelled`` when its future was cancelled, and
+    ``executor`` for anything else the executor raised (e.g. a spec that would not pickle)."""
+    if isinstance(exc, concurrent.futures.BrokenExecutor) or any(
+        cls.__name__ in _LOST_WORKER_ERRORS for cls in type(exc).__mro__
+    ):
+        return "worker_lost"
+    if isinstance(exc, concurrent.futures.CancelledError | asyncio.CancelledError):
+        return "cancelled"
+    return "executor"
+
+
+def executor_failure(
+    scenario: Scenario, index: int, exc: BaseException, *, started: float, attempts: int = 1
+) -> ScenarioRun:
+    """The row of a scenario the executor never brought back: outcome ``error``, kind from
+    :func:`executor_error_kind`, reason the exception's type, and its text as the message."""
+    reason = type(exc).__name__
+    text = str(exc) or reason
+    message = f"{text} (gave up after {attempts} attempts)" if attempts > 1 else text
+    kind = executor_error_kind(exc)
+    return _record(scenario, index, None, started, (), "error", kind, reason, message)
+
+
+def replay_events(events: Iterable[Event], observers: Sequence[Observer]) -> None:
+    """Feed a finished run's events to ``observers`` in order, with the loop's own policy:
+    an observer that raises is logged and never stops the sweep."""
+    for event in events:
+        for observer in observers:
+            try:
+                outcome = observer(event)
+            except Exception:  # noqa: BLE001 - an observer never breaks the sweep
+                _log.warning("observer %r raised on %s", observer, event.kind, exc_info=True)
+                continue
+            if inspect.isawaitable(outcome):
+                if inspect.iscoroutine(outcome):
+                    outcome.close()
+                _log.warning(
+                    "observer %r returned an awaitable on %s; observers are plain callables",
+                    observer,
+                    event.kind,
+                )
+
+
+def validate_scenarios(scenarios: Iterable[Scenario]) -> tuple[Scenario, ...]:
+    """The sweep as a tuple, refusing non-scenarios and repeated names before anything runs
+    (names key every frame, so two rows may never share one)."""
     items = tuple(scenarios)
     seen: set[str] = set()
     for item in items:
@@ -118,9 +188,36 @@ def _prepare(scenarios: Iterable[Scenario], concurrency: int) -> tuple[Scenario,
     return items
 
 
-def _progress_bar(total: int, enabled: bool) -> tqdm[Any]:
+def progress_bar(total: int, enabled: bool) -> tqdm[Any]:
     """A tqdm.auto bar: a widget in a notebook, text on stderr in a terminal."""
     return tqdm(total=total, desc="scenarios", unit="scenario", disable=not enabled, leave=True)
+
+
+def _slots(
+    concurrency: int | None, executor: concurrent.futures.Executor | None, total: int
+) -> int:
+    """How many scenarios may be in flight: ``concurrency``, else 4 locally, else (with an
+    executor) all of them, since the executor's own workers set the pace."""
+    if concurrency is None:
+        return max(total, 1) if executor is not None else DEFAULT_CONCURRENCY
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ConfigurationError(
+            f"concurrency must be a positive int, got {concurrency!r}", field="concurrency"
+        )
+    return concurrency
+
+
+def _check_executor(executor: object) -> None:
+    if executor is not None and not isinstance(executor, concurrent.futures.Executor):
+        hint = (
+            "; pass client.get_executor(), or use toolloop_lab.lab.dask.run_scenarios_on_dask"
+            if hasattr(executor, "get_executor")
+            else ""
+        )
+        raise ConfigurationError(
+            f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}{hint}",
+            field="executor",
+        )
 
 
 async def _sweep(
@@ -153,22 +250,60 @@ def _local_backend(observers: tuple[Observer, ...]) -> Backend:
     return backend
 
 
+def _executor_backend(
+    executor: concurrent.futures.Executor, observers: tuple[Observer, ...]
+) -> Backend:
+    async def backend(scenario: Scenario, index: int) -> ScenarioRun:
+        started = time.perf_counter()
+        try:
+            future = executor.submit(run_one, scenario, index)
+            run = await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is None or task.cancelling():
+                raise  # the sweep itself is being cancelled
+            # Someone cancelled the executor's future (e.g. a shutdown): still a row.
+            lost = concurrent.futures.CancelledError("the executor cancelled this scenario")
+            return executor_failure(scenario, index, lost, started=started)
+        except Exception as exc:  # noqa: BLE001 - a lost or unshippable scenario is a row
+            return executor_failure(scenario, index, exc, started=started)
+        replay_events(run.events, observers)
+        return run
+
+    return backend
+
+
+def _backend(
+    executor: concurrent.futures.Executor | None, observers: Iterable[Observer]
+) -> Backend:
+    _check_executor(executor)
+    chosen = tuple(observers)
+    return _local_backend(chosen) if executor is None else _executor_backend(executor, chosen)
+
+
 async def arun_scenarios(
     scenarios: Iterable[Scenario],
     *,
-    concurrency: int = 4,
+    concurrency: int | None = None,
     observers: Iterable[Observer] = (),
     progress: bool = True,
+    executor: concurrent.futures.Executor | None = None,
 ) -> LabResults:
-    """Run a sweep in this event loop, ``concurrency`` scenarios at a time.
+    """Run a sweep from this event loop, ``concurrency`` scenarios at a time.
 
-    ``observers`` get every event of every scenario as it happens (tell runs apart by
-    ``event.run_id``). Results keep the order of ``scenarios``.
+    Without ``executor`` the scenarios run here (4 at a time by default) and ``observers``
+    get every event as it happens (tell runs apart by ``event.run_id``). With one, each
+    scenario runs on a worker (all are submitted at once unless ``concurrency`` caps them)
+    and observers get its events, in order, when its result arrives. A scenario the executor
+    loses is a row with outcome ``error`` and kind ``worker_lost`` (or ``executor``). Results
+    keep the order of ``scenarios`` either way.
     """
-    items = _prepare(scenarios, concurrency)
-    bar = _progress_bar(len(items), progress)
+    items = validate_scenarios(scenarios)
+    slots = _slots(concurrency, executor, len(items))
+    backend = _backend(executor, observers)
+    bar = progress_bar(len(items), progress)
     try:
-        return await _sweep(items, _local_backend(tuple(observers)), concurrency, bar)
+        return await _sweep(items, backend, slots, bar)
     finally:
         bar.close()
 
@@ -176,27 +311,31 @@ async def arun_scenarios(
 def run_scenarios(
     scenarios: Iterable[Scenario],
     *,
-    concurrency: int = 4,
+    concurrency: int | None = None,
     observers: Iterable[Observer] = (),
     progress: bool = True,
+    executor: concurrent.futures.Executor | None = None,
 ) -> LabResults:
     """Synchronous :func:`arun_scenarios`, for scripts and notebook cells alike.
 
     Where an event loop already runs (a notebook cell), the sweep runs on a worker thread
     with its own loop, like :meth:`LLMAgent.run`; observers are then called on that thread.
     The progress bar is made here, on the caller's thread, so a notebook shows it in the cell.
+    ``executor`` takes any ``concurrent.futures.Executor``, e.g. a ``ProcessPoolExecutor``
+    or a Dask ``client.get_executor()``; the frames are the same as a local run's.
     """
-    items = _prepare(scenarios, concurrency)
-    bar = _progress_bar(len(items), progress)
-    backend = _local_backend(tuple(observers))
+    items = validate_scenarios(scenarios)
+    slots = _slots(concurrency, executor, len(items))
+    backend = _backend(executor, observers)
+    bar = progress_bar(len(items), progress)
     try:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(_sweep(items, backend, concurrency, bar))
+            return asyncio.run(_sweep(items, backend, slots, bar))
         ctx = contextvars.copy_context()
         with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="toolloop-lab") as pool:
-            future = pool.submit(ctx.run, asyncio.run, _sweep(items, backend, concurrency, bar))
+            future = pool.submit(ctx.run, asyncio.run, _sweep(items, backend, slots, bar))
             return future.result()
     finally:
         bar.close()
