@@ -1,0 +1,375 @@
+"""Sweeps off this process: ``run_scenarios(executor=...)`` and ``run_scenarios_on_dask``.
+
+The Dask tests share one ``LocalCluster`` of 2 worker processes (1 thread each). Without
+Dask's ``distributed`` installed, or where worker processes cannot start, they are skipped
+with the reason, except under ``CI=true``, where they fail: CI installs the extra.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, NoReturn
+
+import pandas as pd
+import pytest
+from dask_helpers import AlwaysDie, BlockOnce, DieOnce, attempts, generated, plain
+
+from toolloop_lab import ConfigurationError, ScriptedChatModel
+from toolloop_lab.events import Event
+from toolloop_lab.lab import LabResults, Scenario, arun_scenarios, catalog, run_scenarios
+from toolloop_lab.lab.dask import EXTRA, run_scenarios_on_dask
+
+VOLATILE = ["duration_s", "run_id", "latency_s"]
+
+
+# -- helpers ---------------------------------------------------------------------------
+def comparable(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """The frame sorted by ``keys`` without timing or run-id columns (they differ per run)."""
+    kept = frame.drop(columns=[c for c in VOLATILE if c in frame.columns])
+    return kept.sort_values(keys, kind="stable").reset_index(drop=True)
+
+
+def assert_same_frames(remote: LabResults, local: LabResults) -> None:
+    """Runs, rounds and the event kinds agree, ignoring row order and durations; and the
+    rows are in scenario order, not completion order."""
+    assert list(remote.runs["scenario"]) == list(local.runs["scenario"])
+    pd.testing.assert_frame_equal(
+        comparable(remote.runs, ["scenario"]), comparable(local.runs, ["scenario"])
+    )
+    pd.testing.assert_frame_equal(
+        comparable(remote.rounds, ["scenario", "round"]),
+        comparable(local.rounds, ["scenario", "round"]),
+    )
+    columns = ["scenario", "seq", "kind", "round"]
+    pd.testing.assert_frame_equal(
+        comparable(remote.events[columns], ["scenario", "seq"]),
+        comparable(local.events[columns], ["scenario", "seq"]),
+    )
+
+
+def events_by_run(events: list[Event]) -> dict[str, tuple[Event, ...]]:
+    runs: dict[str, list[Event]] = {}
+    for event in events:
+        runs.setdefault(event.run_id, []).append(event)
+    return {run_id: tuple(items) for run_id, items in runs.items()}
+
+
+def assert_observers_saw_every_run_in_order(seen: list[Event], results: LabResults) -> None:
+    by_run = events_by_run(seen)
+    assert len(seen) == len(results.events)
+    for record in results.records:
+        if record.events:
+            assert by_run[record.events[0].run_id] == record.events
+
+
+def spawn_pool(workers: int) -> ProcessPoolExecutor:
+    """Fresh interpreters, like a remote worker: nothing is inherited but ``sys.path``."""
+    ctx: Any = multiprocessing.get_context("spawn")
+    return ProcessPoolExecutor(workers, mp_context=ctx)
+
+
+def unavailable(reason: str) -> NoReturn:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"the Dask tests must run under CI: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def sweep() -> list[Scenario]:
+    """The catalog plus 200 generated scenarios (rounds, tools, budgets and failures vary)."""
+    return [*catalog(), *generated(200)]
+
+
+@pytest.fixture(scope="module")
+def local(sweep: list[Scenario]) -> LabResults:
+    return run_scenarios(sweep, progress=False)
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    """A synchronous Client on a LocalCluster of 2 worker processes.
+
+    Two scheduler settings make the kill tests exact: ``allowed-failures: 0`` turns the
+    first lost attempt into ``KilledWorker`` (so the retry under test is ours, not Dask's
+    own rescheduling), and ``worker-saturation: 1.0`` gives each 1-thread worker one task at
+    a time (so a dying worker takes down only the scenario it was running).
+    """
+    try:
+        dask = importlib.import_module("dask")
+        distributed = importlib.import_module("distributed")
+    except ImportError as exc:
+        unavailable(f"Dask's distributed is not installed ({exc}); install {EXTRA}")
+    settings = {
+        "distributed.scheduler.allowed-failures": 0,
+        "distributed.scheduler.worker-saturation": 1.0,
+    }
+    with dask.config.set(settings):
+        try:
+            cluster = distributed.LocalCluster(
+                n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            )
+        except (OSError, RuntimeError, TimeoutError) as exc:
+            unavailable(f"cannot start a LocalCluster of worker processes here: {exc!r}")
+    with cluster, distributed.Client(cluster) as dask_client:
+        dask_client.wait_for_workers(2, timeout=60)
+        yield dask_client
+
+
+# -- executors without Dask ------------------------------------------------------------
+def test_a_process_pool_gives_the_frames_of_a_local_run(
+    sweep: list[Scenario], local: LabResults
+) -> None:
+    seen: list[Event] = []
+    with spawn_pool(2) as pool:
+        remote = run_scenarios(sweep, executor=pool, observers=[seen.append], progress=False)
+    assert_same_frames(remote, local)
+    assert_observers_saw_every_run_in_order(seen, remote)
+    assert [r.index for r in remote.records] == list(range(len(sweep)))
+
+
+async def test_the_async_form_takes_an_executor_too() -> None:
+    scenarios = catalog()
+    with ThreadPoolExecutor(3) as pool:
+        remote = await arun_scenarios(scenarios, executor=pool, concurrency=2, progress=False)
+    assert_same_frames(remote, await arun_scenarios(scenarios, progress=False))
+
+
+def test_a_dead_pool_worker_loses_nothing_that_completed(tmp_path: Path) -> None:
+    # One worker runs the sweep in order: five scenarios finish, the sixth kills the
+    # process, and every scenario still pending is lost with the pool. All are rows.
+    first = generated(5)
+    rest = generated(9)[5:]
+    killer = Scenario("kills_the_pool", AlwaysDie(str(tmp_path / "killer.log")))
+    scenarios = [*first, killer, *rest]
+    with spawn_pool(1) as pool:
+        results = run_scenarios(scenarios, executor=pool, progress=False)
+    assert [r.scenario for r in results.records] == [s.name for s in scenarios]
+    assert_same_frames(LabResults(results.records[:5]), run_scenarios(first, progress=False))
+    lost = results.runs.iloc[5:]
+    assert list(lost["scenario"]) == ["kills_the_pool", *(s.name for s in rest)]
+    assert (lost["outcome"] == "error").all()
+    assert (lost["error_kind"] == "worker_lost").all()
+    assert (lost["error_reason"] == "BrokenProcessPool").all()
+    assert lost["error"].str.contains("terminated abruptly").all()
+
+
+def test_a_scenario_that_cannot_be_shipped_is_a_row() -> None:
+    def local_factory() -> ScriptedChatModel:  # a local function: pickle refuses it
+        return ScriptedChatModel(["never"])
+
+    scenarios = [*catalog()[:2], Scenario("unshippable", local_factory), catalog()[2]]
+    with spawn_pool(1) as pool:
+        results = run_scenarios(scenarios, executor=pool, progress=False)
+    runs = results.runs.set_index("scenario")
+    row = runs.loc["unshippable"]
+    assert (row["outcome"], row["error_kind"]) == ("error", "executor")
+    assert "pickle" in row["error"].lower()
+    assert (runs.drop(index="unshippable")["error_kind"].isna()).all()
+
+
+class CancellingExecutor(Executor):
+    """An executor whose futures come back cancelled, as after ``shutdown(cancel_futures)``."""
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        future.cancel()
+        return future
+
+
+def test_a_cancelled_future_is_a_row_not_a_hole() -> None:
+    results = run_scenarios(catalog()[:3], executor=CancellingExecutor(), progress=False)
+    assert len(results) == 3
+    assert list(results.runs["error_kind"]) == ["cancelled"] * 3
+    assert list(results.runs["error_reason"]) == ["CancelledError"] * 3
+
+
+def test_an_executor_must_be_an_executor() -> None:
+    class LooksLikeAClient:
+        def get_executor(self) -> Executor:
+            return ThreadPoolExecutor(1)
+
+    with pytest.raises(ConfigurationError) as wrong:
+        run_scenarios(catalog(), executor=LooksLikeAClient(), progress=False)  # type: ignore[arg-type]
+    assert wrong.value.field == "executor"
+    assert "client.get_executor()" in str(wrong.value)
+    with pytest.raises(ConfigurationError) as zero:
+        run_scenarios(catalog(), executor=CancellingExecutor(), concurrency=0, progress=False)
+    assert zero.value.field == "concurrency"
+
+
+# -- Dask stays optional ---------------------------------------------------------------
+def test_the_package_and_the_lab_never_import_dask() -> None:
+    code = """
+        import sys
+        from concurrent.futures import ThreadPoolExecutor
+        import toolloop_lab, toolloop_lab.lab, toolloop_lab.lab.dask
+        from toolloop_lab import catalog, run_scenarios
+        with ThreadPoolExecutor(2) as pool:
+            run_scenarios(catalog(), executor=pool, progress=False)
+        print(sorted(m for m in sys.modules if m.split(".")[0] in {"dask", "distributed"}))
+    """
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_without_dask_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)  # makes `import distributed` fail
+    with pytest.raises(ImportError, match=r"toolloop-lab\[dask\]"):
+        run_scenarios_on_dask(catalog(), object(), progress=False)  # type: ignore[arg-type]
+
+
+def test_dask_sweep_arguments_are_checked_before_anything_runs() -> None:
+    class AsyncClient:
+        asynchronous = True
+
+    with pytest.raises(ConfigurationError) as retries:
+        run_scenarios_on_dask(catalog(), AsyncClient(), retries=-1)  # type: ignore[arg-type]
+    assert retries.value.field == "retries"
+    with pytest.raises(ConfigurationError) as not_sync:
+        run_scenarios_on_dask(catalog(), AsyncClient())  # type: ignore[arg-type]
+    assert not_sync.value.field == "client"
+    with pytest.raises(ConfigurationError) as twice:
+        run_scenarios_on_dask([catalog()[0], catalog()[0]], AsyncClient())  # type: ignore[arg-type]
+    assert twice.value.field == "scenarios"
+
+
+# -- on a LocalCluster -----------------------------------------------------------------
+def test_the_cluster_gives_the_frames_of_a_local_run(
+    client: Any, sweep: list[Scenario], local: LabResults
+) -> None:
+    assert_same_frames(run_scenarios_on_dask(sweep, client, progress=False), local)
+    # The documented executor form: Dask's concurrent.futures facade.
+    via_executor = run_scenarios(sweep, executor=client.get_executor(), progress=False)
+    assert_same_frames(via_executor, local)
+    # The sweep really ran on both worker processes, not here.
+    pids = set(client.run(os.getpid).values())
+    assert len(pids) == 2
+    assert os.getpid() not in pids
+
+
+def test_progress_and_observers_follow_the_results(
+    client: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: list[Event] = []
+    results = run_scenarios_on_dask(catalog(), client, observers=[seen.append])
+    assert_observers_saw_every_run_in_order(seen, results)
+    err = capsys.readouterr().err
+    assert "scenarios: 100%" in err
+    assert "11/11" in err
+    assert "errors=2" in err
+    assert len(run_scenarios_on_dask([], client, progress=False)) == 0
+
+
+def test_a_worker_killed_mid_sweep_loses_nothing(client: Any, tmp_path: Path) -> None:
+    log = tmp_path / "blocked.log"
+    normal = generated(60)
+    scenarios = [*normal[:5], Scenario("blocked", BlockOnce(str(log), "blocked")), *normal[5:]]
+    arrived: list[str] = []  # run ids of results as they arrive
+    before_kill: list[str] = []
+    lock = threading.Lock()
+
+    def observe(event: Event) -> None:
+        if event.kind == "loop_start":
+            with lock:
+                arrived.append(event.run_id)
+
+    def kill_the_blocked_worker() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with lock:
+                ready = len(arrived) >= 3
+                if ready and attempts(log):
+                    before_kill.extend(arrived)
+                    os.kill(attempts(log)[0], signal.SIGKILL)
+                    return
+            time.sleep(0.01)
+
+    killer = threading.Thread(target=kill_the_blocked_worker, daemon=True)
+    killer.start()
+    results = run_scenarios_on_dask(scenarios, client, observers=[observe], progress=False)
+    killer.join(timeout=5)
+
+    pids = attempts(log)
+    assert len(pids) == 2  # killed once, then run again on a live worker
+    assert pids[0] != pids[1]
+    assert 3 <= len(before_kill) < len(scenarios)  # the kill came mid-sweep
+    # Every result taken before the kill is in the sweep as it was (same run id: the very
+    # run that finished, not a re-run), and every scenario is accounted for.
+    assert set(before_kill) <= set(results.runs["run_id"])
+    reference = [*normal[:5], Scenario("blocked", plain("blocked")), *normal[5:]]
+    assert_same_frames(results, run_scenarios(reference, progress=False))
+    assert results["blocked"].final_text == "blocked survived"
+
+
+def test_a_lost_scenario_is_retried_once_then_reported(
+    client: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    once, always = tmp_path / "once.log", tmp_path / "always.log"
+    normal = generated(30)
+    scenarios = [
+        *normal[:3],
+        Scenario("dies_once", DieOnce(str(once), "dies_once")),
+        *normal[3:10],
+        Scenario("always_dies", AlwaysDie(str(always))),
+        *normal[10:],
+    ]
+    results = run_scenarios_on_dask(scenarios, client, retries=1)
+    assert [r.scenario for r in results.records] == [s.name for s in scenarios]
+
+    assert len(attempts(once)) == 2
+    assert results["dies_once"].outcome == "final"
+    assert results["dies_once"].final_text == "dies_once survived"
+
+    assert len(attempts(always)) == 2
+    row = results.runs.set_index("scenario").loc["always_dies"]
+    assert (row["outcome"], row["error_kind"], row["error_reason"]) == (
+        "error",
+        "worker_lost",
+        "KilledWorker",
+    )
+    assert "workers died while running it" in row["error"]
+    assert row["error"].endswith("(gave up after 2 attempts)")
+    assert row["total_tokens"] == 0
+
+    others = LabResults(tuple(r for r in results.records if r.scenario in {s.name for s in normal}))
+    assert_same_frames(others, run_scenarios(normal, progress=False))
+    err = capsys.readouterr().err
+    assert "retried=2" in err
+    assert f"errors={int((others.runs['outcome'] == 'error').sum()) + 1}" in err
+
+
+def test_retries_zero_reports_the_first_loss(client: Any, tmp_path: Path) -> None:
+    log = tmp_path / "once.log"
+    scenarios = [*catalog()[:3], Scenario("dies_once", DieOnce(str(log), "dies_once"))]
+    results = run_scenarios_on_dask(scenarios, client, retries=0, progress=False)
+    assert len(attempts(log)) == 1
+    row = results.runs.set_index("scenario").loc["dies_once"]
+    assert (row["error_kind"], row["error_reason"]) == ("worker_lost", "KilledWorker")
+    assert "gave up" not in row["error"]
+    assert list(results.runs["outcome"][:3]) == ["final", "final", "synthesis"]
+
+
+def test_the_async_executor_form_runs_on_the_cluster(client: Any) -> None:
+    async def sweep() -> LabResults:
+        return await arun_scenarios(catalog(), executor=client.get_executor(), progress=False)
+
+    assert_same_frames(asyncio.run(sweep()), run_scenarios(catalog(), progress=False))
