@@ -622,19 +622,29 @@ async def test_two_runs_in_one_event_loop_share_a_pooled_connection(provider: st
     stub.assert_clean()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ToolLoopError,
-    reason="LLMAgent.run() starts a new event loop per call (asyncio.run); the provider "
-    "clients cache their async httpx client per base_url, whose pooled keep-alive "
-    "connection belongs to the first, closed loop: the second run fails with "
-    "'Event loop is closed' (see the issue 6 report)",
-)
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_sync_run_twice_on_one_client(provider: str) -> None:
+    # each asyncio.run would make a new loop, while the provider clients keep one pooled
+    # async httpx client per base_url: a second run on a fresh loop would meet a pooled
+    # connection of the first, closed one ("Event loop is closed")
     stub, agent = keep_alive_agent(provider)
     try:
         assert agent.run("a").final_response.text == "one"
         assert agent.run("b").final_response.text == "two"
     finally:
         stub.stop()
+    ports = [r.client_port for r in stub.requests]
+    assert ports[0] == ports[1]
+    stub.assert_clean()
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_sync_run_twice_inside_a_running_loop(provider: str) -> None:
+    # the notebook case: run() is called where an event loop already runs
+    stub, agent = keep_alive_agent(provider)
+    try:
+        assert agent.run("a").final_response.text == "one"
+        assert agent.run("b").final_response.text == "two"
+    finally:
+        stub.stop()
+    stub.assert_clean()
