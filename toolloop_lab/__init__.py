@@ -24,7 +24,7 @@ from toolloop_lab.usage import Usage
 
 if TYPE_CHECKING:
     from toolloop_lab.lab import LabResults, Scenario, arun_scenarios, catalog, run_scenarios
-    from toolloop_lab.recording import RecordingChatModel, ReplayChatModel
+    from toolloop_lab.recording import RecordingChatModel, ReplayChatModel, WhatIfResult, what_if
     from toolloop_lab.widget import LoopDebugger
 
 __all__ = [
@@ -44,10 +44,12 @@ __all__ = [
     "ToolLoopLabError",
     "ToolLoopResult",
     "Usage",
+    "WhatIfResult",
     "arun_scenarios",
     "catalog",
     "run_scenarios",
     "usd_budget",
+    "what_if",
 ]
 
 _LAZY = {
@@ -59,6 +61,8 @@ _LAZY = {
     "run_scenarios": "toolloop_lab.lab",
     "RecordingChatModel": "toolloop_lab.recording",
     "ReplayChatModel": "toolloop_lab.recording",
+    "WhatIfResult": "toolloop_lab.recording",
+    "what_if": "toolloop_lab.recording",
 }
 
 
