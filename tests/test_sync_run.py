@@ -1,18 +1,22 @@
 """``agent.run`` is synchronous outside and inside a running event loop (the notebook case),
-and keeps the caller's USD budget either way."""
+keeps the caller's USD budget either way, and reuses one event loop across calls."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
+import signal
 import threading
 from decimal import Decimal
+from typing import Any
 
 import pytest
+from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, tool
 from loopkit import MODEL, calls, final, reference_cost, tool_call
 
-from toolloop_lab import ExecutionError, LLMAgent, ScriptedChatModel, usd_budget
-from toolloop_lab.events import LoopStarted
+from toolloop_lab import ExecutionError, LLMAgent, ScriptedChatModel, ToolLoopResult, usd_budget
+from toolloop_lab.events import Event, LoopFailed, LoopStarted, ToolDispatched
 
 
 def _model() -> ScriptedChatModel:
@@ -86,3 +90,163 @@ async def test_run_inside_a_loop_sees_a_generous_budget_as_a_limit() -> None:
     started = result.events[0]
     assert isinstance(started, LoopStarted)
     assert started.usd_limit == Decimal(3)
+
+
+class LoopBoundPool:
+    """Like a provider SDK's pooled HTTP client: bound to the loop that first used it."""
+
+    def __init__(self) -> None:
+        self.loops: list[asyncio.AbstractEventLoop] = []
+
+    async def request(self) -> str:
+        loop = asyncio.get_running_loop()
+        if self.loops and self.loops[0] is not loop:
+            raise RuntimeError(
+                "Event loop is closed" if self.loops[0].is_closed() else "bound to another loop"
+            )
+        self.loops.append(loop)
+        await asyncio.sleep(0)
+        return "pooled ok"
+
+
+def _pooled_agent(pool: LoopBoundPool, replies: int) -> tuple[LLMAgent, ScriptedChatModel]:
+    @tool
+    async def fetch() -> str:
+        """Uses the pooled client."""
+        return await pool.request()
+
+    script: list[Any] = []
+    for n in range(replies):
+        script += [calls(tool_call("fetch", {}, f"f{n}")), final(f"run {n}")]
+    model = ScriptedChatModel(script, model_name=MODEL)
+    return LLMAgent(model, [fetch]), model
+
+
+def _fetch_status(result: ToolLoopResult) -> list[tuple[str, str]]:
+    return [(str(m.content), m.status) for m in result.messages if isinstance(m, ToolMessage)]
+
+
+def test_repeated_sync_runs_share_one_event_loop() -> None:
+    pool = LoopBoundPool()
+    agent, _ = _pooled_agent(pool, 3)
+    results = [agent.run("go") for _ in range(3)]
+    assert [r.final_response.text for r in results] == ["run 0", "run 1", "run 2"]
+    assert [_fetch_status(r) for r in results] == [[("pooled ok", "success")]] * 3
+    assert len(pool.loops) == 3
+    assert len(set(map(id, pool.loops))) == 1
+    assert not pool.loops[0].is_closed()
+
+
+async def test_repeated_runs_inside_a_running_loop_share_one_background_loop() -> None:
+    pool = LoopBoundPool()
+    agent, _ = _pooled_agent(pool, 2)
+    first = agent.run("go")
+    second = agent.run("go")
+    assert _fetch_status(first) == _fetch_status(second) == [("pooled ok", "success")]
+    assert pool.loops[0] is pool.loops[1]
+    assert pool.loops[0] is not asyncio.get_running_loop()
+
+
+def test_each_thread_gets_its_own_loop_and_it_is_closed_with_the_thread() -> None:
+    pool_main, pool_thread = LoopBoundPool(), LoopBoundPool()
+    main_agent, _ = _pooled_agent(pool_main, 1)
+    thread_agent, _ = _pooled_agent(pool_thread, 1)
+    main_agent.run("go")
+    worker = threading.Thread(target=thread_agent.run, args=("go",))
+    worker.start()
+    worker.join()
+    del worker
+    gc.collect()
+    assert pool_thread.loops[0] is not pool_main.loops[0]
+    assert pool_thread.loops[0].is_closed()
+    assert not pool_main.loops[0].is_closed()
+
+
+@pytest.mark.parametrize("inside_loop", [False, True])
+def test_runs_after_an_interrupted_run_still_work(inside_loop: bool, echo_tool: BaseTool) -> None:
+    def two_runs() -> tuple[list[Event], str]:
+        events: list[Event] = []
+        model = ScriptedChatModel([KeyboardInterrupt(), final("after")], model_name=MODEL)
+        agent = LLMAgent(model, [echo_tool], observers=[events.append])
+        with pytest.raises(KeyboardInterrupt):
+            agent.run("go")
+        return events, agent.run("again").final_response.text
+
+    if inside_loop:
+
+        async def cell() -> tuple[list[Event], str]:
+            return two_runs()
+
+        events, text = asyncio.run(cell())
+    else:
+        events, text = two_runs()
+    assert text == "after"
+    failed = next(e for e in events if isinstance(e, LoopFailed))
+    assert failed.cancelled is True
+    assert [e.kind for e in events].count("loop_finish") == 1
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="needs POSIX signals")
+@pytest.mark.parametrize("inside_loop", [False, True])
+def test_ctrl_c_while_run_waits_cancels_the_run_before_raising(inside_loop: bool) -> None:
+    # A real SIGINT reaches the main thread while the run is blocked in a tool; the run is
+    # cancelled, its open call answered and its final event emitted before the caller
+    # sees KeyboardInterrupt.
+    main = threading.main_thread().ident
+    assert main == threading.get_ident()
+    events: list[Event] = []
+
+    @tool
+    async def hang() -> str:
+        """Presses Ctrl-C on the main thread, then waits to be cancelled."""
+        sender = threading.Thread(target=signal.pthread_kill, args=(main, signal.SIGINT))
+        sender.start()
+        await asyncio.Event().wait()
+        return "unreachable"
+
+    model = ScriptedChatModel([calls(tool_call("hang", {}, "h1")), final("never")])
+    agent = LLMAgent(model, [hang], observers=[events.append])
+
+    def press() -> None:
+        with pytest.raises(KeyboardInterrupt):
+            agent.run("go")
+
+    if inside_loop:
+
+        async def cell() -> None:
+            # ipykernel runs a cell with Python's default SIGINT handler (asyncio.run's own
+            # handler would only cancel this coroutine, which is blocked in run())
+            previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+            try:
+                press()
+            finally:
+                signal.signal(signal.SIGINT, previous)
+
+        asyncio.run(cell())
+    else:
+        press()
+    assert [e.kind for e in events][-2:] == ["tool_dispatch", "loop_failure"]
+    closed = events[-2]
+    assert isinstance(closed, ToolDispatched)
+    assert (closed.tool_call_id, closed.error_reason) == ("h1", "cancelled")
+    failed = events[-1]
+    assert isinstance(failed, LoopFailed)
+    assert failed.cancelled is True
+    assert len(model.calls) == 1
+
+
+def test_a_job_interrupted_before_it_started_is_closed_and_never_started() -> None:
+    from toolloop_lab.sync_runner import _background_runner, _Submitted
+
+    async def body() -> str:
+        return "must never run"
+
+    coro = body()
+    job = _Submitted(coro)
+    background = _background_runner()
+    background._cancel(job)  # the caller's interruption came before _start was queued
+    assert job.done.is_set()
+    assert job.abandoned is True
+    assert coro.cr_frame is None  # closed: no "never awaited" warning, nothing pending
+    background._start(job)
+    assert job.task is None

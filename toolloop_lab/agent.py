@@ -11,7 +11,6 @@ messages and events survive in the result or on the error.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import inspect
 import logging
 import math
@@ -54,6 +53,7 @@ from toolloop_lab.events import (
 from toolloop_lab.hooks import PauseHook, PausePoint
 from toolloop_lab.pricing import call_cost, known_price, model_name_of
 from toolloop_lab.pruning import DEFAULT_PRUNING_PROMPT, prune_output
+from toolloop_lab.sync_runner import run_sync
 from toolloop_lab.tools import (
     DispatchOutcome,
     dispatch,
@@ -314,17 +314,12 @@ class LLMAgent:
     def run(self, prompt_or_messages: str | Sequence[Any]) -> ToolLoopResult:
         """Synchronous :meth:`arun`; also works where an event loop already runs (notebooks).
 
-        Inside a running loop the run goes to a worker thread with its own event loop and a
-        copy of the caller's context, USD budget included.
+        Runs reuse one event loop per calling thread (inside a running loop: one background
+        loop), so a chat model whose client pools connections per loop keeps working across
+        calls. The run sees a copy of the caller's context, USD budget included.
         """
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.arun(prompt_or_messages))
         ctx = _budget.snapshot_context()
-        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="toolloop") as pool:
-            future = pool.submit(ctx.run, asyncio.run, self.arun(prompt_or_messages))
-            return future.result()
+        return run_sync(lambda: self.arun(prompt_or_messages), ctx)
 
     # -- the loop ---------------------------------------------------------------------
     async def _execute_tool_loop(self, messages: Sequence[BaseMessage]) -> ToolLoopResult:

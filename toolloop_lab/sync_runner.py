@@ -1,0 +1,184 @@
+"""Run a coroutine to completion from synchronous code, on an event loop that persists.
+
+``asyncio.run`` makes a new loop per call and closes it. Provider SDKs (openai, anthropic)
+cache one async HTTP client per base URL whose pooled keep-alive connections belong to the
+loop that opened them, so a second ``agent.run()`` on the same chat model failed with
+"Event loop is closed". Here every calling thread keeps one loop for all its sync runs, and
+code that already runs inside an event loop (a notebook cell) hands the run to one
+long-lived background loop, so repeated runs reuse the same loop either way.
+
+Whatever stops a run early (Ctrl-C, an exception) is not raised to the caller before the
+run's task has finished, so the loop's final event is always emitted first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import contextvars
+import threading
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+__all__ = ["run_sync"]
+
+T = TypeVar("T")
+
+
+class _ThreadLoop:
+    """One calling thread's loop; closed when the thread's locals go away."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+
+    def __del__(self) -> None:
+        if not self.loop.is_running() and not self.loop.is_closed():
+            self.loop.close()
+
+
+_local = threading.local()
+
+
+def _thread_loop() -> asyncio.AbstractEventLoop:
+    holder: _ThreadLoop | None = getattr(_local, "holder", None)
+    if holder is None or holder.loop.is_closed():
+        holder = _local.holder = _ThreadLoop()
+    return holder.loop
+
+
+def _drive(
+    loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T], ctx: contextvars.Context
+) -> T:
+    """Run ``coro`` on this thread's ``loop``; if the caller is interrupted, cancel the task
+    and let it finish (emitting its final event) before re-raising."""
+    task: asyncio.Task[T] | None = None
+    try:
+        task = loop.create_task(coro, context=ctx)
+        return loop.run_until_complete(task)
+    except BaseException:
+        if task is None:
+            coro.close()
+        elif not task.done():
+            task.cancel()
+            # the first interruption is what the caller sees
+            with contextlib.suppress(BaseException):
+                loop.run_until_complete(task)
+        raise
+
+
+@dataclass(eq=False)
+class _Submitted:
+    """One run handed to the background loop."""
+
+    coro: Coroutine[Any, Any, Any]
+    done: threading.Event = field(default_factory=threading.Event)
+    task: asyncio.Task[Any] | None = None
+    interrupt: BaseException | None = None
+    abandoned: bool = False
+
+
+class _Background:
+    """A daemon thread running one loop forever, for callers that are inside a loop."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.active: set[_Submitted] = set()  # touched only in the loop's thread
+        self.thread = threading.Thread(target=self._serve, name="toolloop-sync", daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        while True:
+            try:
+                self.loop.run_forever()
+                return
+            except (KeyboardInterrupt, SystemExit) as exc:
+                # asyncio re-raises these out of whichever task raised them, often a
+                # library's inner task. Stop every run here, as asyncio.run would, and
+                # hand the interruption to their callers; keep serving later runs.
+                for job in list(self.active):
+                    job.interrupt = exc
+                    if job.task is not None:
+                        job.task.cancel()
+
+    def _start(self, job: _Submitted) -> None:
+        if job.abandoned:
+            return
+        job.task = self.loop.create_task(job.coro)  # in the context of this callback
+        self.active.add(job)
+
+        def finished(_task: asyncio.Task[Any]) -> None:
+            self.active.discard(job)
+            job.done.set()
+
+        job.task.add_done_callback(finished)
+
+    @staticmethod
+    def _cancel(job: _Submitted) -> None:
+        if job.task is not None:
+            job.task.cancel()
+        else:  # interrupted before it was started: it never will be
+            job.abandoned = True
+            job.coro.close()
+            job.done.set()
+
+    def stop(self) -> None:
+        if self.loop.is_closed():
+            return
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5)
+        if not self.thread.is_alive():
+            self.loop.close()
+
+    def run(self, coro: Coroutine[Any, Any, T], ctx: contextvars.Context) -> T:
+        job = _Submitted(coro)
+        try:
+            # inside the try: the run may get far (even to a Ctrl-C) before this returns
+            self.loop.call_soon_threadsafe(self._start, job, context=ctx)
+            job.done.wait()
+        except BaseException:
+            # the caller was interrupted: stop the run and let it emit its final event
+            self.loop.call_soon_threadsafe(self._cancel, job)
+            job.done.wait()
+            raise
+        task = job.task
+        if task is None or task.cancelled():
+            if job.interrupt is not None:
+                raise job.interrupt
+            raise asyncio.CancelledError
+        error = task.exception()
+        if error is not None:
+            raise error
+        result: T = task.result()
+        return result
+
+
+_background: _Background | None = None
+_background_lock = threading.Lock()
+
+
+def _background_runner() -> _Background:
+    global _background
+    with _background_lock:
+        if _background is None or not _background.thread.is_alive():
+            _background = _Background()
+            atexit.register(_background.stop)
+        return _background
+
+
+def run_sync(
+    make: Callable[[], Coroutine[Any, Any, T]], ctx: contextvars.Context | None = None
+) -> T:
+    """Run the coroutine ``make()`` returns to completion and return its result.
+
+    ``ctx`` is the context the run sees (default: a copy of the caller's). The coroutine is
+    made only once it is certain to run, so none is ever left un-awaited.
+    """
+    context = ctx if ctx is not None else contextvars.copy_context()
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return _drive(_thread_loop(), make(), context)
+    return _background_runner().run(make(), context)
