@@ -449,3 +449,68 @@ async def test_tool_call_ids_stay_unique_across_rounds(
     assert len(asked) == len(set(asked)) == 2
     assert answered == Counter(dict.fromkeys(asked, 1))
     assert [m.content for m in _tool_messages(result)] == ["r1", "r2"]
+
+
+def test_content_blocks_carrying_ids_are_renamed_with_their_calls() -> None:
+    message = AIMessage(
+        content=[
+            {"type": "text", "text": "Two sums."},
+            {"type": "tool_use", "id": "toolu_same", "name": "add", "input": {"a": 1}},
+            {"type": "tool_use", "id": "toolu_same", "name": "add", "input": {"a": 2}},
+            {"type": "function_call", "call_id": "toolu_same", "name": "add", "arguments": "{}"},
+        ],
+        tool_calls=[
+            tool_call("add", {"a": 1}, "toolu_same"),
+            tool_call("add", {"a": 2}, "toolu_same"),
+            tool_call("add", {"a": 3}, "toolu_same"),
+        ],
+    )
+    fixed = normalize_tool_call_ids(message)
+    ids = [c["id"] for c in fixed.tool_calls]
+    assert ids == ["toolu_same", "call_1", "call_2"]
+    assert isinstance(fixed.content, list)
+    blocks = [b for b in fixed.content if isinstance(b, dict)]
+    assert [b.get("id") or b.get("call_id") for b in blocks[1:]] == ids
+    assert [b.get("input") for b in blocks[1:3]] == [{"a": 1}, {"a": 2}]
+    assert blocks[0] == {"type": "text", "text": "Two sums."}
+    # the original reply is untouched
+    assert isinstance(message.content, list)
+    assert [b["id"] for b in message.content[1:3] if isinstance(b, dict)] == ["toolu_same"] * 2
+
+
+def test_content_blocks_are_left_alone_when_ids_are_fine() -> None:
+    content: list[str | dict[str, Any]] = [
+        {"type": "tool_use", "id": "t1", "name": "add", "input": {}}
+    ]
+    message = AIMessage(content=content, tool_calls=[tool_call("add", {}, "t1")])
+    assert normalize_tool_call_ids(message) is message
+
+
+async def test_anthropic_shaped_replies_reach_the_transcript_with_unique_block_ids() -> None:
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    reply = AIMessage(
+        content=[
+            {"type": "tool_use", "id": "toolu_x", "name": "add", "input": {"a": 1, "b": 1}},
+            {"type": "tool_use", "id": "toolu_x", "name": "add", "input": {"a": 2, "b": 2}},
+        ],
+        tool_calls=[
+            tool_call("add", {"a": 1, "b": 1}, "toolu_x"),
+            tool_call("add", {"a": 2, "b": 2}, "toolu_x"),
+        ],
+        usage_metadata=usage(10, 5),
+    )
+    result, _, model = await _run([add], reply)
+    sent = model.calls[1].messages[1]
+    assert isinstance(sent, AIMessage)
+    assert isinstance(sent.content, list)
+    block_ids = [b["id"] for b in sent.content if isinstance(b, dict)]
+    assert block_ids == [c["id"] for c in sent.tool_calls]
+    assert len(set(block_ids)) == 2
+    assert [(m.tool_call_id, m.content) for m in _tool_messages(result)] == [
+        (block_ids[0], "2"),
+        (block_ids[1], "4"),
+    ]

@@ -73,8 +73,10 @@ def normalize_tool_call_ids(message: AIMessage, used: Collection[str] = ()) -> A
     Providers occasionally send missing, empty or repeated ids; a transcript with those
     cannot be answered one-to-one. An id is kept at its first occurrence unless ``used``
     (ids already in the transcript) holds it; every other one is replaced by a fresh
-    ``call_<n>`` that appears nowhere else. The reply is returned unchanged when all ids
-    are fine.
+    ``call_<n>`` that appears nowhere else. Content blocks that carry the same ids
+    (Anthropic ``tool_use``, standard ``tool_call``, OpenAI Responses ``function_call``)
+    are renamed alike, in order, so a provider converter never pairs a block with the
+    wrong call. The reply is returned unchanged when all ids are fine.
     """
     calls = list(message.tool_calls)
     invalid = list(message.invalid_tool_calls)
@@ -108,9 +110,33 @@ def normalize_tool_call_ids(message: AIMessage, used: Collection[str] = ()) -> A
         bad if bad.get("id") == cid else {**bad, "id": cid}
         for bad, cid in zip(invalid, ids[len(calls) :], strict=True)
     ]
-    return message.model_copy(
-        update={"tool_calls": fixed_calls, "invalid_tool_calls": fixed_invalid}
-    )
+    renames: dict[str, list[str]] = {}
+    for cid, new in zip(raw_ids, ids, strict=True):
+        if isinstance(cid, str) and cid:
+            renames.setdefault(cid, []).append(new)
+    update: dict[str, Any] = {"tool_calls": fixed_calls, "invalid_tool_calls": fixed_invalid}
+    if isinstance(message.content, list) and any(
+        len(news) > 1 or news[0] != old for old, news in renames.items()
+    ):
+        update["content"] = _rename_blocks(message.content, renames)
+    return message.model_copy(update=update)
+
+
+_ID_KEYS: dict[str, str] = {"tool_use": "id", "tool_call": "id", "function_call": "call_id"}
+"""Content-block types that carry a tool-call id, and the key that holds it."""
+
+
+def _rename_blocks(content: list[Any], renames: Mapping[str, list[str]]) -> list[Any]:
+    """``content`` with the n-th block carrying id X given the n-th new id for X."""
+    queues = {old: list(news) for old, news in renames.items()}
+    out: list[Any] = []
+    for block in content:
+        key = _ID_KEYS.get(block.get("type", "")) if isinstance(block, dict) else None
+        old = block.get(key) if key else None
+        if key and isinstance(old, str) and queues.get(old):
+            block = {**block, key: queues[old].pop(0)}
+        out.append(block)
+    return out
 
 
 async def _run_tool(tool: BaseTool, call: ToolCall) -> tuple[str, Any]:
