@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import inspect
 import signal
 import threading
 from decimal import Decimal
@@ -247,6 +248,7 @@ def test_a_job_interrupted_before_it_started_is_closed_and_never_started() -> No
     background._cancel(job)  # the caller's interruption came before _start was queued
     assert job.done.is_set()
     assert job.abandoned is True
-    assert coro.cr_frame is None  # closed: no "never awaited" warning, nothing pending
+    # closed: no "never awaited" warning, nothing pending
+    assert inspect.getcoroutinestate(coro) == inspect.CORO_CLOSED
     background._start(job)
     assert job.task is None
