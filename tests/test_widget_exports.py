@@ -1,0 +1,44 @@
+"""The widget, trace, runview and escape modules keep ``__all__`` sorted and complete."""
+
+from __future__ import annotations
+
+import importlib
+import typing
+
+import pytest
+
+MODULES = [
+    "toolloop_lab.escape",
+    "toolloop_lab.runview",
+    "toolloop_lab.trace",
+    "toolloop_lab.widget",
+    "toolloop_lab.widget.coalesce",
+    "toolloop_lab.widget.debugger",
+    "toolloop_lab.widget.figures",
+    "toolloop_lab.widget.html",
+    "toolloop_lab.widget.step",
+    "toolloop_lab.widget.text",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_all_is_sorted_and_complete(name: str) -> None:
+    module = importlib.import_module(name)
+    exported = list(module.__all__)
+    assert exported == sorted(exported)
+    assert all(hasattr(module, n) for n in exported)
+    defined_here = {
+        n
+        for n, v in vars(module).items()
+        if not n.startswith("_")
+        and getattr(v, "__module__", None) == name
+        and not isinstance(v, typing.TypeVar)
+    }
+    assert defined_here <= set(exported), defined_here - set(exported)
+
+
+def test_the_package_exports_the_debugger() -> None:
+    import toolloop_lab
+    from toolloop_lab.widget import LoopDebugger
+
+    assert toolloop_lab.LoopDebugger is LoopDebugger
