@@ -150,3 +150,30 @@ def test_sync_stream_aggregates_like_invoke() -> None:
         total = total + chunk
     assert total.tool_calls == _tool_reply().tool_calls
     assert total.usage_metadata == usage(42, 7)
+
+
+async def test_invalid_tool_calls_survive_streaming() -> None:
+    reply = AIMessage(
+        "text and two calls",
+        tool_calls=[tool_call("echo", {"text": "a"}, "c1")],
+        invalid_tool_calls=[
+            {
+                "name": "echo",
+                "args": '{"text": oops}',
+                "id": "x1",
+                "error": None,
+                "type": "invalid_tool_call",
+            }
+        ],
+        usage_metadata=usage(5, 5),
+    )
+    invoked = await ScriptedChatModel([reply]).ainvoke(PROMPT)
+    chunks = [c async for c in ScriptedChatModel([reply]).astream(PROMPT)]
+    total = chunks[0]
+    for chunk in chunks[1:]:
+        total = total + chunk
+    assert total.tool_calls == invoked.tool_calls == reply.tool_calls
+    assert [(c["id"], c["name"], c["args"]) for c in total.invalid_tool_calls] == [
+        ("x1", "echo", '{"text": oops}')
+    ]
+    assert [(c["id"], c["args"]) for c in invoked.invalid_tool_calls] == [("x1", '{"text": oops}')]

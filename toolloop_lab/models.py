@@ -20,6 +20,7 @@ from langchain_core.callbacks import (
 )
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages.tool import ToolCallChunk, tool_call_chunk
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
@@ -183,21 +184,27 @@ class ScriptedChatModel(BaseChatModel):
             message=AIMessageChunk(
                 content=last_text,
                 id=reply.id,
-                tool_call_chunks=[
-                    {
-                        "name": c["name"],
-                        "args": json.dumps(c["args"]),
-                        "id": c["id"],
-                        "index": i,
-                        "type": "tool_call_chunk",
-                    }
-                    for i, c in enumerate(reply.tool_calls)
-                ],
+                tool_call_chunks=self._call_chunks(reply),
                 usage_metadata=reply.usage_metadata,
                 response_metadata=reply.response_metadata,
                 chunk_position="last",
             )
         )
+
+    @staticmethod
+    def _call_chunks(reply: AIMessage) -> list[ToolCallChunk]:
+        """Tool calls as a provider streams them: valid ones as JSON text, invalid ones with
+        their raw argument text (langchain-core parses both again when chunks are added)."""
+        chunks: list[ToolCallChunk] = [
+            tool_call_chunk(name=c["name"], args=json.dumps(c["args"]), id=c["id"], index=i)
+            for i, c in enumerate(reply.tool_calls)
+        ]
+        start = len(chunks)
+        chunks.extend(
+            tool_call_chunk(name=c.get("name"), args=c.get("args"), id=c.get("id"), index=start + i)
+            for i, c in enumerate(reply.invalid_tool_calls)
+        )
+        return chunks
 
     def _stream(
         self,
