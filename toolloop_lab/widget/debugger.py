@@ -264,7 +264,8 @@ class LoopDebugger(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no t
         def done(finished: asyncio.Task[R]) -> None:
             if temporary:
                 detach()
-            self._controller.arm(None)
+            if self._task is finished:  # a newer start() keeps its own arming
+                self._controller.arm(None)
             if finished.cancelled():
                 if self._view.status in ("idle", "running", "paused"):
                     self._note = "the run was stopped"
