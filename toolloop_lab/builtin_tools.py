@@ -5,7 +5,9 @@ symlink followed and must stay under the resolved root (a path component boundar
 ``/data-evil`` is not inside ``/data``); absolute paths, ``..``, NUL bytes, non-regular
 files (FIFOs, devices, directories), files over the size limit and binary files are
 refused with a clear message. The file is opened with ``O_NOFOLLOW`` and checked again with
-``fstat`` on the open descriptor, so a swap between check and open is caught.
+``fstat`` on the open descriptor, so a swap between check and open is caught; where the OS
+names an open descriptor's file (``/proc/self/fd`` on Linux), that real path must be under
+the root too, which also catches a directory on the way swapped for a symlink.
 """
 
 from __future__ import annotations
@@ -41,6 +43,14 @@ def _refuse(message: str) -> ToolException:
     return ToolException(message)
 
 
+def _opened_path(fd: int) -> Path | None:
+    """The real path of an open descriptor, where the OS tells (Linux ``/proc``)."""
+    try:
+        return Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:
+        return None
+
+
 def _read_confined(root: Path, path: str, max_bytes: int) -> str:
     if not isinstance(path, str) or not path:
         raise _refuse("path must be a non-empty relative path")
@@ -70,6 +80,9 @@ def _read_confined(root: Path, path: str, max_bytes: int) -> str:
     with os.fdopen(fd, "rb") as handle:
         fst = os.fstat(handle.fileno())
         if not stat.S_ISREG(fst.st_mode) or (fst.st_dev, fst.st_ino) != (st.st_dev, st.st_ino):
+            raise _refuse(f"{path!r} changed while it was being opened")
+        opened = _opened_path(handle.fileno())
+        if opened is not None and not opened.is_relative_to(root):
             raise _refuse(f"{path!r} changed while it was being opened")
         if fst.st_size > max_bytes:
             raise _refuse(f"{path!r} is {fst.st_size} bytes; the limit is {max_bytes}")
