@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import threading
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -364,3 +365,55 @@ def test_call_cost_prefers_the_most_specific_name() -> None:
     # a reply name genai-prices knows prices a model configured under an unknown alias
     assert call_cost(spent, [MODEL, alias]) == reference_cost([(1000, 1000)])
     assert call_cost(spent, [None, alias]) is None
+
+
+def _in_thread(work: Any) -> Any:
+    box: list[Any] = []
+
+    def target() -> None:
+        try:
+            box.append(work())
+        except BaseException as exc:  # noqa: BLE001 - handed back to the test
+            box.append(exc)
+
+    worker = threading.Thread(target=target)
+    worker.start()
+    worker.join()
+    return box[0]
+
+
+def test_a_bare_thread_fails_closed_while_a_budget_is_active_elsewhere(
+    echo_tool: BaseTool,
+) -> None:
+    def bare() -> Any:
+        return LLMAgent(ScriptedChatModel([final("x")], model_name=MODEL), [echo_tool]).run("go")
+
+    def declared() -> Any:
+        with usd_budget(None):
+            model = ScriptedChatModel([final("declared")], model_name=MODEL)
+            return LLMAgent(model, [echo_tool]).run("go")
+
+    with usd_budget(1):
+        unavailable = _in_thread(bare)
+        ok = _in_thread(declared)
+    after = _in_thread(bare)
+
+    assert isinstance(unavailable, ExecutionError)
+    assert (unavailable.kind, unavailable.reason) == ("cost", "budget_unavailable")
+    assert ok.final_response.text == "declared"
+    assert after.final_response.text == "x"  # nothing active any more
+
+
+async def test_to_thread_and_tasks_inherit_the_budget() -> None:
+    async def seen_by_task() -> UsdBudget | None:
+        await asyncio.sleep(0)
+        return current_usd_budget()
+
+    with usd_budget("0.25") as budget:
+        in_thread = await asyncio.to_thread(current_usd_budget)
+        task = asyncio.create_task(seen_by_task())
+    # the task was created inside the block, so it keeps the budget after the block ends
+    in_task = await task
+    assert budget is not None
+    assert in_thread == budget == in_task
+    assert current_usd_budget() is None
