@@ -335,7 +335,11 @@ def test_a_lost_scenario_is_retried_once_then_reported(
     results = run_scenarios_on_dask(scenarios, client, retries=1)
     assert [r.scenario for r in results.records] == [s.name for s in scenarios]
 
-    assert len(attempts(once)) == 2
+    # Died once, then ran again; a third run is Dask recomputing a result it had not yet
+    # handed over when its worker died (always_dies may land on that worker next).
+    first, *later = attempts(once)
+    assert later
+    assert first not in client.run(os.getpid).values()
     assert results["dies_once"].outcome == "final"
     assert results["dies_once"].final_text == "dies_once survived"
 

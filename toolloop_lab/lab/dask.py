@@ -20,6 +20,7 @@ with outcome ``error``, ``error_kind`` ``worker_lost``, the exception's type as
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -60,6 +61,8 @@ class DaskClient(Protocol):
 
     def submit(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any: ...
 
+    def gather(self, futures: Any, *args: Any, **kwargs: Any) -> Any: ...
+
     def cancel(self, futures: Any, *args: Any, **kwargs: Any) -> Any: ...
 
 
@@ -83,14 +86,17 @@ class _Attempt:
     started: float
 
 
-def _exception_of(status: str, result: Any) -> BaseException:
-    """The exception of a failed future as ``as_completed(with_results=True)`` hands it over:
-    an ``(type, exc, traceback)`` triple for an error, the exception itself when cancelled."""
-    if isinstance(result, BaseException):
-        return result
-    if isinstance(result, tuple) and len(result) == 3 and isinstance(result[1], BaseException):
-        return result[1]
-    return RuntimeError(f"the Dask task ended with status {status!r}")
+def _settle(future: Any) -> ScenarioRun | BaseException:
+    """The run of a future the batch gather did not bring back, or why it has none: waits
+    for it (a result lost with its worker is recomputed), then returns its result or the
+    exception it ended with (``KilledWorker``, a cancellation, an unpickling error...)."""
+    try:
+        value = future.result()
+    except (Exception, asyncio.CancelledError) as exc:  # noqa: BLE001 - every failure is a row
+        return exc
+    if isinstance(value, ScenarioRun):
+        return value
+    return TypeError(f"the Dask task returned {type(value).__name__}, not a ScenarioRun")
 
 
 def run_scenarios_on_dask(
@@ -131,32 +137,42 @@ def run_scenarios_on_dask(
             futures = client.map(run_one, items, range(len(items)), pure=False)
             pending = {f: _Attempt(i, 1, started) for i, f in enumerate(futures)}
             del futures
-        done = distributed.as_completed(
-            list(pending), loop=client.loop, with_results=True, raise_errors=False
-        )
-        for future, result in done:
-            attempt = pending.pop(future)
-            scenario = items[attempt.index]
-            if future.status == "finished" and isinstance(result, ScenarioRun):
-                run = result
-                replay_events(run.events, chosen)
-            else:
-                exc = _exception_of(future.status, result)
-                if executor_error_kind(exc) == "worker_lost" and attempt.number <= retries:
-                    again = client.submit(run_one, scenario, attempt.index, pure=False)
-                    pending[again] = _Attempt(attempt.index, attempt.number + 1, attempt.started)
-                    done.add(again)
-                    retried += 1
+        done = distributed.as_completed(list(pending), loop=client.loop)
+        for batch in done.batches():
+            # One gather per batch of finished tasks, not one round trip per scenario;
+            # failed tasks are left out of it and settled one by one.
+            gathered = client.gather({f.key: f for f in batch}, errors="skip")
+            for future in batch:
+                result = gathered.get(future.key)
+                attempt = pending.pop(future)
+                scenario = items[attempt.index]
+                outcome = result if isinstance(result, ScenarioRun) else _settle(future)
+                if isinstance(outcome, ScenarioRun):
+                    run = outcome
+                    replay_events(run.events, chosen)
+                else:
+                    exc = outcome
+                    if executor_error_kind(exc) == "worker_lost" and attempt.number <= retries:
+                        again = client.submit(run_one, scenario, attempt.index, pure=False)
+                        pending[again] = _Attempt(
+                            attempt.index, attempt.number + 1, attempt.started
+                        )
+                        done.add(again)
+                        retried += 1
+                        bar.set_postfix(errors=errors, retried=retried, refresh=False)
+                        continue
+                    run = executor_failure(
+                        scenario,
+                        attempt.index,
+                        exc,
+                        started=attempt.started,
+                        attempts=attempt.number,
+                    )
+                slots[attempt.index] = run
+                if run.outcome == "error":
+                    errors += 1
                     bar.set_postfix(errors=errors, retried=retried, refresh=False)
-                    continue
-                run = executor_failure(
-                    scenario, attempt.index, exc, started=attempt.started, attempts=attempt.number
-                )
-            slots[attempt.index] = run
-            if run.outcome == "error":
-                errors += 1
-                bar.set_postfix(errors=errors, retried=retried, refresh=False)
-            bar.update(1)
+                bar.update(1)
     finally:
         if pending:  # interrupted: stop what the cluster would otherwise still run
             client.cancel(list(pending))
