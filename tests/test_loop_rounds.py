@@ -217,3 +217,14 @@ async def test_changing_the_agents_tools_rebinds_the_model() -> None:
     await agent.arun("go")
     assert [c.tool_names for c in model.calls] == [("first",), ("first",), ("first", "second")]
     assert [names for names, _ in model.bindings] == [("first",), ("first", "second")]
+
+
+async def test_changing_the_agents_model_uses_the_new_model(echo_tool: BaseTool) -> None:
+    first = ScriptedChatModel([final("from first")], model_name=MODEL)
+    agent = LLMAgent(first, [echo_tool])
+    assert (await agent.arun("go")).final_response.text == "from first"
+    second = ScriptedChatModel([final("from second")], model_name=MODEL)
+    agent.model = second
+    assert (await agent.arun("go")).final_response.text == "from second"
+    assert (len(first.calls), len(second.calls)) == (1, 1)
+    assert second.bindings == ((("echo",), None),)

@@ -261,7 +261,7 @@ class LLMAgent:
         self.pruning_model = pruning_model
         self._observers: tuple[Observer, ...] = tuple(observers)
         self._pause_hooks: tuple[PauseHook, ...] = tuple(pause_hooks)
-        self._bound: tuple[tuple[BaseTool, ...], Any] | None = None
+        self._bound: tuple[BaseChatModel, tuple[BaseTool, ...], Any] | None = None
 
     # -- wiring -----------------------------------------------------------------------
     def subscribe(self, callback: Observer) -> Callable[[], None]:
@@ -355,16 +355,19 @@ class LLMAgent:
             ) from exc
 
     def _bind(self, tools: tuple[BaseTool, ...]) -> Any:
-        """The model with ``tools`` bound, reused while ``self.tools`` stays the same."""
+        """The model with ``tools`` bound, reused while ``self.model`` and ``self.tools``
+        stay the same objects."""
         cached = self._bound
+        model = self.model
         if (
             cached is None
-            or len(cached[0]) != len(tools)
-            or any(a is not b for a, b in zip(cached[0], tools, strict=True))
+            or cached[0] is not model
+            or len(cached[1]) != len(tools)
+            or any(a is not b for a, b in zip(cached[1], tools, strict=True))
         ):
-            runnable = self.model.bind_tools(list(tools)) if tools else self.model
-            cached = self._bound = (tools, runnable)
-        return cached[1]
+            runnable = model.bind_tools(list(tools)) if tools else model
+            cached = self._bound = (model, tools, runnable)
+        return cached[2]
 
     def _check_tools(self) -> None:
         names = [t.name for t in self.tools]
