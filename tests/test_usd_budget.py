@@ -417,3 +417,16 @@ async def test_to_thread_and_tasks_inherit_the_budget() -> None:
     assert budget is not None
     assert in_thread == budget == in_task
     assert current_usd_budget() is None
+
+
+@pytest.mark.parametrize(
+    "prices",
+    [{"mine": 0.5}, {"": TokenPrice(Decimal(1), Decimal(1))}, [("mine", 1)], "mine"],
+)
+def test_bad_price_tables_are_configuration_errors(prices: Any) -> None:
+    model = ScriptedChatModel([final("never")], model_name="mine")
+    with pytest.raises(ConfigurationError) as info, usd_budget(1, prices=prices):
+        LLMAgent(model).run("go")
+    assert info.value.field == "prices"
+    assert model.calls == ()
+    assert current_usd_budget() is None

@@ -78,6 +78,24 @@ def to_decimal_usd(value: Any, *, field: str = "limit_usd") -> Decimal:
     return amount
 
 
+def _checked_prices(prices: Any) -> Mapping[str, TokenPrice] | None:
+    """A read-only copy of ``prices``; a wrong entry fails here, not after a paid call."""
+    if not prices:
+        return None
+    if not isinstance(prices, Mapping):
+        raise ConfigurationError(
+            f"prices must map model names to TokenPrice, got {type(prices).__name__}",
+            field="prices",
+        )
+    for name, price in prices.items():
+        if not isinstance(name, str) or not name or not isinstance(price, TokenPrice):
+            raise ConfigurationError(
+                f"prices must map model names to TokenPrice, got {name!r}: {type(price).__name__}",
+                field="prices",
+            )
+    return MappingProxyType(dict(prices))
+
+
 @contextmanager
 def usd_budget(
     limit_usd: float | Decimal | str | None, *, prices: Mapping[str, TokenPrice] | None = None
@@ -93,7 +111,7 @@ def usd_budget(
         budget = None
         token = _BUDGET.set(_NO_BUDGET)
     else:
-        frozen_prices = MappingProxyType(dict(prices)) if prices else None
+        frozen_prices = _checked_prices(prices)
         budget = UsdBudget(to_decimal_usd(limit_usd), frozen_prices)
         token = _BUDGET.set(budget)
     ident = threading.get_ident()
