@@ -7,8 +7,11 @@ this module) never loads Dask.
 Each scenario is shipped as its picklable :class:`~toolloop_lab.lab.Scenario` and runs as
 one task of the module-level :func:`~toolloop_lab.lab.runner.run_one`; its
 :class:`~toolloop_lab.lab.ScenarioRun` (events included) comes back as the task's result.
-Results are taken as they complete, so the progress bar and the observers move while the
-cluster works, and a result once taken is never lost, whatever happens to workers later.
+Results are taken as they complete (one gather per batch of finished tasks), so the
+progress bar and the observers move while the cluster works, and a result once taken is
+never lost, whatever happens to workers later. A result a dying worker still held, not yet
+taken, is recomputed by Dask itself: same row for a scripted model, a second call (and
+its spend) for a real one.
 
 A worker that dies takes its running scenario with it. Dask itself re-runs such a task up
 to ``distributed.scheduler.allowed-failures`` times (a scheduler setting, 3 by default)
