@@ -195,6 +195,50 @@ def test_a_cancelled_future_is_a_row_not_a_hole() -> None:
     assert list(results.runs["error_reason"]) == ["CancelledError"] * 3
 
 
+class GatedExecutor(Executor):
+    """Threads that hold every task until ``opens_at`` tasks were submitted; it records the
+    most tasks ever in flight at once."""
+
+    def __init__(self, opens_at: int) -> None:
+        self.pool = ThreadPoolExecutor(8)
+        self.gate = threading.Event()
+        self.opens_at = opens_at
+        self.lock = threading.Lock()
+        self.in_flight = 0
+        self.peak = 0
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        with self.lock:
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+            if self.in_flight >= self.opens_at:
+                self.gate.set()
+
+        def gated() -> Any:
+            self.gate.wait(timeout=10)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                with self.lock:
+                    self.in_flight -= 1
+
+        return self.pool.submit(gated)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self.pool.shutdown(wait, cancel_futures=cancel_futures)
+
+
+def test_an_executor_gets_every_scenario_at_once_unless_capped() -> None:
+    scenarios = catalog()[:6]
+    with GatedExecutor(opens_at=6) as everything:
+        run_scenarios(scenarios, executor=everything, progress=False)
+    assert everything.peak == 6  # the executor's workers set the pace, not the sweep
+    with GatedExecutor(opens_at=2) as capped:
+        results = run_scenarios(scenarios, executor=capped, concurrency=2, progress=False)
+    assert capped.peak == 2
+    assert list(results.runs["scenario"]) == [s.name for s in scenarios]
+
+
 def test_an_executor_must_be_an_executor() -> None:
     class LooksLikeAClient:
         def get_executor(self) -> Executor:
