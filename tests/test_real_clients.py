@@ -496,14 +496,8 @@ async def test_anthropic_tool_failure_goes_back_as_is_error(ant: AnthropicStub) 
     assert reasons == ["tool_error", "not_available", "invalid_arguments"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tools.normalize_tool_call_ids renames repeated ids in tool_calls but not in the "
-    "AIMessage's Anthropic tool_use content blocks; langchain-anthropic then sends the stale "
-    "block twice plus the renamed call, which the API refuses (see the issue 6 report)",
-)
 async def test_anthropic_repeated_tool_use_ids_are_made_unique() -> None:
-    with AnthropicStub() as ant:  # not the fixture: its clean-up check would xfail too
+    with AnthropicStub() as ant:
         ant.reply(
             tool_uses=[
                 AnthropicToolUse("add", {"a": 1, "b": 1}, id="toolu_same"),
