@@ -115,6 +115,9 @@ class RunView:
     events: int = 0
     paused_at: PausePoint | None = None
     """Where a debugger holds the loop right now (step mode), else ``None``."""
+    _by_number: dict[int, RoundRow] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     # -- folding ----------------------------------------------------------------------
     @classmethod
@@ -125,14 +128,26 @@ class RunView:
             view.apply(event)
         return view
 
+    def _index(self) -> dict[int, RoundRow]:
+        """Rows by number, kept in step with ``rounds`` (rebuilt if it was set from outside),
+        so finding a row is O(1) however long the run: a new round must not scan them all."""
+        index = self._by_number
+        if len(index) != len(self.rounds):
+            index.clear()
+            for row in self.rounds:
+                index[row.number] = row  # the last row of a number wins, as a reverse scan
+        return index
+
     def _row(self, number: int) -> RoundRow:
-        if self.rounds and self.rounds[-1].number == number:
-            return self.rounds[-1]
-        for row in reversed(self.rounds):
-            if row.number == number:
-                return row
-        row = RoundRow(number)
-        self.rounds.append(row)
+        rows = self.rounds
+        if rows and rows[-1].number == number:
+            return rows[-1]
+        index = self._index()
+        row = index.get(number)
+        if row is None:
+            row = RoundRow(number)
+            rows.append(row)
+            index[number] = row
         return row
 
     def apply(self, event: Event) -> None:
@@ -228,10 +243,7 @@ class RunView:
 
     def row(self, number: int) -> RoundRow | None:
         """The row of round ``number`` (synthesis included), or ``None``."""
-        for row in reversed(self.rounds):
-            if row.number == number:
-                return row
-        return None
+        return self._index().get(number)
 
     @property
     def tool_rounds(self) -> int:
