@@ -76,12 +76,22 @@ def test_each_event_is_on_disk_before_the_next_one_happens(tmp_path: Path) -> No
     assert on_disk == list(range(1, len(on_disk) + 1))
 
 
+def test_no_fsync_by_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[int] = []
+    monkeypatch.setattr(os, "fsync", synced.append)
+    path = tmp_path / "nosync.jsonl"
+    with TraceWriter(path) as writer:
+        outcome = run(scenario_by_name("round_cap", tmp_path), writer)
+    assert synced == []
+    assert read_trace(path).events == outcome.events
+
+
 def test_fsync_at_every_round_boundary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     synced: list[int] = []
     real_fsync = os.fsync
     monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
     path = tmp_path / "sync.jsonl"
-    writer = TraceWriter(path)
+    writer = TraceWriter(path, fsync=True)
     outcome = run(scenario_by_name("round_cap", tmp_path), writer)
     boundaries = [
         e for e in outcome.events if isinstance(e, (RoundStarted, SynthesisStarted, LoopFinished))
