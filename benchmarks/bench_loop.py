@@ -1,24 +1,37 @@
 """Per-round overhead of LLMAgent against the bare langchain-core loop (the floor).
 
-Run: ``python benchmarks/bench_loop.py`` (add ``--quick`` for a short run). Every variant
-drives the same instant scripted model, making one ``echo`` tool call per round, in one
-process, with the variants interleaved repeat by repeat so drift hits all of them alike.
-Prints µs per round (median, min-max), the ratio to the floor, the ratio of the 1,000-round
-to the 10-round figure against the floor's own growth, and the tracemalloc peak per round.
-Not part of the test suite: timing targets live here, never in tests.
+Run: ``python benchmarks/bench_loop.py`` (about 5 minutes on a busy 2-core machine; add
+``--quick`` for a short smoke run). Every loop variant drives the same instant scripted
+model, making one ``echo`` tool call per round, in one process and one event loop, with the
+variants interleaved repeat by repeat so drift and other processes' load hit all of them
+alike. For 10, 100 and 1,000 rounds it prints µs per round (wall-clock median and min-max,
+plus the median CPU time of this process, which other processes' load barely moves), the
+ratio to the floor, the ratio of the 1,000-round to the 10-round figure against the floor's
+own growth, and the tracemalloc peak per round. Then two throughputs: events per second a
+headless ``LoopDebugger`` absorbs from a pre-recorded stream, and scenarios per second of
+``run_scenarios`` (the workload of ``bench_lab.py``, smaller). It ends with the goals of
+issue 8, met or missed, and the load average. Not part of the test suite: timing targets
+live here, never in tests.
+
+The debugger variant attaches one ``LoopDebugger`` (built once, as in a notebook, where it
+is displayed once and watches run after run); building one costs ~60 ipywidgets and is
+reported on its own line, as a one-off cost, not per round.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import gc
+import itertools
+import os
 import statistics
 import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +39,16 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
 from toolloop_lab.builtin_tools import echo_tool
+from toolloop_lab.events import Event, LoopFinished, LoopStarted, RoundStarted
 
-Variant = Callable[[int], Awaitable[None]]
+Variant = Callable[[int], Coroutine[Any, Any, None]]
+
+SIZES = (10, 100, 1000)
+REPEATS = {10: 41, 100: 15, 1000: 9}
+"""Interleaved repeats per size (``--quick`` takes a quarter, at least 3)."""
+BUDGET_S = 480.0
+"""Loop timings stop adding repeats (keeping at least 3 per size) past this many seconds, so
+the whole benchmark stays under 10 minutes however loaded the machine is."""
 
 
 def _script(rounds: int) -> list[AIMessage]:
@@ -71,24 +92,43 @@ async def agent_events(rounds: int) -> None:
     await _agent(rounds).arun("go")
 
 
+_TRACE_DIR = tempfile.TemporaryDirectory(prefix="bench_loop_")
+_TRACES = itertools.count()
+
+
 async def agent_trace(rounds: int) -> None:
-    """LLMAgent writing a JSONL trace."""
+    """LLMAgent writing a JSONL trace (``TraceWriter`` defaults: no fsync)."""
     from toolloop_lab.trace import TraceWriter
 
-    with tempfile.TemporaryDirectory() as tmp:
-        writer = TraceWriter(Path(tmp) / "trace.jsonl")
-        try:
-            await _agent(rounds, (writer,)).arun("go")
-        finally:
-            writer.close()
+    path = Path(_TRACE_DIR.name) / f"trace{next(_TRACES)}.jsonl"
+    writer = TraceWriter(path)
+    try:
+        await _agent(rounds, (writer,)).arun("go")
+    finally:
+        writer.close()
+        path.unlink()
+
+
+_DEBUGGER: list[Any] = []
+"""The one debugger the widget variant attaches to every run (built on first use)."""
+
+
+def _debugger() -> Any:
+    from toolloop_lab.widget import LoopDebugger
+
+    if not _DEBUGGER:
+        _DEBUGGER.append(LoopDebugger())
+    return _DEBUGGER[0]
 
 
 async def agent_widget(rounds: int) -> None:
-    """LLMAgent with a LoopDebugger attached, headless (no frontend)."""
-    from toolloop_lab.widget import LoopDebugger
-
-    debugger = LoopDebugger()
-    await _agent(rounds, (debugger,)).arun("go")
+    """LLMAgent with a LoopDebugger attached (observer and pause hook), headless."""
+    agent = _agent(rounds)
+    detach = _debugger().attach(agent)
+    try:
+        await agent.arun("go")
+    finally:
+        detach()
 
 
 async def create_agent_loop(rounds: int) -> None:
@@ -99,12 +139,18 @@ async def create_agent_loop(rounds: int) -> None:
     await graph.ainvoke({"messages": [HumanMessage("go")]}, {"recursion_limit": 2 * rounds + 10})
 
 
+FLOOR = "floor (bare langchain-core loop)"
+EVENTS = "LLMAgent, events on"
+TRACE = "LLMAgent + JSONL trace"
+WIDGET = "LLMAgent + LoopDebugger"
+CREATE_AGENT = "langchain create_agent"
+
 VARIANTS: dict[str, Variant] = {
-    "floor (bare langchain-core loop)": floor,
-    "LLMAgent, events on": agent_events,
-    "LLMAgent + JSONL trace": agent_trace,
-    "LLMAgent + LoopDebugger": agent_widget,
-    "langchain create_agent": create_agent_loop,
+    FLOOR: floor,
+    EVENTS: agent_events,
+    TRACE: agent_trace,
+    WIDGET: agent_widget,
+    CREATE_AGENT: create_agent_loop,
 }
 
 
@@ -121,11 +167,13 @@ def _available(name: str, variant: Variant) -> bool:
     return True
 
 
-def _time_once(variant: Variant, rounds: int) -> float:
+def _time_once(variant: Variant, rounds: int) -> tuple[float, float]:
+    """Wall-clock and process-CPU µs per round of one run."""
     gc.collect()
-    started = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
     _RUNNER.run(variant(rounds))
-    return (time.perf_counter() - started) * 1e6 / rounds
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    return wall * 1e6 / rounds, cpu * 1e6 / rounds
 
 
 def _peak_per_round(variant: Variant, rounds: int) -> float:
@@ -139,52 +187,260 @@ def _peak_per_round(variant: Variant, rounds: int) -> float:
     return peak / rounds
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="fewer repeats, for a smoke run")
-    parser.add_argument("--rounds", type=int, nargs="*", default=[10, 100, 1000])
-    args = parser.parse_args()
-    variants = {n: v for n, v in VARIANTS.items() if _available(n, v)}
-    repeats = {10: 41, 100: 11, 1000: 3}
-    results: dict[tuple[str, int], list[float]] = {}
-    memory: dict[tuple[str, int], float] = {}
-    for rounds in args.rounds:
-        n = repeats.get(rounds, 3)
-        if args.quick:
-            n = max(3, n // 4)
-        for _ in range(n):
-            for name, variant in variants.items():
-                results.setdefault((name, rounds), []).append(_time_once(variant, rounds))
-        for name, variant in variants.items():
-            memory[(name, rounds)] = _peak_per_round(variant, rounds)
+@dataclasses.dataclass
+class Cell:
+    wall: list[float] = dataclasses.field(default_factory=list)
+    cpu: list[float] = dataclasses.field(default_factory=list)
+    peak: float = 0.0
 
-    floor_name = next(iter(variants))
-    print(f"python {sys.version.split()[0]}, {len(args.rounds)} sizes, interleaved repeats\n")
+    @property
+    def median(self) -> float:
+        return statistics.median(self.wall)
+
+    @property
+    def cpu_median(self) -> float:
+        return statistics.median(self.cpu)
+
+
+def measure_loops(
+    variants: dict[str, Variant], sizes: Sequence[int], quick: bool, budget_s: float
+) -> tuple[dict[tuple[str, int], Cell], list[str]]:
+    """Interleaved timings, then one tracemalloc pass, per size."""
+    cells: dict[tuple[str, int], Cell] = {(n, r): Cell() for n in variants for r in sizes}
+    notes: list[str] = []
+    started = time.perf_counter()
+    for index, rounds in enumerate(sizes):
+        wanted = REPEATS.get(rounds, 3)
+        if quick:
+            wanted = max(3, wanted // 4)
+        # Later sizes get what is left of the budget, shared by what they still need.
+        left = budget_s - (time.perf_counter() - started)
+        weights = [r * REPEATS.get(r, 3) for r in sizes[index:]]
+        deadline = time.perf_counter() + left * weights[0] / sum(weights)
+        done = 0
+        names = list(variants)
+        for done in range(1, wanted + 1):
+            shift = done % len(names)  # rotate the order too, so no variant always runs first
+            for name in names[shift:] + names[:shift]:
+                variant = variants[name]
+                wall, cpu = _time_once(variant, rounds)
+                cells[(name, rounds)].wall.append(wall)
+                cells[(name, rounds)].cpu.append(cpu)
+            if done >= 3 and time.perf_counter() > deadline:
+                break
+        if done < wanted:
+            notes.append(f"{rounds} rounds: {done} of {wanted} repeats (time budget)")
+        for name, variant in variants.items():
+            cells[(name, rounds)].peak = _peak_per_round(variant, rounds)
+        print(
+            f"  {rounds:>5} rounds: {done} interleaved repeats, "
+            f"{time.perf_counter() - started:.0f} s so far",
+            file=sys.stderr,
+        )
+    return cells, notes
+
+
+# -- widget throughput ---------------------------------------------------------------------
+def _stream(events: Sequence[Event], rounds: int) -> list[Event]:
+    """A run of ``rounds`` rounds, built from one recorded round of ``events``."""
+    start = next(e for e in events if isinstance(e, LoopStarted))
+    end = next(e for e in events if isinstance(e, LoopFinished))
+    first = next(e.round for e in events if isinstance(e, RoundStarted))
+    one_round = [e for e in events if e.round == first]
+    out: list[Event] = [dataclasses.replace(start, max_rounds=rounds + 1)]
+    for n in range(1, rounds + 1):
+        out.extend(dataclasses.replace(e, round=n, t=n * 1e-3) for e in one_round)
+    out.append(dataclasses.replace(end, round=rounds + 1, rounds=rounds))
+    return out
+
+
+def measure_widget(events_wanted: int, repeats: int) -> dict[str, float]:
+    """Events per second a fresh headless LoopDebugger (and a bare RunView) fold in."""
+    from toolloop_lab.runview import RunView
+    from toolloop_lab.widget import LoopDebugger
+
+    recorded = _RUNNER.run(_agent(3).arun("go")).events
+    per_round = sum(1 for e in recorded if e.round == 1)
+    stream = _stream(recorded, max(1, events_wanted // per_round))
+    widget_rates, view_rates, draws = [], [], 0
+    built: list[float] = []
+    for _ in range(repeats):
+        gc.collect()
+        t = time.perf_counter()
+        debugger = LoopDebugger()
+        built.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        for event in stream:
+            debugger(event)
+        widget_rates.append(len(stream) / (time.perf_counter() - t))
+        draws = debugger.draws
+        assert debugger.view.status == "finished"
+        assert debugger.redraw_requests >= len(stream)
+        debugger.close()
+        gc.collect()
+        t = time.perf_counter()
+        RunView.from_events(stream)
+        view_rates.append(len(stream) / (time.perf_counter() - t))
+    tracemalloc.start()
+    try:
+        LoopDebugger().close()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return {
+        "events": len(stream),
+        "widget": statistics.median(widget_rates),
+        "widget_min": min(widget_rates),
+        "widget_max": max(widget_rates),
+        "view": statistics.median(view_rates),
+        "draws": draws,
+        "build_ms": statistics.median(built) * 1e3,
+        "build_kib": peak / 1024,
+    }
+
+
+# -- scenario lab throughput ---------------------------------------------------------------
+def measure_lab(scenarios: int, rounds: int, concurrency: int, repeats: int) -> dict[str, float]:
+    """Scenarios per second of ``run_scenarios`` (the workload of ``bench_lab.py``)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_lab import run, sweep
+
+    batch = sweep(scenarios, rounds)
+    run(batch[:20], concurrency)  # warm caches (imports, price lookups)
+    swept, total = [], []
+    for _ in range(repeats):
+        results, s, f = run(batch, concurrency)
+        assert (results.runs["rounds"] == rounds).all()
+        swept.append(scenarios / s)
+        total.append(scenarios / (s + f))
+    return {
+        "sweep": statistics.median(swept),
+        "sweep_min": min(swept),
+        "sweep_max": max(swept),
+        "end_to_end": statistics.median(total),
+    }
+
+
+# -- report --------------------------------------------------------------------------------
+def _goals(cells: dict[tuple[str, int], Cell], sizes: Sequence[int]) -> list[tuple[str, str, bool]]:
+    def ratio(name: str, rounds: int) -> float:
+        return cells[(name, rounds)].median / cells[(FLOOR, rounds)].median
+
+    goals: list[tuple[str, str, bool]] = []
+    have = {n for n, _r in cells}
+    if EVENTS in have:
+        worst = max(ratio(EVENTS, r) for r in sizes)
+        goals.append(("LLMAgent, events on <= 1.15x floor", f"worst {worst:.2f}x", worst <= 1.15))
+    if WIDGET in have:
+        worst = max(ratio(WIDGET, r) for r in sizes)
+        goals.append(
+            ("with the widget attached <= 1.5x floor", f"worst {worst:.2f}x", worst <= 1.5)
+        )
+    lo, hi = min(sizes), max(sizes)
+    if lo != hi:
+        base = cells[(FLOOR, hi)].median / cells[(FLOOR, lo)].median
+        for name in (EVENTS, TRACE, WIDGET):
+            if name in have:
+                g = cells[(name, hi)].median / cells[(name, lo)].median / base
+                goals.append(
+                    (f"growth {hi} vs {lo} rounds <= 1.2x floor's: {name}", f"{g:.2f}", g <= 1.2)
+                )
+    if EVENTS in have and CREATE_AGENT in have:
+        worst = min(cells[(CREATE_AGENT, r)].median / cells[(EVENTS, r)].median for r in sizes)
+        goals.append(("create_agent / LLMAgent >= 2.5x", f"worst {worst:.2f}x", worst >= 2.5))
+    for name in (EVENTS, TRACE, WIDGET):
+        if name in have:
+            worst = max(cells[(name, r)].peak / cells[(FLOOR, r)].peak for r in sizes)
+            goals.append(
+                (f"memory per round <= 2x floor: {name}", f"worst {worst:.2f}x", worst <= 2)
+            )
+    return goals
+
+
+def report(
+    cells: dict[tuple[str, int], Cell], variants: Sequence[str], sizes: Sequence[int]
+) -> None:
     header = (
-        f"{'loop':34} {'rounds':>6} {'median µs/round':>16} {'min-max':>17} "
-        f"{'vs floor':>8} {'peak B/round':>13}"
+        f"{'loop':34} {'rounds':>6} {'median µs/round':>15} {'min-max':>13} {'x floor':>7} "
+        f"{'cpu µs/round':>12} {'x floor':>7} {'peak B/round':>12}"
     )
     print(header)
     print("-" * len(header))
-    medians: dict[tuple[str, int], float] = {}
     for name in variants:
-        for rounds in args.rounds:
-            samples = results[(name, rounds)]
-            med = statistics.median(samples)
-            medians[(name, rounds)] = med
-            ratio = med / statistics.median(results[(floor_name, rounds)])
-            spread = f"{min(samples):.0f}-{max(samples):.0f}"
+        for rounds in sizes:
+            cell, base = cells[(name, rounds)], cells[(FLOOR, rounds)]
+            spread = f"{min(cell.wall):.0f}-{max(cell.wall):.0f}"
             print(
-                f"{name:34} {rounds:>6} {med:>16.0f} {spread:>17} {ratio:>8.2f} "
-                f"{memory[(name, rounds)]:>13.0f}"
+                f"{name:34} {rounds:>6} {cell.median:>15.0f} {spread:>13} "
+                f"{cell.median / base.median:>7.2f} {cell.cpu_median:>12.0f} "
+                f"{cell.cpu_median / base.cpu_median:>7.2f} {cell.peak:>12.0f}"
             )
-    lo, hi = min(args.rounds), max(args.rounds)
+    lo, hi = min(sizes), max(sizes)
     if lo != hi:
-        print(f"\ngrowth {hi} vs {lo} rounds, relative to the floor's own growth:")
-        floor_growth = medians[(floor_name, hi)] / medians[(floor_name, lo)]
+        print(f"\ngrowth of µs/round, {hi} vs {lo} rounds (wall; cpu), relative to the floor's:")
+        own = cells[(FLOOR, hi)].median / cells[(FLOOR, lo)].median
+        own_cpu = cells[(FLOOR, hi)].cpu_median / cells[(FLOOR, lo)].cpu_median
         for name in variants:
-            growth = medians[(name, hi)] / medians[(name, lo)]
-            print(f"  {name:34} {growth / floor_growth:.2f}")
+            g = cells[(name, hi)].median / cells[(name, lo)].median
+            g_cpu = cells[(name, hi)].cpu_median / cells[(name, lo)].cpu_median
+            extra = f"   (floor itself: {g:.2f}x; cpu {g_cpu:.2f}x)" if name == FLOOR else ""
+            print(f"  {name:34} {g / own:.2f}; {g_cpu / own_cpu:.2f}{extra}")
+
+
+def _load() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "n/a"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer repeats, for a smoke run")
+    parser.add_argument("--rounds", type=int, nargs="*", default=list(SIZES))
+    parser.add_argument("--budget", type=float, default=BUDGET_S, help="seconds for the loops")
+    parser.add_argument("--widget-events", type=int, default=100_000)
+    parser.add_argument("--lab-scenarios", type=int, default=300)
+    args = parser.parse_args()
+    started = time.perf_counter()
+    load_before = _load()
+    sizes = sorted(set(args.rounds))
+    variants = {n: v for n, v in VARIANTS.items() if _available(n, v)}
+    if FLOOR not in variants:
+        raise SystemExit("the floor variant must run")
+    cells, notes = measure_loops(variants, sizes, args.quick, args.budget)
+    widget = measure_widget(args.widget_events, 3 if args.quick else 5)
+    lab = measure_lab(args.lab_scenarios, 5, 4, 2 if args.quick else 3)
+    elapsed = time.perf_counter() - started
+
+    repeats = ", ".join(f"{r} rounds x{len(cells[(FLOOR, r)].wall)}" for r in sizes)
+    print(
+        f"\npython {sys.version.split()[0]}, {os.cpu_count()} CPUs, one process, one event loop, "
+        f"interleaved repeats ({repeats})"
+    )
+    print("instant scripted model, one echo tool call per round\n")
+    report(cells, list(variants), sizes)
+    print(
+        f"\nLoopDebugger, headless: {widget['widget']:,.0f} events/s "
+        f"(min-max {widget['widget_min']:,.0f}-{widget['widget_max']:,.0f}; "
+        f"{widget['events']:,.0f}-event stream, {widget['draws']:.0f} coalesced draws); "
+        f"RunView fold alone {widget['view']:,.0f} events/s"
+    )
+    print(
+        f"LoopDebugger() construction, once per debugger: {widget['build_ms']:.1f} ms, "
+        f"{widget['build_kib']:.0f} KiB"
+    )
+    print(
+        f"run_scenarios: {lab['sweep']:,.0f} scenarios/s (min-max {lab['sweep_min']:,.0f}-"
+        f"{lab['sweep_max']:,.0f}; {args.lab_scenarios} scenarios x 5 rounds, concurrency 4), "
+        f"{lab['end_to_end']:,.0f} scenarios/s with the runs and rounds frames"
+    )
+    print("\ngoals (ratios of wall-clock medians):")
+    for label, value, ok in _goals(cells, sizes):
+        print(f"  [{'met' if ok else 'MISSED'}] {label}: {value}")
+    for note in notes:
+        print(f"note: {note}")
+    print(f"\nload average before {load_before}, after {_load()}; total {elapsed:.0f} s")
 
 
 if __name__ == "__main__":
