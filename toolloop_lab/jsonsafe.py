@@ -61,13 +61,13 @@ def json_safe(value: Any, _depth: int = 0) -> Any:
     if isinstance(value, (set, frozenset)):
         items = [json_safe(v, _depth + 1) for v in value]
         return sorted(items, key=lambda v: json.dumps(v, sort_keys=True))
-    model_dump = getattr(value, "model_dump", None)
+    model_dump = _attribute(value, "model_dump")
     if callable(model_dump):
         try:
             return json_safe(model_dump(mode="json"), _depth + 1)
         except Exception:  # noqa: BLE001 - fall through to the generic form
             pass
-    to_dict = getattr(value, "to_dict", None)
+    to_dict = _attribute(value, "to_dict")
     if callable(to_dict) and not isinstance(value, type):
         try:
             return json_safe(to_dict(), _depth + 1)
@@ -81,10 +81,18 @@ def json_safe(value: Any, _depth: int = 0) -> Any:
     if getattr(kind, "__str__", None) is not getattr(object, "__str__", None):
         with contextlib.suppress(Exception):
             out["str"] = str(value)
-    attrs = getattr(value, "__dict__", None)
+    attrs = _attribute(value, "__dict__")
     if isinstance(attrs, dict) and attrs:
         out["attributes"] = json_safe(attrs, _depth + 1)
     return out
+
+
+def _attribute(value: Any, name: str) -> Any:
+    """``getattr(value, name, None)`` for objects whose ``__getattr__`` raises anything."""
+    try:
+        return getattr(value, name, None)
+    except Exception:  # noqa: BLE001 - a hostile object has no such attribute, then
+        return None
 
 
 def _key(key: Any, depth: int) -> str:
