@@ -57,11 +57,17 @@ def _read_confined(root: Path, path: str, max_bytes: int) -> str:
     if "\x00" in path:
         raise _refuse("path contains a NUL byte")
     pure = PurePosixPath(path)
+    if not pure.parts:  # "." or "./": the root directory itself
+        raise _refuse(f"{path!r} is not a regular file")
     if pure.is_absolute() or path.startswith(("/", "\\")) or ":" in pure.parts[0]:
         raise _refuse(f"absolute paths are not allowed: {path!r}")
     if ".." in pure.parts:
         raise _refuse(f"'..' is not allowed in paths: {path!r}")
-    target = (root / pure).resolve(strict=False)
+    try:
+        target = (root / pure).resolve(strict=False)
+    except (OSError, RuntimeError):  # a symlink loop (RuntimeError before Python 3.13)
+        # the message would name the real root; the model only needs to know why
+        raise _refuse(f"cannot resolve {path!r}: symlink loop or unreadable link") from None
     if not target.is_relative_to(root):
         raise _refuse(f"{path!r} points outside the readable directory")
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
