@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, TypeGuard
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
@@ -13,8 +13,18 @@ from langchain_core.messages.utils import count_tokens_approximately
 __all__ = ["Usage", "estimate_tokens"]
 
 
-def _valid_count(value: Any) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+def _count(value: Any) -> int | None:
+    """A reported token count, or ``None`` when it is not one (negative, bool, text, NaN).
+
+    Integral floats (``12.0``, as some proxies send) are the count they spell.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +42,8 @@ class Usage:
     requests: int = 0
     """Model calls counted here."""
     estimated: bool = False
-    """True when any count here was estimated because the provider reported none."""
+    """True when any count here was estimated or corrected because the provider reported
+    none, or reported counts that cannot all be true."""
     cost_usd: Decimal | None = Decimal(0)
     """Cost in USD; ``None`` means unknown (unpriced), never zero."""
 
@@ -80,29 +91,35 @@ class Usage:
         Counts are never silently zero: a reply without usable usage is estimated from the
         prompt that produced it (``prompt``) and the reply itself, with langchain-core's
         approximate counter. A reported 0 for a non-empty prompt or reply is not usable
-        either (some providers and proxies send zeros when they did not count).
+        either (some providers and proxies send zeros when they did not count). Cache counts
+        are parts of the input: one that is not a count, or does not fit in the input next
+        to the others (reads first), is dropped and the usage is marked estimated, so a
+        negative uncached share is never priced. ``total_tokens`` is not read: the total is
+        always input plus output.
         """
         meta: Mapping[str, Any] | None = message.usage_metadata
         estimated = bool(message.response_metadata.get("usage_estimated", False))
-        raw_in = meta.get("input_tokens") if meta else None
-        raw_out = meta.get("output_tokens") if meta else None
+        raw_in = _count(meta.get("input_tokens")) if meta else None
+        raw_out = _count(meta.get("output_tokens")) if meta else None
         in_tok: int
         out_tok: int
-        if _valid_count(raw_in) and (raw_in > 0 or not prompt):
+        if raw_in is not None and (raw_in > 0 or not prompt):
             in_tok = raw_in
         else:
             in_tok = count_tokens_approximately(prompt) if prompt else 0
             estimated = True
-        if _valid_count(raw_out) and (raw_out > 0 or _is_empty(message)):
+        if raw_out is not None and (raw_out > 0 or _is_empty(message)):
             out_tok = raw_out
         else:
             out_tok = estimate_tokens(message)
             estimated = True
-        details = (meta.get("input_token_details") if meta else None) or {}
-        cache_read = details.get("cache_read", 0)
-        cache_write = details.get("cache_creation", 0)
-        cache_read = cache_read if _valid_count(cache_read) and cache_read <= in_tok else 0
-        cache_write = cache_write if _valid_count(cache_write) and cache_write <= in_tok else 0
+        details = meta.get("input_token_details") if meta else None
+        if not isinstance(details, Mapping):
+            details = {}
+        cache_read, cache_write, fixed = _cache_counts(
+            details.get("cache_read"), details.get("cache_creation"), in_tok
+        )
+        estimated = estimated or fixed
         return cls(
             input_tokens=in_tok,
             output_tokens=out_tok,
@@ -137,6 +154,26 @@ class Usage:
             estimated=bool(data.get("estimated", False)),
             cost_usd=None if cost is None else Decimal(str(cost)),
         )
+
+
+def _cache_counts(raw_read: Any, raw_write: Any, input_tokens: int) -> tuple[int, int, bool]:
+    """Cache reads and writes that fit inside ``input_tokens``, and whether any was dropped.
+
+    A count that does not fit in what is left of the input is dropped: those tokens are
+    then priced as plain input, the figure a consistent report would most likely give.
+    """
+    fixed = False
+    counts = []
+    room = input_tokens
+    for raw in (raw_read, raw_write):
+        count = 0 if raw is None else _count(raw)
+        if count is None:
+            count, fixed = 0, True
+        if count > room:
+            count, fixed = 0, True
+        room -= count
+        counts.append(count)
+    return counts[0], counts[1], fixed
 
 
 def _is_empty(message: AIMessage) -> bool:
