@@ -33,7 +33,17 @@ __all__ = [
     "ToolLoopLabError",
     "TraceError",
     "_ToolLoopError",
+    "describe",
 ]
+
+
+def describe(exc: BaseException) -> str:
+    """``str(exc)``, or a placeholder when the exception's own ``__str__`` fails: a broken
+    message must never replace the error it describes."""
+    try:
+        return str(exc)
+    except Exception:  # noqa: BLE001 - any failure of a foreign __str__
+        return f"<unprintable {type(exc).__name__}>"
 
 
 class ToolLoopLabError(Exception):

@@ -57,15 +57,22 @@ def _drive(
     try:
         task = loop.create_task(coro, context=ctx)
         return loop.run_until_complete(task)
-    except BaseException:
+    except BaseException as exc:
         if task is None:
             coro.close()
         elif not task.done():
-            task.cancel()
+            task.cancel(_why(exc))
             # the first interruption is what the caller sees
             with contextlib.suppress(BaseException):
                 loop.run_until_complete(task)
+        if task is not None and task.done() and not task.cancelled():
+            task.exception()  # seen: asyncio must not log it as "never retrieved"
         raise
+
+
+def _why(exc: BaseException) -> str:
+    """The cancel message a run stopped by ``exc`` records (its LoopFailed message)."""
+    return f"interrupted by {type(exc).__name__}"
 
 
 @dataclass(eq=False)
@@ -101,7 +108,7 @@ class _Background:
                 for job in list(self.active):
                     job.interrupt = exc
                     if job.task is not None:
-                        job.task.cancel()
+                        job.task.cancel(_why(exc))
 
     def _start(self, job: _Submitted) -> None:
         if job.abandoned:
