@@ -2,7 +2,10 @@
 
 Every event has ``kind`` (a literal tag), ``run_id``, ``round`` and ``t`` (seconds since the
 loop started, from a monotonic clock). ``to_dict()`` gives JSON-safe data and
-:func:`event_from_dict` rebuilds the same event, so a saved trace replays exactly.
+:func:`event_from_dict` rebuilds the same event, so a saved trace replays exactly. A trace
+is a file anyone can edit, so :func:`event_from_dict` checks every field's type against the
+event's annotations (a count is an int, a stage one of its literals): what reaches a view
+is exactly what the loop could have emitted.
 Round 0 holds what happens before the first round; synthesis events carry the round after
 the last tool round.
 """
@@ -10,11 +13,13 @@ the last tool round.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import cache
-from typing import Any, Literal, TypeAlias, get_type_hints
+from types import UnionType
+from typing import Any, Literal, TypeAlias, Union, get_args, get_origin, get_type_hints
 
 from toolloop_lab.jsonsafe import json_safe
 from toolloop_lab.usage import Usage
@@ -108,8 +113,14 @@ class ModelCalled(_Base):
     text: str
     tool_calls: tuple[ToolCallView, ...]
     finish_reason: str | None
+    """Why the provider says the reply ended, as it spells it ("stop", "length", ...)."""
     stuck: bool
     """Tool calls with no text."""
+    empty: bool = False
+    """No text and no tool call: an empty or thinking-only reply."""
+    truncated: bool = False
+    """Cut off by the provider's output-token limit (finish reason "length"/"max_tokens");
+    its tool calls are answered with errors instead of being run."""
     kind: Literal["model_call"] = "model_call"
 
 
@@ -187,6 +198,11 @@ class LoopFinished(_Base):
     budget_exhausted: bool
     synthesis_was_run: bool
     synthesis_reason: SynthesisReason | None
+    final_empty: bool = False
+    """The final answer has no text (an empty or thinking-only reply): the loop ends on
+    it, as the model asked, but says so."""
+    final_truncated: bool = False
+    """The final answer was cut off by the provider's output-token limit."""
     kind: Literal["loop_finish"] = "loop_finish"
 
 
@@ -238,34 +254,150 @@ EVENT_TYPES: Mapping[str, type[Event]] = {
 }
 
 
+class _BadField(ValueError):
+    """A field of an event read back does not have the type the event declares."""
+
+
+Converter: TypeAlias = Callable[[Any], Any]
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _BadField(f"expected an int, got {type(value).__name__}")
+    return value
+
+
+def _float(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise _BadField(f"expected a finite number, got {value!r:.40}")
+    return float(value)
+
+
+def _exact(kind: type[Any]) -> Converter:
+    def check(value: Any) -> Any:
+        if not isinstance(value, kind):
+            raise _BadField(f"expected {kind.__name__}, got {type(value).__name__}")
+        return value
+
+    return check
+
+
+def _decimal(value: Any) -> Decimal:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise _BadField(f"expected a decimal number, got {type(value).__name__}")
+    try:
+        amount = Decimal(str(value))
+    except ArithmeticError:
+        raise _BadField(f"expected a decimal number, got {str(value)[:40]!r}") from None
+    if not amount.is_finite():
+        raise _BadField(f"expected a finite decimal number, got {amount}")
+    return amount
+
+
+def _usage(value: Any) -> Usage:
+    if not isinstance(value, Mapping):
+        raise _BadField(f"expected a usage object, got {type(value).__name__}")
+    counts = {}
+    for name in (
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "requests",
+    ):
+        count = _int(value.get(name, 0))
+        if count < 0:
+            raise _BadField(f"{name} must be >= 0, got {count}")
+        counts[name] = count
+    cost = value.get("cost_usd")
+    return Usage(
+        **counts,
+        estimated=_exact(bool)(value.get("estimated", False)),
+        cost_usd=None if cost is None else _decimal(cost),
+    )
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise _BadField(f"expected an object, got {type(value).__name__}")
+    return value
+
+
+def _converter(hint: Any) -> Converter:
+    """Check (and convert from JSON) one value of the annotated type."""
+    origin, args = get_origin(hint), get_args(hint)
+    if hint is Usage:
+        return _usage
+    if hint is Decimal:
+        return _decimal
+    if hint is bool or hint is str:
+        return _exact(hint)
+    if hint is int:
+        return _int
+    if hint is float:
+        return _float
+    if hint is ToolCallView:
+        fields = _converters(ToolCallView)
+
+        def view(value: Any) -> ToolCallView:
+            return ToolCallView(**_fields_of(ToolCallView, fields, _mapping(value)))
+
+        return view
+    if origin is Literal:
+        allowed = frozenset(args)
+
+        def literal(value: Any) -> Any:
+            if not isinstance(value, str) or value not in allowed:
+                raise _BadField(f"expected one of {sorted(allowed)}, got {str(value)[:40]!r}")
+            return value
+
+        return literal
+    if origin in (Union, UnionType):
+        inner = [a for a in args if a is not type(None)]
+        convert = _converter(inner[0] if len(inner) == 1 else Union[tuple(inner)])  # noqa: UP007
+        return lambda value: None if value is None else convert(value)
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        item = _converter(args[0])
+
+        def items(value: Any) -> tuple[Any, ...]:
+            if not isinstance(value, (list, tuple)):
+                raise _BadField(f"expected a list, got {type(value).__name__}")
+            return tuple(item(v) for v in value)
+
+        return items
+    if origin is Mapping:
+        return _mapping
+    raise TypeError(f"no converter for {hint!r}")  # a new field type: teach this function
+
+
 @cache
-def _converters(cls: type[Any]) -> dict[str, Callable[[Any], Any]]:
-    hints = get_type_hints(cls)
-    conv: dict[str, Callable[[Any], Any]] = {}
-    for name, hint in hints.items():
-        text = str(hint)
-        if hint is Usage:
-            conv[name] = Usage.from_dict
-        elif "Decimal" in text:
-            conv[name] = lambda v: None if v is None else Decimal(str(v))
-        elif "ToolCallView" in text:
-            conv[name] = lambda v: tuple(ToolCallView(**d) for d in v)
-        elif "tuple" in text:
-            conv[name] = tuple
-    return conv
+def _converters(cls: type[Any]) -> dict[str, Converter]:
+    return {name: _converter(hint) for name, hint in get_type_hints(cls).items()}
+
+
+def _fields_of(
+    cls: type[Any], converters: Mapping[str, Converter], data: Mapping[str, Any]
+) -> dict[str, Any]:
+    names = {f.name for f in dataclasses.fields(cls)}
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in names:
+            continue  # a field from a newer version: ignored
+        try:
+            kwargs[key] = converters[key](value)
+        except _BadField as exc:
+            raise _BadField(f"field {key!r}: {exc}") from None
+    return kwargs
 
 
 def event_from_dict(data: Mapping[str, Any]) -> Event:
-    """Rebuild an event from :meth:`to_dict` output (e.g. one trace line)."""
+    """Rebuild an event from :meth:`to_dict` output (e.g. one trace line).
+
+    Raises ``ValueError`` for an unknown kind or a field of the wrong type, ``TypeError``
+    for a missing field.
+    """
     kind = data.get("kind")
     cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise ValueError(f"unknown event kind {kind!r}")
-    conv = _converters(cls)  # type: ignore[arg-type]
-    names = {f.name for f in dataclasses.fields(cls)}
-    kwargs = {k: conv.get(k, _same)(v) for k, v in data.items() if k in names}
-    return cls(**kwargs)
-
-
-def _same(value: Any) -> Any:
-    return value
+    return cls(**_fields_of(cls, _converters(cls), data))  # type: ignore[arg-type]
