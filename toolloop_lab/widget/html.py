@@ -80,7 +80,7 @@ def _gate_badge(state: GateState | str) -> str:
 
 def round_label(row: RoundRow) -> str:
     """``round 3`` or ``synthesis`` (plain text: numbers and our own words only)."""
-    return "synthesis" if row.purpose == "synthesis" else f"round {row.number}"
+    return "synthesis" if row.purpose == "synthesis" else f"round {esc(row.number)}"
 
 
 # -- header -----------------------------------------------------------------------------
@@ -89,7 +89,7 @@ def header_html(view: RunView, *, limit: int | None, note: str | None = None) ->
     colour = _STATUS_COLOURS.get(view.status, "#777")
     parts = [f'<b style="color:{colour}">● {view.status.upper()}</b>']
     if view.max_rounds is not None:
-        parts.append(f"round {view.tool_rounds} of {view.max_rounds}")
+        parts.append(f"round {esc(view.tool_rounds)} of {esc(view.max_rounds)}")
     synthesis = next((r for r in view.rounds if r.purpose == "synthesis"), None)
     if synthesis is not None:
         parts.append(f"synthesis ({esc(synthesis.synthesis_reason)})")
@@ -328,7 +328,8 @@ def inspector_html(view: RunView, row: RoundRow | None, *, limit: int | None) ->
             amount = fig.usd if gate.gate == "usd" else fig.tokens
             out.append(
                 f"<div>{'tokens' if gate.gate == 'token' else 'USD'} gate "
-                f"{gate.stage.replace('_', ' ')}: {amount(gate.spent)} of {amount(gate.limit)} · "
+                f"{esc(gate.stage).replace('_', ' ')}: "
+                f"{amount(gate.spent)} of {amount(gate.limit)} · "
                 f"{_gate_badge('passed' if gate.passed else 'tripped')}</div>"
             )
     out.append("</div>")
@@ -358,7 +359,7 @@ def pruning_html(view: RunView, *, limit: int | None = PRUNING_PREVIEW) -> str:
         )
     for p in reversed(shown):
         out.append(
-            f'<div style="margin-top:4px"><b>round {p.round} · {esc(p.tool_name)}</b> · '
+            f'<div style="margin-top:4px"><b>round {esc(p.round)} · {esc(p.tool_name)}</b> · '
             f"{fig.tokens(p.tokens_before)} → {fig.tokens(p.tokens_after)} tokens · saved "
             f"{fig.tokens(p.tokens_saved)} · pruning call {fig.tokens(p.usage.total_tokens)} · "
             f"net {fig.tokens(p.net_saved)}</div>"
@@ -385,13 +386,13 @@ def failure_html(view: RunView, *, limit: int | None) -> str:
     facts.append(f"cause {esc(failure.cause_type) if failure.cause_type else '—'}")
     usage = failure.usage
     partial = (
-        f"rounds {failure.rounds} · tokens {fig.tokens(usage.input_tokens)} in / "
+        f"rounds {esc(failure.rounds)} · tokens {fig.tokens(usage.input_tokens)} in / "
         f"{fig.tokens(usage.output_tokens)} out · cost {fig.usd(usage.cost_usd)} · "
         f"model invoked {'yes' if failure.any_invocation_made else 'no'}"
     )
     return (
         f'<div style="{_BOX};border-left:3px solid #cf222e;padding-left:6px">'
-        f'<div><b style="color:#cf222e">{title}</b> in round {failure.round} · '
+        f'<div><b style="color:#cf222e">{title}</b> in round {esc(failure.round)} · '
         f"{' · '.join(facts)}</div>"
         f"<div><b>Partial counts</b>: {partial}</div>"
         f"<div>message</div>{_block(failure.message, limit)}</div>"
