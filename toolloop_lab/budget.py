@@ -1,10 +1,12 @@
 """Budgets: the token budget from the config, and the USD budget held in ContextVars.
 
 The USD budget is set only through :func:`usd_budget`, a context manager that resets the
-ContextVar on exit, so nothing leaks to the caller. Asyncio tasks and ``asyncio.to_thread``
-copy the context and see the budget. A bare thread does not: rather than read that as
-"no limit", :func:`current_usd_budget` fails closed while any budget is active elsewhere in
-the process, unless the thread says so explicitly with ``usd_budget(None)``.
+ContextVar on exit, so nothing leaks to the caller. Its price overrides hold with or
+without a limit (``usd_budget(None, prices=...)``); :func:`current_prices` reads them.
+Asyncio tasks and ``asyncio.to_thread`` copy the context and see the budget. A bare thread
+does not: rather than read that as "no limit", :func:`current_usd_budget` fails closed
+while any budget is active elsewhere in the process, unless the thread says so explicitly
+with ``usd_budget(None)``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
     "TokenBudget",
     "UsdBudget",
+    "checked_prices",
+    "current_prices",
     "current_usd_budget",
     "resolve_context_window",
     "resolve_token_budget",
@@ -48,9 +52,12 @@ class UsdBudget:
 
 
 class _NoBudget:
-    """Explicit "no USD limit here", set by ``usd_budget(None)``."""
+    """Explicit "no USD limit here", set by ``usd_budget(None)``, with its price overrides."""
 
-    __slots__ = ()
+    __slots__ = ("prices",)
+
+    def __init__(self, prices: Mapping[str, TokenPrice] | None = None) -> None:
+        self.prices = prices
 
 
 _NO_BUDGET: Final = _NoBudget()
@@ -78,8 +85,9 @@ def to_decimal_usd(value: Any, *, field: str = "limit_usd") -> Decimal:
     return amount
 
 
-def _checked_prices(prices: Any) -> Mapping[str, TokenPrice] | None:
-    """A read-only copy of ``prices``; a wrong entry fails here, not after a paid call."""
+def checked_prices(prices: Any) -> Mapping[str, TokenPrice] | None:
+    """A read-only copy of ``prices`` (``None`` when empty); a wrong entry raises
+    ``ConfigurationError(field="prices")`` here, not after a paid call."""
     if not prices:
         return None
     if not isinstance(prices, Mapping):
@@ -102,16 +110,16 @@ def usd_budget(
 ) -> Iterator[UsdBudget | None]:
     """Cap the USD spend of every loop run inside the block (per loop run).
 
-    ``prices`` overrides genai-prices for the model names it holds. ``usd_budget(None)``
-    declares "no limit" explicitly, which a bare worker thread needs while a budget is
-    active elsewhere.
+    ``prices`` overrides genai-prices (and an agent's own ``prices``) for the model names it
+    holds, with or without a limit. ``usd_budget(None)`` declares "no limit" explicitly,
+    which a bare worker thread needs while a budget is active elsewhere.
     """
     budget: UsdBudget | None
+    frozen_prices = checked_prices(prices)
     if limit_usd is None:
         budget = None
-        token = _BUDGET.set(_NO_BUDGET)
+        token = _BUDGET.set(_NoBudget(frozen_prices) if frozen_prices else _NO_BUDGET)
     else:
-        frozen_prices = _checked_prices(prices)
         budget = UsdBudget(to_decimal_usd(limit_usd), frozen_prices)
         token = _BUDGET.set(budget)
     ident = threading.get_ident()
@@ -151,6 +159,14 @@ def current_usd_budget() -> UsdBudget | None:
             kind="cost",
             reason="budget_unavailable",
         )
+    return None
+
+
+def current_prices() -> Mapping[str, TokenPrice] | None:
+    """The price overrides of the innermost ``usd_budget`` block here, limit or not."""
+    value = _BUDGET.get()
+    if isinstance(value, (UsdBudget, _NoBudget)):
+        return value.prices
     return None
 
 
@@ -195,5 +211,6 @@ def snapshot_context() -> contextvars.Context:
     """
     budget = current_usd_budget()
     ctx = contextvars.copy_context()
-    ctx.run(_BUDGET.set, budget if budget is not None else _NO_BUDGET)
+    if budget is None and not isinstance(_BUDGET.get(), _NoBudget):
+        ctx.run(_BUDGET.set, _NO_BUDGET)
     return ctx
