@@ -11,15 +11,17 @@ messages and events survive in the result or on the error.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import logging
 import math
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
+from types import MappingProxyType
 from typing import Any, Final, Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -28,13 +30,14 @@ from langchain_core.messages import (
     BaseMessage,
     HumanMessage,
     SystemMessage,
+    ToolCall,
     ToolMessage,
     convert_to_messages,
 )
 from langchain_core.tools import BaseTool
 
 from toolloop_lab import budget as _budget
-from toolloop_lab.errors import ConfigurationError, ExecutionError, ToolLoopError
+from toolloop_lab.errors import ConfigurationError, ExecutionError, ToolLoopError, describe
 from toolloop_lab.events import (
     BudgetGate,
     Event,
@@ -51,7 +54,7 @@ from toolloop_lab.events import (
     ToolDispatched,
 )
 from toolloop_lab.hooks import PauseHook, PausePoint
-from toolloop_lab.pricing import call_cost, known_price, model_name_of
+from toolloop_lab.pricing import TokenPrice, call_cost, known_price, model_name_of
 from toolloop_lab.pruning import DEFAULT_PRUNING_PROMPT, prune_output
 from toolloop_lab.sync_runner import run_sync
 from toolloop_lab.tools import (
@@ -162,6 +165,10 @@ class ToolLoopResult:
     synthesis_was_run: bool
     synthesis_reason: SynthesisReason | None
     run_id: str
+    final_empty: bool = False
+    """The final answer has no text (an empty or thinking-only reply); see ``LoopFinished``."""
+    final_truncated: bool = False
+    """The final answer was cut off by the provider's output-token limit."""
 
     @property
     def accumulated_prompt(self) -> int:
@@ -206,6 +213,10 @@ class _Run:
     usd: _budget.UsdBudget | None = None
     token_limit: int | None = None
     token_tripped: bool = False
+    prices: Mapping[str, TokenPrice] | None = None
+    """The agent's prices overlaid with the USD budget's, by model name."""
+    finished: dict[str, DispatchOutcome] = field(default_factory=dict)
+    """Outcomes of the current dispatch that completed, by tool-call id (kept on a stop)."""
 
     def now(self) -> float:
         return time.perf_counter() - self.t0
@@ -254,8 +265,10 @@ class LLMAgent:
         pruning_model: BaseChatModel | None = None,
         observers: Iterable[Observer] = (),
         pause_hooks: Iterable[PauseHook] = (),
+        prices: Mapping[str, TokenPrice] | None = None,
     ) -> None:
         self.model = model
+        self.prices = prices
         self.tools: tuple[BaseTool, ...] = tuple(tools)
         self.config = config if config is not None else AgentConfig()
         self.pruning_model = pruning_model
@@ -264,6 +277,17 @@ class LLMAgent:
         self._bound: tuple[BaseChatModel, tuple[BaseTool, ...], Any] | None = None
 
     # -- wiring -----------------------------------------------------------------------
+    @property
+    def prices(self) -> Mapping[str, TokenPrice] | None:
+        """Price overrides by model name, used to price every call of every run (with or
+        without a USD budget); a ``usd_budget(prices=...)`` entry wins for its name."""
+        return self._prices
+
+    @prices.setter
+    def prices(self, value: Mapping[str, TokenPrice] | None) -> None:
+        # checked here, like usd_budget's, so a wrong entry fails before a paid call
+        self._prices = _budget.checked_prices(value)
+
     def subscribe(self, callback: Observer) -> Callable[[], None]:
         """Add an observer for later runs; returns a function that removes it again."""
         self._observers = (*self._observers, callback)
@@ -318,7 +342,12 @@ class LLMAgent:
         loop), so a chat model whose client pools connections per loop keeps working across
         calls. The run sees a copy of the caller's context, USD budget included.
         """
-        ctx = _budget.snapshot_context()
+        try:
+            ctx = _budget.snapshot_context()
+        except ExecutionError:
+            # A bare thread while a budget is active elsewhere: the run reads the budget
+            # again, fails closed the same way and records why (LoopFailed) for observers.
+            ctx = contextvars.copy_context()
         return run_sync(lambda: self.arun(prompt_or_messages), ctx)
 
     # -- the loop ---------------------------------------------------------------------
@@ -349,10 +378,19 @@ class LLMAgent:
             self._close_open_calls(run, "loop_failed", "not run: the loop failed")
             self._fail(run, exc, cancelled=False)
             raise ToolLoopError(
-                f"tool loop failed in round {run.round}: {type(exc).__name__}: {exc}",
+                f"tool loop failed in round {run.round}: {type(exc).__name__}: {describe(exc)}",
                 cause=exc,
                 **run.partial(),
             ) from exc
+        except BaseException as exc:
+            # Not an Exception, yet not an interrupt either (a library's own control flow,
+            # a tool's custom abort): it propagates as it is, but the run still ends with
+            # every call answered and a final event.
+            self._close_open_calls(
+                run, "loop_failed", f"not run: the loop was stopped by {type(exc).__name__}"
+            )
+            self._fail(run, exc, cancelled=False)
+            raise
 
     def _bind(self, tools: tuple[BaseTool, ...]) -> Any:
         """The model with ``tools`` bound, reused while ``self.model`` and ``self.tools``
@@ -386,7 +424,7 @@ class LLMAgent:
                 error_type=type(exc).__name__,
                 error_kind=getattr(exc, "kind", None) if isinstance(exc, ExecutionError) else None,
                 reason=getattr(exc, "reason", None) if isinstance(exc, ExecutionError) else None,
-                message=str(exc),
+                message=describe(exc),
                 cause_type=type(exc.__cause__).__name__ if exc.__cause__ else None,
                 rounds=run.rounds_done,
                 usage=run.usage,
@@ -398,6 +436,7 @@ class LLMAgent:
     async def _loop(self, run: _Run) -> ToolLoopResult:
         cfg = self.config
         run.usd = _budget.current_usd_budget()
+        run.prices = _merged_prices(self._prices, _budget.current_prices())
         window, _source = _budget.resolve_context_window(cfg.context_window, self.model)
         token_budget = _budget.resolve_token_budget(
             cfg.token_budget_percent, cfg.context_window, self.model
@@ -407,11 +446,11 @@ class LLMAgent:
         model_name = model_name_of(self.model)
         if run.usd is not None:
             # Fail before spending anything: a call that cannot be priced cannot be capped.
-            if not known_price(model_name, run.usd.prices):
+            if not known_price(model_name, run.prices):
                 raise self._unpriced(model_name)
             if self.pruning_model is not None and cfg.prune_tools:
                 pruning_name = model_name_of(self.pruning_model)
-                if not known_price(pruning_name, run.usd.prices):
+                if not known_price(pruning_name, run.prices):
                     raise self._unpriced(pruning_name)
         bound = self._bind(self.tools)
         run.emit(
@@ -453,10 +492,18 @@ class LLMAgent:
                 outcomes = skipped_outcomes(
                     reply, "token_budget", "not run: the token budget is spent"
                 )
+            elif _truncated(reply):
+                # A reply cut off by the output-token limit may hold half-parsed calls
+                # (a streamed '{"path": "rep' parses as {"path": "rep"}): none of them runs.
+                outcomes = skipped_outcomes(reply, "truncated", _TRUNCATED_TEXT)
             else:
-                names = tuple(c["name"] for c in reply.tool_calls)
+                names = tuple(str(c.get("name") or "") for c in reply.tool_calls)
                 await self._pause(run, "tool_dispatch", "tools", names)
-                outcomes = await dispatch(reply, tools, timeout_s=cfg.tool_timeout_s)
+                run.finished = {}
+                outcomes = await dispatch(
+                    reply, tools, timeout_s=cfg.tool_timeout_s, finished=run.finished
+                )
+                run.finished = {}
             first = len(run.messages)
             for outcome in outcomes:
                 run.messages.append(outcome.message)
@@ -492,6 +539,8 @@ class LLMAgent:
                 run.messages.append(outcome.message)
                 self._emit_dispatch(run, outcome)
         assert final is not None
+        final_empty = _empty(final)
+        final_truncated = _truncated(final)
         run.emit(
             LoopFinished(
                 run_id=run.run_id,
@@ -503,6 +552,8 @@ class LLMAgent:
                 budget_exhausted=run.budget_exhausted,
                 synthesis_was_run=synthesis is not None,
                 synthesis_reason=synthesis,
+                final_empty=final_empty,
+                final_truncated=final_truncated,
             )
         )
         return ToolLoopResult(
@@ -515,6 +566,8 @@ class LLMAgent:
             synthesis_was_run=synthesis is not None,
             synthesis_reason=synthesis,
             run_id=run.run_id,
+            final_empty=final_empty,
+            final_truncated=final_truncated,
         )
 
     # -- pieces of a round ------------------------------------------------------------
@@ -609,8 +662,7 @@ class LLMAgent:
                 run.token_tripped = True
 
     def _price(self, run: _Run, usage: Usage, *names: str | None) -> Usage:
-        prices = run.usd.prices if run.usd else None
-        return usage.with_cost(call_cost(usage, names, prices))
+        return usage.with_cost(call_cost(usage, names, run.prices))
 
     async def _call_model(
         self, run: _Run, runnable: Any, purpose: Literal["round", "synthesis"]
@@ -632,20 +684,16 @@ class LLMAgent:
             run, Usage.from_ai_message(reply, prompt=prompt), model_name, model_name_of(self.model)
         )
         run.usage = run.usage + usage
-        views = tuple(
-            ToolCallView(c["id"] or "", c["name"], c["args"]) for c in reply.tool_calls
-        ) + tuple(
+        views = tuple(_call_view(c) for c in reply.tool_calls) + tuple(
             ToolCallView(
-                c.get("id") or "",
-                c.get("name") or "",
+                _text_or_empty(c.get("id")),
+                _text_or_empty(c.get("name")),
                 {"raw": c.get("args")},
                 False,
-                c.get("error"),
+                c.get("error") if isinstance(c.get("error"), str) else None,
             )
             for c in reply.invalid_tool_calls
         )
-        meta = reply.response_metadata
-        finish = meta.get("finish_reason") or meta.get("stop_reason")
         run.emit(
             ModelCalled(
                 run_id=run.run_id,
@@ -658,8 +706,10 @@ class LLMAgent:
                 latency_s=latency,
                 text=reply.text,
                 tool_calls=views,
-                finish_reason=finish if isinstance(finish, str) else None,
+                finish_reason=_finish_reason(reply.response_metadata),
                 stuck=bool(views) and not reply.text.strip(),
+                empty=_empty(reply),
+                truncated=_truncated(reply),
             )
         )
         self._gates_after(run, model_name)
@@ -763,11 +813,16 @@ class LLMAgent:
         answered = {m.tool_call_id for m in run.messages if isinstance(m, ToolMessage)}
         for message in reversed(run.messages):
             if isinstance(message, AIMessage):
-                for outcome in skipped_outcomes(message, reason, text):
-                    if outcome.message.tool_call_id not in answered:
-                        run.messages.append(outcome.message)
-                        self._emit_dispatch(run, outcome)
+                for skipped in skipped_outcomes(message, reason, text):
+                    call_id = skipped.message.tool_call_id
+                    if call_id in answered:
+                        continue
+                    # a call that finished before the stop ran: its real result is kept
+                    outcome = run.finished.get(call_id, skipped)
+                    run.messages.append(outcome.message)
+                    self._emit_dispatch(run, outcome)
                 break
+        run.finished = {}
 
 
 def _tool_call_ids(messages: Sequence[BaseMessage]) -> set[str]:
@@ -796,3 +851,60 @@ def _first_human_text(messages: Sequence[BaseMessage]) -> str:
         if isinstance(message, HumanMessage):
             return message.text
     return ""
+
+
+_TRUNCATED_TEXT: Final = (
+    "not run: the reply was cut off by the output-token limit, so this call's arguments "
+    "may be incomplete. Make the call again (shorter, or fewer calls at once)."
+)
+_FINISH_KEYS: Final = ("finish_reason", "stop_reason", "stopReason", "done_reason")
+"""Where providers put why a reply ended (OpenAI, Anthropic, Bedrock, Ollama)."""
+_LENGTH_STOPS: Final = frozenset({"length", "max_tokens", "max_output_tokens"})
+"""Finish reasons meaning "cut off by the output-token limit", lower-cased."""
+
+
+def _finish_reason(meta: Mapping[str, Any]) -> str | None:
+    """Why the provider says the reply ended, as it spells it."""
+    for key in _FINISH_KEYS:
+        value = meta.get(key)
+        if isinstance(value, str) and value:
+            return value
+    details = meta.get("incomplete_details")  # OpenAI Responses API
+    reason = details.get("reason") if isinstance(details, Mapping) else None
+    return reason if isinstance(reason, str) and reason else None
+
+
+def _truncated(reply: AIMessage) -> bool:
+    """The provider cut the reply off at its output-token limit."""
+    reason = _finish_reason(reply.response_metadata)
+    return reason is not None and reason.lower() in _LENGTH_STOPS
+
+
+def _empty(reply: AIMessage) -> bool:
+    """No text a person can read and no tool call (a thinking-only reply is empty too)."""
+    return not reply.text.strip() and not reply.tool_calls and not reply.invalid_tool_calls
+
+
+def _text_or_empty(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _call_view(call: ToolCall) -> ToolCallView:
+    """A tool call as the model asked for it; odd names or arguments are shown, not trusted."""
+    args: Any = call.get("args")
+    return ToolCallView(
+        _text_or_empty(call.get("id")),
+        _text_or_empty(call.get("name")),
+        args if isinstance(args, Mapping) else {"raw": args},
+    )
+
+
+def _merged_prices(
+    agent: Mapping[str, TokenPrice] | None, budget: Mapping[str, TokenPrice] | None
+) -> Mapping[str, TokenPrice] | None:
+    """The agent's prices with the budget's on top (name by name)."""
+    if not agent:
+        return budget
+    if not budget:
+        return agent
+    return MappingProxyType({**agent, **budget})

@@ -1,24 +1,33 @@
 """Tool dispatch: every tool call ends as exactly one ``ToolMessage``, success or error.
 
-Unknown tools, invalid JSON arguments, wrong argument names, tools that raise and tools
-that time out all become ``ToolMessage(status="error")`` that the model can read and
-react to; the loop goes on. Only ``KeyboardInterrupt``, ``SystemExit`` and the loop's own
-cancellation propagate.
+Unknown tools, invalid JSON arguments, wrong argument names, tools that raise (a
+``ToolException`` its own ``handle_tool_error`` turns into text included), tools that time
+out or cancel themselves and results with no text form all become
+``ToolMessage(status="error")`` that the model can read and react to; the loop goes on.
+Only ``KeyboardInterrupt``, ``SystemExit`` (and any other ``BaseException`` that is not an
+``Exception``) and the loop's own cancellation propagate.
+
+Each tool runs in its own task, so a per-call timeout holds even against a tool that
+swallows cancellation: it is given a short grace period, then left behind (logged) while
+the loop goes on. Sync tools run in a worker thread (langchain-core's ``ainvoke``), so a
+blocking tool never blocks the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Awaitable, Collection, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, Final, Literal, cast
 
 from langchain_core.messages import AIMessage, InvalidToolCall, ToolCall, ToolMessage
-from langchain_core.tools import BaseTool
+from langchain_core.tools import BaseTool, ToolException
 from pydantic import ValidationError
 
-from toolloop_lab.errors import ExecutionError
+from toolloop_lab.errors import ExecutionError, describe
 from toolloop_lab.jsonsafe import dumps
 
 __all__ = [
@@ -29,6 +38,8 @@ __all__ = [
     "serialize_output",
     "skipped_outcomes",
 ]
+
+_log = logging.getLogger("toolloop_lab")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,9 +72,16 @@ def not_available_error(name: str, available: Sequence[str]) -> ExecutionError:
 
 
 def _error_outcome(
-    call_id: str, name: str, args: Mapping[str, Any], reason: str, text: str, started: float
+    call_id: str,
+    name: str,
+    args: Mapping[str, Any],
+    reason: str,
+    text: str,
+    started: float,
+    *,
+    prefix: str = "Error: ",
 ) -> DispatchOutcome:
-    msg = ToolMessage(content=f"Error: {text}", tool_call_id=call_id, name=name, status="error")
+    msg = ToolMessage(content=prefix + text, tool_call_id=call_id, name=name, status="error")
     return DispatchOutcome(msg, name, args, "error", reason, time.perf_counter() - started)
 
 
@@ -139,52 +157,174 @@ def _rename_blocks(content: list[Any], renames: Mapping[str, list[str]]) -> list
     return out
 
 
-async def _run_tool(tool: BaseTool, call: ToolCall) -> tuple[str, Any]:
-    if tool.response_format == "content_and_artifact":
-        msg = await tool.ainvoke({**call, "type": "tool_call"})
-        return serialize_output(msg.content), getattr(msg, "artifact", None)
-    raw = await tool.ainvoke(dict(call["args"]))
+_CANCEL_GRACE_S: Final = 1.0
+"""How long a cancelled tool may take to stop before the loop stops waiting for it."""
+
+_abandoned: set[asyncio.Task[Any]] = set()
+"""Tool tasks that ignored cancellation: referenced here until they end, never awaited."""
+
+
+@dataclass(slots=True)
+class _Captured:
+    """What an awaitable ended with, so no exception ever escapes a helper task.
+
+    asyncio re-raises ``KeyboardInterrupt`` and ``SystemExit`` out of the event loop from
+    whichever task raised them; captured here, they are raised again in the loop's own
+    task, where the loop records them before they propagate.
+    """
+
+    value: Any = None
+    error: BaseException | None = None
+
+
+async def _capture(awaitable: Awaitable[Any]) -> _Captured:
+    try:
+        return _Captured(value=await awaitable)
+    except BaseException as exc:  # noqa: BLE001 - handed to the waiting task, which decides
+        return _Captured(error=exc)
+
+
+def _handles_own_errors(tool: BaseTool) -> bool:
+    return bool(tool.handle_tool_error) or bool(tool.handle_validation_error)
+
+
+class _HandledToolError(Exception):
+    """A ``ToolException`` the tool's own ``handle_tool_error`` turned into text."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+def _handled_text(flag: Any, exc: ToolException) -> str:
+    """The text langchain-core's ``handle_tool_error`` would give the model."""
+    if isinstance(flag, str):
+        return flag
+    if callable(flag):
+        return serialize_output(flag(exc))
+    return str(exc.args[0]) if exc.args else "Tool execution error"
+
+
+async def _run_tool(tool: BaseTool, call: ToolCall) -> tuple[Any, Any]:
+    """The tool's raw result and artifact (serialised by the caller).
+
+    A tool with ``handle_tool_error`` would turn its own failure into a plain string that
+    reads as a success; it runs as a copy without the handlers, so the failure stays an
+    error and only its text comes from the tool's handler.
+    """
+    handler = tool.handle_tool_error
+    if _handles_own_errors(tool):
+        tool = tool.model_copy(
+            update={"handle_tool_error": False, "handle_validation_error": False}
+        )
+    try:
+        if tool.response_format == "content_and_artifact":
+            raw = await tool.ainvoke({**call, "type": "tool_call"})
+        else:
+            raw = await tool.ainvoke(dict(call["args"]))
+    except ToolException as exc:
+        if handler:
+            raise _HandledToolError(_handled_text(handler, exc)) from exc
+        raise
     if isinstance(raw, ToolMessage):
-        return serialize_output(raw.content), raw.artifact
-    return serialize_output(raw), None
+        if raw.status == "error":  # the tool said it failed: never a success
+            raise _HandledToolError(serialize_output(raw.content))
+        return raw.content, raw.artifact
+    return raw, None
+
+
+async def _stop(task: asyncio.Task[_Captured], grace_s: float) -> bool:
+    """Cancel ``task`` and give it ``grace_s`` to end; True if it ended.
+
+    A tool that swallows cancellation must not hang the loop: after the grace period it is
+    left to finish on its own (kept referenced, logged) and the loop goes on.
+    """
+    task.cancel()
+    try:
+        done, _ = await asyncio.wait({task}, timeout=grace_s)
+    except asyncio.CancelledError:
+        _abandon(task)
+        raise
+    if done:
+        return True
+    _abandon(task)
+    return False
+
+
+def _abandon(task: asyncio.Task[_Captured]) -> None:
+    if task.done():
+        return
+    _log.warning("a tool ignored cancellation and is left running: %r", task)
+    _abandoned.add(task)
+    task.add_done_callback(_abandoned.discard)
 
 
 async def _dispatch_one(
     call: ToolCall, tools: Mapping[str, BaseTool], timeout_s: float | None
 ) -> DispatchOutcome:
+    """One call's outcome. Raises only what must stop the loop (``KeyboardInterrupt``,
+    ``SystemExit``, other non-``Exception`` errors, and this task's own cancellation)."""
     started = time.perf_counter()
-    call_id = call["id"] or ""
-    name = call["name"]
-    args = call["args"]
+    call_id = call.get("id") or ""
+    name = call.get("name")
+    args = call.get("args")
+    if not isinstance(name, str) or not name:
+        text = f"the call names no tool. Available tools: {', '.join(sorted(tools)) or '(none)'}."
+        return _error_outcome(call_id, "(unnamed)", {}, "invalid_call", text, started)
     tool = tools.get(name)
     if tool is None:
         err = not_available_error(name, list(tools))
-        return _error_outcome(call_id, name, args, err.reason, str(err), started)
+        safe_args = args if isinstance(args, Mapping) else {}
+        return _error_outcome(call_id, name, safe_args, err.reason, str(err), started)
     if not isinstance(args, Mapping):
         text = f"arguments for tool {name!r} must be a JSON object, got {type(args).__name__}"
         return _error_outcome(call_id, name, {}, "invalid_arguments", text, started)
-    deadline = asyncio.timeout(timeout_s)  # None: no deadline
+    task = asyncio.create_task(_capture(_run_tool(tool, call)), name=f"tool {name} {call_id}")
     try:
-        async with deadline:
-            content, artifact = await _run_tool(tool, call)
-    except TimeoutError as exc:
-        if not deadline.expired():  # the tool's own timeout, not ours
-            text = f"tool {name!r} raised {type(exc).__name__}: {exc}"
-            return _error_outcome(call_id, name, args, "tool_error", text, started)
-        text = f"tool {name!r} timed out after {timeout_s} s"
-        return _error_outcome(call_id, name, args, "timeout", text, started)
-    except ValidationError as exc:
-        text = f"invalid arguments for tool {name!r}: {_validation_summary(exc)}"
-        return _error_outcome(call_id, name, args, "invalid_arguments", text, started)
+        done, _ = await asyncio.wait({task}, timeout=timeout_s)
     except asyncio.CancelledError:
-        task = asyncio.current_task()
-        if task is not None and task.cancelling():
-            raise
+        await _stop(task, _CANCEL_GRACE_S)
+        raise
+    if not done:
+        stopped = await _stop(task, min(timeout_s or _CANCEL_GRACE_S, _CANCEL_GRACE_S))
+        text = f"tool {name!r} timed out after {timeout_s} s"
+        if not stopped:
+            text += " and ignored cancellation; it may still be running"
+        return _error_outcome(call_id, name, args, "timeout", text, started)
+    if task.cancelled():  # cancelled before its first step: by the tool's own doing
         text = f"tool {name!r} was cancelled from inside"
         return _error_outcome(call_id, name, args, "tool_cancelled", text, started)
-    except Exception as exc:  # noqa: BLE001 - every tool failure goes back to the model
-        text = f"tool {name!r} raised {type(exc).__name__}: {exc}"
-        return _error_outcome(call_id, name, args, "tool_error", text, started)
+    captured = task.result()
+    exc = captured.error
+    if exc is None:
+        return _success(call_id, name, args, captured.value, started)
+    if isinstance(exc, asyncio.CancelledError):
+        text = f"tool {name!r} was cancelled from inside"
+        return _error_outcome(call_id, name, args, "tool_cancelled", text, started)
+    if not isinstance(exc, Exception):
+        raise exc  # KeyboardInterrupt, SystemExit and their kind stop the loop
+    if isinstance(exc, _HandledToolError):
+        # the tool's own handler chose the text the model reads
+        return _error_outcome(call_id, name, args, "tool_error", exc.text, started, prefix="")
+    if isinstance(exc, ValidationError):
+        text = f"invalid arguments for tool {name!r}: {_validation_summary(exc)}"
+        return _error_outcome(call_id, name, args, "invalid_arguments", text, started)
+    text = f"tool {name!r} raised {type(exc).__name__}: {describe(exc)}"
+    return _error_outcome(call_id, name, args, "tool_error", text, started)
+
+
+def _success(
+    call_id: str, name: str, args: Mapping[str, Any], value: tuple[Any, Any], started: float
+) -> DispatchOutcome:
+    raw, artifact = value
+    try:
+        content = serialize_output(raw)
+    except Exception as exc:  # noqa: BLE001 - a result with no text form is the tool's failure
+        text = (
+            f"tool {name!r} returned a {type(raw).__name__} that cannot be turned into text: "
+            f"{type(exc).__name__}: {describe(exc)}"
+        )
+        return _error_outcome(call_id, name, args, "bad_output", text, started)
     msg = ToolMessage(
         content=content, tool_call_id=call_id, name=name, status="success", artifact=artifact
     )
@@ -199,41 +339,112 @@ def _validation_summary(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def _why_unparsed(raw: Any) -> str:
+    """Why langchain-core could not make a call of ``raw`` argument text."""
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            return "arguments are not valid JSON"
+        return f"arguments must be a JSON object, got {_json_kind(value)}"
+    return "arguments are not valid JSON"
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {bool: "a boolean", str: "a string", list: "an array"}.get(type(value), "a number")
+
+
 def _invalid_outcome(call: InvalidToolCall) -> DispatchOutcome:
     name = call.get("name") or "(unnamed)"
     raw = call.get("args")
-    detail = call.get("error") or "arguments are not valid JSON"
+    detail = call.get("error") or _why_unparsed(raw)
     text = f"could not parse the call to {name!r}: {detail}. Raw arguments: {dumps(raw)}"
     return _error_outcome(call.get("id") or "", name, {}, "invalid_call", text, time.perf_counter())
 
 
 async def dispatch(
-    message: AIMessage, tools: Mapping[str, BaseTool], *, timeout_s: float | None = None
+    message: AIMessage,
+    tools: Mapping[str, BaseTool],
+    *,
+    timeout_s: float | None = None,
+    finished: MutableMapping[str, DispatchOutcome] | None = None,
 ) -> list[DispatchOutcome]:
     """Run every tool call of ``message`` concurrently; outcomes come back in call order.
 
     Invalid calls (``invalid_tool_calls``) get their error messages after the valid ones,
-    in their own order. A task group cancels the siblings if the loop is cancelled, so no
-    task outlives the dispatch.
+    in their own order. ``finished`` (by tool-call id) is filled as calls complete, so a
+    caller that is cancelled mid-dispatch still knows which calls really ran. When the
+    dispatch is cancelled, or a tool raises ``KeyboardInterrupt``/``SystemExit``, the
+    other calls are cancelled and awaited before that propagates: no task outlives it.
     """
     calls = message.tool_calls
+    sink: MutableMapping[str, DispatchOutcome] = finished if finished is not None else {}
+    outcomes: list[DispatchOutcome] = []
     if len(calls) == 1:
-        outcomes = [await _dispatch_one(calls[0], tools, timeout_s)]
+        outcome = await _dispatch_one(calls[0], tools, timeout_s)
+        sink[outcome.message.tool_call_id] = outcome
+        outcomes.append(outcome)
     elif calls:
-        async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(_dispatch_one(c, tools, timeout_s)) for c in calls]
-        outcomes = [t.result() for t in tasks]
-    else:
-        outcomes = []
+        outcomes.extend(await _dispatch_many(calls, tools, timeout_s, sink))
     outcomes.extend(_invalid_outcome(c) for c in message.invalid_tool_calls)
     return outcomes
+
+
+async def _dispatch_many(
+    calls: Sequence[ToolCall],
+    tools: Mapping[str, BaseTool],
+    timeout_s: float | None,
+    sink: MutableMapping[str, DispatchOutcome],
+) -> list[DispatchOutcome]:
+    tasks = [asyncio.create_task(_capture(_dispatch_one(c, tools, timeout_s))) for c in calls]
+    pending: set[asyncio.Task[_Captured]] = set(tasks)
+    stop: BaseException | None = None
+
+    def collect(done: Iterable[asyncio.Task[_Captured]]) -> BaseException | None:
+        first: BaseException | None = None
+        for task in done:
+            if task.cancelled():
+                continue
+            captured = task.result()
+            if captured.error is not None:
+                if not isinstance(captured.error, asyncio.CancelledError):
+                    first = first or captured.error
+                continue
+            outcome: DispatchOutcome = captured.value
+            sink[outcome.message.tool_call_id] = outcome
+        return first
+
+    try:
+        while pending and stop is None:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            stop = collect(done)
+    finally:
+        if pending:
+            for task in pending:
+                task.cancel()
+            # each call gives its own tool the cancellation grace; this only waits for them
+            done, _ = await asyncio.wait(pending)
+            late = collect(done)
+            stop = stop or late
+    if stop is not None:
+        raise stop
+    return [t.result().value for t in tasks]
 
 
 def skipped_outcomes(message: AIMessage, reason: str, text: str) -> list[DispatchOutcome]:
     """Error outcomes for calls the loop will not run (budget spent, loop stopped)."""
     now = time.perf_counter()
     out = [
-        _error_outcome(c["id"] or "", c["name"], c["args"], reason, text, now)
+        _error_outcome(
+            c.get("id") or "",
+            c.get("name") or "(unnamed)",
+            c["args"] if isinstance(c.get("args"), Mapping) else {},
+            reason,
+            text,
+            now,
+        )
         for c in message.tool_calls
     ]
     out.extend(
