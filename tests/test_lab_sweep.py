@@ -248,6 +248,28 @@ def test_price_overrides_apply_under_the_scenario_limit() -> None:
     assert row["cost_usd"] == 5.0
 
 
+def test_price_overrides_apply_without_a_limit_too() -> None:
+    # an in-house model nobody prices gets a cost from the scenario's own table, no cap
+    priced = Scenario.scripted(
+        "own_price_no_limit",
+        [Reply.final("x", input_tokens=1_000_000, output_tokens=2_000_000)],
+        model_name="house-model",
+        prices={"house-model": TokenPrice(Decimal("2"), Decimal("3"))},
+    )
+    unpriced = Scenario.scripted(
+        "no_price",
+        [Reply.final("x", input_tokens=1_000_000, output_tokens=2_000_000)],
+        model_name="house-model",
+    )
+    assert priced.usd_limit is None
+    assert priced.build_agent().prices == {"house-model": TokenPrice(Decimal(2), Decimal(3))}
+    runs = run_scenarios([priced, unpriced], progress=False).runs.set_index("scenario")
+    assert runs.loc["own_price_no_limit", "outcome"] == "final"
+    assert bool(runs.loc["own_price_no_limit", "cost_known"]) is True
+    assert runs.loc["own_price_no_limit", "cost_usd"] == 8.0
+    assert bool(runs.loc["no_price", "cost_known"]) is False
+
+
 def test_sweep_level_mistakes_raise_before_anything_runs() -> None:
     with pytest.raises(ConfigurationError) as duplicate:
         run_scenarios([ok("same"), ok("same")], progress=False)
@@ -269,8 +291,13 @@ def test_scenario_spec_validation() -> None:
         Scenario.scripted(" ", [Reply.final("x")])
     assert no_name.value.field == "name"
     with pytest.raises(ConfigurationError) as prices:
-        Scenario.scripted("p", [Reply.final("x")], prices={"m": TokenPrice(Decimal(1), Decimal(1))})
+        Scenario.scripted("p", [Reply.final("x")], prices={"m": 0.5})  # type: ignore[dict-item]
     assert prices.value.field == "prices"
+    with pytest.raises(ConfigurationError) as unnamed:
+        Scenario.scripted("p", [Reply.final("x")], prices={"": TokenPrice(Decimal(1), Decimal(1))})
+    assert unnamed.value.field == "prices"
+    no_limit = Scenario.scripted("p", [Reply.final("x")], prices={"m": TokenPrice(1, 1)})  # type: ignore[arg-type]
+    assert no_limit.prices == {"m": TokenPrice(Decimal(1), Decimal(1))}
     with pytest.raises(ConfigurationError) as limit:
         Scenario.scripted("n", [Reply.final("x")], usd_limit=-1)
     assert limit.value.field == "usd_limit"

@@ -430,3 +430,101 @@ def test_bad_price_tables_are_configuration_errors(prices: Any) -> None:
     assert info.value.field == "prices"
     assert model.calls == ()
     assert current_usd_budget() is None
+
+
+# -- the agent's own prices ---------------------------------------------------------------
+
+HOUSE = TokenPrice(Decimal("2"), Decimal("8"))
+
+
+def _house_cost(inp: int, out: int, price: TokenPrice = HOUSE) -> Decimal:
+    return (Decimal(inp) * price.input_mtok + Decimal(out) * price.output_mtok) / 1_000_000
+
+
+async def test_agent_prices_price_every_call_without_a_budget(echo_tool: BaseTool) -> None:
+    model = ScriptedChatModel(
+        [_round(1, (1500, 250)), final("ok", (2000, 100))], model_name="in-house-model-7"
+    )
+    agent = LLMAgent(model, [echo_tool], prices={"in-house-model-7": HOUSE})
+    result = await agent.arun("go")
+    assert result.cost_usd == _house_cost(1500, 250) + _house_cost(2000, 100)
+    costs = [e.usage.cost_usd for e in result.events if isinstance(e, ModelCalled)]
+    assert costs == [_house_cost(1500, 250), _house_cost(2000, 100)]
+
+
+async def test_agent_prices_make_an_unknown_model_cappable(echo_tool: BaseTool) -> None:
+    model = ScriptedChatModel([final("ok", (1500, 250))], model_name="in-house-model-7")
+    agent = LLMAgent(model, [echo_tool], prices={"in-house-model-7": HOUSE})
+    with usd_budget(1):
+        result = await agent.arun("go")
+    assert result.cost_usd == _house_cost(1500, 250)
+    with usd_budget(_house_cost(1500, 250) / 2), pytest.raises(ExecutionError) as info:
+        await LLMAgent(
+            ScriptedChatModel([final("ok", (1500, 250))], model_name="in-house-model-7"),
+            prices={"in-house-model-7": HOUSE},
+        ).arun("go")
+    assert info.value.reason == "budget_exhausted"
+
+
+async def test_budget_prices_override_agent_prices_name_by_name(tmp_path: Path) -> None:
+    (tmp_path / "big.txt").write_text("line of data\n" * 500)
+    main = ScriptedChatModel(
+        [
+            calls(tool_call("file_read", {"path": "big.txt"}, "f1"), tokens=(1000, 100)),
+            final("done", (1000, 100)),
+        ],
+        model_name="house-main",
+    )
+    pruner = ScriptedChatModel(
+        [AIMessage("short", usage_metadata=usage(3000, 30))], model_name="house-pruner"
+    )
+    cheap = TokenPrice(Decimal("1"), Decimal("1"))
+    agent = LLMAgent(
+        main,
+        [file_read_tool(tmp_path)],
+        AgentConfig(prune_tools=("file_read",), prune_min_chars=100),
+        pruning_model=pruner,
+        prices={"house-main": HOUSE, "house-pruner": HOUSE},
+    )
+    with usd_budget(1, prices={"house-main": cheap}):
+        result = await agent.arun("go")
+    # the main model at the budget's price, the pruner still at the agent's
+    assert result.cost_usd == (_house_cost(1000, 100, cheap) * 2 + _house_cost(3000, 30, HOUSE))
+
+
+async def test_usd_budget_none_with_prices_applies_them(echo_tool: BaseTool) -> None:
+    model = ScriptedChatModel([final("ok", (1500, 250))], model_name="in-house-model-7")
+    with usd_budget(None, prices={"in-house-model-7": HOUSE}) as budget:
+        assert budget is None  # still "no limit"
+        result = await LLMAgent(model, [echo_tool]).arun("go")
+    assert result.cost_usd == _house_cost(1500, 250)
+    assert not [e for e in result.events if isinstance(e, BudgetGate)]
+    started = result.events[0]
+    assert isinstance(started, LoopStarted)
+    assert started.usd_limit is None
+
+
+@pytest.mark.parametrize(
+    "prices",
+    [{"mine": 0.5}, {"": TokenPrice(Decimal(1), Decimal(1))}, [("mine", 1)], "mine"],
+)
+def test_bad_agent_prices_are_configuration_errors(prices: Any) -> None:
+    model = ScriptedChatModel([final("never")], model_name="mine")
+    with pytest.raises(ConfigurationError) as info:
+        LLMAgent(model, prices=prices)
+    assert info.value.field == "prices"
+    agent = LLMAgent(model)
+    with pytest.raises(ConfigurationError):
+        agent.prices = prices
+    assert agent.prices is None
+    assert model.calls == ()
+
+
+def test_agent_prices_are_a_read_only_copy() -> None:
+    table = {"mine": HOUSE}
+    agent = LLMAgent(ScriptedChatModel([final("x")], model_name="mine"), prices=table)
+    table["mine"] = TokenPrice(Decimal(0), Decimal(0))
+    assert agent.prices == {"mine": HOUSE}
+    with pytest.raises(TypeError):
+        agent.prices["other"] = HOUSE  # type: ignore[index]
+    assert LLMAgent(ScriptedChatModel([]), prices={}).prices is None

@@ -22,7 +22,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool
 
 from toolloop_lab.agent import AgentConfig, LLMAgent
-from toolloop_lab.budget import to_decimal_usd
+from toolloop_lab.budget import checked_prices, to_decimal_usd
 from toolloop_lab.builtin_tools import echo_tool, file_read_tool
 from toolloop_lab.errors import ConfigurationError
 from toolloop_lab.events import Observer
@@ -188,7 +188,7 @@ class Scenario:
     pruning_model: ModelFactory | None = None
     usd_limit: Decimal | None = None
     prices: Mapping[str, TokenPrice] | None = None
-    """Price overrides by model name; they take effect under ``usd_limit`` (see core)."""
+    """Price overrides by model name, with or without ``usd_limit`` (``LLMAgent(prices=)``)."""
     data_dir: str | None = None
     """Root directory of ``file_read``; ``None`` is the packaged sample data."""
     tags: tuple[str, ...] = ()
@@ -210,12 +210,9 @@ class Scenario:
         if self.usd_limit is not None:
             object.__setattr__(self, "usd_limit", to_decimal_usd(self.usd_limit, field="usd_limit"))
         if self.prices is not None:
-            if self.usd_limit is None:
-                raise ConfigurationError(
-                    "prices take effect only under a USD budget; set usd_limit too",
-                    field="prices",
-                )
-            object.__setattr__(self, "prices", dict(self.prices))
+            # checked here, like the agent does, so a bad table fails when it is written
+            checked = checked_prices(self.prices)
+            object.__setattr__(self, "prices", dict(checked) if checked else None)
 
     @classmethod
     def scripted(
@@ -274,5 +271,10 @@ class Scenario:
                 field="pruning_model",
             )
         return LLMAgent(
-            model, self.build_tools(), self.config, pruning_model=pruning, observers=observers
+            model,
+            self.build_tools(),
+            self.config,
+            pruning_model=pruning,
+            observers=observers,
+            prices=self.prices,
         )
