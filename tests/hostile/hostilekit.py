@@ -1,0 +1,168 @@
+"""The checks every hostile case makes, whatever it threw at the loop.
+
+A run ends in one of three ways: a final answer, an error ``ToolMessage`` the model reads,
+or a typed error that keeps its partial counts. Whichever it is, these hold:
+
+* the events are complete: ``LoopStarted`` first (unless the run failed before it could
+  start), exactly one ``LoopFinished``/``LoopFailed`` and it is last, one run id, a clock
+  that never goes back, one ``ToolDispatched`` per tool-call id the model asked for;
+* every tool-call id in the transcript is answered by exactly one ``ToolMessage``, after
+  the ``AIMessage`` that asked for it, and the event says what the message says;
+* the final event's usage is the sum of every model call's (pruning included), and an
+  error's partial counts are that same sum;
+* every event survives its trip through a trace line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from toolloop_lab import ToolLoopResult
+from toolloop_lab.errors import PartialRun
+from toolloop_lab.events import (
+    Event,
+    LoopFailed,
+    LoopFinished,
+    LoopStarted,
+    ModelCalled,
+    Pruned,
+    ToolDispatched,
+    event_from_dict,
+)
+from toolloop_lab.trace import encode_event
+from toolloop_lab.usage import Usage
+
+__all__ = [
+    "asked_ids",
+    "check_events",
+    "check_messages",
+    "check_partial",
+    "check_result",
+    "dispatched",
+    "dumped",
+    "kinds",
+    "only",
+    "tool_messages",
+]
+
+
+def asked_ids(events: Iterable[Event]) -> list[str]:
+    """Every tool-call id the model asked for, in order (ModelCalled events)."""
+    return [c.id for e in events if isinstance(e, ModelCalled) for c in e.tool_calls]
+
+
+def dispatched(events: Iterable[Event]) -> dict[str, ToolDispatched]:
+    """The ToolDispatched event of each tool-call id."""
+    return {e.tool_call_id: e for e in events if isinstance(e, ToolDispatched)}
+
+
+def tool_messages(messages: Iterable[BaseMessage]) -> dict[str, ToolMessage]:
+    """The ToolMessage answering each tool-call id."""
+    return {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
+
+
+def dumped(events: Iterable[Event], messages: Iterable[BaseMessage] = ()) -> str:
+    """Everything the run produced as text: to search it for what must not be there."""
+    parts = [encode_event(e).decode("ascii") for e in events]
+    parts += [json.dumps(m.model_dump(), default=str) for m in messages]
+    text = "\n".join(parts)
+    # the trace escapes non-ASCII; search the decoded form too
+    return text + "\n" + text.encode("ascii").decode("unicode_escape", "replace")
+
+
+def check_events(events: Sequence[Event], *, started: bool = True) -> LoopFinished | LoopFailed:
+    """Assert the stream is complete (see the module doc); return its final event."""
+    assert events, "no events at all"
+    assert len({e.run_id for e in events}) == 1
+    if started:
+        assert isinstance(events[0], LoopStarted), events[0]
+    else:
+        assert [e.kind for e in events] == ["loop_failure"]
+    final = events[-1]
+    assert isinstance(final, (LoopFinished, LoopFailed)), final
+    assert [e for e in events if isinstance(e, (LoopFinished, LoopFailed))] == [final]
+    times = [e.t for e in events]
+    assert times == sorted(times)
+    asked = asked_ids(events)
+    assert len(asked) == len(set(asked)), f"repeated tool-call ids: {asked}"
+    answered = [e.tool_call_id for e in events if isinstance(e, ToolDispatched)]
+    assert Counter(answered) == Counter(asked), (answered, asked)
+    spent = sum((e.usage for e in events if isinstance(e, (ModelCalled, Pruned))), start=Usage())
+    assert final.usage == spent
+    for event in events:
+        back = event_from_dict(json.loads(encode_event(event)))
+        assert back.kind == event.kind
+    return final
+
+
+def check_messages(messages: Sequence[BaseMessage], events: Sequence[Event] = ()) -> None:
+    """Every tool-call id is answered exactly once, after its request; the events agree."""
+    asked: list[str] = []
+    answered: list[str] = []
+    for message in messages:
+        if isinstance(message, AIMessage):
+            asked += [str(c.get("id")) for c in message.tool_calls]
+            asked += [str(c.get("id")) for c in message.invalid_tool_calls]
+        elif isinstance(message, ToolMessage):
+            assert message.tool_call_id in asked, f"{message.tool_call_id} answered unasked"
+            answered.append(message.tool_call_id)
+    assert len(asked) == len(set(asked)), f"repeated tool-call ids: {asked}"
+    assert Counter(answered) == Counter(asked), (answered, asked)
+    if events:
+        pruned = {e.tool_call_id for e in events if isinstance(e, Pruned)}
+        by_id = dispatched(events)
+        assert set(by_id) == set(answered)
+        for call_id, message in tool_messages(messages).items():
+            event = by_id[call_id]
+            assert event.status == message.status
+            assert (event.error_reason is None) == (message.status == "success")
+            if call_id not in pruned:
+                assert event.content == message.content
+
+
+def check_result(result: ToolLoopResult) -> LoopFinished:
+    """A finished run: complete events, every call answered, counts that add up."""
+    final = check_events(result.events)
+    assert isinstance(final, LoopFinished), final
+    check_messages(result.messages, result.events)
+    assert result.usage == final.usage
+    assert result.rounds == final.rounds
+    assert result.final_response.text == final.final_text
+    assert (result.final_empty, result.final_truncated) == (
+        final.final_empty,
+        final.final_truncated,
+    )
+    return final
+
+
+def check_partial(err: PartialRun, *, started: bool = True) -> LoopFailed:
+    """A typed error: its partial counts, messages and events are those of the run."""
+    final = check_events(err.events, started=started)
+    assert isinstance(final, LoopFailed), final
+    check_messages(err.messages, err.events)
+    usage = final.usage
+    assert (err.accumulated_prompt, err.accumulated_completion) == (
+        usage.input_tokens,
+        usage.output_tokens,
+    )
+    assert err.cost_usd == usage.cost_usd
+    assert err.rounds == final.rounds
+    assert err.any_invocation_made == final.any_invocation_made
+    assert err.run_id == final.run_id
+    return final
+
+
+def kinds(events: Iterable[Event]) -> list[str]:
+    """The kinds of ``events``, in order (for exact sequence assertions)."""
+    return [e.kind for e in events]
+
+
+def only(items: Iterable[Any]) -> Any:
+    """The single item of ``items``."""
+    (item,) = list(items)
+    return item
