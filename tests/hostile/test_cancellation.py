@@ -1,0 +1,342 @@
+"""Cancelling the loop at every place it can wait: during a model call, during parallel
+tool dispatch (async tools, sync tools blocked in threads, a tool that ignores
+cancellation), during a pause, pruning or synthesis, and by an ``asyncio.timeout`` around
+the run.
+
+Each case asserts: ``CancelledError`` (or the caller's ``TimeoutError``) propagates
+unwrapped; no task is left over (``asyncio.all_tasks()`` before and after); the events end
+with ``LoopFailed(cancelled=True)`` carrying the partial counts; every tool-call id asked
+for is answered exactly once, and a call that finished before the stop keeps its real
+result instead of reading "not run".
+
+Related cases elsewhere: cancelling a hanging tool, Ctrl-C in a sync run
+(tests/test_failures.py), the debugger's Stop button (tests/test_widget_step.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from hostilekit import check_events, dispatched, kinds
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import BaseTool, StructuredTool, tool
+from loopkit import MODEL, calls, final, tool_call, usage
+
+from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
+from toolloop_lab.events import Event, LoopFailed
+from toolloop_lab.hooks import PausePoint
+from toolloop_lab.usage import Usage
+
+SAFETY_S = 60.0
+"""Only a deadlock guard: turns a hang into a failure, never a timing assertion."""
+
+
+pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
+
+
+class HangingModel(BaseChatModel):
+    """Replies from ``script`` and then waits forever (until cancelled) on the next call."""
+
+    script: list[AIMessage]
+    model_name: str = MODEL
+    waiting: Any = None  # an asyncio.Event set when a call starts waiting
+
+    @property
+    def _llm_type(self) -> str:
+        return "hanging"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        raise NotImplementedError
+
+    async def _agenerate(
+        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
+    ) -> ChatResult:
+        if self.script:
+            reply = self.script.pop(0)
+        else:
+            self.waiting.set()
+            await asyncio.Event().wait()
+            raise AssertionError("unreachable")
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+async def _cancel_when(
+    agent: LLMAgent, ready: Callable[[], Awaitable[Any]], prompt: str = "go"
+) -> None:
+    """Start the run, wait until ``ready`` says it is where it should be, cancel it."""
+    task = asyncio.create_task(agent.arun(prompt))
+    waiter = asyncio.create_task(ready())
+    done, _ = await asyncio.wait({task, waiter}, timeout=SAFETY_S, return_when="FIRST_COMPLETED")
+    assert waiter in done, f"the run never got there: {task}"
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, SAFETY_S)
+    assert task.cancelled()
+
+
+def _failed(events: list[Event]) -> LoopFailed:
+    failed = check_events(events)
+    assert isinstance(failed, LoopFailed)
+    assert (failed.cancelled, failed.error_type) == (True, "CancelledError")
+    return failed
+
+
+# -- during a model call ------------------------------------------------------------------
+
+
+async def test_cancel_during_the_first_model_call() -> None:
+    events: list[Event] = []
+    model = HangingModel(script=[], waiting=asyncio.Event())
+    await _cancel_when(LLMAgent(model, [], observers=[events.append]), model.waiting.wait)
+
+    failed = _failed(events)
+    assert kinds(events) == ["loop_start", "round_start", "loop_failure"]
+    assert (failed.round, failed.rounds, failed.usage) == (1, 0, Usage())
+    assert failed.any_invocation_made is True
+
+
+async def test_cancel_during_a_later_model_call_keeps_the_earlier_rounds(
+    echo_tool: BaseTool,
+) -> None:
+    events: list[Event] = []
+    script = [
+        calls(tool_call("echo", {"text": "a"}, "c1"), text="one", tokens=(100, 10)),
+        calls(tool_call("echo", {"text": "b"}, "c2"), text="two", tokens=(200, 20)),
+    ]
+    model = HangingModel(script=script, waiting=asyncio.Event())
+    agent = LLMAgent(model, [echo_tool], observers=[events.append])
+    await _cancel_when(agent, model.waiting.wait)
+
+    failed = _failed(events)
+    assert (failed.round, failed.rounds) == (3, 2)
+    assert (failed.usage.input_tokens, failed.usage.output_tokens, failed.usage.requests) == (
+        300,
+        30,
+        2,
+    )
+    assert [(e.tool_call_id, e.content) for e in dispatched(events).values()] == [
+        ("c1", "a"),
+        ("c2", "b"),
+    ]
+
+
+async def test_cancel_during_the_synthesis_call(echo_tool: BaseTool) -> None:
+    events: list[Event] = []
+    script = [calls(tool_call("echo", {"text": "a"}, "c1"), text="one")]
+    model = HangingModel(script=script, waiting=asyncio.Event())
+    agent = LLMAgent(model, [echo_tool], AgentConfig(tool_max_rounds=1), observers=[events.append])
+    await _cancel_when(agent, model.waiting.wait)
+
+    failed = _failed(events)
+    assert kinds(events)[-2:] == ["synthesis", "loop_failure"]
+    assert (failed.round, failed.rounds) == (2, 1)
+
+
+# -- during parallel tool dispatch --------------------------------------------------------
+
+
+async def test_cancel_during_parallel_dispatch_keeps_what_finished() -> None:
+    events: list[Event] = []
+    both_waiting = asyncio.Event()
+    waiting = 0
+
+    @tool
+    async def quick(text: str) -> str:
+        """Answers at once."""
+        return f"quick {text}"
+
+    @tool
+    async def slow(text: str) -> str:
+        """Waits until cancelled."""
+        nonlocal waiting
+        waiting += 1
+        if waiting == 2:
+            both_waiting.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    reply = calls(
+        tool_call("slow", {"text": "1"}, "s1"),
+        tool_call("quick", {"text": "2"}, "q2"),
+        tool_call("slow", {"text": "3"}, "s3"),
+        tokens=(50, 5),
+    )
+    model = ScriptedChatModel([reply], model_name=MODEL)
+    agent = LLMAgent(model, [quick, slow], observers=[events.append])
+    await _cancel_when(agent, both_waiting.wait)
+
+    failed = _failed(events)
+    assert (failed.usage.input_tokens, failed.usage.output_tokens) == (50, 5)
+    by_id = dispatched(events)
+    assert [(i, by_id[i].status, by_id[i].error_reason, by_id[i].content) for i in by_id] == [
+        ("s1", "error", "cancelled", "Error: the loop was stopped before this call ran"),
+        ("q2", "success", None, "quick 2"),  # it ran: its result is kept
+        ("s3", "error", "cancelled", "Error: the loop was stopped before this call ran"),
+    ]
+
+
+async def test_cancel_while_sync_tools_block_in_threads() -> None:
+    events: list[Event] = []
+    release = threading.Event()
+    blocked = 0
+    lock = threading.Lock()
+    all_blocked = threading.Event()
+
+    def block(n: int) -> str:
+        nonlocal blocked
+        with lock:
+            blocked += 1
+            if blocked == 3:
+                all_blocked.set()
+        release.wait(SAFETY_S)
+        return f"late {n}"
+
+    tool_ = StructuredTool.from_function(block, name="block", description="Blocks a thread.")
+    reply = calls(*(tool_call("block", {"n": n}, f"b{n}") for n in range(3)))
+    agent = LLMAgent(
+        ScriptedChatModel([reply], model_name=MODEL), [tool_], observers=[events.append]
+    )
+    try:
+        await _cancel_when(agent, lambda: asyncio.to_thread(all_blocked.wait, SAFETY_S))
+        # the run ended while all three threads still block
+        assert not release.is_set()
+    finally:
+        release.set()
+    _failed(events)
+    assert {e.error_reason for e in dispatched(events).values()} == {"cancelled"}
+
+
+async def test_cancel_with_a_tool_that_ignores_cancellation() -> None:
+    events: list[Event] = []
+    started = asyncio.Event()
+    release = asyncio.Event()
+
+    async def stubborn() -> str:
+        started.set()
+        while not release.is_set():
+            with contextlib.suppress(asyncio.CancelledError):  # ignores the stop
+                await release.wait()
+        return "done anyway"
+
+    tool_ = StructuredTool.from_function(coroutine=stubborn, name="stubborn", description="S.")
+    model = ScriptedChatModel([calls(tool_call("stubborn", {}, "s1"))], model_name=MODEL)
+    agent = LLMAgent(model, [tool_], observers=[events.append])  # no tool timeout at all
+    before = asyncio.all_tasks()
+    await _cancel_when(agent, started.wait)  # returns: the stop is not held up for good
+
+    _failed(events)
+    assert dispatched(events)["s1"].error_reason == "cancelled"
+    stragglers = asyncio.all_tasks() - before
+    assert stragglers  # the tool is still running, on its own
+    release.set()
+    await asyncio.wait_for(asyncio.gather(*stragglers), SAFETY_S)
+
+
+# -- during a pause, pruning, and under asyncio.timeout -----------------------------------
+
+
+async def test_cancel_while_paused_before_dispatch(echo_tool: BaseTool) -> None:
+    events: list[Event] = []
+    paused = asyncio.Event()
+
+    async def hold(point: PausePoint) -> None:
+        if point.stage == "tool_dispatch":
+            paused.set()
+            await asyncio.Event().wait()
+
+    reply = calls(tool_call("echo", {"text": "a"}, "e1"), tool_call("echo", {"text": "b"}, "e2"))
+    agent = LLMAgent(
+        ScriptedChatModel([reply], model_name=MODEL),
+        [echo_tool],
+        observers=[events.append],
+        pause_hooks=[hold],
+    )
+    await _cancel_when(agent, paused.wait)
+
+    _failed(events)
+    assert [(e.tool_call_id, e.error_reason) for e in dispatched(events).values()] == [
+        ("e1", "cancelled"),
+        ("e2", "cancelled"),
+    ]
+
+
+async def test_cancel_during_a_pruning_call() -> None:
+    events: list[Event] = []
+
+    @tool
+    def fetch() -> str:
+        """A large output."""
+        return "row of data\n" * 500
+
+    pruner = HangingModel(script=[], waiting=asyncio.Event())
+    agent = LLMAgent(
+        ScriptedChatModel([calls(tool_call("fetch", {}, "f1"), tokens=(40, 4))], model_name=MODEL),
+        [fetch],
+        AgentConfig(prune_tools=("fetch",), prune_min_chars=100),
+        pruning_model=pruner,
+        observers=[events.append],
+    )
+    await _cancel_when(agent, pruner.waiting.wait)
+
+    failed = _failed(events)
+    assert (failed.usage.input_tokens, failed.rounds) == (40, 0)
+    original = dispatched(events)["f1"]
+    assert (original.status, original.content) == ("success", "row of data\n" * 500)
+    assert "pruning" not in kinds(events)
+
+
+async def test_asyncio_timeout_around_the_run() -> None:
+    events: list[Event] = []
+    model = HangingModel(
+        script=[AIMessage("", tool_calls=[tool_call("nap", {}, "n1")], usage_metadata=usage(9, 1))],
+        waiting=asyncio.Event(),
+    )
+
+    @tool
+    async def nap() -> str:
+        """Sleeps longer than the caller waits."""
+        await asyncio.Event().wait()
+        return "never"
+
+    agent = LLMAgent(model, [nap], observers=[events.append])
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.05):
+            await agent.arun("go")
+
+    failed = _failed(events)
+    assert failed.usage.input_tokens == 9
+    assert dispatched(events)["n1"].error_reason == "cancelled"
+
+
+async def test_cancel_twice_still_ends_once() -> None:
+    events: list[Event] = []
+    model = HangingModel(script=[], waiting=asyncio.Event())
+    task = asyncio.create_task(LLMAgent(model, [], observers=[events.append]).arun("go"))
+    await asyncio.wait_for(model.waiting.wait(), SAFETY_S)
+    task.cancel()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, SAFETY_S)
+    _failed(events)
+
+
+async def test_the_run_can_go_on_after_a_cancel(echo_tool: BaseTool) -> None:
+    # a cancelled run leaves the agent (bound model, observers) usable for the next one
+    events: list[Event] = []
+    model = HangingModel(script=[], waiting=asyncio.Event())
+    agent = LLMAgent(model, [echo_tool], observers=[events.append])
+    await _cancel_when(agent, model.waiting.wait)
+    model.script.append(final("second run"))
+    result = await asyncio.wait_for(agent.arun("again"), SAFETY_S)
+    assert result.final_response.text == "second run"
+    assert kinds(events).count("loop_start") == 2
