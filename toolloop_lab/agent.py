@@ -215,6 +215,8 @@ class _Run:
     token_tripped: bool = False
     prices: Mapping[str, TokenPrice] | None = None
     """The agent's prices overlaid with the USD budget's, by model name."""
+    release: Callable[[], None] = field(default=lambda: None)
+    """Ends this run's hold on its USD budget (see ``budget.hold``)."""
     finished: dict[str, DispatchOutcome] = field(default_factory=dict)
     """Outcomes of the current dispatch that completed, by tool-call id (kept on a stop)."""
 
@@ -391,6 +393,8 @@ class LLMAgent:
             )
             self._fail(run, exc, cancelled=False)
             raise
+        finally:
+            run.release()
 
     def _bind(self, tools: tuple[BaseTool, ...]) -> Any:
         """The model with ``tools`` bound, reused while ``self.model`` and ``self.tools``
@@ -436,6 +440,7 @@ class LLMAgent:
     async def _loop(self, run: _Run) -> ToolLoopResult:
         cfg = self.config
         run.usd = _budget.current_usd_budget()
+        run.release = _budget.hold(run.usd)  # in force until the run ends, block or not
         run.prices = _merged_prices(self._prices, _budget.current_prices())
         window, _source = _budget.resolve_context_window(cfg.context_window, self.model)
         token_budget = _budget.resolve_token_budget(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextvars
 import math
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -32,6 +32,7 @@ __all__ = [
     "checked_prices",
     "current_prices",
     "current_usd_budget",
+    "hold",
     "resolve_context_window",
     "resolve_token_budget",
     "snapshot_context",
@@ -122,19 +123,48 @@ def usd_budget(
     else:
         budget = UsdBudget(to_decimal_usd(limit_usd), frozen_prices)
         token = _BUDGET.set(budget)
-    ident = threading.get_ident()
-    with _active_lock:
-        _active_by_thread[ident] = _active_by_thread.get(ident, 0) + (budget is not None)
+    release = hold(budget)
     try:
         yield budget
     finally:
-        _BUDGET.reset(token)
+        try:
+            _BUDGET.reset(token)
+        finally:
+            release()  # even if the reset fails (exited from another context)
+
+
+def hold(budget: UsdBudget | None) -> Callable[[], None]:
+    """Mark ``budget`` as in force on this thread until the returned function is called.
+
+    A ``usd_budget`` block holds its budget while it is open, and a loop run holds the
+    budget it started under until it ends, even when the block has closed meanwhile (a
+    task created inside it): as long as either is true, a bare thread fails closed.
+    Releasing twice is harmless; ``None`` holds nothing.
+    """
+    if budget is None:
+        return _nothing
+    ident = threading.get_ident()
+    with _active_lock:
+        _active_by_thread[ident] = _active_by_thread.get(ident, 0) + 1
+    released = False
+
+    def release() -> None:
+        nonlocal released
         with _active_lock:
-            left = _active_by_thread.get(ident, 0) - (budget is not None)
+            if released:
+                return
+            released = True
+            left = _active_by_thread.get(ident, 0) - 1
             if left > 0:
                 _active_by_thread[ident] = left
             else:
                 _active_by_thread.pop(ident, None)
+
+    return release
+
+
+def _nothing() -> None:
+    return None
 
 
 def current_usd_budget() -> UsdBudget | None:
