@@ -7,9 +7,10 @@ text a person would see: round rows, a tool dispatch, a pruning saving, a trippe
 gate, the final answer, and a tool output holding an ``<img onerror>`` payload shown as
 text without running. A screenshot goes to ``test-artifacts/``.
 
-The notebook is a parameter: by default the test writes one into its temporary root; set
-``TOOLLOOP_BROWSER_NOTEBOOK`` to run another (the tutorial notebook, say), which must show
-the same things (see :func:`generic_expectations`).
+The notebook is a parameter: the test runs one it writes into its temporary root (with exact
+expectations and a positive control for the payload check) and the tutorial
+``notebooks/01_quickstart.ipynb``, which must show the same things (see
+:func:`generic_expectations`). ``TOOLLOOP_BROWSER_NOTEBOOK`` swaps the tutorial for another.
 
 It never downloads a browser. Without ``/usr/bin/chromium`` (or Playwright) the test skips,
 except under ``CI=true``, where it fails.
@@ -320,9 +321,8 @@ def lab(chromium: Any, tmp_path: Path) -> Iterator[Lab]:
                 process.wait(timeout=10)
 
 
-def notebook_under_test(root: Path) -> tuple[str, Expectations]:
+def notebook_under_test(root: Path, chosen: str | None) -> tuple[str, Expectations]:
     """Put the notebook to run into ``root``; returns its name and what it must show."""
-    chosen = os.environ.get(NOTEBOOK_ENV)
     if chosen:
         source = (REPO / chosen).resolve()
         notebook = nbformat.read(source, as_version=4)
@@ -362,8 +362,15 @@ def run_all_cells(page: Any) -> None:
 
 
 # -- the test -----------------------------------------------------------------------------
-def test_widget_runs_live_in_jupyterlab(chromium: Any, lab: Lab, tmp_path: Path) -> None:
-    name, expect = notebook_under_test(tmp_path / "root")
+TUTORIAL = os.environ.get(NOTEBOOK_ENV, "notebooks/01_quickstart.ipynb")
+
+
+@pytest.mark.parametrize("chosen", [None, TUTORIAL], ids=["generated", "tutorial"])
+def test_widget_runs_live_in_jupyterlab(
+    chromium: Any, lab: Lab, tmp_path: Path, chosen: str | None
+) -> None:
+    name, expect = notebook_under_test(tmp_path / "root", chosen)
+    shot = "widget_browser" if chosen is None else f"widget_browser_{Path(chosen).stem}"
     ARTIFACTS.mkdir(exist_ok=True)
 
     with chromium() as pw:
@@ -393,8 +400,8 @@ def test_widget_runs_live_in_jupyterlab(chromium: Any, lab: Lab, tmp_path: Path)
             widget.get_by_text("Round 1 · model call").wait_for()
 
             widget.scroll_into_view_if_needed()
-            page.screenshot(path=str(ARTIFACTS / "widget_browser.png"))
-            widget.screenshot(path=str(ARTIFACTS / "widget_browser_widget.png"))
+            page.screenshot(path=str(ARTIFACTS / f"{shot}.png"))
+            widget.screenshot(path=str(ARTIFACTS / f"{shot}_widget.png"))
 
             shown = widget.inner_text()
             for text in expect.texts:
@@ -413,7 +420,7 @@ def test_widget_runs_live_in_jupyterlab(chromium: Any, lab: Lab, tmp_path: Path)
             assert not [e for e in errors if XSS_FLAG in e]
         except BaseException:
             # what the page showed when it went wrong, for the CI log and artifacts
-            page.screenshot(path=str(ARTIFACTS / "widget_browser_failure.png"))
+            page.screenshot(path=str(ARTIFACTS / f"{shot}_failure.png"))
             print(page.locator("body").inner_text()[-6_000:])
             print(lab.log_tail())
             raise
