@@ -118,7 +118,13 @@ def client() -> Iterator[Any]:
     with dask.config.set(settings):
         try:
             cluster = distributed.LocalCluster(
-                n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+                n_workers=2,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                # No dashboard, yet the scheduler's HTTP server would still take port 8787
+                # (warning when it is taken): any free port instead.
+                scheduler_kwargs={"dashboard_address": ":0"},
             )
         except (OSError, RuntimeError, TimeoutError) as exc:
             unavailable(f"cannot start a LocalCluster of worker processes here: {exc!r}")
