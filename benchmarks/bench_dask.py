@@ -1,0 +1,149 @@
+"""Sweep throughput here and on a Dask LocalCluster: 1,000 scenarios of 5 rounds each.
+
+Run: ``python benchmarks/bench_dask.py`` (needs the ``toolloop-lab[dask]`` extra;
+``--scenarios``, ``--rounds``, ``--workers``, ``--concurrency`` vary it). The workload is
+``bench_lab.sweep``: scripted models priced as gpt-4o-mini, one ``echo`` call per round.
+``--cpu-ms N`` makes each scenario's model factory burn N ms of CPU first, a stand-in for a
+local model that needs real compute (one process runs that on one core, whatever the
+concurrency; a cluster spreads it over its workers).
+
+Four timed sweeps of the same scenarios, each after a 20-scenario warm-up (imports, price
+tables and tool caches on every worker):
+
+- local: ``run_scenarios(concurrency=4)`` in this process;
+- process pool: ``run_scenarios(executor=ProcessPoolExecutor(workers))``;
+- cluster: ``run_scenarios_on_dask`` on a ``LocalCluster`` of ``workers`` processes;
+- cluster executor: ``run_scenarios(executor=client.get_executor())`` on the same cluster.
+
+Every remote result is checked against the local frames. Cluster start-up is timed
+separately and not counted. Not part of the test suite: timing figures live here only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import multiprocessing
+import os
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pandas as pd
+from bench_lab import sweep
+from langchain_core.language_models import BaseChatModel
+
+from toolloop_lab.lab import LabResults, Scenario, ScriptedModel, run_scenarios
+from toolloop_lab.lab.dask import run_scenarios_on_dask
+
+VOLATILE = ["duration_s", "run_id"]
+
+
+@dataclass(frozen=True)
+class BusyModel:
+    """A model factory that burns ``ms`` of CPU before building its scripted model."""
+
+    script: ScriptedModel
+    ms: float
+
+    def __call__(self) -> BaseChatModel:
+        end = time.perf_counter() + self.ms / 1000
+        while time.perf_counter() < end:
+            pass
+        return self.script()
+
+
+def workload(scenarios: int, rounds: int, cpu_ms: float) -> list[Scenario]:
+    """``bench_lab.sweep``, its models wrapped in :class:`BusyModel` when ``cpu_ms`` > 0."""
+    plain = sweep(scenarios, rounds)
+    if cpu_ms <= 0:
+        return plain
+    return [replace(s, model=BusyModel(s.model, cpu_ms)) for s in plain]
+
+
+def timed(
+    label: str, run: Callable[[list[Scenario]], LabResults], scenarios: list[Scenario]
+) -> tuple[LabResults, float]:
+    """Warm up on 20 scenarios, then time the whole sweep; prints scenarios per second."""
+    run(scenarios[:20])
+    gc.collect()
+    started = time.perf_counter()
+    results = run(scenarios)
+    elapsed = time.perf_counter() - started
+    n = len(scenarios)
+    print(f"{label:<18}: {elapsed:6.2f} s  ->  {n / elapsed:7,.0f} scenarios/s", flush=True)
+    return results, elapsed
+
+
+def same(a: LabResults, b: LabResults) -> None:
+    """Fail loudly if a remote sweep's frame differs from the local one."""
+    pd.testing.assert_frame_equal(a.runs.drop(columns=VOLATILE), b.runs.drop(columns=VOLATILE))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--scenarios", type=int, default=1_000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--cpu-ms", type=float, default=0.0)
+    args = parser.parse_args()
+
+    import dask
+    import distributed
+
+    scenarios = workload(args.scenarios, args.rounds, args.cpu_ms)
+    print(
+        f"python {sys.version.split()[0]}, dask {dask.__version__}, "
+        f"{os.cpu_count()} CPUs; {args.scenarios:,} scenarios x {args.rounds} rounds, "
+        f"{args.cpu_ms:g} ms of model CPU each"
+    )
+
+    local, _ = timed(
+        f"local (conc. {args.concurrency})",
+        lambda s: run_scenarios(s, concurrency=args.concurrency, progress=False),
+        scenarios,
+    )
+    assert (local.runs["outcome"] == "final").all()
+
+    ctx: Any = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(args.workers, mp_context=ctx) as pool:
+        pooled, _ = timed(
+            f"process pool ({args.workers})",
+            lambda s: run_scenarios(s, executor=pool, progress=False),
+            scenarios,
+        )
+    same(pooled, local)
+
+    started = time.perf_counter()
+    cluster = distributed.LocalCluster(
+        n_workers=args.workers,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        scheduler_kwargs={"dashboard_address": ":0"},  # its HTTP server: any free port
+    )
+    with cluster, distributed.Client(cluster) as client:
+        client.wait_for_workers(args.workers)
+        print(f"{'cluster start':<18}: {time.perf_counter() - started:6.2f} s (not counted)")
+        on_dask, _ = timed(
+            f"cluster ({args.workers} procs)",
+            lambda s: run_scenarios_on_dask(s, client, progress=False),
+            scenarios,
+        )
+        same(on_dask, local)
+        executor = client.get_executor(pure=False)
+        via_executor, _ = timed(
+            "cluster executor",
+            lambda s: run_scenarios(s, executor=executor, progress=False),
+            scenarios,
+        )
+        same(via_executor, local)
+    print("frames: every remote sweep equals the local one (durations and run ids aside)")
+
+
+if __name__ == "__main__":
+    main()
