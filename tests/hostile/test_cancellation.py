@@ -340,3 +340,77 @@ async def test_the_run_can_go_on_after_a_cancel(echo_tool: BaseTool) -> None:
     result = await asyncio.wait_for(agent.arun("again"), SAFETY_S)
     assert result.final_response.text == "second run"
     assert kinds(events).count("loop_start") == 2
+
+
+async def test_cancel_with_fifty_calls_half_of_them_finished() -> None:
+    events: list[Event] = []
+    hanging = 0
+    all_hanging = asyncio.Event()
+
+    @tool
+    async def call(n: int) -> str:
+        """Even calls answer at once; odd ones wait until cancelled."""
+        nonlocal hanging
+        if n % 2 == 0:
+            return f"done {n}"
+        hanging += 1
+        if hanging == 25:
+            all_hanging.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    reply = calls(*(tool_call("call", {"n": n}, f"p{n}") for n in range(50)))
+    agent = LLMAgent(
+        ScriptedChatModel([reply], model_name=MODEL), [call], observers=[events.append]
+    )
+    await _cancel_when(agent, all_hanging.wait)
+
+    _failed(events)
+    by_id = dispatched(events)
+    assert list(by_id) == [f"p{n}" for n in range(50)]  # call order, every id once
+    for n in range(50):
+        event = by_id[f"p{n}"]
+        if n % 2 == 0:
+            assert (event.status, event.content) == ("success", f"done {n}")
+        else:
+            assert (event.status, event.error_reason) == ("error", "cancelled")
+
+
+async def test_cancel_while_paused_before_a_model_call(echo_tool: BaseTool) -> None:
+    events: list[Event] = []
+    paused = asyncio.Event()
+
+    async def hold(point: PausePoint) -> None:
+        if point.stage == "model_call" and point.round == 2:
+            paused.set()
+            await asyncio.Event().wait()
+
+    reply = calls(tool_call("echo", {"text": "a"}, "e1"), tokens=(25, 5))
+    agent = LLMAgent(
+        ScriptedChatModel([reply, final("never")], model_name=MODEL),
+        [echo_tool],
+        observers=[events.append],
+        pause_hooks=[hold],
+    )
+    await _cancel_when(agent, paused.wait)
+
+    failed = _failed(events)
+    assert (failed.round, failed.rounds, failed.usage.input_tokens) == (2, 1, 25)
+    assert dispatched(events)["e1"].content == "a"
+    assert kinds(events)[-2:] == ["round_start", "loop_failure"]
+
+
+def test_ctrl_c_in_a_sync_run_inside_a_running_loop() -> None:
+    # agent.run inside a notebook cell hands the run to a background loop; an interrupt
+    # there still ends the run with its final event and reaches the caller
+    events: list[Event] = []
+
+    async def cell() -> None:
+        model = ScriptedChatModel([KeyboardInterrupt()], model_name=MODEL)
+        LLMAgent(model, observers=[events.append]).run("go")
+
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(cell())
+    failed = check_events(events)
+    assert isinstance(failed, LoopFailed)
+    assert failed.cancelled is True
