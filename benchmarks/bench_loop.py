@@ -217,7 +217,7 @@ def measure_loops(
             wanted = max(3, wanted // 4)
         # Later sizes get what is left of the budget, shared by what they still need.
         left = budget_s - (time.perf_counter() - started)
-        weights = [r * REPEATS.get(r, 3) for r in sizes[index:]]
+        weights = [(r + 100) * REPEATS.get(r, 3) for r in sizes[index:]]  # ~fixed cost per run
         deadline = time.perf_counter() + left * weights[0] / sum(weights)
         done = 0
         names = list(variants)
