@@ -415,7 +415,25 @@ def _tampered(events: tuple[Event, ...]) -> list[tuple[str, Any, str]]:
     ]
 
 
-CASES = [c[0] for c in _tampered(_run().events)]
+CASES = [
+    "int-as-text",
+    "int-as-bool",
+    "literal",
+    "markup-literal",
+    "decimal-nan",
+    "decimal-text",
+    "negative-usage",
+    "usage-cost",
+    "time-nan",
+    "args-list",
+    "view-args",
+    "tuple-of-int",
+    "unknown-kind",
+]
+
+
+def test_every_edit_has_a_case() -> None:
+    assert [c[0] for c in _tampered(_run().events)] == CASES
 
 
 @pytest.mark.parametrize("case", CASES)
