@@ -219,9 +219,22 @@ class _Run:
     """Ends this run's hold on its USD budget (see ``budget.hold``)."""
     finished: dict[str, DispatchOutcome] = field(default_factory=dict)
     """Outcomes of the current dispatch that completed, by tool-call id (kept on a stop)."""
+    call_ids: set[str] = field(default_factory=set)
+    """Tool-call ids in ``messages[:ids_scanned]``, asked for or answered."""
+    ids_scanned: int = 0
 
     def now(self) -> float:
         return time.perf_counter() - self.t0
+
+    def tool_call_ids(self) -> set[str]:
+        """Every tool-call id in the transcript so far. Messages are only ever appended
+        (pruning replaces a ToolMessage with one of the same id), so only the new ones are
+        scanned: O(1) per round instead of O(transcript)."""
+        if self.ids_scanned > len(self.messages):  # the transcript was replaced: rescan
+            self.call_ids, self.ids_scanned = set(), 0
+        self.call_ids |= _tool_call_ids(self.messages[self.ids_scanned :])
+        self.ids_scanned = len(self.messages)
+        return self.call_ids
 
     def emit(self, event: Event) -> None:
         self.events.append(event)
@@ -681,7 +694,7 @@ class LLMAgent:
         latency = time.perf_counter() - started
         if not isinstance(reply, AIMessage):
             raise TypeError(f"model returned {type(reply).__name__}, not an AIMessage")
-        reply = normalize_tool_call_ids(reply, _tool_call_ids(run.messages))
+        reply = normalize_tool_call_ids(reply, run.tool_call_ids())
         # Paid for, so it belongs to the transcript even if a gate below raises.
         run.messages.append(reply)
         model_name = model_name_of(self.model, reply.response_metadata)

@@ -99,16 +99,16 @@ def normalize_tool_call_ids(message: AIMessage, used: Collection[str] = ()) -> A
     calls = list(message.tool_calls)
     invalid = list(message.invalid_tool_calls)
     raw_ids = [c.get("id") for c in calls] + [c.get("id") for c in invalid]
-    seen = set(used)
+    seen: set[str] = set()  # ids kept in this reply; ``used`` is only read, never copied
     keep: list[bool] = []
     for cid in raw_ids:
-        ok = isinstance(cid, str) and bool(cid) and cid not in seen
+        ok = isinstance(cid, str) and bool(cid) and cid not in seen and cid not in used
         keep.append(ok)
         if ok:
             seen.add(cast(str, cid))
     if all(keep):
         return message
-    taken = seen | {cid for cid in raw_ids if isinstance(cid, str)}
+    taken = set(used) | seen | {cid for cid in raw_ids if isinstance(cid, str)}
     counter = 0
     ids: list[str] = []
     for cid, ok in zip(raw_ids, keep, strict=True):
