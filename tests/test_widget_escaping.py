@@ -239,3 +239,22 @@ class Broken:
 
     async def arun(self, prompt: Any) -> None:
         raise ValueError(ALL)
+
+
+class _Unprintable(RuntimeError):
+    def __str__(self) -> str:
+        raise ValueError("a broken __str__")
+
+
+class BrokenMessage(Broken):
+    """An agent whose run fails with an exception that cannot even print itself."""
+
+    async def arun(self, prompt: Any) -> None:
+        raise _Unprintable()
+
+
+async def test_a_task_error_with_a_broken_message_still_shows(dbg: LoopDebugger) -> None:
+    with pytest.raises(_Unprintable):
+        await dbg.start(BrokenMessage(), "go")
+    assert "the run raised _Unprintable: <unprintable _Unprintable>" in audit(dbg)
+    assert "note: the run raised _Unprintable: <unprintable _Unprintable>" in repr(dbg)

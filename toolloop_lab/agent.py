@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import inspect
 import logging
 import math
 import time
@@ -52,6 +51,7 @@ from toolloop_lab.events import (
     SynthesisStarted,
     ToolCallView,
     ToolDispatched,
+    notify,
 )
 from toolloop_lab.hooks import PauseHook, PausePoint
 from toolloop_lab.pricing import TokenPrice, call_cost, known_price, model_name_of
@@ -238,22 +238,7 @@ class _Run:
 
     def emit(self, event: Event) -> None:
         self.events.append(event)
-        for observer in self.observers:
-            try:
-                outcome = observer(event)
-            except Exception:  # noqa: BLE001 - an observer never breaks the loop
-                _log.warning("observer %r raised on %s", observer, event.kind, exc_info=True)
-                continue
-            if inspect.isawaitable(outcome):
-                # An async observer would silently never run; say so instead.
-                if inspect.iscoroutine(outcome):
-                    outcome.close()
-                _log.warning(
-                    "observer %r returned an awaitable on %s; observers are plain callables "
-                    "(schedule async work yourself)",
-                    observer,
-                    event.kind,
-                )
+        notify(self.observers, event)
 
     def partial(self) -> dict[str, Any]:
         return {

@@ -13,8 +13,10 @@ the last tool round.
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import cache
@@ -39,6 +41,7 @@ __all__ = [
     "ToolCallView",
     "ToolDispatched",
     "event_from_dict",
+    "notify",
 ]
 
 SynthesisReason: TypeAlias = Literal["round_cap", "stuck", "token_budget"]
@@ -237,6 +240,33 @@ Event: TypeAlias = (
 
 Observer: TypeAlias = Callable[[Event], object]
 """A plain callable fed every event in order; one that raises never breaks the loop."""
+
+_log = logging.getLogger("toolloop_lab")
+
+
+def notify(observers: Iterable[Observer], event: Event) -> None:
+    """Feed ``event`` to each observer: the one policy for the loop and for sweeps.
+
+    An observer that raises is logged and skipped, never breaking the run; one that returns
+    an awaitable (an ``async def`` observer) would silently never run, so it is closed and
+    logged instead.
+    """
+    for observer in observers:
+        try:
+            outcome = observer(event)
+        except Exception:  # noqa: BLE001 - an observer never breaks the loop
+            _log.warning("observer %r raised on %s", observer, event.kind, exc_info=True)
+            continue
+        if inspect.isawaitable(outcome):
+            if inspect.iscoroutine(outcome):
+                outcome.close()
+            _log.warning(
+                "observer %r returned an awaitable on %s; observers are plain callables "
+                "(schedule async work yourself)",
+                observer,
+                event.kind,
+            )
+
 
 EVENT_TYPES: Mapping[str, type[Event]] = {
     cls.__dataclass_fields__["kind"].default: cls  # type: ignore[misc]

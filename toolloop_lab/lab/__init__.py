@@ -3,13 +3,15 @@
 Modules, one job each: :mod:`.scenario` (the picklable spec), :mod:`.record` (one run's
 outcome and events), :mod:`.runner` (sweeps, sync and async), :mod:`.frames` (pandas),
 :mod:`.results` (``LabResults``: frames, plots, JSONL), :mod:`.plots` (matplotlib),
-:mod:`.report` (HTML) and :mod:`.builtin_scenarios` (``catalog()``). The core loop never
+:mod:`.report` (HTML), :mod:`.builtin_scenarios` (``catalog()``) and :mod:`.dask` (sweeps
+on a Dask cluster; Dask itself is imported only when that runs). The core loop never
 imports this package, and this package never imports the widget.
 """
 
 from __future__ import annotations
 
 from toolloop_lab.lab.builtin_scenarios import catalog
+from toolloop_lab.lab.dask import run_scenarios_on_dask
 from toolloop_lab.lab.record import OUTCOMES, Outcome, ScenarioRun
 from toolloop_lab.lab.results import LabResults
 from toolloop_lab.lab.runner import arun_one, arun_scenarios, run_one, run_scenarios
@@ -29,4 +31,5 @@ __all__ = [
     "catalog",
     "run_one",
     "run_scenarios",
+    "run_scenarios_on_dask",
 ]

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
-import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -29,7 +28,7 @@ from tqdm.auto import tqdm
 
 from toolloop_lab.budget import usd_budget
 from toolloop_lab.errors import ConfigurationError, ExecutionError, ToolLoopError
-from toolloop_lab.events import Event, Observer
+from toolloop_lab.events import Event, Observer, notify
 from toolloop_lab.lab.record import Outcome, ScenarioRun, classify_error, outcome_of_result
 from toolloop_lab.lab.results import LabResults
 from toolloop_lab.lab.scenario import Scenario
@@ -149,23 +148,9 @@ def executor_failure(
 
 
 def replay_events(events: Iterable[Event], observers: Sequence[Observer]) -> None:
-    """Feed a finished run's events to ``observers`` in order, with the loop's own policy:
-    an observer that raises is logged and never stops the sweep."""
+    """Feed a finished run's events to ``observers`` in order, with the loop's own policy."""
     for event in events:
-        for observer in observers:
-            try:
-                outcome = observer(event)
-            except Exception:  # noqa: BLE001 - an observer never breaks the sweep
-                _log.warning("observer %r raised on %s", observer, event.kind, exc_info=True)
-                continue
-            if inspect.isawaitable(outcome):
-                if inspect.iscoroutine(outcome):
-                    outcome.close()
-                _log.warning(
-                    "observer %r returned an awaitable on %s; observers are plain callables",
-                    observer,
-                    event.kind,
-                )
+        notify(observers, event)
 
 
 def validate_scenarios(scenarios: Iterable[Scenario]) -> tuple[Scenario, ...]:

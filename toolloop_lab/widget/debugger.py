@@ -26,6 +26,7 @@ from typing import Any, Final, Protocol, TypeVar
 
 import ipywidgets as widgets
 
+from toolloop_lab.errors import describe
 from toolloop_lab.events import Event, LoopFailed, LoopFinished, LoopStarted, Observer
 from toolloop_lab.hooks import PauseHook, PausePoint
 from toolloop_lab.runview import RoundRow, RunView
@@ -272,7 +273,7 @@ class LoopDebugger(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no t
             else:
                 exc = finished.exception()  # marks it retrieved; the task still raises it
                 if exc is not None and self._view.failure is None:
-                    self._note = f"the run raised {type(exc).__name__}: {exc}"
+                    self._note = f"the run raised {type(exc).__name__}: {describe(exc)}"
             self._coalescer.force()
 
         task.add_done_callback(done)
