@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from langchain_core.tools import BaseTool, tool
+from stubs.anthropic_stub import AnthropicStub
+from stubs.openai_stub import OpenAIStub
 
 from toolloop_lab.events import Event
 
@@ -24,3 +28,19 @@ def echo_tool() -> BaseTool:
 def recorder() -> list[Event]:
     """A list to pass as an observer (``recorder.append``); it collects every event."""
     return []
+
+
+@pytest.fixture
+def oai() -> Iterator[OpenAIStub]:
+    """A loopback OpenAI stub that must end with nothing left over or unanswered."""
+    with OpenAIStub() as stub:
+        yield stub
+    stub.assert_clean()
+
+
+@pytest.fixture
+def ant() -> Iterator[AnthropicStub]:
+    """A loopback Anthropic stub that must end with nothing left over or unanswered."""
+    with AnthropicStub() as stub:
+        yield stub
+    stub.assert_clean()

@@ -8,18 +8,17 @@ from __future__ import annotations
 
 import json
 import pickle
-from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_anthropic import ChatAnthropic
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import BaseTool, tool
 from langchain_openai import ChatOpenAI
 from stubs.anthropic_stub import AnthropicStub, AnthropicToolUse, AnthropicUsage
+from stubs.clients import chat_anthropic, chat_openai
 from stubs.openai_stub import OpenAIStub, OpenAIToolCall, OpenAIUsage
 from stubs.prices import anthropic_cost, openai_cost, price
 
@@ -71,30 +70,6 @@ def fetch(url: str) -> str:
 
 TOOLS: list[BaseTool] = [add, lookup]
 PROMPT = "Add and look up some things."
-
-
-@pytest.fixture
-def oai() -> Iterator[OpenAIStub]:
-    with OpenAIStub() as stub:
-        yield stub
-    stub.assert_clean()
-
-
-@pytest.fixture
-def ant() -> Iterator[AnthropicStub]:
-    with AnthropicStub() as stub:
-        yield stub
-    stub.assert_clean()
-
-
-def chat_openai(stub: OpenAIStub) -> ChatOpenAI:
-    return ChatOpenAI(model="gpt-4o-mini", base_url=stub.base_url, api_key="test", max_retries=0)
-
-
-def chat_anthropic(stub: AnthropicStub) -> ChatAnthropic:
-    return ChatAnthropic(  # type: ignore[call-arg]
-        model="claude-3-5-haiku-latest", base_url=stub.base_url, api_key="test", max_retries=0
-    )
 
 
 def script_openai_session(stub: OpenAIStub) -> None:
