@@ -12,18 +12,17 @@ with ``usd_budget(None)``.
 from __future__ import annotations
 
 import contextvars
-import math
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from types import MappingProxyType
 from typing import Any, Final
 
 from toolloop_lab.errors import ConfigurationError, ExecutionError
-from toolloop_lab.pricing import TokenPrice
+from toolloop_lab.pricing import TokenPrice, to_decimal_usd
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
@@ -67,23 +66,6 @@ _BUDGET: ContextVar[UsdBudget | _NoBudget | None] = ContextVar(
 )
 _active_lock = threading.Lock()
 _active_by_thread: dict[int, int] = {}
-
-
-def to_decimal_usd(value: Any, *, field: str = "limit_usd") -> Decimal:
-    """Exact Decimal of a USD amount; floats go through ``str`` so 0.1 stays 0.1."""
-    if isinstance(value, bool):
-        raise ConfigurationError(f"{field} must be a number, not a bool", field=field)
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ConfigurationError(f"{field} must be finite, got {value!r}", field=field)
-    try:
-        amount = value if isinstance(value, Decimal) else Decimal(str(value))
-    except (InvalidOperation, ValueError, TypeError):
-        raise ConfigurationError(
-            f"{field} must be a number, got {type(value).__name__}", field=field
-        ) from None
-    if not amount.is_finite() or amount < 0:
-        raise ConfigurationError(f"{field} must be finite and >= 0, got {amount}", field=field)
-    return amount
 
 
 def checked_prices(prices: Any) -> Mapping[str, TokenPrice] | None:

@@ -7,6 +7,7 @@ genai-prices or from the caller's own :class:`TokenPrice`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -19,7 +20,15 @@ from genai_prices.types import ModelPrice
 from toolloop_lab.errors import ConfigurationError
 from toolloop_lab.usage import Usage
 
-__all__ = ["PriceTable", "TokenPrice", "call_cost", "cost_of", "known_price", "model_name_of"]
+__all__ = [
+    "PriceTable",
+    "TokenPrice",
+    "call_cost",
+    "cost_of",
+    "known_price",
+    "model_name_of",
+    "to_decimal_usd",
+]
 
 _MTOK = Decimal(1_000_000)
 
@@ -39,7 +48,7 @@ class TokenPrice:
             value = getattr(self, name)
             if value is None and name == "cache_read_mtok":
                 continue
-            object.__setattr__(self, name, _price(value, name))
+            object.__setattr__(self, name, to_decimal_usd(value, field=name))
 
     def cost(self, usage: Usage) -> Decimal:
         """Cost of ``usage`` at this price."""
@@ -52,17 +61,24 @@ class TokenPrice:
         ) / _MTOK
 
 
-def _price(value: Any, name: str) -> Decimal:
+def to_decimal_usd(value: Any, *, field: str = "limit_usd") -> Decimal:
+    """Exact Decimal of a USD amount; floats go through ``str`` so 0.1 stays 0.1.
+
+    The one check for every amount a user gives (limits and prices): a bool, a non-number,
+    a non-finite or a negative value raises ``ConfigurationError`` naming ``field``.
+    """
     if isinstance(value, bool):
-        raise ConfigurationError(f"{name} must be a number, not a bool", field=name)
+        raise ConfigurationError(f"{field} must be a number, not a bool", field=field)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigurationError(f"{field} must be finite, got {value!r}", field=field)
     try:
         amount = value if isinstance(value, Decimal) else Decimal(str(value))
     except (InvalidOperation, ValueError, TypeError):
         raise ConfigurationError(
-            f"{name} must be a number, got {type(value).__name__}", field=name
+            f"{field} must be a number, got {type(value).__name__}", field=field
         ) from None
     if not amount.is_finite() or amount < 0:
-        raise ConfigurationError(f"{name} must be finite and >= 0, got {amount}", field=name)
+        raise ConfigurationError(f"{field} must be finite and >= 0, got {amount}", field=field)
     return amount
 
 
