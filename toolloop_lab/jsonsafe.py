@@ -18,7 +18,7 @@ from decimal import Decimal
 from pathlib import PurePath
 from typing import Any
 
-__all__ = ["dumps", "json_safe"]
+__all__ = ["FrozenDict", "dumps", "freeze", "json_safe", "thaw"]
 
 _MAX_DEPTH = 64
 
@@ -85,6 +85,43 @@ def json_safe(value: Any, _depth: int = 0) -> Any:
     if isinstance(attrs, dict) and attrs:
         out["attributes"] = json_safe(attrs, _depth + 1)
     return out
+
+
+class FrozenDict(dict[str, Any]):
+    """A ``dict`` that refuses changes: events and tool calls hold their data in these, so
+    an observer or a tool can never rewrite what the loop keeps. A ``dict`` subclass,
+    so ``json.dumps`` and pydantic serialise it as an object with no conversion."""
+
+    __slots__ = ()
+
+    def _refuse(self, *_args: Any, **_kwargs: Any) -> Any:
+        raise TypeError("this mapping is frozen; thaw() gives a mutable copy")
+
+    __setitem__ = __delitem__ = _refuse
+    update = pop = popitem = clear = setdefault = __ior__ = _refuse
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenDict, (dict(self),))
+
+
+def freeze(value: Any) -> Any:
+    """A deep, frozen copy of JSON-like data: mappings become :class:`FrozenDict`, lists
+    and tuples become tuples; anything else is kept as it is."""
+    if isinstance(value, Mapping):
+        return FrozenDict({_key(k, 0): freeze(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze(v) for v in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """A deep, mutable copy of frozen (or any JSON-like) data: dicts and lists, so a tool
+    may change its arguments without reaching back into the transcript or the events."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [thaw(v) for v in value]
+    return value
 
 
 def _attribute(value: Any, name: str) -> Any:
