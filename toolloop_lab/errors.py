@@ -11,6 +11,8 @@ never have to match on message text. Constructing an error has no side effects.
     │     kind="tool"  reason="not_available" | "invalid_call" | "tool_error" | "timeout" ...
     │     kind="cost"  reason="budget_exhausted" | "unpriced"
     ├── ToolLoopError (_ToolLoopError)   any other failure inside the loop; wraps ``cause``
+    ├── PaidCallError                a model call was paid for but failed after its reply
+    │                                came back; ``reply`` holds it, and the loop keeps it
     ├── ScriptError                  a ScriptedChatModel script was misused or ran out
     └── TraceError                   a trace file could not be read
 """
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ConfigurationError",
     "ExecutionError",
+    "PaidCallError",
     "PartialRun",
     "ScriptError",
     "ToolLoopError",
@@ -140,6 +143,19 @@ def _rebuild_tool_loop_error(
 
 _ToolLoopError = ToolLoopError
 """The name the behaviour spec uses."""
+
+
+class PaidCallError(ToolLoopLabError):
+    """A model call failed *after* its reply came back (a recorder could not write it, say).
+
+    The reply was paid for, so whoever catches this keeps ``reply``: the loop counts its
+    tokens and cost, appends it to the transcript and emits its event before it fails.
+    """
+
+    def __init__(self, message: str, *, reply: Any) -> None:
+        super().__init__(message)
+        self.reply = reply
+        """The ``AIMessage`` the provider returned."""
 
 
 class ScriptError(ToolLoopLabError):
