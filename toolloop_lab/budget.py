@@ -16,16 +16,20 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from toolloop_lab.errors import ConfigurationError, ExecutionError
-from toolloop_lab.pricing import TokenPrice, to_decimal_usd
+from toolloop_lab.pricing import TokenPrice, call_cost, known_price, to_decimal_usd
+from toolloop_lab.usage import Usage
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
+    "GateCheck",
+    "GateSink",
+    "RunBudget",
     "TokenBudget",
     "UsdBudget",
     "checked_prices",
@@ -36,6 +40,7 @@ __all__ = [
     "resolve_token_budget",
     "snapshot_context",
     "to_decimal_usd",
+    "unpriced_error",
     "usd_budget",
 ]
 
@@ -226,3 +231,151 @@ def snapshot_context() -> contextvars.Context:
     if budget is None and not isinstance(_BUDGET.get(), _NoBudget):
         ctx.run(_BUDGET.set, _NO_BUDGET)
     return ctx
+
+
+@dataclass(frozen=True, slots=True)
+class GateCheck:
+    """One budget check's figures; the loop turns it into a ``BudgetGate`` event."""
+
+    gate: Literal["token", "usd"]
+    stage: Literal["before_call", "after_call"]
+    limit: Decimal
+    spent: Decimal
+    passed: bool
+
+
+GateSink = Callable[[GateCheck], None]
+"""Where a run's gate checks go (the loop emits each as an event, in order)."""
+
+
+def unpriced_error(model_name: str | None) -> ExecutionError:
+    """The error for a USD budget over a model nobody can price, saying how to fix it."""
+    if model_name is None:
+        text = (
+            "A USD budget is set but the model declares no name, so it cannot be priced. "
+            "Give it one (most chat models take model_name=... or model=...), then price it "
+            "with prices={name: TokenPrice(...)} on usd_budget() or LLMAgent."
+        )
+    else:
+        text = (
+            f"A USD budget is set but model {model_name!r} has no known price; pass "
+            f"prices={{{model_name!r}: TokenPrice(...)}} to usd_budget() or LLMAgent."
+        )
+    return ExecutionError(text, kind="cost", reason="unpriced")
+
+
+@dataclass(slots=True)
+class RunBudget:
+    """Every budget of one run, resolved once when it starts: the token limit, the USD
+    limit, the prices and the context window. The loop's gates each call one method.
+
+    Like pydantic-ai's ``UsageLimits.check_before_request`` / ``check_tokens``: the checks
+    read the run's spend so far and either pass, report, or raise. Tripping the token
+    budget does not raise: it sets :attr:`token_tripped`, and the loop runs synthesis.
+    """
+
+    usd: UsdBudget | None
+    token: TokenBudget | None
+    context_window: int
+    window_source: str
+    prices: Mapping[str, TokenPrice] | None
+    """The agent's prices with the ``usd_budget`` block's on top, by model name."""
+    token_tripped: bool = False
+    release: Callable[[], None] = field(default=lambda: None)
+    """Ends this run's hold on its USD budget (see :func:`hold`)."""
+
+    @classmethod
+    def resolve(
+        cls,
+        *,
+        percent: float | None,
+        context_window: int | None,
+        model: Any,
+        agent_prices: Mapping[str, TokenPrice] | None,
+    ) -> RunBudget:
+        """Read the USD budget in force here and resolve the token budget for ``model``;
+        the run holds its USD budget until :attr:`release` is called."""
+        usd = current_usd_budget()
+        window, source = resolve_context_window(context_window, model)
+        budget = cls(
+            usd=usd,
+            token=resolve_token_budget(percent, context_window, model),
+            context_window=window,
+            window_source=source,
+            prices=_merged(agent_prices, current_prices()),
+        )
+        budget.release = hold(usd)
+        return budget
+
+    @property
+    def token_limit(self) -> int | None:
+        """The token limit, or ``None`` without a token budget."""
+        return self.token.limit if self.token else None
+
+    @property
+    def usd_limit(self) -> Decimal | None:
+        """The USD limit, or ``None`` without a USD budget."""
+        return self.usd.limit_usd if self.usd else None
+
+    def require_price(self, model_name: str | None) -> None:
+        """Under a USD budget, refuse (before anything is spent) a model nobody can price:
+        a call that cannot be priced cannot be capped."""
+        if self.usd is not None and not known_price(model_name, self.prices):
+            raise unpriced_error(model_name)
+
+    def price(self, usage: Usage, *names: str | None) -> Usage:
+        """``usage`` with its cost, priced by the first of ``names`` anybody can price."""
+        return usage.with_cost(call_cost(usage, names, self.prices))
+
+    def before_call(self, spent: Usage, sink: GateSink) -> None:
+        """Before a model call: a USD budget already spent stops the run here."""
+        usd = self.usd
+        if usd is None:
+            return
+        cost = spent.cost_usd
+        if cost is None:
+            raise unpriced_error(None)
+        if cost >= usd.limit_usd:
+            sink(GateCheck("usd", "before_call", usd.limit_usd, cost, passed=False))
+            raise ExecutionError(
+                f"USD budget exhausted: spent ${cost} of ${usd.limit_usd} before the next call",
+                kind="cost",
+                reason="budget_exhausted",
+            )
+
+    def after_call(self, spent: Usage, model_name: str | None, sink: GateSink) -> None:
+        """After a model call: check both budgets against the spend so far. A USD budget
+        exceeded raises; a token budget exceeded sets :attr:`token_tripped`."""
+        usd = self.usd
+        if usd is not None:
+            cost = spent.cost_usd
+            if cost is None:
+                raise unpriced_error(model_name)
+            passed = cost <= usd.limit_usd
+            sink(GateCheck("usd", "after_call", usd.limit_usd, cost, passed))
+            if not passed:
+                raise ExecutionError(
+                    f"USD budget exhausted: spent ${cost} of ${usd.limit_usd}",
+                    kind="cost",
+                    reason="budget_exhausted",
+                )
+        limit = self.token_limit
+        if limit is not None:
+            passed = spent.total_tokens <= limit
+            sink(
+                GateCheck(
+                    "token", "after_call", Decimal(limit), Decimal(spent.total_tokens), passed
+                )
+            )
+            self.token_tripped = self.token_tripped or not passed
+
+
+def _merged(
+    agent: Mapping[str, TokenPrice] | None, block: Mapping[str, TokenPrice] | None
+) -> Mapping[str, TokenPrice] | None:
+    """The agent's prices with the budget block's on top (name by name)."""
+    if not agent:
+        return block
+    if not block:
+        return agent
+    return MappingProxyType({**agent, **block})

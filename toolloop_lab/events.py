@@ -1,96 +1,201 @@
-"""Typed, frozen events: the single source for the live view, traces and the lab.
+"""Typed, frozen events: the single source for the live view, traces, the lab and exports.
 
 Every event has ``kind`` (a literal tag), ``run_id``, ``round`` and ``t`` (seconds since the
-loop started, from a monotonic clock). ``to_dict()`` gives JSON-safe data and
-:func:`event_from_dict` rebuilds the same event, so a saved trace replays exactly. A trace
-is a file anyone can edit, so :func:`event_from_dict` checks every field's type against the
-event's annotations (a count is an int, a stage one of its literals): what reaches a view
-is exactly what the loop could have emitted.
-Round 0 holds what happens before the first round; synthesis events carry the round after
-the last tool round.
+run started, from a monotonic clock). Round 0 holds what happens before the first round;
+synthesis events carry the round after the last tool round.
+
+One run, in order (``*`` may repeat, ``?`` may be absent)::
+
+    loop_start
+      round_start                       one per tool round
+        model_call_start                what is sent: purpose, model, tools, new messages
+        model_delta*                    streamed text / tool-argument fragments (coalesced)
+        model_call                      the reply: usage, cost, latency, text, tool calls
+        budget_gate*                    token and USD checks around each call
+        intervention*                   a person changed something at a pause
+        tool_start*                     each tool as it actually begins
+        tool_dispatch*                  each call's result, in completion order
+        model_call_start (pruning)?     ... then pruning (one per pruned output)
+      synthesis?                        the loop must stop early: one call without tools
+    loop_finish | loop_failure          the outcome, the spend, the closing messages
+
+Data in events is frozen all the way down (``FrozenDict`` and tuples), so an observer can
+never rewrite a tool call or a message the loop keeps. ``to_dict()`` gives JSON-safe data;
+:func:`parse_event` reads one JSON line back with pydantic in strict mode, because a trace
+is a file anyone can edit: what reaches a view is exactly what the loop could have emitted.
+:func:`transcript` rebuilds the conversation from the events alone.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
+import json
 import logging
-import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from decimal import Decimal
-from functools import cache
-from types import UnionType
-from typing import Any, Literal, TypeAlias, Union, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, Final, Literal, TypeAlias, get_args
 
-from toolloop_lab.jsonsafe import json_safe
+from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
+from pydantic import Field, TypeAdapter, ValidationError
+
+from toolloop_lab.fields import (
+    Count,
+    FiniteDecimal,
+    JsonObject,
+    JsonValue,
+    PositiveInt,
+    Seconds,
+    Text,
+)
+from toolloop_lab.jsonsafe import freeze, json_safe, thaw
 from toolloop_lab.usage import Usage
 
 __all__ = [
+    "EVENT_ADAPTER",
     "EVENT_TYPES",
+    "FAILED_OUTCOMES",
+    "OUTCOMES",
     "BudgetGate",
+    "CallPurpose",
     "Event",
+    "Intervention",
+    "InterventionAction",
     "LoopFailed",
     "LoopFinished",
     "LoopStarted",
+    "ModelCallStarted",
     "ModelCalled",
+    "ModelDelta",
     "Observer",
+    "Outcome",
     "Pruned",
     "RoundStarted",
+    "SynthesisReason",
     "SynthesisStarted",
+    "ToolCallDelta",
     "ToolCallView",
     "ToolDispatched",
+    "ToolStarted",
     "event_from_dict",
+    "failure_outcome",
+    "finish_outcome",
+    "message_dicts",
     "notify",
+    "parse_event",
+    "transcript",
 ]
 
 SynthesisReason: TypeAlias = Literal["round_cap", "stuck", "token_budget"]
+"""Why a synthesis call ran: the round cap was reached, the model repeated the same tool
+calls ``max_stuck_rounds`` times in a row, or the token budget was spent."""
+
+CallPurpose: TypeAlias = Literal["round", "synthesis", "pruning"]
+"""What a model call is for: a tool round, the final synthesis, or shortening a tool output."""
+
+Outcome: TypeAlias = Literal[
+    "final_answer",
+    "synthesis",
+    "token_budget_exhausted",
+    "usd_budget_exhausted",
+    "failed",
+    "cancelled",
+]
+"""How a run ended, the one vocabulary of every view:
+
+* ``final_answer``: the model answered on its own;
+* ``synthesis``: the round cap or a stuck model led to one synthesis call, which answered;
+* ``token_budget_exhausted``: the token budget was spent, then synthesis answered;
+* ``usd_budget_exhausted``: the USD budget stopped the run (it raised);
+* ``failed``: anything else raised (a model error, a bad config, a tool that interrupted);
+* ``cancelled``: the run was stopped (a person's Stop, task cancellation, Ctrl-C).
+"""
+
+OUTCOMES: Final[tuple[Outcome, ...]] = get_args(Outcome)
+FAILED_OUTCOMES: Final[frozenset[Outcome]] = frozenset(
+    {"usd_budget_exhausted", "failed", "cancelled"}
+)
+"""Outcomes of a run that raised instead of returning a result."""
+
+InterventionAction: TypeAlias = Literal["edit_args", "skip", "append_message", "edit_result"]
+"""What a person did at a pause: changed a call's arguments, answered a call by hand
+instead of running it, added a message before a model call, or replaced a tool result."""
+
+
+def finish_outcome(*, budget_exhausted: bool, synthesis_was_run: bool) -> Outcome:
+    """The outcome of a run that returned a result."""
+    if budget_exhausted:
+        return "token_budget_exhausted"
+    return "synthesis" if synthesis_was_run else "final_answer"
+
+
+def failure_outcome(*, cancelled: bool, error_kind: str | None, reason: str | None) -> Outcome:
+    """The outcome of a run that raised."""
+    if cancelled:
+        return "cancelled"
+    if (error_kind, reason) == ("cost", "budget_exhausted"):
+        return "usd_budget_exhausted"
+    return "failed"
 
 
 @dataclass(frozen=True, slots=True)
 class ToolCallView:
     """One tool call as the model asked for it (``valid`` is False for invalid JSON)."""
 
-    id: str
-    name: str
-    args: Mapping[str, Any]
+    id: Text
+    name: Text
+    args: JsonObject
     valid: bool = True
-    error: str | None = None
+    error: Text | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A fragment of a streamed tool call: its position, and the argument text added."""
+
+    index: Count
+    id: Text | None = None
+    name: Text | None = None
+    args: Text = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Base:
-    run_id: str
-    round: int
-    t: float
-    """Seconds since the loop started (monotonic clock)."""
+    run_id: Text
+    round: Count
+    t: Seconds
+    """Seconds since the run started (monotonic clock)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe data: Decimal as string, nested values as dicts, no Python reprs."""
-        out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, Usage):
-                out[f.name] = value.to_dict()
-            else:
-                out[f.name] = json_safe(value)
-        return out
+        """JSON-safe data: Decimal as string, tuples as lists, no Python reprs."""
+        data: dict[str, Any] = EVENT_ADAPTER.dump_python(self, mode="json")  # type: ignore[arg-type]
+        return data
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LoopStarted(_Base):
-    """The loop accepted its config and is about to make its first call."""
+    """A run accepted its config and is about to make its first call."""
 
-    model_name: str | None
-    tools: tuple[str, ...]
-    max_rounds: int
-    token_budget: int | None
-    context_window: int | None
-    usd_limit: Decimal | None
-    prune_tools: tuple[str, ...]
-    input_messages: int
-    started_at: str
+    model_name: Text | None
+    tools: tuple[Text, ...]
+    max_rounds: PositiveInt | None
+    """The round cap; ``None`` when the run's framework enforces none we know of."""
+    token_budget: Count | None
+    context_window: PositiveInt | None
+    usd_limit: FiniteDecimal | None
+    prune_tools: tuple[Text, ...]
+    input_messages: Count
+    started_at: Text
     """Wall-clock start, ISO 8601 UTC."""
+    source: Literal["loop", "langchain"] = "loop"
+    """``loop``: our ``LLMAgent``, which enforces every gate. ``langchain``: a run seen
+    through the callback bridge, whose gates are absent (not passed) and whose unknown
+    figures are marked unknown."""
+    name: Text | None = None
+    """What the run is called (an agent or graph name), when the source gives one."""
+    parent_run_id: Text | None = None
+    """A nested run (a sub-agent called as a tool): the run that called it."""
+    parent_tool_call_id: Text | None = None
+    """... and the tool call of that run it answers."""
     kind: Literal["loop_start"] = "loop_start"
 
 
@@ -98,8 +203,44 @@ class LoopStarted(_Base):
 class RoundStarted(_Base):
     """A tool round begins: a model call with tools bound, then dispatch."""
 
-    max_rounds: int
+    max_rounds: PositiveInt | None
     kind: Literal["round_start"] = "round_start"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelCallStarted(_Base):
+    """A model call is about to be sent.
+
+    ``messages`` holds the messages appended to the conversation since the previous round
+    or synthesis call (all of them for the first call), as langchain-core message dicts
+    (``message_to_dict``), so the events alone rebuild what the model was sent. A pruning
+    call's ``messages`` are its own prompt, not part of the conversation.
+    """
+
+    call: Count
+    """This call's number in the run (1, 2, ...); its ``model_delta`` and ``model_call``
+    events carry the same number."""
+    purpose: CallPurpose
+    model_name: Text | None
+    tools: tuple[Text, ...]
+    """Names of the tools bound to the call (none for synthesis and pruning)."""
+    messages: tuple[JsonObject, ...]
+    streaming: bool = False
+    """The loop reads the reply as a stream (``model_delta`` events follow)."""
+    tool_call_id: Text | None = None
+    """Pruning calls: the tool call whose output is being shortened."""
+    kind: Literal["model_call_start"] = "model_call_start"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelDelta(_Base):
+    """Streamed reply fragments since the previous delta of the same call (coalesced: at
+    most about 20 a second per call, whatever the provider's token rate)."""
+
+    call: Count
+    text: Text = ""
+    tool_calls: tuple[ToolCallDelta, ...] = ()
+    kind: Literal["model_delta"] = "model_delta"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,39 +248,62 @@ class ModelCalled(_Base):
     """A model call returned (a tool round's call or the synthesis call)."""
 
     purpose: Literal["round", "synthesis"]
-    model_name: str | None
+    model_name: Text | None
     usage: Usage
     """This call's tokens and cost."""
     accumulated: Usage
-    """Everything spent by the loop so far, pruning included."""
-    latency_s: float
-    text: str
+    """Everything spent by the run so far, pruning included."""
+    latency_s: Seconds
+    """From sending the request to the whole reply (the last chunk, when streamed)."""
+    text: Text
     tool_calls: tuple[ToolCallView, ...]
-    finish_reason: str | None
+    finish_reason: Text | None
     """Why the provider says the reply ended, as it spells it ("stop", "length", ...)."""
     stuck: bool
-    """Tool calls with no text."""
+    """The reply repeats the previous round's tool calls exactly (same names and
+    arguments): no progress. A reply without text is not stuck on its own."""
     empty: bool = False
     """No text and no tool call: an empty or thinking-only reply."""
     truncated: bool = False
     """Cut off by the provider's output-token limit (finish reason "length"/"max_tokens");
     its tool calls are answered with errors instead of being run."""
+    call: Count = 0
+    """The call number of its ``model_call_start`` (0 in traces written before it)."""
+    first_token_s: Seconds | None = None
+    """Streamed calls: seconds from sending the request to the first fragment."""
     kind: Literal["model_call"] = "model_call"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ToolDispatched(_Base):
-    """A tool call got its ``ToolMessage`` (success or error)."""
+class ToolStarted(_Base):
+    """A tool actually began running (unknown tools and invalid calls never start)."""
 
-    tool_call_id: str
-    name: str
-    args: Mapping[str, Any]
+    tool_call_id: Text
+    name: Text
+    args: JsonObject
+    kind: Literal["tool_start"] = "tool_start"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolDispatched(_Base):
+    """A tool call got its ``ToolMessage`` (success or error); emitted as each call
+    finishes, so in completion order (the transcript keeps call order)."""
+
+    tool_call_id: Text
+    name: Text
+    args: JsonObject
     status: Literal["success", "error"]
-    error_reason: str | None
-    duration_s: float
-    output_chars: int
-    content: str
+    error_reason: Text | None
+    """Why it is an error: ``not_available``, ``invalid_call``, ``tool_error``,
+    ``timeout``, ... and for calls that never ran ``token_budget``, ``cancelled``,
+    ``truncated``, ``skipped`` (answered by hand)."""
+    duration_s: Seconds
+    output_chars: Count
+    content: Text
     """The tool's output text (a later ``Pruned`` event with this id may shorten it)."""
+    ran: bool = True
+    """False for a call the loop answered without running it (a spent budget, a stop, a
+    cut-off reply, a person's skip): it has no duration and no size of its own."""
     kind: Literal["tool_dispatch"] = "tool_dispatch"
 
 
@@ -147,16 +311,18 @@ class ToolDispatched(_Base):
 class Pruned(_Base):
     """The pruning model shortened a tool output before it entered the conversation."""
 
-    tool_call_id: str
-    tool_name: str
-    model_name: str | None
-    tokens_before: int
-    tokens_after: int
+    tool_call_id: Text
+    tool_name: Text
+    model_name: Text | None
+    tokens_before: Count
+    tokens_after: Count
     usage: Usage
     """The pruning call's own tokens and cost (they count as spend)."""
-    latency_s: float
-    original: str
-    pruned: str
+    latency_s: Seconds
+    original: Text
+    pruned: Text
+    call: Count = 0
+    """The call number of the pruning call's ``model_call_start``."""
     kind: Literal["pruning"] = "pruning"
 
     @property
@@ -166,7 +332,7 @@ class Pruned(_Base):
 
     @property
     def net_saved(self) -> int:
-        """Tokens saved minus what the pruning call itself spent."""
+        """Tokens saved minus what the pruning call itself spent (negative: a loss)."""
         return self.tokens_saved - self.usage.total_tokens
 
 
@@ -176,8 +342,8 @@ class BudgetGate(_Base):
 
     gate: Literal["token", "usd"]
     stage: Literal["before_call", "after_call"]
-    limit: Decimal
-    spent: Decimal
+    limit: FiniteDecimal
+    spent: FiniteDecimal
     passed: bool
     kind: Literal["budget_gate"] = "budget_gate"
 
@@ -187,56 +353,94 @@ class SynthesisStarted(_Base):
     """The loop must stop early and asks once, without tools, for a final answer."""
 
     reason: SynthesisReason
-    prompt: str
+    prompt: Text
     kind: Literal["synthesis"] = "synthesis"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class LoopFinished(_Base):
-    """The loop returned a result."""
+class Intervention(_Base):
+    """A person changed the run at a pause; ``before`` and ``after`` say exactly what."""
 
-    final_text: str
-    rounds: int
+    action: InterventionAction
+    stage: Literal["model_call", "tool_dispatch"]
+    tool_call_id: Text | None = None
+    before: JsonValue = None
+    """What was there: the call's arguments, the tool result, ``None`` for an append."""
+    after: JsonValue = None
+    """What is there now: the new arguments, the hand-written result, the added message."""
+    kind: Literal["intervention"] = "intervention"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoopFinished(_Base):
+    """The run returned a result."""
+
+    final_text: Text
+    rounds: Count
     usage: Usage
     budget_exhausted: bool
     synthesis_was_run: bool
     synthesis_reason: SynthesisReason | None
+    outcome: Outcome
     final_empty: bool = False
     """The final answer has no text (an empty or thinking-only reply): the loop ends on
     it, as the model asked, but says so."""
     final_truncated: bool = False
     """The final answer was cut off by the provider's output-token limit."""
+    messages: tuple[JsonObject, ...] = ()
+    """Messages appended since the last ``model_call_start`` (the final reply, and error
+    results for calls a synthesis reply asked for), so :func:`transcript` is complete."""
     kind: Literal["loop_finish"] = "loop_finish"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LoopFailed(_Base):
-    """The loop raised; the partial counts are here too."""
+    """The run raised; the partial counts are here too."""
 
-    error_type: str
-    error_kind: str | None
-    reason: str | None
-    message: str
-    cause_type: str | None
-    rounds: int
+    error_type: Text
+    error_kind: Text | None
+    reason: Text | None
+    message: Text
+    cause_type: Text | None
+    rounds: Count
     usage: Usage
     any_invocation_made: bool
     cancelled: bool
+    outcome: Outcome
+    messages: tuple[JsonObject, ...] = ()
+    """Messages appended since the last ``model_call_start`` (a paid reply, error results
+    closing open calls), so :func:`transcript` equals the error's ``messages``."""
+    partial_text: Text | None = None
+    """Text streamed by a call that failed or was stopped mid-stream."""
     kind: Literal["loop_failure"] = "loop_failure"
 
 
 Event: TypeAlias = (
     LoopStarted
     | RoundStarted
+    | ModelCallStarted
+    | ModelDelta
     | ModelCalled
+    | ToolStarted
     | ToolDispatched
     | Pruned
     | BudgetGate
     | SynthesisStarted
+    | Intervention
     | LoopFinished
     | LoopFailed
 )
-"""Everything the loop emits."""
+"""Everything a run emits."""
+
+EVENT_TYPES: Final[Mapping[str, type[Event]]] = {
+    cls.__dataclass_fields__["kind"].default: cls
+    for cls in get_args(Event)
+}
+
+EVENT_ADAPTER: Final[TypeAdapter[Event]] = TypeAdapter(
+    Annotated[Event, Field(discriminator="kind")]
+)
+"""The one (de)serialiser of events: a union discriminated on ``kind``."""
 
 Observer: TypeAlias = Callable[[Event], object]
 """A plain callable fed every event in order; one that raises never breaks the loop."""
@@ -268,166 +472,67 @@ def notify(observers: Iterable[Observer], event: Event) -> None:
             )
 
 
-EVENT_TYPES: Mapping[str, type[Event]] = {
-    cls.__dataclass_fields__["kind"].default: cls  # type: ignore[misc]
-    for cls in (
-        LoopStarted,
-        RoundStarted,
-        ModelCalled,
-        ToolDispatched,
-        Pruned,
-        BudgetGate,
-        SynthesisStarted,
-        LoopFinished,
-        LoopFailed,
-    )
-}
+def parse_event(line: bytes | str) -> Event:
+    """One event from its JSON text (a trace line), validated strictly.
 
-
-class _BadField(ValueError):
-    """A field of an event read back does not have the type the event declares."""
-
-
-Converter: TypeAlias = Callable[[Any], Any]
-
-
-def _int(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _BadField(f"expected an int, got {type(value).__name__}")
-    return value
-
-
-def _float(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise _BadField(f"expected a finite number, got {value!r:.40}")
-    return float(value)
-
-
-def _exact(kind: type[Any]) -> Converter:
-    def check(value: Any) -> Any:
-        if not isinstance(value, kind):
-            raise _BadField(f"expected {kind.__name__}, got {type(value).__name__}")
-        return value
-
-    return check
-
-
-def _decimal(value: Any) -> Decimal:
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise _BadField(f"expected a decimal number, got {type(value).__name__}")
+    Raises pydantic's ``ValidationError`` (a ``ValueError``) for anything that is not an
+    event the loop could have emitted: not JSON, an unknown kind, a missing field, a count
+    that is negative or a bool, a NaN. Fields from newer versions are ignored. A
+    ``loop_finish`` / ``loop_failure`` written before outcomes existed gets its outcome
+    from its other fields.
+    """
     try:
-        amount = Decimal(str(value))
-    except ArithmeticError:
-        raise _BadField(f"expected a decimal number, got {str(value)[:40]!r}") from None
-    if not amount.is_finite():
-        raise _BadField(f"expected a finite decimal number, got {amount}")
-    return amount
+        return EVENT_ADAPTER.validate_json(line, strict=True)
+    except ValidationError as exc:
+        if not all(e["type"] == "missing" and e["loc"][-1:] == ("outcome",) for e in exc.errors()):
+            raise
+        data = json.loads(line)
+        return EVENT_ADAPTER.validate_json(json.dumps(_with_outcome(data)), strict=True)
 
 
-def _usage(value: Any) -> Usage:
-    if not isinstance(value, Mapping):
-        raise _BadField(f"expected a usage object, got {type(value).__name__}")
-    counts = {}
-    for name in (
-        "input_tokens",
-        "output_tokens",
-        "cache_read_tokens",
-        "cache_write_tokens",
-        "requests",
-    ):
-        count = _int(value.get(name, 0))
-        if count < 0:
-            raise _BadField(f"{name} must be >= 0, got {count}")
-        counts[name] = count
-    cost = value.get("cost_usd")
-    return Usage(
-        **counts,
-        estimated=_exact(bool)(value.get("estimated", False)),
-        cost_usd=None if cost is None else _decimal(cost),
-    )
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
-        raise _BadField(f"expected an object, got {type(value).__name__}")
-    return value
-
-
-def _converter(hint: Any) -> Converter:
-    """Check (and convert from JSON) one value of the annotated type."""
-    origin, args = get_origin(hint), get_args(hint)
-    if hint is Usage:
-        return _usage
-    if hint is Decimal:
-        return _decimal
-    if hint is bool or hint is str:
-        return _exact(hint)
-    if hint is int:
-        return _int
-    if hint is float:
-        return _float
-    if hint is ToolCallView:
-        fields = _converters(ToolCallView)
-
-        def view(value: Any) -> ToolCallView:
-            return ToolCallView(**_fields_of(ToolCallView, fields, _mapping(value)))
-
-        return view
-    if origin is Literal:
-        allowed = frozenset(args)
-
-        def literal(value: Any) -> Any:
-            if not isinstance(value, str) or value not in allowed:
-                raise _BadField(f"expected one of {sorted(allowed)}, got {str(value)[:40]!r}")
-            return value
-
-        return literal
-    if origin in (Union, UnionType):
-        inner = [a for a in args if a is not type(None)]
-        convert = _converter(inner[0] if len(inner) == 1 else Union[tuple(inner)])  # noqa: UP007
-        return lambda value: None if value is None else convert(value)
-    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
-        item = _converter(args[0])
-
-        def items(value: Any) -> tuple[Any, ...]:
-            if not isinstance(value, (list, tuple)):
-                raise _BadField(f"expected a list, got {type(value).__name__}")
-            return tuple(item(v) for v in value)
-
-        return items
-    if origin is Mapping:
-        return _mapping
-    raise TypeError(f"no converter for {hint!r}")  # a new field type: teach this function
-
-
-@cache
-def _converters(cls: type[Any]) -> dict[str, Converter]:
-    return {name: _converter(hint) for name, hint in get_type_hints(cls).items()}
-
-
-def _fields_of(
-    cls: type[Any], converters: Mapping[str, Converter], data: Mapping[str, Any]
-) -> dict[str, Any]:
-    names = {f.name for f in dataclasses.fields(cls)}
-    kwargs: dict[str, Any] = {}
-    for key, value in data.items():
-        if key not in names:
-            continue  # a field from a newer version: ignored
-        try:
-            kwargs[key] = converters[key](value)
-        except _BadField as exc:
-            raise _BadField(f"field {key!r}: {exc}") from None
-    return kwargs
+def _with_outcome(data: dict[str, Any]) -> dict[str, Any]:
+    if data.get("kind") == "loop_finish":
+        outcome = finish_outcome(
+            budget_exhausted=data.get("budget_exhausted") is True,
+            synthesis_was_run=data.get("synthesis_was_run") is True,
+        )
+    else:
+        outcome = failure_outcome(
+            cancelled=data.get("cancelled") is True,
+            error_kind=data.get("error_kind"),
+            reason=data.get("reason"),
+        )
+    return {**data, "outcome": outcome}
 
 
 def event_from_dict(data: Mapping[str, Any]) -> Event:
-    """Rebuild an event from :meth:`to_dict` output (e.g. one trace line).
+    """Rebuild an event from :meth:`to_dict` output (see :func:`parse_event`)."""
+    return parse_event(json.dumps(data, allow_nan=False))
 
-    Raises ``ValueError`` for an unknown kind or a field of the wrong type, ``TypeError``
-    for a missing field.
+
+def transcript(events: Iterable[Event], run_id: str | None = None) -> list[BaseMessage]:
+    """The conversation of one run, rebuilt from its events alone.
+
+    Equal to ``result.messages`` for a finished run and to the error's ``messages`` for a
+    failed one, as long as every message is JSON data (a tool artifact that is a live
+    object comes back as its JSON form). ``run_id`` picks a run in a mixed stream (default:
+    the first run seen). Traces written before ``model_call_start`` existed hold no
+    messages: the result is then empty.
     """
-    kind = data.get("kind")
-    cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
-    if cls is None:
-        raise ValueError(f"unknown event kind {kind!r}")
-    return cls(**_fields_of(cls, _converters(cls), data))  # type: ignore[arg-type]
+    wanted = run_id
+    dicts: list[Mapping[str, Any]] = []
+    for event in events:
+        if wanted is None:
+            wanted = event.run_id
+        if event.run_id != wanted:
+            continue
+        if isinstance(event, ModelCallStarted) and event.purpose != "pruning":
+            dicts.extend(event.messages)
+        elif isinstance(event, (LoopFinished, LoopFailed)):
+            dicts.extend(event.messages)
+    return messages_from_dict(thaw(dicts))
+
+
+def message_dicts(messages: Iterable[BaseMessage]) -> tuple[Mapping[str, Any], ...]:
+    """Messages as frozen, JSON-safe langchain-core dicts (what events carry)."""
+    return tuple(freeze(json_safe(message_to_dict(m))) for m in messages)

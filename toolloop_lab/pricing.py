@@ -163,7 +163,13 @@ def call_cost(
 
 
 def model_name_of(obj: Any, response_metadata: Mapping[str, Any] | None = None) -> str | None:
-    """The model name a reply or a chat model reports, as providers spell it."""
+    """The model name a reply or a chat model reports, as providers spell it.
+
+    A reply's metadata wins; then the model's ``model_name`` / ``model`` / ``model_id``
+    attribute; then langchain-core's standard tracing parameters (``ls_model_name`` from
+    ``_get_ls_params()``), which every provider integration fills in even where its name
+    attribute is spelled differently.
+    """
     if response_metadata:
         for key in ("model_name", "model", "model_id"):
             value = response_metadata.get(key)
@@ -171,6 +177,14 @@ def model_name_of(obj: Any, response_metadata: Mapping[str, Any] | None = None) 
                 return value
     for attr in ("model_name", "model", "model_id"):
         value = getattr(obj, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    ls_params = getattr(obj, "_get_ls_params", None)
+    if callable(ls_params):
+        try:
+            value = ls_params().get("ls_model_name")
+        except Exception:  # noqa: BLE001 - a model whose tracing params fail has no name here
+            return None
         if isinstance(value, str) and value:
             return value
     return None

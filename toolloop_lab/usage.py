@@ -10,6 +10,8 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
+from toolloop_lab.fields import Count, FiniteDecimal
+
 __all__ = ["Usage", "estimate_tokens"]
 
 
@@ -31,20 +33,20 @@ def _count(value: Any) -> int | None:
 class Usage:
     """Tokens and cost of one or more model calls."""
 
-    input_tokens: int = 0
+    input_tokens: Count = 0
     """Prompt tokens, cached ones included (as langchain-core and genai-prices count them)."""
-    output_tokens: int = 0
+    output_tokens: Count = 0
     """Completion tokens, reasoning included."""
-    cache_read_tokens: int = 0
+    cache_read_tokens: Count = 0
     """Part of ``input_tokens`` served from the provider's prompt cache."""
-    cache_write_tokens: int = 0
+    cache_write_tokens: Count = 0
     """Part of ``input_tokens`` written to the provider's prompt cache."""
-    requests: int = 0
+    requests: Count = 0
     """Model calls counted here."""
     estimated: bool = False
     """True when any count here was estimated or corrected because the provider reported
     none, or reported counts that cannot all be true."""
-    cost_usd: Decimal | None = Decimal(0)
+    cost_usd: FiniteDecimal | None = Decimal(0)
     """Cost in USD; ``None`` means unknown (unpriced), never zero."""
 
     @property
@@ -140,20 +142,6 @@ class Usage:
             "estimated": self.estimated,
             "cost_usd": None if self.cost_usd is None else str(self.cost_usd),
         }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Usage:
-        """Inverse of :meth:`to_dict`."""
-        cost = data.get("cost_usd")
-        return cls(
-            input_tokens=int(data.get("input_tokens", 0)),
-            output_tokens=int(data.get("output_tokens", 0)),
-            cache_read_tokens=int(data.get("cache_read_tokens", 0)),
-            cache_write_tokens=int(data.get("cache_write_tokens", 0)),
-            requests=int(data.get("requests", 0)),
-            estimated=bool(data.get("estimated", False)),
-            cost_usd=None if cost is None else Decimal(str(cost)),
-        )
 
 
 def _cache_counts(raw_read: Any, raw_write: Any, input_tokens: int) -> tuple[int, int, bool]:

@@ -1,0 +1,58 @@
+"""Constrained field types shared by events, the config and scenarios, declared once.
+
+Each is an ``Annotated`` type that pydantic enforces wherever a value is parsed or
+validated (a trace line, a saved lab, an ``AgentConfig``), so "a count is an int >= 0, not a
+bool" is written here and nowhere else. Constructing a dataclass in Python does not
+validate (the loop builds events at full speed); parsing untrusted input always does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Annotated, Any, Final, TypeAlias
+
+from annotated_types import Ge, Gt, Le
+from pydantic import AfterValidator, AllowInfNan, Strict
+
+from toolloop_lab.jsonsafe import freeze
+
+__all__ = [
+    "MAX_INT",
+    "Count",
+    "FiniteDecimal",
+    "FiniteFloat",
+    "JsonObject",
+    "JsonValue",
+    "PositiveInt",
+    "Seconds",
+    "Text",
+]
+
+MAX_INT: Final = 2**53
+"""Largest integer a setting may take: every int up to it is exact as a float, so no later
+arithmetic with it overflows or rounds (``10**400`` rounds is refused up front)."""
+
+Text: TypeAlias = Annotated[str, Strict()]
+"""A string, never a number or bytes spelled as one."""
+
+Count: TypeAlias = Annotated[int, Strict(), Ge(0), Le(MAX_INT)]
+"""A non-negative int (never a bool): tokens, rounds, lengths."""
+
+PositiveInt: TypeAlias = Annotated[int, Strict(), Gt(0), Le(MAX_INT)]
+"""An int >= 1 (never a bool): round caps, context windows, concurrency."""
+
+FiniteFloat: TypeAlias = Annotated[float, AllowInfNan(False)]
+"""A finite number (NaN and infinities refused)."""
+
+Seconds: TypeAlias = Annotated[float, AllowInfNan(False), Ge(0)]
+"""A finite, non-negative duration or offset in seconds."""
+
+FiniteDecimal: TypeAlias = Annotated[Decimal, AllowInfNan(False)]
+"""A finite Decimal (USD amounts, gate figures); JSON carries it as a string."""
+
+JsonValue: TypeAlias = Annotated[Any, AfterValidator(freeze)]
+"""Any JSON value, frozen once parsed (objects become ``FrozenDict``, arrays tuples)."""
+
+JsonObject: TypeAlias = Annotated[Mapping[str, Any], AfterValidator(freeze)]
+"""A JSON object with string keys, frozen once parsed."""
