@@ -1,0 +1,47 @@
+"""OpenTelemetry export of runs, named by the GenAI semantic conventions (v1.41.0).
+
+Live, one observer::
+
+    from toolloop_lab.otel import OTelObserver, otlp_tracer_provider
+
+    agent = LLMAgent(model, tools, observers=[OTelObserver(otlp_tracer_provider())])
+
+or later, from a saved trace: ``export_trace("run.jsonl", provider)``. Spans per run: one
+``invoke_agent``, a ``chat`` per model call (pruning and synthesis calls named as such), an
+``execute_tool`` per tool call; the loop's own facts under ``toolloop.*``. Content only with
+``capture_content=True``. See :mod:`toolloop_lab.otel.observer` for the mapping and
+:mod:`toolloop_lab.otel.names` for every name.
+
+Needs the ``otel`` extra (``pip install 'toolloop-lab[otel]'``); the loop itself never
+imports OpenTelemetry.
+"""
+
+from __future__ import annotations
+
+try:
+    import opentelemetry.trace  # noqa: F401 - fail early, with the fix in the message
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "toolloop_lab.otel needs OpenTelemetry: pip install 'toolloop-lab[otel]'"
+    ) from exc
+
+from toolloop_lab.otel.export import (
+    ExportedTrace,
+    export_events,
+    export_trace,
+    otlp_tracer_provider,
+)
+from toolloop_lab.otel.names import PREFIX, SCHEMA_URL, SEMCONV_VERSION
+from toolloop_lab.otel.observer import OTelObserver, provider_for_model
+
+__all__ = [
+    "PREFIX",
+    "SCHEMA_URL",
+    "SEMCONV_VERSION",
+    "ExportedTrace",
+    "OTelObserver",
+    "export_events",
+    "export_trace",
+    "otlp_tracer_provider",
+    "provider_for_model",
+]
