@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -26,9 +27,10 @@ from test_otel_builder import (
     usage,
 )
 
-from toolloop_lab.errors import ConfigurationError
+from toolloop_lab.errors import ConfigurationError, TraceError
 from toolloop_lab.events import LoopFinished, ModelCalled, ToolDispatched
-from toolloop_lab.otel import OTelObserver, export_events, provider_for_model
+from toolloop_lab.otel import OTelObserver, export_events, export_trace, provider_for_model
+from toolloop_lab.trace import write_trace
 
 NS = 1_000_000_000
 
@@ -659,3 +661,53 @@ def test_bad_content_limit_is_refused() -> None:
     with pytest.raises(ConfigurationError) as caught:
         OTelObserver(content_limit=0)
     assert caught.value.field == "content_limit"
+
+
+# -- from a trace file --------------------------------------------------------------------------
+
+
+def _shape(spans: tuple[ReadableSpan, ...]) -> list[tuple[object, ...]]:
+    names = {s.context.span_id: s.name for s in spans}
+    return sorted(
+        (
+            s.name,
+            s.kind,
+            names.get(s.parent.span_id) if s.parent else None,
+            s.start_time,
+            s.end_time,
+            s.status.status_code,
+            tuple(sorted((s.attributes or {}).items())),
+            tuple((e.name, e.timestamp) for e in s.events),
+        )
+        for s in spans
+    )
+
+
+def test_a_trace_file_exports_the_spans_the_live_observer_made(
+    provider: TracerProvider, exporter: InMemorySpanExporter, tmp_path: Path
+) -> None:
+    b = two_round_run()
+    feed(provider, b)
+    live = exporter.get_finished_spans()
+    exporter.clear()
+    path = write_trace(tmp_path / "run.jsonl", b.events)
+    with path.open("ab") as handle:
+        handle.write(b'{"kind": "round_st')  # a writer killed mid-line
+
+    exported = export_trace(path, provider)
+    replayed = exporter.get_finished_spans()
+
+    assert _shape(replayed) == _shape(live)
+    assert exported.spans == len(replayed) == 6
+    assert list(exported.runs) == ["run-1"]
+    assert exported.runs["run-1"] == format(replayed[0].context.trace_id, "032x")
+    assert [line.reason for line in exported.skipped] == ["partial last line"]
+
+
+def test_a_file_that_is_not_a_trace_is_a_typed_error(
+    provider: TracerProvider, tmp_path: Path
+) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("hello\n")
+    with pytest.raises(TraceError):
+        export_trace(path, provider)

@@ -439,7 +439,6 @@ class OTelObserver:
         _put_span(span, GEN_AI.RESPONSE_MODEL, event.model_name)
         span.set_attributes(
             {
-                GEN_AI.RESPONSE_FINISH_REASONS: ["stop"],
                 TOOLLOOP.PRUNING_TOOL_CALL_ID: event.tool_call_id,
                 TOOLLOOP.PRUNING_TOOL_NAME: event.tool_name,
                 TOOLLOOP.PRUNING_TOKENS_BEFORE: event.tokens_before,
