@@ -711,3 +711,29 @@ def test_a_file_that_is_not_a_trace_is_a_typed_error(
     path.write_text("hello\n")
     with pytest.raises(TraceError):
         export_trace(path, provider)
+
+
+def test_a_stray_event_after_the_end_does_not_reopen_the_run(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    b = two_round_run()
+    observer = feed(provider, b)
+    b.tool_done("late")  # an event of run-1 that arrives after its loop_finish
+    observer(b.events[-1])
+    observer.close()
+    assert observer.open_runs == ()
+    assert len(exporter.get_finished_spans()) == observer.spans_started == 6
+
+
+def test_a_run_seen_without_its_start_still_gets_a_root_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    b = two_round_run()
+    observer = feed(provider, RunBuilder(events=b.events[1:]))  # attached after loop_start
+    spans = exporter.get_finished_spans()
+    agent = the_agent(spans)
+    assert observer.open_runs == ()
+    assert len(spans) == 6
+    assert attrs(agent)["toolloop.incomplete"] is True
+    assert attrs(agent)["toolloop.outcome"] == "final_answer"
+    assert all(s.parent is not None for s in spans if s is not agent)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -80,6 +81,8 @@ __all__ = ["OTelObserver", "provider_for_model"]
 
 _ERROR_MESSAGE_LIMIT: Final = 1_000
 _INCOMPLETE: Final = "incomplete"
+_ENDED_MEMORY: Final = 4_096
+"""Ended runs remembered per observer (only to drop their stray late events)."""
 
 _PROVIDER_PREFIXES: Final = (
     ("gpt-", "openai"),
@@ -173,6 +176,7 @@ class OTelObserver:
             TRACER_NAME, _version(), tracer_provider, schema_url=SCHEMA_URL
         )
         self._runs: dict[str, _Run] = {}
+        self._ended_ids: OrderedDict[str, None] = OrderedDict()
         self._lock = threading.Lock()
 
     # -- public -------------------------------------------------------------------------------
@@ -205,12 +209,7 @@ class OTelObserver:
         """
         with self._lock:
             for run_id in list(self._runs):
-                run = self._runs.pop(run_id)
-                self._end_open_children(run, run.last_ns, _INCOMPLETE, _INCOMPLETE)
-                run.span.set_attribute(TOOLLOOP.INCOMPLETE, True)
-                run.span.set_attribute(GEN_AI.ERROR_TYPE, _INCOMPLETE)
-                run.span.set_status(Status(StatusCode.ERROR, "the run's events stopped early"))
-                run.span.end(end_time=run.last_ns)
+                self._end_run_incomplete(run_id, "the run's events stopped early")
 
     # -- dispatch -----------------------------------------------------------------------------
 
@@ -218,6 +217,8 @@ class OTelObserver:
         if isinstance(event, LoopStarted):
             self._loop_started(event)
             return
+        if event.run_id in self._ended_ids and event.run_id not in self._runs:
+            return  # a late event of a run that has ended: its spans are gone
         run = self._run_for(event)
         now = self._ns(run, event.t)
         run.last_ns = max(run.last_ns, now)
@@ -266,7 +267,7 @@ class OTelObserver:
         stale = self._runs.pop(event.run_id, None)
         if stale is not None:  # the same run id started twice: close the first honestly
             self._runs[event.run_id] = stale
-            self._end_run_incomplete(event.run_id)
+            self._end_run_incomplete(event.run_id, "the run started again")
         base = _wall_ns(event.started_at) - round(event.t * 1e9)
         self._open_run(event, base)
 
@@ -546,11 +547,18 @@ class OTelObserver:
         run.calls.clear()
         run.tools.clear()
 
-    def _end_run_incomplete(self, run_id: str) -> None:
+    def _end_run_incomplete(self, run_id: str, why: str) -> None:
         run = self._runs.pop(run_id)
-        self._end_open_children(run, run.last_ns, _INCOMPLETE, _INCOMPLETE)
+        self._end_open_children(run, run.last_ns, _INCOMPLETE, why)
         run.span.set_attribute(TOOLLOOP.INCOMPLETE, True)
-        _end_error(run.span, run.last_ns, _INCOMPLETE, "the run started again")
+        self._ended(run_id)
+        _end_error(run.span, run.last_ns, _INCOMPLETE, why)
+
+    def _ended(self, run_id: str) -> None:
+        """Remember a run that ended, so a stray late event cannot reopen it."""
+        self._ended_ids[run_id] = None
+        if len(self._ended_ids) > _ENDED_MEMORY:
+            self._ended_ids.popitem(last=False)
 
     def _run_summary(self, run: _Run, event: LoopFinished | LoopFailed) -> None:
         span = run.span
@@ -596,6 +604,7 @@ class OTelObserver:
             message = output_message(event.final_text, (), reason, self.content_limit)
             run.span.set_attribute(GEN_AI.OUTPUT_MESSAGES, to_json([message]))
         del self._runs[run_id]
+        self._ended(run_id)
         run.span.end(end_time=now)
 
     def _failed(self, run_id: str, run: _Run, event: LoopFailed, now: int) -> None:
@@ -611,6 +620,7 @@ class OTelObserver:
         _put_span(span, TOOLLOOP.ERROR_REASON, event.reason)
         _put_span(span, TOOLLOOP.ERROR_CAUSE_TYPE, event.cause_type)
         del self._runs[run_id]
+        self._ended(run_id)
         _end_error(span, now, event.error_type, clip(event.message, _ERROR_MESSAGE_LIMIT))
 
 
