@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 
@@ -19,6 +19,9 @@ from toolloop_lab.events import Event, LoopStarted
 from toolloop_lab.otel.content import DEFAULT_CONTENT_LIMIT
 from toolloop_lab.otel.observer import OTelObserver
 from toolloop_lab.trace import SkippedLine, read_trace
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 
 __all__ = ["ExportedTrace", "export_events", "export_trace", "otlp_tracer_provider"]
 
@@ -99,7 +102,7 @@ def otlp_tracer_provider(
     service_name: str = "toolloop-lab",
     resource_attributes: Mapping[str, Any] | None = None,
     headers: Mapping[str, str] | None = None,
-) -> trace.TracerProvider:
+) -> SdkTracerProvider:
     """An SDK ``TracerProvider`` that batches spans to an OTLP/HTTP endpoint.
 
     The default endpoint is a local Phoenix (``phoenix serve``); Langfuse, MLflow, Jaeger

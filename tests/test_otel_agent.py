@@ -1,0 +1,174 @@
+"""A real ``LLMAgent`` on scripted models, watched by :class:`OTelObserver`.
+
+Every built-in catalog scenario (happy paths, round cap, stuck model, token budget,
+pruning, unknown tool, model failure, bad config, USD budget) runs with the observer
+attached, and its spans are checked against the run's own events: every span ended, one
+trace, one span per model call and per tool call, token and cost sums equal to the run's
+totals, the outcome and the error status. A cancelled run and content capture on a real
+transcript are covered too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from decimal import Decimal
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.tools import tool
+from loopkit import MODEL, calls, final, tool_call
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+from test_otel_observer import _shape
+
+from toolloop_lab import LLMAgent, ScriptedChatModel, ToolLoopLabError, usd_budget
+from toolloop_lab.events import (
+    FAILED_OUTCOMES,
+    Event,
+    LoopFailed,
+    LoopFinished,
+    ModelCallStarted,
+    ToolDispatched,
+    transcript,
+)
+from toolloop_lab.lab import Scenario, catalog
+from toolloop_lab.otel import OTelObserver, export_events
+
+
+@pytest.fixture
+def exporter() -> InMemorySpanExporter:
+    return InMemorySpanExporter()
+
+
+@pytest.fixture
+def provider(exporter: InMemorySpanExporter) -> Iterator[TracerProvider]:
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    yield tracer_provider
+    tracer_provider.shutdown()
+
+
+def _op(spans: tuple[ReadableSpan, ...], operation: str) -> list[ReadableSpan]:
+    return [s for s in spans if (s.attributes or {}).get("gen_ai.operation.name") == operation]
+
+
+async def _run(scenario: Scenario, observer: OTelObserver) -> list[Event]:
+    events: list[Event] = []
+    agent = scenario.build_agent([observer, events.append])
+    try:
+        with usd_budget(scenario.usd_limit, prices=scenario.prices):
+            await agent.arun(scenario.prompt)
+    except ToolLoopLabError:
+        pass  # failing scenarios fail on purpose; their events are what is checked
+    return events
+
+
+@pytest.mark.parametrize("scenario", catalog(), ids=lambda s: s.name)
+async def test_catalog_runs_become_complete_span_trees_that_add_up(
+    scenario: Scenario, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    observer = OTelObserver(provider, use_current_context=False)
+    events = await _run(scenario, observer)
+    spans = exporter.get_finished_spans()
+    end = events[-1]
+    assert isinstance(end, (LoopFinished, LoopFailed))
+
+    assert observer.open_runs == ()
+    assert observer.spans_started == len(spans)
+    (agent,) = _op(spans, "invoke_agent")
+    assert {s.context.trace_id for s in spans} == {agent.context.trace_id}
+    chats, tools = _op(spans, "chat"), _op(spans, "execute_tool")
+    assert len(chats) == sum(isinstance(e, ModelCallStarted) for e in events)
+    assert len(tools) == sum(isinstance(e, ToolDispatched) for e in events)
+    assert len(spans) == 1 + len(chats) + len(tools)
+    for name, total in (
+        ("gen_ai.usage.input_tokens", end.usage.input_tokens),
+        ("gen_ai.usage.output_tokens", end.usage.output_tokens),
+    ):
+        assert sum(int((s.attributes or {}).get(name, 0)) for s in chats) == total  # type: ignore[call-overload]
+    a = agent.attributes or {}
+    assert a["toolloop.usage.input_tokens"] == end.usage.input_tokens
+    assert a["toolloop.outcome"] == end.outcome
+    if end.usage.cost_usd is not None:
+        cost = sum(float((s.attributes or {}).get("toolloop.cost_usd", 0.0)) for s in chats)  # type: ignore[arg-type]
+        assert cost == pytest.approx(float(end.usage.cost_usd), rel=1e-9, abs=1e-15)
+        assert float(a["toolloop.cost_usd"]) == pytest.approx(float(end.usage.cost_usd))  # type: ignore[arg-type]
+    failed = end.outcome in FAILED_OUTCOMES
+    assert (agent.status.status_code is StatusCode.ERROR) == failed
+    if failed:
+        assert a["error.type"] == end.error_type  # type: ignore[union-attr]
+    purposes = {(s.attributes or {})["toolloop.call.purpose"] for s in chats}
+    assert purposes == {e.purpose for e in events if isinstance(e, ModelCallStarted)}
+
+    # the same events exported afterwards give the same spans
+    exporter.clear()
+    export_events(events, provider)
+    assert _shape(exporter.get_finished_spans()) == _shape(spans)
+
+
+async def test_a_cancelled_run_ends_every_span_it_opened(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    started = asyncio.Event()
+
+    @tool
+    async def wait_for_ever(text: str) -> str:
+        """Wait until cancelled."""
+        started.set()
+        await asyncio.sleep(3600)
+        return text
+
+    model = ScriptedChatModel(
+        [calls(tool_call("wait_for_ever", {"text": "x"}, "c1")), final("never")],
+        model_name=MODEL,
+    )
+    observer = OTelObserver(provider, use_current_context=False)
+    events: list[Event] = []
+    agent = LLMAgent(model, [wait_for_ever], observers=[observer, events.append])
+    task = asyncio.ensure_future(agent.arun("Go."))
+    await asyncio.wait_for(started.wait(), timeout=30)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    spans = exporter.get_finished_spans()
+    (agent_span,) = _op(spans, "invoke_agent")
+    (tool_span,) = _op(spans, "execute_tool")
+    assert observer.open_runs == ()
+    assert observer.spans_started == len(spans) == 3
+    assert (agent_span.attributes or {})["toolloop.outcome"] == "cancelled"
+    assert agent_span.status.status_code is StatusCode.ERROR
+    assert tool_span.status.status_code is StatusCode.ERROR
+    assert tool_span.end_time is not None
+    assert agent_span.end_time is not None
+    assert tool_span.end_time <= agent_span.end_time
+
+
+def _role(message: BaseMessage) -> str:
+    if isinstance(message, HumanMessage):
+        return "user"
+    if isinstance(message, AIMessage):
+        return "assistant"
+    if isinstance(message, SystemMessage):
+        return "system"
+    return "tool"
+
+
+async def test_captured_input_is_the_conversation_the_model_was_sent(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    (multi,) = [s for s in catalog() if s.name == "multi_round"]
+    events = await _run(multi, OTelObserver(provider, capture_content=True))
+    chats = _op(exporter.get_finished_spans(), "chat")
+    conversation = transcript(events)
+
+    last_input = json.loads(str((chats[-1].attributes or {})["gen_ai.input.messages"]))
+    assert [m["role"] for m in last_input] == [_role(m) for m in conversation[:-1]]
+    last_output = json.loads(str((chats[-1].attributes or {})["gen_ai.output.messages"]))
+    assert last_output[0]["parts"] == [{"type": "text", "content": conversation[-1].text}]
+    for span in chats:
+        assert Decimal(str((span.attributes or {})["toolloop.cost_usd"])) > 0
