@@ -737,3 +737,13 @@ def test_a_run_seen_without_its_start_still_gets_a_root_span(
     assert attrs(agent)["toolloop.incomplete"] is True
     assert attrs(agent)["toolloop.outcome"] == "final_answer"
     assert all(s.parent is not None for s in spans if s is not agent)
+
+
+def test_any_tracer_provider_works_even_one_that_records_nothing() -> None:
+    from opentelemetry.trace import NoOpTracerProvider
+
+    observer = OTelObserver(NoOpTracerProvider())
+    for event in two_round_run().events:
+        observer(event)
+    assert observer.open_runs == ()
+    assert observer.spans_started == 6
