@@ -41,15 +41,18 @@ def test_demo_prints_the_spend_table_and_writes_the_report(
     assert err == ""
     rows = table_rows(out)
     assert list(rows) == [s.name for s in catalog()]
-    assert rows["single_round"][1:8] == ["final", "2", "26", "13", "0", "0", "$0.000012"]
+    assert rows["single_round"][1:8] == ["final_answer", "2", "26", "13", "0", "0", "$0.000012"]
     assert rows["pruning"][5] == "940"
-    assert rows["token_budget"][1:5] == ["budget_exhausted", "1", "5014", "207"]
+    assert rows["token_budget"][1:5] == ["token_budget_exhausted", "1", "5014", "207"]
     assert rows["bad_config"][-2:] == ["config:", "tool_max_rounds"]
     assert rows["usd_budget"][-2:] == ["cost:", "budget_exhausted"]
     total = next(line for line in out.splitlines() if line.startswith("TOTAL"))
-    assert total.split()[1:7] == ["11", "runs", "5252", "326", "940", rows["pruning"][6]]
+    assert total.split()[1:7] == ["11", "runs", "5270", "335", "940", rows["pruning"][6]]
     assert total.endswith("4 failed")
-    assert "outcomes: final 4, synthesis 2, budget_exhausted 1, cost_exhausted 2, error 2" in out
+    assert (
+        "outcomes: final_answer 4, synthesis 2, token_budget_exhausted 1, "
+        "usd_budget_exhausted 2, failed 2"
+    ) in out
     assert out.rstrip().endswith(f"report: {out_path.resolve()}")
     text = out_path.read_text(encoding="utf-8")
     assert text.startswith("<!doctype html>")

@@ -471,7 +471,7 @@ def test_what_if_a_token_budget(openai_recording: tuple[Path, ToolLoopResult, An
     assert report.result is not None
     started = next(e for e in report.result.events if isinstance(e, LoopStarted))
     assert (started.token_budget, started.context_window) == (640, 128_000)
-    assert report.replayed.outcome == "synthesis"
+    assert report.replayed.outcome == "token_budget_exhausted"
     assert report.replayed.synthesis_reason == "token_budget"
     assert report.result.budget_exhausted
     assert report.replayed.rounds == 2
@@ -495,7 +495,7 @@ def test_what_if_beyond_the_recording_is_a_typed_outcome(tmp_path: Path) -> None
 
     assert report.recorded.outcome == "synthesis"
     rep = report.replayed
-    assert rep.outcome == "beyond_recording"
+    assert (rep.outcome, rep.detail) == ("failed", "beyond_recording")
     assert (rep.rounds, rep.calls, rep.input_tokens) == (2, 2, 201)
     assert rep.cost_usd == openai_cost(stub.reported[:2])
     assert isinstance(report.error, ToolLoopError)

@@ -158,7 +158,7 @@ def test_summary_table_lists_every_scenario_with_totals(results: LabResults, rep
     total = f"<td>{runs['prompt_tokens'].sum():,}</td>"
     assert total in report
     assert "<td>4 failed</td>" in report
-    assert '<span class="o o-cost_exhausted">cost_exhausted</span>' in report
+    assert '<span class="o o-usd_budget_exhausted">usd_budget_exhausted</span>' in report
 
 
 def test_plots_are_embedded(report: str) -> None:

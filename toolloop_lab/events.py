@@ -35,7 +35,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal, TypeAlias, get_args
 
-from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    messages_from_dict,
+)
 from pydantic import Field, TypeAdapter, ValidationError
 
 from toolloop_lab.fields import (
@@ -81,6 +89,7 @@ __all__ = [
     "failure_outcome",
     "finish_outcome",
     "message_dicts",
+    "message_from_dict",
     "notify",
     "parse_event",
     "transcript",
@@ -541,9 +550,36 @@ def transcript(events: Iterable[Event], run_id: str | None = None) -> list[BaseM
             event, (LoopFinished, LoopFailed)
         ):
             dicts.extend(event.messages)
-    return messages_from_dict(thaw(dicts))
+    return [message_from_dict(d) for d in thaw(dicts)]
+
+
+def message_from_dict(data: dict[str, Any]) -> BaseMessage:
+    """One message back from its dict. A reply that was never a valid message (a test
+    double or a broken client can hand the loop such a thing, and the loop keeps what it
+    was given) is rebuilt field for field, without validation, so it equals the original."""
+    try:
+        return messages_from_dict([data])[0]
+    except ValidationError:
+        kind = _MESSAGE_TYPES.get(data.get("type", ""))
+        if kind is None:
+            raise
+        return kind.model_construct(**data["data"])
+
+
+_MESSAGE_TYPES: Final[Mapping[str, type[BaseMessage]]] = {
+    "ai": AIMessage,
+    "human": HumanMessage,
+    "system": SystemMessage,
+    "tool": ToolMessage,
+    "chat": ChatMessage,
+}
 
 
 def message_dicts(messages: Iterable[BaseMessage]) -> tuple[Mapping[str, Any], ...]:
-    """Messages as frozen, JSON-safe langchain-core dicts (what events carry)."""
-    return tuple(freeze(json_safe(message_to_dict(m))) for m in messages)
+    """Messages as frozen, JSON-safe langchain-core dicts (what events carry): the shape of
+    ``message_to_dict``, without pydantic's warnings for a reply that was never valid (the
+    loop keeps what it was given, and says so elsewhere)."""
+    return tuple(
+        freeze(json_safe({"type": m.type, "data": m.model_dump(warnings=False)}))
+        for m in messages
+    )

@@ -21,7 +21,6 @@ object the tool handed back.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import json
 import logging
 import time
@@ -38,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, cast
 
 from langchain_core.messages import AIMessage, InvalidToolCall, ToolCall, ToolMessage
+from langchain_core.runnables.config import run_in_executor
 from langchain_core.tools import BaseTool, StructuredTool, Tool, ToolException
 from pydantic import ValidationError
 
@@ -293,11 +293,9 @@ async def _run_tool(tool: BaseTool, call: ToolCall) -> _Output:
     )
     try:
         if _sync_only(tool):
-            ctx = contextvars.copy_context()
-            loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(
-                None, ctx.run, lambda: _output(tool.invoke(tool_input))
-            )
+            # langchain-core's own helper: the caller's context goes along, and a
+            # StopIteration comes back as a RuntimeError instead of breaking the future
+            return await run_in_executor(None, lambda: _output(tool.invoke(tool_input)))
         return _output(await tool.ainvoke(tool_input))
     except ToolException as exc:
         if handler:
@@ -483,37 +481,33 @@ async def _dispatch_many(
     hooks: DispatchHooks,
     done_hook: Callable[[DispatchOutcome], None],
 ) -> list[DispatchOutcome]:
-    tasks = [
-        asyncio.create_task(_capture(_dispatch_one(c, tools, timeout_s, hooks))) for c in calls
-    ]
+    async def one(call: ToolCall) -> DispatchOutcome:
+        outcome = await _dispatch_one(call, tools, timeout_s, hooks)
+        done_hook(outcome)  # in this call's own task, the moment it ends: completion order
+        return outcome
+
+    tasks = [asyncio.create_task(_capture(one(c))) for c in calls]
     pending: set[asyncio.Task[_Captured]] = set(tasks)
     stop: BaseException | None = None
 
-    def collect(done: Iterable[asyncio.Task[_Captured]]) -> BaseException | None:
-        first: BaseException | None = None
+    def first_error(done: Iterable[asyncio.Task[_Captured]]) -> BaseException | None:
         for task in done:
-            if task.cancelled():
-                continue
-            captured = task.result()
-            if captured.error is not None:
-                if not isinstance(captured.error, asyncio.CancelledError):
-                    first = first or captured.error
-                continue
-            done_hook(captured.value)
-        return first
+            error = None if task.cancelled() else task.result().error
+            if error is not None and not isinstance(error, asyncio.CancelledError):
+                return error
+        return None
 
     try:
         while pending and stop is None:
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            stop = collect(done)
+            stop = first_error(done)
     finally:
         if pending:
             for task in pending:
                 task.cancel()
             # each call gives its own tool the cancellation grace; this only waits for them
             done, _ = await asyncio.wait(pending)
-            late = collect(done)
-            stop = stop or late
+            stop = stop or first_error(done)
     if stop is not None:
         raise stop
     return [t.result().value for t in tasks]

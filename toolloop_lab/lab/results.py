@@ -155,9 +155,10 @@ class LabResults:
             lines = read_lines(source).lines
         except OSError as exc:
             raise TraceError(f"cannot read {source}: {exc}") from exc
-        items = [_parse(source, line) for line in lines]
-        if not items or not isinstance(items[0], _Header):
+        if not lines or not isinstance(_parse(source, lines[0], quiet=True), _Header):
             raise TraceError(f"{source} is not a saved toolloop_lab sweep")
+        items = [_parse(source, line) for line in lines]
+        assert isinstance(items[0], _Header)
         records: list[ScenarioRun] = []
         header: _RunLine | None = None
         events: list[Event] = []
@@ -233,7 +234,9 @@ class _EventLine:
         try:
             return event_from_dict(thaw(self.event))
         except ValidationError as exc:
-            raise TraceError(f"{source}: bad event: {exc.errors()[0]['msg']}") from exc
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise TraceError(f"{source}: bad event: {where}: {first['msg']}") from exc
 
 
 _LINE: Final[TypeAdapter[_Header | _RunLine | _EventLine]] = TypeAdapter(
@@ -241,14 +244,22 @@ _LINE: Final[TypeAdapter[_Header | _RunLine | _EventLine]] = TypeAdapter(
 )
 
 
-def _parse(source: Path, line: Line) -> _Header | _RunLine | _EventLine:
+def _parse(
+    source: Path, line: Line, *, quiet: bool = False
+) -> _Header | _RunLine | _EventLine | None:
+    """One line of a save; ``quiet`` gives ``None`` for a JSON object that is no line of
+    a save (the first line decides whether the file is one at all)."""
     try:
         data = json.loads(line.data)  # Python's parser keeps lone surrogates exactly
     except ValueError as exc:
         raise TraceError(f"{source}:{line.number}: not JSON ({exc})") from exc
+    if not isinstance(data, dict):
+        raise TraceError(f"{source}:{line.number}: expected a JSON object")
     try:
         return _LINE.validate_python(data)
     except ValidationError as exc:
+        if quiet:
+            return None
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise TraceError(f"{source}:{line.number}: {where}: {first['msg']}") from exc
