@@ -580,6 +580,5 @@ def message_dicts(messages: Iterable[BaseMessage]) -> tuple[Mapping[str, Any], .
     ``message_to_dict``, without pydantic's warnings for a reply that was never valid (the
     loop keeps what it was given, and says so elsewhere)."""
     return tuple(
-        freeze(json_safe({"type": m.type, "data": m.model_dump(warnings=False)}))
-        for m in messages
+        freeze(json_safe({"type": m.type, "data": m.model_dump(warnings=False)})) for m in messages
     )
