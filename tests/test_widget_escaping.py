@@ -258,3 +258,27 @@ async def test_a_task_error_with_a_broken_message_still_shows(dbg: LoopDebugger)
         await dbg.start(BrokenMessage(), "go")
     assert "the run raised _Unprintable: <unprintable _Unprintable>" in audit(dbg)
     assert "note: the run raised _Unprintable: <unprintable _Unprintable>" in repr(dbg)
+
+
+def test_a_lone_surrogate_shows_as_a_replacement_character(dbg: LoopDebugger) -> None:
+    # a str holding half a UTF-16 pair cannot be sent to the frontend (nor printed) as UTF-8
+    scenario = Scenario(
+        "surrogate",
+        [
+            call_reply(1, "echo", {"text": "out \udfff put"}, text="says \ud83d"),
+            final_reply("final \ud800 answer", 2),
+        ],
+        [echo_tool()],
+        AgentConfig(context_window=WINDOW),
+        model_name="model \udc00",
+    )
+    run(scenario, dbg)
+    dbg.selected_round = 1
+    for value in dbg.panels.values():
+        value.encode("utf-8")  # raises UnicodeEncodeError on a lone surrogate
+    visible = audit(dbg)
+    for shown in ("says \ufffd", "out \ufffd put", "final \ufffd answer", "model \ufffd"):
+        assert shown in visible, shown
+    summary = dbg.summary()
+    assert summary.encode("utf-8")
+    assert "final answer: final \ufffd answer" in summary

@@ -8,6 +8,11 @@ turns ``<``, ``>``, ``&`` and both quotes into entities, so tags, event-handler 
 Text is cut *before* it is escaped (:func:`esc_clip`), so a cut never splits an entity.
 :func:`plain` is the plain-text counterpart for reprs shown in terminals: it keeps the
 text but makes control characters (ANSI escapes, say) visible instead of active.
+
+Both go through :func:`scrub` first: a lone surrogate (half of a UTF-16 pair, which a
+model cut mid-emoji or a tool decoding badly can send) becomes U+FFFD, so a report, a
+widget message or a plot label holding one can still be encoded, and the reader sees
+that a character was there.
 """
 
 from __future__ import annotations
@@ -19,18 +24,30 @@ from typing import Any, Final
 
 from toolloop_lab.jsonsafe import json_safe
 
-__all__ = ["ELLIPSIS", "esc", "esc_clip", "esc_json", "json_text", "plain", "truncate"]
+__all__ = ["ELLIPSIS", "esc", "esc_clip", "esc_json", "json_text", "plain", "scrub", "truncate"]
 
 ELLIPSIS: Final = "…"
 
 _CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def scrub(value: Any) -> str:
+    """``str(value)`` (``None``: empty) with every lone surrogate replaced by U+FFFD.
+
+    Such a ``str`` fails only when it is encoded (written, sent, drawn), far from where it
+    came in; replacing it here keeps the place visible and everything after it writable.
+    A high and a low surrogate in a row are joined into the character they stand for.
+    """
+    text = "" if value is None else str(value)
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def esc(value: Any) -> str:
-    """HTML-escape ``str(value)`` (quotes included); ``None`` becomes an empty string."""
-    if value is None:
-        return ""
-    return html.escape(str(value), quote=True)
+    """HTML-escape :func:`scrub` of ``value`` (quotes included); ``None`` becomes ``""``."""
+    return html.escape(scrub(value), quote=True)
 
 
 def json_text(value: Any, *, indent: int = 2) -> str:
@@ -68,7 +85,7 @@ def plain(value: Any, limit: int | None = None) -> str:
     Newlines and tabs stay; everything else below U+0020 (and DEL, C1) is made visible so a
     tool output cannot move a terminal's cursor or change its colours.
     """
-    text = "" if value is None else str(value)
+    text = scrub(value)
     if limit is not None:
         text = truncate(text, limit)[0]
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
