@@ -229,3 +229,15 @@ def test_awkward_scenario_names_still_draw(awkward: LabResults) -> None:
     # a dollar sign is escaped for mathtext, so it reads as a dollar sign
     assert r"cost \$5 and \$6 pruning" in spend
     assert r"math \$x_\$ usd_budget" in spend
+
+
+def test_a_long_scenario_name_is_clipped_in_the_labels() -> None:
+    long = run_scenarios(
+        [Scenario.scripted("p" * 100_000, [Reply.final("x", input_tokens=1, output_tokens=1)])],
+        progress=False,
+    )
+    shown = "p" * 40 + "… (100,000 chars)"
+    assert [t.get_text() for t in only_axes(long.plot_spend()).get_xticklabels()] == [shown]
+    legend = only_axes(long.plot_cost_per_round()).get_legend()
+    assert legend is not None
+    assert [t.get_text() for t in legend.get_texts()] == [shown]

@@ -141,11 +141,11 @@ def test_content_security_policy_forbids_scripts(hostile: str) -> None:
 
 
 def test_long_text_is_cut_before_escaping() -> None:
-    text = "x" * (TEXT_LIMIT - 2) + "&<" + "y" * 50
+    text = "x" * (TEXT_LIMIT - 1) + "&<" + "y" * 50
     sweep = [Scenario.scripted("long", [Reply.call("echo", {"text": text}), Reply.final("ok")])]
     report = run_scenarios(sweep, progress=False).report_html()
-    assert ("x" * (TEXT_LIMIT - 2) + "&amp;…") in report
-    assert f"[{len(text):,} characters in all]" in report
+    # the echoed output: cut after the "&" (whole entity), then how long it was
+    assert f"<pre>{'x' * (TEXT_LIMIT - 1)}&amp;… ({len(text):,} chars)</pre>" in report
     assert "y" * 50 not in report
 
 

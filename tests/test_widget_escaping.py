@@ -48,6 +48,8 @@ PAYLOADS = [
     "&lt;img src=x onerror=alert(1)&gt;",  # already-escaped text must not be unescaped
 ]
 ALL = "".join(PAYLOADS)
+NAME = ALL[:200] + f"… ({len(ALL)} chars)"
+"""How ``ALL`` reads as a name or a finish reason: clipped (see tests/test_clipping.py)."""
 
 ALLOWED_TAGS = {"div", "span", "b", "pre", "table", "tr", "td", "th", "br"}
 ALLOWED_ATTRS = {"style", "colspan"}
@@ -173,10 +175,11 @@ def test_everything_a_model_or_tool_can_say(dbg: LoopDebugger, tmp_path: Path) -
         visible = audit(dbg)
         for payload in PAYLOADS:
             assert payload in visible
-    assert "model " + ALL in text_of(dbg.panels["header"])
+    assert "model " + NAME in text_of(dbg.panels["header"])
     dbg.selected_round = 1
     inspector = text_of(dbg.panels["inspector"])
-    assert f"1. {ALL}" in inspector  # the tool name
+    assert f"1. {NAME}" in inspector  # the tool name
+    assert f"finish reason {NAME}" in inspector
     assert "id <b id=x>" in inspector  # the tool-call id
     assert f"'{ALL}' is not allowed" in inspector or ALL in inspector  # the path, refused
 
@@ -215,7 +218,7 @@ async def test_pause_header_and_task_errors(dbg: LoopDebugger) -> None:
             break
         await asyncio.sleep(0.0005)
     assert dbg.paused_at is not None
-    assert f"before tool dispatch ({ALL})" in audit(dbg)
+    assert f"before tool dispatch ({NAME})" in audit(dbg)
     dbg.continue_()
     await task
 

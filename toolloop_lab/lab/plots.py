@@ -5,8 +5,9 @@ sweep leaves no global figure state behind and the code runs under any backend (
 Agg). Each figure has a title, axis labels with units, and a legend when it has series.
 
 Scenario names are the only text from outside: each goes through :func:`_label`, so a
-name is never read as mathtext (``$x_$`` would raise while drawing) and a lone surrogate
-never reaches the font code (which takes no such string).
+name is never read as mathtext (``$x_$`` would raise while drawing), a lone surrogate
+never reaches the font code (which takes no such string), and a long name is clipped
+(with a ``… (N chars)`` marker) instead of squeezing the axes away.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from toolloop_lab.escape import scrub
+from toolloop_lab.escape import clip
 
 __all__ = [
     "budget_gates_figure",
@@ -31,13 +32,16 @@ __all__ = [
 _MAX_LEGEND: Final = 15
 """More series than this and a legend hides the plot; it is left out."""
 
+_LABEL_CHARS: Final = 40
+"""Characters of a scenario name a tick or legend label shows."""
+
 _COLORS: Final = {"prompt": "#4C72B0", "completion": "#55A868", "pruning": "#C44E52"}
 
 
 def _label(name: object) -> str:
-    """A scenario name as matplotlib shows it literally: dollar signs escaped for mathtext,
-    lone surrogates replaced by U+FFFD."""
-    return scrub(name).replace("$", r"\$")
+    """A scenario name as matplotlib shows it literally: clipped, lone surrogates replaced
+    by U+FFFD, dollar signs escaped for mathtext."""
+    return clip(name, _LABEL_CHARS).replace("$", r"\$")
 
 
 def _width(n: int) -> float:
