@@ -35,7 +35,6 @@ __all__ = [
     "clip",
     "esc",
     "esc_clip",
-    "esc_json",
     "json_text",
     "plain",
     "scrub",
@@ -93,11 +92,6 @@ def esc_clip(value: Any, limit: int | None) -> str:
 def json_text(value: Any, *, indent: int = 2) -> str:
     """Pretty, deterministic JSON of ``value`` (not escaped: pass it through :func:`esc`)."""
     return json.dumps(json_safe(value), indent=indent, sort_keys=True, ensure_ascii=False)
-
-
-def esc_json(value: Any, *, indent: int = 2) -> str:
-    """Pretty JSON of ``value`` (tool arguments, say), escaped for HTML."""
-    return esc(json_text(value, indent=indent))
 
 
 def plain(value: Any, limit: int | None = None) -> str:
