@@ -258,3 +258,12 @@ def test_a_bad_path_exits_2_as_a_process(tmp_path: Path) -> None:
         "toolloop-lab demo: error: --out no/such/r.html: no such directory: "
         f"{tmp_path / 'no' / 'such'}\n"
     )
+
+
+def test_help_lists_the_exit_statuses(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["demo", "--help"])
+    assert done.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "Exit status: 0 done; 1 the report or the save could not be written" in out
+    assert "2 bad arguments or an output path that cannot be written" in out

@@ -109,13 +109,18 @@ def _demo(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``toolloop-lab`` command."""
-    parser = argparse.ArgumentParser(prog="toolloop-lab", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="toolloop-lab", description=(__doc__ or "").split("\n\n", 1)[0]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser(
         "demo",
         help="run the built-in scenario catalog, print its spend and write an HTML report",
         description="Run every catalog scenario on scripted models priced as gpt-4o-mini, "
         "print the spend per scenario and write a self-contained HTML report.",
+        epilog="Exit status: 0 done; 1 the report or the save could not be written after "
+        "the sweep; 2 bad arguments or an output path that cannot be written (checked "
+        "before the sweep).",
     )
     demo.add_argument(
         "--out",
