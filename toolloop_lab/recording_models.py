@@ -71,8 +71,8 @@ class RecordingChatModel(ChatModelBase):
     re-raised unchanged. ``stream``/``astream`` stream through the wrapped model's own
     streaming path and record the chunks it sent. A file that already has lines is
     appended to, and replay serves its calls in file order. Lines are written as calls
-    complete: a model called concurrently (a pruning model, say) is recorded in completion
-    order, which strict replay then expects.
+    complete: calls made concurrently (``batch``, say) are recorded in completion order,
+    and strict replay matches each request to its own line whatever the order.
 
     Inside a chain, a LangGraph node or a usage callback, a recorded call is reported once:
     by this model's own run. The wrapped model's call runs detached from the caller's
@@ -270,11 +270,14 @@ class ServedReply:
 class ReplayChatModel(ChatModelBase):
     """Plays a recording back offline: no network, no key, same replies, usage and names.
 
-    ``mode="strict"`` (the default) serves the recorded calls in order and checks each
-    request against the recorded one: the bound tool names and every message's
+    ``mode="strict"`` (the default) answers each request with the first recorded call not
+    served yet whose request is the same: the same bound tool names and every message's
     :func:`~toolloop_lab.recording_format.message_signature` (role, content, tool call ids,
-    names and arguments, tool results and their status). The first difference raises
-    :class:`~toolloop_lab.recording_format.ReplayDivergedError`; a call past the end raises
+    names and arguments, tool results and their status). A sequential run is served in
+    file order; calls made concurrently (recorded in completion order) are served whatever
+    order they come in. A request no unserved call has raises
+    :class:`~toolloop_lab.recording_format.ReplayDivergedError`, describing the first
+    difference from the next recorded call in file order; a call past the end raises
     :class:`~toolloop_lab.recording_format.ReplayExhaustedError`; a call that failed when
     recorded raises :class:`~toolloop_lab.recording_format.RecordedCallError`.
 
@@ -304,7 +307,7 @@ class ReplayChatModel(ChatModelBase):
     _recording: Recording = PrivateAttr()
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _served: list[ServedReply] = PrivateAttr(default_factory=list)
-    _next: int = PrivateAttr(default=0)
+    _used: set[int] = PrivateAttr(default_factory=set)
     _next_round: int = PrivateAttr(default=0)
     _next_synthesis: int = PrivateAttr(default=0)
 
@@ -357,13 +360,14 @@ class ReplayChatModel(ChatModelBase):
     def remaining(self) -> int:
         """Strict mode: recorded calls not served yet."""
         with self._lock:
-            return len(self._recording.calls) - self._next
+            return len(self._recording.calls) - len(self._used)
 
     def reset(self) -> None:
         """Start again from the first recorded call (to replay the session once more)."""
         with self._lock:
             self._served.clear()
-            self._next = self._next_round = self._next_synthesis = 0
+            self._used.clear()
+            self._next_round = self._next_synthesis = 0
 
     # -- langchain-core interface -----------------------------------------------------
     def bind_tools(
@@ -400,7 +404,8 @@ class ReplayChatModel(ChatModelBase):
         self, call: int, messages: list[BaseMessage], tools: tuple[str, ...] | None
     ) -> tuple[RecordedCall, ServedReply]:
         calls = self._recording.calls
-        if self._next >= len(calls):
+        unserved = [i for i in range(len(calls)) if i not in self._used]
+        if not unserved:
             raise ReplayExhaustedError(
                 f"replay call {call} has no recorded reply: the recording has {len(calls)} "
                 "calls and all were used",
@@ -408,20 +413,31 @@ class ReplayChatModel(ChatModelBase):
                 recorded_calls=len(calls),
                 needed="call",
             )
-        recorded = calls[self._next]
-        if tools != recorded.tools:
-            raise ReplayDivergedError(
-                f"replay call {call} diverged: tools {_names(tools)} are bound, the recording "
-                f"had {_names(recorded.tools)}",
-                call_index=call,
-                field="tools",
-                expected=_names(recorded.tools),
-                received=_names(tools),
-            )
-        _check_messages(call, recorded.request, messages, field="messages")
-        self._next += 1
+        signature = request_signature(messages)
+        found = next(
+            (
+                i
+                for i in unserved
+                if calls[i].tools == tools and request_signature(calls[i].request) == signature
+            ),
+            None,
+        )
+        if found is None:  # diverged: report it against the next recorded call, in order
+            recorded = calls[unserved[0]]
+            if tools != recorded.tools:
+                raise ReplayDivergedError(
+                    f"replay call {call} diverged: tools {_names(tools)} are bound, the "
+                    f"recording had {_names(recorded.tools)}",
+                    call_index=call,
+                    field="tools",
+                    expected=_names(recorded.tools),
+                    received=_names(tools),
+                )
+            _check_messages(call, recorded.request, messages, field="messages")
+            raise AssertionError("unreachable: a request that matches was not found")
+        self._used.add(found)
         purpose: Literal["round", "synthesis"] = "round" if tools is not None else "synthesis"
-        return recorded, ServedReply(call, recorded.index, purpose, exact=True)
+        return calls[found], ServedReply(call, calls[found].index, purpose, exact=True)
 
     def _relaxed(
         self, call: int, messages: list[BaseMessage], tools: tuple[str, ...] | None
