@@ -203,7 +203,10 @@ def aggregate_chunks(chunks: Sequence[AIMessageChunk]) -> AIMessage:
 def chunks_of(reply: AIMessage) -> list[AIMessageChunk]:
     """``reply`` as a provider streams it: text in pieces, then a last chunk with the tool
     calls (valid ones as JSON argument text, invalid ones with their raw text), the usage
-    and the response metadata. The chunks add up to ``reply`` again."""
+    and the response metadata. The chunks add up to ``reply`` again, with one caveat that
+    is langchain-core's, as for any provider's stream: adding chunks re-parses argument
+    text with its partial-JSON parser, so an invalid call whose text that parser completes
+    (a truncated ``{"a": 3,``) adds up to a valid call."""
     text = reply.content if isinstance(reply.content, str) else ""
     pieces = [text[i : i + _PIECE] for i in range(0, len(text), _PIECE)] if text else []
     chunks = [AIMessageChunk(content=piece, id=reply.id) for piece in pieces[:-1]]
