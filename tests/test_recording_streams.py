@@ -19,9 +19,13 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableBinding
 from langchain_core.tools import BaseTool, tool
 from langchain_core.utils.function_calling import convert_to_json_schema
+from langchain_openai import ChatOpenAI
 from langgraph.graph import END, START, StateGraph
 from loopkit import MODEL, tool_call, usage
+from openai_stream_stub import OpenAIStreamStub
 from pydantic import BaseModel, Field
+from stubs.openai_stub import OpenAIToolCall, OpenAIUsage
+from stubs.prices import openai_cost
 
 from toolloop_lab import LLMAgent, ScriptedChatModel
 from toolloop_lab.recording import Recording, RecordingChatModel, ReplayChatModel
@@ -34,6 +38,12 @@ LONG = "Streams arrive in pieces; a recorder keeps every piece as the provider s
 def lookup(key: str) -> str:
     """Look a key up."""
     return f"value of {key}"
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
 
 
 TOOLS: list[BaseTool] = [lookup]
@@ -304,3 +314,47 @@ def test_replayed_structured_output_reports_its_format_and_tool_choice(tmp_path:
     assert replayed_options.params[0] is not None
     assert replayed_options.params[0]["tool_choice"] == "any"
     assert [t["function"]["name"] for t in replayed_options.params[0]["tools"]] == ["Joke"]
+
+
+# -- a real client's stream, recorded and replayed -------------------------------------
+
+
+def test_a_real_chat_openai_stream_is_recorded_and_replayed(tmp_path: Path) -> None:
+    path = tmp_path / "openai-stream.jsonl"
+    with OpenAIStreamStub() as stub:
+        ids = stub.reply(
+            text="Adding them up now.",
+            tool_calls=[OpenAIToolCall("add", {"a": 2, "b": 40})],
+            usage=OpenAIUsage(321, 17, cached_tokens=128),
+        )
+        client = ChatOpenAI(
+            model="gpt-4o-mini",
+            base_url=stub.base_url,
+            api_key="test",
+            max_retries=0,
+            stream_usage=True,
+        )
+        recorder = RecordingChatModel(client, path)
+        live = list(recorder.bind_tools([add]).stream(PROMPT))
+    stub.assert_clean()
+    assert stub.bodies[0]["stream"] is True  # the provider really streamed
+
+    replayed = list(ReplayChatModel.from_file(path).bind_tools([add]).stream(PROMPT))
+
+    assert len(live) > 5
+    assert _view(replayed) == _view(live)
+    total = _added(replayed)
+    assert total.text == "Adding them up now."
+    assert [(c["id"], c["args"]) for c in total.tool_calls] == [(ids[0], {"a": 2, "b": 40})]
+    assert total.usage_metadata is not None
+    assert (total.usage_metadata["input_tokens"], total.usage_metadata["output_tokens"]) == (
+        321,
+        17,
+    )
+    call = Recording.from_file(path).calls[0]
+    assert call.streamed
+    assert call.chunks is not None
+    assert len(call.chunks) == len(live)
+    assert call.usage().input_tokens == 321
+    assert call.usage().cache_read_tokens == 128
+    assert call.usage().cost_usd == openai_cost(stub.reported)
