@@ -8,6 +8,7 @@ is also a ``PaidCallError`` carrying the reply, so the paid tokens are never los
 from __future__ import annotations
 
 import json
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from toolloop_lab.recording import (
     RecordingChatModel,
     RecordingError,
     RecordingFormatError,
+    RecordingWriteError,
     ReplayChatModel,
 )
 
@@ -124,6 +126,7 @@ def test_a_failed_write_raises_a_paid_call_error_carrying_the_reply(tmp_path: Pa
         recorder.invoke("second")
 
     err = info.value
+    assert isinstance(err, RecordingWriteError)
     assert isinstance(err, RecordingError)
     assert isinstance(err.reply, AIMessage)
     assert err.reply.text == "two"
@@ -321,3 +324,22 @@ def test_a_directory_is_an_unreadable_recording(tmp_path: Path) -> None:
     with pytest.raises(RecordingFormatError) as info:
         Recording.from_file(tmp_path)
     assert (info.value.line, info.value.reason, info.value.field) == (None, "unreadable", None)
+
+
+def test_the_new_error_fields_survive_pickle() -> None:
+    """Errors cross process boundaries (Dask sweeps): every field must come back."""
+    reply = AIMessage("paid", usage_metadata=usage(3, 4))
+    write = RecordingWriteError("w", path="p.jsonl", call_index=7, reply=reply)
+    back = pickle.loads(pickle.dumps(write))
+    assert isinstance(back, RecordingWriteError)
+    assert isinstance(back, PaidCallError)
+    assert (back.path, back.call_index, back.reply, str(back)) == ("p.jsonl", 7, reply, "w")
+
+    fmt = RecordingFormatError("f", path="p", line=3, field="tools.1", reason="invalid_field")
+    again = pickle.loads(pickle.dumps(fmt))
+    assert (again.path, again.line, again.field, again.reason) == (
+        "p",
+        3,
+        "tools.1",
+        "invalid_field",
+    )

@@ -16,7 +16,8 @@ provider streams (text in pieces, tool calls as argument text, usage on the last
 The base also holds a stream's last chunk back until ``finish`` has run, so a stream whose
 recording failed ends with that error instead of looking complete (a stream that fails
 midway passes on every chunk that arrived, then the error), and it hands langchain-core
-copies of the chunks (which it annotates in place), so a call's own chunks stay as sent.
+deep copies of the chunks (which it annotates in place, content blocks included), so a
+call's own chunks stay as sent.
 """
 
 from __future__ import annotations
@@ -178,10 +179,12 @@ class _Tap:
         self.seen.append(chunk)
         if len(self.seen) == 1:
             return None
-        return ChatGenerationChunk(message=self.seen[-2].model_copy())
+        return ChatGenerationChunk(message=self.seen[-2].model_copy(deep=True))
 
     def held(self) -> ChatGenerationChunk | None:
-        return ChatGenerationChunk(message=self.seen[-1].model_copy()) if self.seen else None
+        return (
+            ChatGenerationChunk(message=self.seen[-1].model_copy(deep=True)) if self.seen else None
+        )
 
     def check_complete(self) -> None:
         if not self.seen:
@@ -189,7 +192,7 @@ class _Tap:
 
     def finish(self) -> ChatGenerationChunk:
         self.call.finish(aggregate_chunks(self.seen), tuple(self.seen))
-        return ChatGenerationChunk(message=self.seen[-1].model_copy())  # seen is not empty
+        return ChatGenerationChunk(message=self.seen[-1].model_copy(deep=True))  # not empty
 
 
 def aggregate_chunks(chunks: Sequence[AIMessageChunk]) -> AIMessage:
