@@ -16,7 +16,7 @@ from langchain_core.callbacks import BaseCallbackHandler, UsageMetadataCallbackH
 from langchain_core.callbacks.usage import get_usage_metadata_callback
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
 from langchain_core.prompts import ChatPromptTemplate
-from langchain_core.runnables import RunnableBinding
+from langchain_core.runnables import RunnableBinding, RunnableLambda
 from langchain_core.tools import BaseTool, tool
 from langchain_core.utils.function_calling import convert_to_json_schema
 from langchain_openai import ChatOpenAI
@@ -195,11 +195,18 @@ class _Starts(BaseCallbackHandler):
         self.starts.append(kwargs.get("invocation_params"))
 
 
-def test_a_recorded_call_starts_one_chat_model_run(tmp_path: Path) -> None:
-    recorder = RecordingChatModel(ScriptedChatModel([_reply()]), tmp_path / "c.jsonl")
+def test_a_recorded_call_in_a_chain_starts_one_chat_model_run(tmp_path: Path) -> None:
+    recorder = RecordingChatModel(ScriptedChatModel([_reply(), _reply()]), tmp_path / "c.jsonl")
+    chain = RunnableLambda(lambda messages: messages) | recorder.bind_tools(TOOLS)
     starts = _Starts()
-    recorder.bind_tools(TOOLS).invoke(PROMPT, config={"callbacks": [starts]})
-    assert len(starts.starts) == 1
+
+    chain.invoke(PROMPT, config={"callbacks": [starts]})
+    list(chain.stream(PROMPT, config={"callbacks": [starts]}))
+
+    assert len(starts.starts) == 2  # one per recorded call, none for the wrapped model
+    assert all(
+        params is not None and params["_type"] == "toolloop-recording" for params in starts.starts
+    )
 
 
 class _State(TypedDict):
