@@ -211,8 +211,18 @@ def test_a_line_cut_inside_a_utf8_character_is_a_format_error(tmp_path: Path) ->
     with pytest.raises(RecordingFormatError) as info:
         Recording.from_file(path)
 
-    assert (info.value.path, info.value.line, info.value.reason) == (str(path), 2, "not_utf8")
-    assert isinstance(info.value, ToolLoopLabError)
+    err = info.value
+    assert (err.path, err.line, err.reason) == (str(path), 2, "not_utf8")
+    assert err.field == "response.data.content"  # the field the cut fell in
+    assert isinstance(err, ToolLoopLabError)
+
+
+def test_bytes_that_are_neither_utf8_nor_json_name_no_field(tmp_path: Path) -> None:
+    path = tmp_path / "garbage.jsonl"
+    path.write_bytes(b"\x89PNG\r\x1a\x00\xff\xfe binary\n")
+    with pytest.raises(RecordingFormatError) as info:
+        Recording.from_file(path)
+    assert (info.value.line, info.value.reason, info.value.field) == (1, "not_utf8", None)
 
 
 def test_a_bad_byte_inside_a_field_names_the_field(tmp_path: Path) -> None:

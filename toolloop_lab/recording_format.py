@@ -74,6 +74,7 @@ from langchain_core.messages import (
 )
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from langchain_core.utils.json import parse_partial_json
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from toolloop_lab.errors import PaidCallError, ToolLoopLabError
@@ -603,12 +604,17 @@ def _dotted(loc: Sequence[int | str]) -> str:
 
 
 def _bad_bytes_field(data: bytes) -> str | None:
-    """Where in the line the bytes that are not UTF-8 sit, when the line is JSON otherwise
-    (a cut file or a broken editor); ``None`` when it is not."""
+    """Where in the line the bytes that are not UTF-8 sit: a broken editor's byte inside a
+    field, or a line cut in the middle of a character (read as far as it goes, with
+    langchain-core's partial-JSON parser); ``None`` when no field holds them."""
+    text = data.decode("utf-8", "surrogateescape")
     try:
-        parsed = json.loads(data.decode("utf-8", "surrogateescape"))
+        parsed = json.loads(text)
     except json.JSONDecodeError:
-        return None
+        try:
+            parsed = parse_partial_json(text)
+        except json.JSONDecodeError:
+            return None
     return _find_text(parsed, (), lambda s: any("\udc80" <= ch <= "\udcff" for ch in s))
 
 
