@@ -156,7 +156,6 @@ async def test_a_failed_write_while_streaming_keeps_the_streamed_reply(tmp_path:
     assert reply.usage_metadata == usage(12, 9)
 
 
-@pytest.mark.xfail(reason="needs the loop to keep PaidCallError.reply", strict=True)
 def test_the_loop_counts_a_paid_call_whose_recording_failed(tmp_path: Path) -> None:
     path = tmp_path / "session.jsonl"
     tools = [_tool_returning("v")]

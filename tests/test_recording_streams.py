@@ -22,9 +22,8 @@ from langchain_core.utils.function_calling import convert_to_json_schema
 from langchain_openai import ChatOpenAI
 from langgraph.graph import END, START, StateGraph
 from loopkit import MODEL, tool_call, usage
-from openai_stream_stub import OpenAIStreamStub
 from pydantic import BaseModel, Field
-from stubs.openai_stub import OpenAIToolCall, OpenAIUsage
+from stubs.openai_stub import OpenAIStub, OpenAIToolCall, OpenAIUsage
 from stubs.prices import openai_cost
 
 from toolloop_lab import LLMAgent, ScriptedChatModel
@@ -328,7 +327,7 @@ def test_replayed_structured_output_reports_its_format_and_tool_choice(tmp_path:
 
 def test_a_real_chat_openai_stream_is_recorded_and_replayed(tmp_path: Path) -> None:
     path = tmp_path / "openai-stream.jsonl"
-    with OpenAIStreamStub() as stub:
+    with OpenAIStub(chunk_interval=0.0) as stub:
         ids = stub.reply(
             text="Adding them up now.",
             tool_calls=[OpenAIToolCall("add", {"a": 2, "b": 40})],
