@@ -211,6 +211,7 @@ def replayed_events() -> list[Event]:
             usage=Usage(),
             any_invocation_made=True,
             cancelled=False,
+            outcome="failed",
         ),
     ]
 
