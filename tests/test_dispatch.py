@@ -93,9 +93,10 @@ async def test_results_are_appended_in_call_order_not_completion_order() -> None
     assert finished == ["fast", "slow"]
     assert [m.tool_call_id for m in _tool_messages(result)] == ["first", "second"]
     assert [m.content for m in _tool_messages(result)] == ["slow 1", "fast 2"]
+    # events come as each call finishes: the fast one first
     dispatched = [e for e in events if isinstance(e, ToolDispatched)]
-    assert [e.tool_call_id for e in dispatched] == ["first", "second"]
-    # the next model call sees them in call order too
+    assert [e.tool_call_id for e in dispatched] == ["second", "first"]
+    # the next model call sees them in call order
     assert [m.tool_call_id for m in model.calls[1].messages if isinstance(m, ToolMessage)] == [
         "first",
         "second",

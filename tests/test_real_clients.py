@@ -466,8 +466,10 @@ async def test_anthropic_tool_failure_goes_back_as_is_error(ant: AnthropicStub) 
     assert anthropic_stub.tool_pairs(follow_up) == [(ids, ids)]
     blocks = [b for b in follow_up["messages"][-1]["content"] if b.get("type") == "tool_result"]
     assert [b["is_error"] for b in blocks] == [True, True, True]
-    reasons = [e.error_reason for e in result.events if isinstance(e, ToolDispatched)]
-    assert reasons == ["tool_error", "not_available", "invalid_arguments"]
+    reasons = {
+        e.tool_call_id: e.error_reason for e in result.events if isinstance(e, ToolDispatched)
+    }
+    assert [reasons[i] for i in ids] == ["tool_error", "not_available", "invalid_arguments"]
 
 
 async def test_anthropic_repeated_tool_use_ids_are_made_unique() -> None:

@@ -162,6 +162,7 @@ def synthetic_run(total: int = 10_000, run_id: str = "big") -> list[Event]:
             rounds=rounds,
             usage=spent,
             budget_exhausted=False,
+            outcome="synthesis",
             synthesis_was_run=True,
             synthesis_reason="round_cap",
         ),

@@ -48,6 +48,8 @@ PAYLOADS = [
     "&lt;img src=x onerror=alert(1)&gt;",  # already-escaped text must not be unescaped
 ]
 ALL = "".join(PAYLOADS)
+NAME = ALL[:200] + f"… ({len(ALL)} chars)"
+"""How ``ALL`` reads as a name or a finish reason: clipped (see tests/test_clipping.py)."""
 
 ALLOWED_TAGS = {"div", "span", "b", "pre", "table", "tr", "td", "th", "br"}
 ALLOWED_ATTRS = {"style", "colspan"}
@@ -173,10 +175,11 @@ def test_everything_a_model_or_tool_can_say(dbg: LoopDebugger, tmp_path: Path) -
         visible = audit(dbg)
         for payload in PAYLOADS:
             assert payload in visible
-    assert "model " + ALL in text_of(dbg.panels["header"])
+    assert "model " + NAME in text_of(dbg.panels["header"])
     dbg.selected_round = 1
     inspector = text_of(dbg.panels["inspector"])
-    assert f"1. {ALL}" in inspector  # the tool name
+    assert f"1. {NAME}" in inspector  # the tool name
+    assert f"finish reason {NAME}" in inspector
     assert "id <b id=x>" in inspector  # the tool-call id
     assert f"'{ALL}' is not allowed" in inspector or ALL in inspector  # the path, refused
 
@@ -215,7 +218,7 @@ async def test_pause_header_and_task_errors(dbg: LoopDebugger) -> None:
             break
         await asyncio.sleep(0.0005)
     assert dbg.paused_at is not None
-    assert f"before tool dispatch ({ALL})" in audit(dbg)
+    assert f"before tool dispatch ({NAME})" in audit(dbg)
     dbg.continue_()
     await task
 
@@ -258,3 +261,27 @@ async def test_a_task_error_with_a_broken_message_still_shows(dbg: LoopDebugger)
         await dbg.start(BrokenMessage(), "go")
     assert "the run raised _Unprintable: <unprintable _Unprintable>" in audit(dbg)
     assert "note: the run raised _Unprintable: <unprintable _Unprintable>" in repr(dbg)
+
+
+def test_a_lone_surrogate_shows_as_a_replacement_character(dbg: LoopDebugger) -> None:
+    # a str holding half a UTF-16 pair cannot be sent to the frontend (nor printed) as UTF-8
+    scenario = Scenario(
+        "surrogate",
+        [
+            call_reply(1, "echo", {"text": "out \udfff put"}, text="says \ud83d"),
+            final_reply("final \ud800 answer", 2),
+        ],
+        [echo_tool()],
+        AgentConfig(context_window=WINDOW),
+        model_name="model \udc00",
+    )
+    run(scenario, dbg)
+    dbg.selected_round = 1
+    for value in dbg.panels.values():
+        value.encode("utf-8")  # raises UnicodeEncodeError on a lone surrogate
+    visible = audit(dbg)
+    for shown in ("says \ufffd", "out \ufffd put", "final \ufffd answer", "model \ufffd"):
+        assert shown in visible, shown
+    summary = dbg.summary()
+    assert summary.encode("utf-8")
+    assert "final answer: final \ufffd answer" in summary

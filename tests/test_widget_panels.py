@@ -216,12 +216,13 @@ def test_inspector_cuts_long_content_until_show_all() -> None:
         dbg.selected_round = 1
         cut = text_of(dbg.panels["inspector"])
         assert "THE-END" not in cut
-        assert "cut at the preview length (5,007 characters in all)" in cut
+        assert "AAAA… (5,007 chars)\ntick “show all” to see the rest" in cut  # the result
         assert '"text": "AAAA' in cut  # arguments as pretty JSON
         dbg.show_all = True
         full = text_of(dbg.panels["inspector"])
         assert full.count("THE-END") == 2  # the argument and the echoed result
-        assert "cut at the preview length" not in full
+        assert "show all" not in full
+        assert "chars)" not in full
     finally:
         dbg.close()
 

@@ -279,4 +279,4 @@ async def test_a_second_start_shows_the_new_run(dbg: LoopDebugger) -> None:
     assert "second answer" in head
     assert "first answer" not in head
     assert dbg.view.run_id == two.run_id != one.run_id
-    assert dbg.view.events == len(two.events) == 4
+    assert dbg.view.events == len(two.events) == 5

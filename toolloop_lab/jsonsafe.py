@@ -18,7 +18,7 @@ from decimal import Decimal
 from pathlib import PurePath
 from typing import Any
 
-__all__ = ["FrozenDict", "dumps", "freeze", "json_safe", "thaw"]
+__all__ = ["FrozenDict", "FrozenList", "dumps", "freeze", "json_safe", "thaw"]
 
 _MAX_DEPTH = 64
 
@@ -104,13 +104,29 @@ class FrozenDict(dict[str, Any]):
         return (FrozenDict, (dict(self),))
 
 
+class FrozenList(list[Any]):
+    """A ``list`` that refuses changes (see :class:`FrozenDict`); it still equals the list
+    it was made from, so ``call.args == {"ids": [1, 2]}`` reads as it should."""
+
+    __slots__ = ()
+
+    def _refuse(self, *_args: Any, **_kwargs: Any) -> Any:
+        raise TypeError("this list is frozen; thaw() gives a mutable copy")
+
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    append = extend = insert = remove = pop = clear = sort = reverse = _refuse
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenList, (list(self),))
+
+
 def freeze(value: Any) -> Any:
     """A deep, frozen copy of JSON-like data: mappings become :class:`FrozenDict`, lists
-    and tuples become tuples; anything else is kept as it is."""
+    and tuples :class:`FrozenList`; anything else is kept as it is."""
     if isinstance(value, Mapping):
         return FrozenDict({_key(k, 0): freeze(v) for k, v in value.items()})
     if isinstance(value, (list, tuple)):
-        return tuple(freeze(v) for v in value)
+        return FrozenList(freeze(v) for v in value)
     return value
 
 

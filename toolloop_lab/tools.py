@@ -9,8 +9,13 @@ Only ``KeyboardInterrupt``, ``SystemExit`` (and any other ``BaseException`` that
 
 Each tool runs in its own task, so a per-call timeout holds even against a tool that
 swallows cancellation: it is given a short grace period, then left behind (logged) while
-the loop goes on. Sync tools run in a worker thread (langchain-core's ``ainvoke``), so a
-blocking tool never blocks the event loop.
+the loop goes on. Sync tools run in a worker thread, so a blocking tool never blocks the
+event loop.
+
+A tool gets its own deep copy of its arguments, so a tool that changes them can never
+reach back into the transcript, the next request or the events. Its result is turned into
+text in the tool's own worker right after it returns, before a sibling call can change an
+object the tool handed back.
 """
 
 from __future__ import annotations
@@ -19,24 +24,36 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Awaitable, Collection, Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Collection,
+    Iterable,
+    Mapping,
+    MutableMapping,
+    Sequence,
+)
 from dataclasses import dataclass
 from typing import Any, Final, Literal, cast
 
 from langchain_core.messages import AIMessage, InvalidToolCall, ToolCall, ToolMessage
-from langchain_core.tools import BaseTool, ToolException
+from langchain_core.runnables.config import run_in_executor
+from langchain_core.tools import BaseTool, StructuredTool, Tool, ToolException
 from pydantic import ValidationError
 
 from toolloop_lab.errors import ExecutionError, describe
-from toolloop_lab.jsonsafe import dumps
+from toolloop_lab.jsonsafe import dumps, freeze, json_safe, thaw
 
 __all__ = [
+    "DispatchHooks",
     "DispatchOutcome",
     "dispatch",
+    "invalid_outcomes",
     "normalize_tool_call_ids",
     "not_available_error",
     "serialize_output",
     "skipped_outcomes",
+    "written_outcome",
 ]
 
 _log = logging.getLogger("toolloop_lab")
@@ -49,9 +66,26 @@ class DispatchOutcome:
     message: ToolMessage
     name: str
     args: Mapping[str, Any]
+    """The arguments as the model sent them, frozen."""
     status: Literal["success", "error"]
     error_reason: str | None
     duration_s: float
+    ran: bool = True
+    """False for a call answered without running it (spent budget, stop, a person's skip)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchHooks:
+    """What the loop hears during a dispatch: each tool as it begins, each call as it ends
+    (in completion order). Both are called in the loop's own thread."""
+
+    started: Callable[[ToolCall], None] = lambda _call: None
+    done: Callable[[DispatchOutcome], None] = lambda _outcome: None
+
+
+def _frozen(args: Any) -> Mapping[str, Any]:
+    frozen: Mapping[str, Any] = freeze(json_safe(args if isinstance(args, Mapping) else {}))
+    return frozen
 
 
 def serialize_output(value: Any) -> str:
@@ -80,9 +114,11 @@ def _error_outcome(
     started: float,
     *,
     prefix: str = "Error: ",
+    ran: bool = True,
 ) -> DispatchOutcome:
     msg = ToolMessage(content=prefix + text, tool_call_id=call_id, name=name, status="error")
-    return DispatchOutcome(msg, name, args, "error", reason, time.perf_counter() - started)
+    duration = time.perf_counter() - started if ran else 0.0
+    return DispatchOutcome(msg, name, _frozen(args), "error", reason, duration, ran)
 
 
 def normalize_tool_call_ids(message: AIMessage, used: Collection[str] = ()) -> AIMessage:
@@ -205,8 +241,40 @@ def _handled_text(flag: Any, exc: ToolException) -> str:
     return str(exc.args[0]) if exc.args else "Tool execution error"
 
 
-async def _run_tool(tool: BaseTool, call: ToolCall) -> tuple[Any, Any]:
-    """The tool's raw result and artifact (serialised by the caller).
+@dataclass(frozen=True, slots=True)
+class _Output:
+    """A tool's result as text (made in the tool's worker), or why it has no text form."""
+
+    content: str | None
+    artifact: Any = None
+    unserialisable: str | None = None
+
+
+def _output(raw: Any) -> _Output:
+    """Turn what a tool returned into text at once; a ``ToolMessage`` it built says itself
+    whether it failed."""
+    artifact = None
+    if isinstance(raw, ToolMessage):
+        if raw.status == "error":  # the tool said it failed: never a success
+            raise _HandledToolError(serialize_output(raw.content))
+        raw, artifact = raw.content, raw.artifact
+    try:
+        return _Output(serialize_output(raw), artifact)
+    except Exception as exc:  # noqa: BLE001 - a result with no text form is the tool's failure
+        why = f"a {type(raw).__name__} that cannot be turned into text: {type(exc).__name__}: "
+        return _Output(None, artifact, why + describe(exc))
+
+
+def _sync_only(tool: BaseTool) -> bool:
+    """True when the tool has no async body of its own (langchain-core would run its sync
+    body in a thread, and hand the result back to the loop before we can serialise it)."""
+    if isinstance(tool, (StructuredTool, Tool)):
+        return tool.coroutine is None
+    return type(tool)._arun is BaseTool._arun
+
+
+async def _run_tool(tool: BaseTool, call: ToolCall) -> _Output:
+    """The tool's result, serialised where the tool ran (a sync tool's worker thread).
 
     A tool with ``handle_tool_error`` would turn its own failure into a plain string that
     reads as a success; it runs as a copy without the handlers, so the failure stays an
@@ -217,20 +285,22 @@ async def _run_tool(tool: BaseTool, call: ToolCall) -> tuple[Any, Any]:
         tool = tool.model_copy(
             update={"handle_tool_error": False, "handle_validation_error": False}
         )
+    args = thaw(call["args"])  # the tool's own copy: nothing it does reaches the transcript
+    tool_input: Any = (
+        {**call, "args": args, "type": "tool_call"}
+        if tool.response_format == "content_and_artifact"
+        else args
+    )
     try:
-        if tool.response_format == "content_and_artifact":
-            raw = await tool.ainvoke({**call, "type": "tool_call"})
-        else:
-            raw = await tool.ainvoke(dict(call["args"]))
+        if _sync_only(tool):
+            # langchain-core's own helper: the caller's context goes along, and a
+            # StopIteration comes back as a RuntimeError instead of breaking the future
+            return await run_in_executor(None, lambda: _output(tool.invoke(tool_input)))
+        return _output(await tool.ainvoke(tool_input))
     except ToolException as exc:
         if handler:
             raise _HandledToolError(_handled_text(handler, exc)) from exc
         raise
-    if isinstance(raw, ToolMessage):
-        if raw.status == "error":  # the tool said it failed: never a success
-            raise _HandledToolError(serialize_output(raw.content))
-        return raw.content, raw.artifact
-    return raw, None
 
 
 async def _stop(task: asyncio.Task[_Captured], grace_s: float) -> bool:
@@ -260,7 +330,10 @@ def _abandon(task: asyncio.Task[_Captured]) -> None:
 
 
 async def _dispatch_one(
-    call: ToolCall, tools: Mapping[str, BaseTool], timeout_s: float | None
+    call: ToolCall,
+    tools: Mapping[str, BaseTool],
+    timeout_s: float | None,
+    hooks: DispatchHooks = DispatchHooks(),
 ) -> DispatchOutcome:
     """One call's outcome. Raises only what must stop the loop (``KeyboardInterrupt``,
     ``SystemExit``, other non-``Exception`` errors, and this task's own cancellation)."""
@@ -279,6 +352,7 @@ async def _dispatch_one(
     if not isinstance(args, Mapping):
         text = f"arguments for tool {name!r} must be a JSON object, got {type(args).__name__}"
         return _error_outcome(call_id, name, {}, "invalid_arguments", text, started)
+    hooks.started(call)
     task = asyncio.create_task(_capture(_run_tool(tool, call)), name=f"tool {name} {call_id}")
     try:
         done, _ = await asyncio.wait({task}, timeout=timeout_s)
@@ -314,21 +388,19 @@ async def _dispatch_one(
 
 
 def _success(
-    call_id: str, name: str, args: Mapping[str, Any], value: tuple[Any, Any], started: float
+    call_id: str, name: str, args: Mapping[str, Any], output: _Output, started: float
 ) -> DispatchOutcome:
-    raw, artifact = value
-    try:
-        content = serialize_output(raw)
-    except Exception as exc:  # noqa: BLE001 - a result with no text form is the tool's failure
-        text = (
-            f"tool {name!r} returned a {type(raw).__name__} that cannot be turned into text: "
-            f"{type(exc).__name__}: {describe(exc)}"
-        )
+    if output.content is None:
+        text = f"tool {name!r} returned {output.unserialisable}"
         return _error_outcome(call_id, name, args, "bad_output", text, started)
     msg = ToolMessage(
-        content=content, tool_call_id=call_id, name=name, status="success", artifact=artifact
+        content=output.content,
+        tool_call_id=call_id,
+        name=name,
+        status="success",
+        artifact=output.artifact,
     )
-    return DispatchOutcome(msg, name, args, "success", None, time.perf_counter() - started)
+    return DispatchOutcome(msg, name, _frozen(args), "success", None, time.perf_counter() - started)
 
 
 def _validation_summary(exc: ValidationError) -> str:
@@ -365,69 +437,77 @@ def _invalid_outcome(call: InvalidToolCall) -> DispatchOutcome:
 
 
 async def dispatch(
-    message: AIMessage,
+    calls: Sequence[ToolCall],
     tools: Mapping[str, BaseTool],
     *,
     timeout_s: float | None = None,
+    parallel: bool = True,
+    hooks: DispatchHooks = DispatchHooks(),
     finished: MutableMapping[str, DispatchOutcome] | None = None,
 ) -> list[DispatchOutcome]:
-    """Run every tool call of ``message`` concurrently; outcomes come back in call order.
+    """Run ``calls`` (concurrently, or one after another when ``parallel`` is False);
+    outcomes come back in call order, and each is handed to ``hooks.done`` as it ends.
 
-    Invalid calls (``invalid_tool_calls``) get their error messages after the valid ones,
-    in their own order. ``finished`` (by tool-call id) is filled as calls complete, so a
-    caller that is cancelled mid-dispatch still knows which calls really ran. When the
-    dispatch is cancelled, or a tool raises ``KeyboardInterrupt``/``SystemExit``, the
-    other calls are cancelled and awaited before that propagates: no task outlives it.
+    ``finished`` (by tool-call id) is filled as calls complete, so a caller that is
+    cancelled mid-dispatch still knows which calls really ran. When the dispatch is
+    cancelled, or a tool raises ``KeyboardInterrupt``/``SystemExit``, the calls still
+    running are cancelled and awaited before that propagates: no task outlives it.
     """
-    calls = message.tool_calls
     sink: MutableMapping[str, DispatchOutcome] = finished if finished is not None else {}
-    outcomes: list[DispatchOutcome] = []
-    if len(calls) == 1:
-        outcome = await _dispatch_one(calls[0], tools, timeout_s)
+
+    def done(outcome: DispatchOutcome) -> None:
         sink[outcome.message.tool_call_id] = outcome
-        outcomes.append(outcome)
-    elif calls:
-        outcomes.extend(await _dispatch_many(calls, tools, timeout_s, sink))
-    outcomes.extend(_invalid_outcome(c) for c in message.invalid_tool_calls)
-    return outcomes
+        hooks.done(outcome)
+
+    if len(calls) <= 1 or not parallel:
+        outcomes = []
+        for call in calls:
+            outcome = await _dispatch_one(call, tools, timeout_s, hooks)
+            done(outcome)
+            outcomes.append(outcome)
+        return outcomes
+    return await _dispatch_many(calls, tools, timeout_s, hooks, done)
+
+
+def invalid_outcomes(message: AIMessage) -> list[DispatchOutcome]:
+    """Error outcomes for the calls langchain-core could not parse (they never run)."""
+    return [_invalid_outcome(c) for c in message.invalid_tool_calls]
 
 
 async def _dispatch_many(
     calls: Sequence[ToolCall],
     tools: Mapping[str, BaseTool],
     timeout_s: float | None,
-    sink: MutableMapping[str, DispatchOutcome],
+    hooks: DispatchHooks,
+    done_hook: Callable[[DispatchOutcome], None],
 ) -> list[DispatchOutcome]:
-    tasks = [asyncio.create_task(_capture(_dispatch_one(c, tools, timeout_s))) for c in calls]
+    async def one(call: ToolCall) -> DispatchOutcome:
+        outcome = await _dispatch_one(call, tools, timeout_s, hooks)
+        done_hook(outcome)  # in this call's own task, the moment it ends: completion order
+        return outcome
+
+    tasks = [asyncio.create_task(_capture(one(c))) for c in calls]
     pending: set[asyncio.Task[_Captured]] = set(tasks)
     stop: BaseException | None = None
 
-    def collect(done: Iterable[asyncio.Task[_Captured]]) -> BaseException | None:
-        first: BaseException | None = None
+    def first_error(done: Iterable[asyncio.Task[_Captured]]) -> BaseException | None:
         for task in done:
-            if task.cancelled():
-                continue
-            captured = task.result()
-            if captured.error is not None:
-                if not isinstance(captured.error, asyncio.CancelledError):
-                    first = first or captured.error
-                continue
-            outcome: DispatchOutcome = captured.value
-            sink[outcome.message.tool_call_id] = outcome
-        return first
+            error = None if task.cancelled() else task.result().error
+            if error is not None and not isinstance(error, asyncio.CancelledError):
+                return error
+        return None
 
     try:
         while pending and stop is None:
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            stop = collect(done)
+            stop = first_error(done)
     finally:
         if pending:
             for task in pending:
                 task.cancel()
             # each call gives its own tool the cancellation grace; this only waits for them
             done, _ = await asyncio.wait(pending)
-            late = collect(done)
-            stop = stop or late
+            stop = stop or first_error(done)
     if stop is not None:
         raise stop
     return [t.result().value for t in tasks]
@@ -444,11 +524,24 @@ def skipped_outcomes(message: AIMessage, reason: str, text: str) -> list[Dispatc
             reason,
             text,
             now,
+            ran=False,
         )
         for c in message.tool_calls
     ]
     out.extend(
-        _error_outcome(c.get("id") or "", c.get("name") or "(unnamed)", {}, reason, text, now)
+        _error_outcome(
+            c.get("id") or "", c.get("name") or "(unnamed)", {}, reason, text, now, ran=False
+        )
         for c in message.invalid_tool_calls
     )
     return out
+
+
+def written_outcome(
+    call: ToolCall, content: str, *, status: Literal["success", "error"]
+) -> DispatchOutcome:
+    """The outcome of a call a person answered by hand instead of running it."""
+    call_id, name = call.get("id") or "", call.get("name") or "(unnamed)"
+    msg = ToolMessage(content=content, tool_call_id=call_id, name=name, status=status)
+    reason = "skipped" if status == "error" else None
+    return DispatchOutcome(msg, name, _frozen(call.get("args")), status, reason, 0.0, ran=False)
