@@ -31,6 +31,7 @@ from toolloop_lab.events import (
     Event,
     LoopFailed,
     LoopFinished,
+    LoopStarted,
     ModelCallStarted,
     ToolDispatched,
     transcript,
@@ -104,10 +105,12 @@ async def test_catalog_runs_become_complete_span_trees_that_add_up(
     purposes = {(s.attributes or {})["toolloop.call.purpose"] for s in chats}
     assert purposes == {e.purpose for e in events if isinstance(e, ModelCallStarted)}
 
-    # the same events exported afterwards give the same spans
+    # the same events exported afterwards give the same spans (a run refused before it
+    # started has no start time of its own: only its clock-free shape can match)
     exporter.clear()
     export_events(events, provider)
-    assert _shape(exporter.get_finished_spans()) == _shape(spans)
+    timed = any(isinstance(e, LoopStarted) for e in events)
+    assert _shape(exporter.get_finished_spans(), times=timed) == _shape(spans, times=timed)
 
 
 async def test_a_cancelled_run_ends_every_span_it_opened(
