@@ -6,8 +6,9 @@ working directory (its SQLite database lives there), telemetry and external reso
 It takes about ten seconds to start; the fixture waits for ``/healthz`` and kills the
 server at the end of the session.
 
-Each test sends runs through :func:`otlp_tracer_provider` into its own Phoenix project and
-checks what Phoenix stored: one trace per run, the span tree and Phoenix's own span kinds
+The test sends runs through :func:`otlp_tracer_provider` into its own Phoenix project (real
+``LLMAgent`` runs of catalog scenarios with the observer live, a saved trace file, a built
+failure) and checks what Phoenix stored: one trace per run, the span tree and Phoenix's own span kinds
 (AGENT, LLM, TOOL, which Phoenix derives from ``gen_ai.operation.name``), token sums equal
 to the runs' totals (in the ``gen_ai.usage.*`` attributes and in Phoenix's own
 ``llm.token_count.*``), the original timestamps and error statuses.
@@ -28,7 +29,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -36,19 +37,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_otel_builder import STARTED_AT, RunBuilder, echo_call, two_round_run, usage
+from test_otel_builder import RunBuilder, echo_call, usage
 
+from toolloop_lab import ToolLoopLabError
 from toolloop_lab.events import (
     Event,
     LoopFailed,
     LoopFinished,
-    ModelCalled,
+    LoopStarted,
     ModelCallStarted,
-    Pruned,
     ToolDispatched,
 )
+from toolloop_lab.lab import Scenario, catalog
+from toolloop_lab.lab.builtin_scenarios import CATALOG_PROMPT
 from toolloop_lab.otel import OTelObserver, export_events, export_trace, otlp_tracer_provider
-from toolloop_lab.trace import write_trace
+from toolloop_lab.trace import TraceWriter, read_trace
 
 START_TIMEOUT_S = float(os.environ.get("TOOLLOOP_PHOENIX_START_TIMEOUT_S", "180"))
 READ_TIMEOUT_S = 60.0
@@ -176,6 +179,7 @@ class Expected:
     """What one run's events say Phoenix must hold."""
 
     run_id: str
+    started_at: str
     llm_spans: int
     tool_spans: int
     input_tokens: int
@@ -188,12 +192,13 @@ class Expected:
 
 
 def expected_of(events: Sequence[Event]) -> Expected:
+    (start,) = [e for e in events if isinstance(e, LoopStarted)]
     end = events[-1]
     assert isinstance(end, (LoopFinished, LoopFailed))
     return Expected(
         run_id=end.run_id,
-        llm_spans=sum(isinstance(e, ModelCallStarted) for e in events)
-        or sum(isinstance(e, (ModelCalled, Pruned)) for e in events),
+        started_at=start.started_at,
+        llm_spans=sum(isinstance(e, ModelCallStarted) for e in events),
         tool_spans=sum(isinstance(e, ToolDispatched) for e in events),
         input_tokens=end.usage.input_tokens,
         output_tokens=end.usage.output_tokens,
@@ -201,15 +206,15 @@ def expected_of(events: Sequence[Event]) -> Expected:
     )
 
 
-def check_run_in_phoenix(spans: list[Any], trace_id: str, want: Expected) -> None:
+def check_run_in_phoenix(spans: list[Any], want: Expected) -> None:
     """One trace for the run: its tree, Phoenix's kinds, its token sums, its status."""
-    mine = [s for s in spans if s["context"]["trace_id"] == trace_id]
-    roots = [s for s in mine if not s.get("parent_id")]
-    assert len(roots) == 1, [s["name"] for s in roots]
+    roots = [s for s in spans if s["attributes"].get("toolloop.run_id") == want.run_id]
+    assert len(roots) == 1
     root = roots[0]
+    assert not root.get("parent_id")
+    mine = [s for s in spans if s["context"]["trace_id"] == root["context"]["trace_id"]]
     assert root["span_kind"] == "AGENT"
-    assert root["attributes"]["toolloop.run_id"] == want.run_id
-    assert datetime.fromisoformat(root["start_time"]) == datetime.fromisoformat(STARTED_AT)
+    assert datetime.fromisoformat(root["start_time"]) == datetime.fromisoformat(want.started_at)
     kinds = Counter(s["span_kind"] for s in mine)
     assert kinds == Counter({"AGENT": 1, "LLM": want.llm_spans, "TOOL": want.tool_spans})
     children = [s for s in mine if s is not root]
@@ -227,64 +232,57 @@ def check_run_in_phoenix(spans: list[Any], trace_id: str, want: Expected) -> Non
     assert root["status_code"] == ("ERROR" if want.failed else "UNSET")
 
 
-def _gated_run(run_id: str) -> RunBuilder:
-    b = RunBuilder(run_id)
-    b.start(token_budget=100)
-    b.round()
-    b.reply(b.call_start(), usage(5_000, 200), tool_calls=[echo_call("c1")])
-    b.gate("token", "100", "5200", passed=False)
-    b.tool_done(
-        "c1", content="budget spent", status="error", error_reason="token_budget", ran=False
-    )
-    b.synthesis("token_budget")
-    call = b.call_start("synthesis", tools=())
-    b.reply(call, usage(5_300, 30), text="best effort", purpose="synthesis")
-    b.finish("best effort", outcome="token_budget_exhausted", synthesis_reason="token_budget")
-    return b
+LIVE = ("multi_round", "pruning", "token_budget", "model_exception")
+"""Catalog scenarios run by a real ``LLMAgent`` with the observer sending live."""
 
 
-def _failed_run(run_id: str) -> RunBuilder:
-    b = RunBuilder(run_id)
-    b.start()
-    b.round()
-    b.reply(b.call_start(), usage(30, 3), tool_calls=[echo_call("c1")])
-    b.tool_start("c1")
-    b.tool_done("c1")
-    b.round()
-    b.call_start()
-    b.fail("APIConnectionError", "connection reset")
-    return b
+def _run_live(scenario: Scenario, provider: Any) -> list[Event]:
+    events: list[Event] = []
+    agent = scenario.build_agent([OTelObserver(provider), events.append])
+    with contextlib.suppress(ToolLoopLabError):  # model_exception fails on purpose
+        agent.run(scenario.prompt)
+    return events
 
 
 def test_runs_exported_over_otlp_land_in_phoenix_as_one_trace_each(
     phoenix: Phoenix, tmp_path: Path
 ) -> None:
     project = f"toolloop-{uuid.uuid4().hex[:8]}"
-    runs = {
-        "plain": two_round_run(RunBuilder("plain")).events,
-        "gated": _gated_run("gated").events,
-        "failed": _failed_run("failed").events,
-    }
+    scenarios = {s.name: s for s in catalog()}
     provider = _provider(phoenix, project)
     try:
-        live = OTelObserver(provider, use_current_context=False)  # as during a run
-        *body, last = runs["plain"]
-        for event in body:
-            live(event)
-        trace_ids = {"plain": live.trace_id("plain")}
-        live(last)
-        trace_ids.update(export_events(runs["gated"], provider).runs)
-        path = write_trace(tmp_path / "failed.jsonl", runs["failed"])
-        trace_ids.update(export_trace(path, provider).runs)
+        runs = [_run_live(scenarios[name], provider) for name in LIVE]
+        # a run saved to a trace file, exported afterwards with its original timestamps
+        path = tmp_path / "saved.jsonl"
+        with TraceWriter(path) as writer:
+            scenarios["single_round"].build_agent([writer]).run(CATALOG_PROMPT)
+        exported = export_trace(path, provider)
+        runs.append(list(read_trace(path).events))
+        # and a run built event by event, with a tool failure and a call cut off by an error
+        built = _failed_run("built-failure").events
+        export_events(built, provider)
+        runs.append(built)
     finally:
         provider.shutdown()
-    wanted = {run_id: expected_of(events) for run_id, events in runs.items()}
+    wanted = [expected_of(events) for events in runs]
 
-    spans = _read_spans(phoenix, project, sum(w.spans for w in wanted.values()))
-    by_trace = defaultdict(list)
-    for span in spans:
-        by_trace[span["context"]["trace_id"]].append(span)
-    assert len(by_trace) == len(runs)
-    assert set(by_trace) == set(trace_ids.values())
-    for run_id, want in wanted.items():
-        check_run_in_phoenix(spans, trace_ids[run_id], want)
+    spans = _read_spans(phoenix, project, sum(w.spans for w in wanted))
+    assert len(spans) == sum(w.spans for w in wanted)
+    assert len({s["context"]["trace_id"] for s in spans}) == len(runs)
+    assert set(exported.runs.values()) <= {s["context"]["trace_id"] for s in spans}
+    for want in wanted:
+        check_run_in_phoenix(spans, want)
+
+
+def _failed_run(run_id: str) -> RunBuilder:
+    b = RunBuilder(run_id)
+    b.start()
+    b.round()
+    b.reply(b.call_start(), usage(30, 3), tool_calls=[echo_call("c1"), echo_call("c2")])
+    b.tool_start("c1")
+    b.tool_done("c1", content="disk full", status="error", error_reason="tool_error")
+    b.tool_done("c2", "nope", content="no such tool", status="error", error_reason="not_available")
+    b.round()
+    b.call_start()
+    b.fail("APIConnectionError", "connection reset")
+    return b
