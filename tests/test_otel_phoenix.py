@@ -1,19 +1,28 @@
 """End to end: runs exported over OTLP into a real Phoenix, read back with Phoenix's client.
 
-One Phoenix server per test session (``arize-phoenix``, started by the fixture below as a
-subprocess of this interpreter): loopback only, free ports for HTTP and gRPC, a temporary
-working directory (its SQLite database lives there), telemetry and external resources off.
-It takes about ten seconds to start; the fixture waits for ``/healthz`` and kills the
-server at the end of the session.
+One Phoenix server per test session, started by the fixture below as a subprocess:
+loopback only, free ports for HTTP and gRPC, a temporary working directory (its SQLite
+database lives there), telemetry and external resources off. It takes 10 to 50 seconds to
+start on a 2-core machine; the fixture waits for ``/healthz`` and kills the server at the
+end of the session.
+
+The server (``arize-phoenix``) runs from its own virtual environment, which the fixture
+builds from the package index once per session (about a minute; ``TOOLLOOP_PHOENIX_VENV``
+names a directory to build it in once and reuse). It stays out of the test environment on
+purpose: it pins ``anthropic<2`` and brings ``pyarrow`` (which changes how pandas stores
+strings) and some 75 other packages, none of which the rest of the suite should run with.
+If this interpreter already has ``phoenix.server``, that one is used. Only the light
+client, ``arize-phoenix-client``, is a test dependency.
 
 The test sends runs through :func:`otlp_tracer_provider` into its own Phoenix project (real
 ``LLMAgent`` runs of catalog scenarios with the observer live, a saved trace file, a built
-failure) and checks what Phoenix stored: one trace per run, the span tree and Phoenix's own span kinds
-(AGENT, LLM, TOOL, which Phoenix derives from ``gen_ai.operation.name``), token sums equal
-to the runs' totals (in the ``gen_ai.usage.*`` attributes and in Phoenix's own
+failure) and checks what Phoenix stored: one trace per run, the span tree and Phoenix's own
+span kinds (AGENT, LLM, TOOL, which Phoenix derives from ``gen_ai.operation.name``), token
+sums equal to the runs' totals (in the ``gen_ai.usage.*`` attributes and in Phoenix's own
 ``llm.token_count.*``), the original timestamps and error statuses.
 
-Without Phoenix installed the tests skip, except under ``CI=true``, where they fail.
+``TOOLLOOP_SKIP_PHOENIX_TEST=1`` skips it outside CI; under ``CI=true`` it always runs, and
+anything missing fails it.
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -29,6 +39,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+import venv
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -53,8 +64,13 @@ from toolloop_lab.lab.builtin_scenarios import CATALOG_PROMPT
 from toolloop_lab.otel import OTelObserver, export_events, export_trace, otlp_tracer_provider
 from toolloop_lab.trace import TraceWriter, read_trace
 
+PHOENIX_REQUIREMENT = "arize-phoenix>=20.20"
+"""The server the fixture installs (Phoenix reads ``gen_ai.*`` spans since 20.x)."""
 START_TIMEOUT_S = float(os.environ.get("TOOLLOOP_PHOENIX_START_TIMEOUT_S", "180"))
+INSTALL_TIMEOUT_S = 1_200
 READ_TIMEOUT_S = 60.0
+SKIP_ENV = "TOOLLOOP_SKIP_PHOENIX_TEST"
+VENV_ENV = "TOOLLOOP_PHOENIX_VENV"
 
 
 def _unavailable(reason: str) -> None:
@@ -88,31 +104,81 @@ def _healthy(url: str) -> bool:
         return False
 
 
+def _venv_python(root: Path) -> Path:
+    return root / ("Scripts" if os.name == "nt" else "bin") / "python"
+
+
+def _has_server(python: Path) -> bool:
+    probe = (
+        "import importlib.util, sys; sys.exit(importlib.util.find_spec('phoenix.server') is None)"
+    )
+    done = subprocess.run([str(python), "-c", probe], capture_output=True, timeout=120, check=False)
+    return done.returncode == 0
+
+
+def _server_python(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path | None]:
+    """A Python that has ``phoenix.server`` (this one, a reused venv, or a new venv), and
+    the new venv's directory, to delete after the session (half a gigabyte)."""
+    if importlib.util.find_spec("phoenix.server") is not None:
+        return Path(sys.executable), None
+    reuse = os.environ.get(VENV_ENV)
+    root = Path(reuse) if reuse else tmp_path_factory.mktemp("phoenix-venv")
+    python = _venv_python(root)
+    if python.exists() and _has_server(python):
+        return python, None
+    venv.EnvBuilder(with_pip=True, clear=True).create(root)
+    done = subprocess.run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            PHOENIX_REQUIREMENT,
+        ],
+        env=_server_env(),
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_TIMEOUT_S,
+        check=False,
+    )
+    if done.returncode != 0:
+        _unavailable(f"pip could not install {PHOENIX_REQUIREMENT}:\n{done.stderr[-3_000:]}")
+    return python, None if reuse else root
+
+
+def _server_env(**extra: str) -> dict[str, str]:
+    """This environment without what would make another Python see our packages."""
+    drop = {"PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV"}
+    return {**{k: v for k, v in os.environ.items() if k not in drop}, **extra}
+
+
 @pytest.fixture(scope="session")
 def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phoenix]:
-    if importlib.util.find_spec("phoenix.server") is None:
-        _unavailable("arize-phoenix is not installed (pip install -e '.[test]')")
+    if os.environ.get(SKIP_ENV) and os.environ.get("CI") != "true":
+        pytest.skip(f"{SKIP_ENV} is set")
     if importlib.util.find_spec("phoenix.client") is None:
-        _unavailable("arize-phoenix-client is not installed")
+        _unavailable("arize-phoenix-client is not installed (pip install -e '.[test]')")
+    python, built = _server_python(tmp_path_factory)
     workdir = tmp_path_factory.mktemp("phoenix")
     port, grpc_port = _free_port(), _free_port()
-    env = {
-        **os.environ,
-        "PHOENIX_WORKING_DIR": str(workdir),
-        "PHOENIX_HOST": "127.0.0.1",
-        "PHOENIX_PORT": str(port),
-        "PHOENIX_GRPC_PORT": str(grpc_port),
-        "PHOENIX_TELEMETRY_ENABLED": "false",
-        "PHOENIX_ALLOW_EXTERNAL_RESOURCES": "false",
-        "PHOENIX_DISABLE_AGENT_ASSISTANT": "true",
-        "NO_PROXY": "127.0.0.1,localhost",
-        "no_proxy": "127.0.0.1,localhost",
-    }
+    env = _server_env(
+        PHOENIX_WORKING_DIR=str(workdir),
+        PHOENIX_HOST="127.0.0.1",
+        PHOENIX_PORT=str(port),
+        PHOENIX_GRPC_PORT=str(grpc_port),
+        PHOENIX_TELEMETRY_ENABLED="false",
+        PHOENIX_ALLOW_EXTERNAL_RESOURCES="false",
+        PHOENIX_DISABLE_AGENT_ASSISTANT="true",
+        NO_PROXY="127.0.0.1,localhost",
+        no_proxy="127.0.0.1,localhost",
+    )
     log = workdir / "server.log"
     base_url = f"http://127.0.0.1:{port}"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "phoenix.server.main", "serve"],
+            [str(python), "-m", "phoenix.server.main", "serve"],
             env=env,
             cwd=workdir,
             stdin=subprocess.DEVNULL,
@@ -131,6 +197,8 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phoenix]:
         yield Phoenix(base_url, log)
     finally:
         _stop(process)
+        if built is not None:
+            shutil.rmtree(built, ignore_errors=True)
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
