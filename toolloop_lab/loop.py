@@ -53,7 +53,7 @@ from toolloop_lab.model_call import (
     stream_kwargs,
 )
 from toolloop_lab.pricing import model_name_of
-from toolloop_lab.pruning import prune_output, pruning_prompt
+from toolloop_lab.pruning import PruneResult, prune_output, pruning_prompt
 from toolloop_lab.run_state import RunState
 from toolloop_lab.tools import (
     DispatchHooks,
@@ -364,7 +364,7 @@ class ToolLoop:
     # -- pruning ----------------------------------------------------------------------
     async def prune(self, budget: RunBudget, outcomes: list[DispatchOutcome], first: int) -> None:
         """Shorten large outputs of ``prune_tools``; their messages sit at ``first + i``."""
-        cfg, run, model = self.cfg, self.run, self.agent.pruning_model
+        cfg, model = self.cfg, self.agent.pruning_model
         if model is None or not cfg.prune_tools:
             return
         todo = [
@@ -377,28 +377,8 @@ class ToolLoop:
         if not todo:
             return
         await self.pause("model_call", "pruning", (), None)
-        budget.before_call(run.usage, self.gate)
-        request = _first_human_text(run.messages)
-        name = model_name_of(model)
-        calls = []
-        for i in todo:
-            prompt = pruning_prompt(
-                outcomes[i].name,
-                str(outcomes[i].message.content),
-                instruction=cfg.pruning_prompt,
-                request=request,
-            )
-            number = run.next_call()
-            run.emit(
-                ModelCallStarted,
-                call=number,
-                purpose="pruning",
-                model_name=name,
-                tools=(),
-                messages=message_dicts(prompt),
-                tool_call_id=outcomes[i].message.tool_call_id,
-            )
-            calls.append((i, number, prompt))
+        budget.before_call(self.run.usage, self.gate)
+        calls = [(i, *self._pruning_call(outcomes[i])) for i in todo]
         # return_exceptions: a failed pruning call must neither orphan its siblings nor
         # lose their spend; the first failure is raised once every success is counted.
         results = await asyncio.gather(
@@ -410,29 +390,64 @@ class ToolLoop:
             if isinstance(res, BaseException):
                 failure = failure or res
                 continue
-            reported = model_name_of(model, res.reply.response_metadata) or name
-            usage = budget.price(res.usage, reported, name)
-            run.usage = run.usage + usage
-            original = outcomes[i].message
-            run.emit(
-                Pruned,
-                call=number,
-                tool_call_id=original.tool_call_id,
-                tool_name=outcomes[i].name,
-                model_name=reported,
-                tokens_before=res.tokens_before,
-                tokens_after=res.tokens_after,
-                usage=usage,
-                latency_s=res.latency_s,
-                original=str(original.content),
-                pruned=res.pruned,
-            )
-            artifact = {"original": original.content, "artifact": original.artifact, "pruned": True}
-            update = {"content": res.pruned, "artifact": artifact}
-            run.messages[first + i] = original.model_copy(update=update)
+            self._keep_pruned(budget, outcomes[i], first + i, number, res)
         if failure is not None:
             raise failure
-        budget.after_call(run.usage, name, self.gate)
+        budget.after_call(self.run.usage, model_name_of(model), self.gate)
+
+    def _pruning_call(self, outcome: DispatchOutcome) -> tuple[int, list[BaseMessage]]:
+        """Number and announce one pruning call; its prompt."""
+        run = self.run
+        prompt = pruning_prompt(
+            outcome.name,
+            str(outcome.message.content),
+            instruction=self.cfg.pruning_prompt,
+            request=_first_human_text(run.messages),
+        )
+        number = run.next_call()
+        run.emit(
+            ModelCallStarted,
+            call=number,
+            purpose="pruning",
+            model_name=model_name_of(self.agent.pruning_model),
+            tools=(),
+            messages=message_dicts(prompt),
+            tool_call_id=outcome.message.tool_call_id,
+        )
+        return number, prompt
+
+    def _keep_pruned(
+        self,
+        budget: RunBudget,
+        outcome: DispatchOutcome,
+        index: int,
+        number: int,
+        res: PruneResult,
+    ) -> None:
+        """Count a pruning call's spend, emit its saving, and put the shorter text in the
+        transcript (the original stays in the message's artifact)."""
+        run, name = self.run, model_name_of(self.agent.pruning_model)
+        reported = model_name_of(self.agent.pruning_model, res.reply.response_metadata) or name
+        usage = budget.price(res.usage, reported, name)
+        run.usage = run.usage + usage
+        original = outcome.message
+        run.emit(
+            Pruned,
+            call=number,
+            tool_call_id=original.tool_call_id,
+            tool_name=outcome.name,
+            model_name=reported,
+            tokens_before=res.tokens_before,
+            tokens_after=res.tokens_after,
+            usage=usage,
+            latency_s=res.latency_s,
+            original=str(original.content),
+            pruned=res.pruned,
+        )
+        artifact = {"original": original.content, "artifact": original.artifact, "pruned": True}
+        run.messages[index] = original.model_copy(
+            update={"content": res.pruned, "artifact": artifact}
+        )
 
 
 def _first_human_text(messages: Sequence[BaseMessage]) -> str:

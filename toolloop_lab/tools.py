@@ -135,27 +135,9 @@ def normalize_tool_call_ids(message: AIMessage, used: Collection[str] = ()) -> A
     calls = list(message.tool_calls)
     invalid = list(message.invalid_tool_calls)
     raw_ids = [c.get("id") for c in calls] + [c.get("id") for c in invalid]
-    seen: set[str] = set()  # ids kept in this reply; ``used`` is only read, never copied
-    keep: list[bool] = []
-    for cid in raw_ids:
-        ok = isinstance(cid, str) and bool(cid) and cid not in seen and cid not in used
-        keep.append(ok)
-        if ok:
-            seen.add(cast(str, cid))
-    if all(keep):
+    ids = _unique_ids(raw_ids, used)
+    if ids is None:
         return message
-    taken = set(used) | seen | {cid for cid in raw_ids if isinstance(cid, str)}
-    counter = 0
-    ids: list[str] = []
-    for cid, ok in zip(raw_ids, keep, strict=True):
-        if ok:
-            ids.append(cast(str, cid))
-            continue
-        counter += 1
-        while f"call_{counter}" in taken:
-            counter += 1
-        ids.append(f"call_{counter}")
-        taken.add(ids[-1])
     fixed_calls: list[ToolCall] = [
         call if call.get("id") == cid else {**call, "id": cid}
         for call, cid in zip(calls, ids, strict=False)
@@ -174,6 +156,33 @@ def normalize_tool_call_ids(message: AIMessage, used: Collection[str] = ()) -> A
     ):
         update["content"] = _rename_blocks(message.content, renames)
     return message.model_copy(update=update)
+
+
+def _unique_ids(raw_ids: list[Any], used: Collection[str]) -> list[str] | None:
+    """A unique, non-empty id per call (first occurrences kept), or ``None`` when the ids
+    are all fine already."""
+    seen: set[str] = set()  # ids kept in this reply; ``used`` is only read, never copied
+    keep: list[bool] = []
+    for cid in raw_ids:
+        ok = isinstance(cid, str) and bool(cid) and cid not in seen and cid not in used
+        keep.append(ok)
+        if ok:
+            seen.add(cast(str, cid))
+    if all(keep):
+        return None
+    taken = set(used) | seen | {cid for cid in raw_ids if isinstance(cid, str)}
+    counter = 0
+    ids: list[str] = []
+    for cid, ok in zip(raw_ids, keep, strict=True):
+        if ok:
+            ids.append(cast(str, cid))
+            continue
+        counter += 1
+        while f"call_{counter}" in taken:
+            counter += 1
+        ids.append(f"call_{counter}")
+        taken.add(ids[-1])
+    return ids
 
 
 _ID_KEYS: dict[str, str] = {"tool_use": "id", "tool_call": "id", "function_call": "call_id"}
@@ -365,16 +374,19 @@ async def _dispatch_one(
         if not stopped:
             text += " and ignored cancellation; it may still be running"
         return _error_outcome(call_id, name, args, "timeout", text, started)
-    if task.cancelled():  # cancelled before its first step: by the tool's own doing
-        text = f"tool {name!r} was cancelled from inside"
+    return _ended(task, call_id, name, args, started)
+
+
+def _ended(
+    task: asyncio.Task[_Captured], call_id: str, name: str, args: Mapping[str, Any], started: float
+) -> DispatchOutcome:
+    """The outcome of a tool task that ended on its own: its result, or why it failed."""
+    exc = None if task.cancelled() else task.result().error
+    if task.cancelled() or isinstance(exc, asyncio.CancelledError):
+        text = f"tool {name!r} was cancelled from inside"  # not by the loop: by the tool
         return _error_outcome(call_id, name, args, "tool_cancelled", text, started)
-    captured = task.result()
-    exc = captured.error
     if exc is None:
-        return _success(call_id, name, args, captured.value, started)
-    if isinstance(exc, asyncio.CancelledError):
-        text = f"tool {name!r} was cancelled from inside"
-        return _error_outcome(call_id, name, args, "tool_cancelled", text, started)
+        return _success(call_id, name, args, task.result().value, started)
     if not isinstance(exc, Exception):
         raise exc  # KeyboardInterrupt, SystemExit and their kind stop the loop
     if isinstance(exc, _HandledToolError):
