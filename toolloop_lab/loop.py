@@ -11,12 +11,11 @@ loop knows nothing about widgets, files, pandas or matplotlib.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.tools import BaseTool
 
 from toolloop_lab.budget import GateCheck, RunBudget
 from toolloop_lab.config import AgentConfig
@@ -58,6 +57,7 @@ from toolloop_lab.run_state import RunState
 from toolloop_lab.tools import (
     DispatchHooks,
     DispatchOutcome,
+    ToolBox,
     dispatch,
     invalid_outcomes,
     normalize_tool_call_ids,
@@ -84,7 +84,7 @@ class ToolLoop:
         self.agent = agent
         self.cfg = config
         self.run = run
-        self.tools: Mapping[str, BaseTool] = {t.name: t for t in agent.tools}
+        self.tools: ToolBox = agent.toolbox()
         self.model_name = model_name_of(agent.model)
         self.budget: RunBudget | None = None
         self._last_calls: tuple[tuple[str, str], ...] | None = None
