@@ -148,13 +148,15 @@ async def invoke(
         return reply, CallTiming(time.perf_counter() - started)
     merged: Any = None
     first: float | None = None
-    async for chunk in runnable.astream(list(prompt), **kwargs):
-        if first is None:
-            first = time.perf_counter() - started
-        if isinstance(chunk, AIMessageChunk):
-            deltas.feed(chunk)
-        merged = chunk if merged is None else merged + chunk
-    deltas.flush()
+    try:
+        async for chunk in runnable.astream(list(prompt), **kwargs):
+            if first is None:
+                first = time.perf_counter() - started
+            if isinstance(chunk, AIMessageChunk):
+                deltas.feed(chunk)
+            merged = chunk if merged is None else merged + chunk
+    finally:
+        deltas.flush()  # what arrived is shown, however the stream ended
     latency = time.perf_counter() - started
     if merged is None:
         return AIMessage(content=""), CallTiming(latency, first)
