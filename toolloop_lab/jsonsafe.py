@@ -18,7 +18,7 @@ from decimal import Decimal
 from pathlib import PurePath
 from typing import Any
 
-__all__ = ["FrozenDict", "FrozenList", "dumps", "freeze", "json_safe", "thaw"]
+__all__ = ["FrozenDict", "FrozenList", "dumps", "freeze", "frozen_json", "json_safe", "thaw"]
 
 _MAX_DEPTH = 64
 
@@ -137,8 +137,23 @@ def freeze(value: Any) -> Any:
     if isinstance(value, Mapping):
         return FrozenDict({_key(k, 0): freeze(v) for k, v in value.items()})
     if isinstance(value, (list, tuple)):
-        return FrozenList(freeze(v) for v in value)
+        return FrozenList([freeze(v) for v in value])
     return value
+
+
+def frozen_json(value: Any, _depth: int = 0) -> Any:
+    """``freeze(json_safe(value))`` in one pass: what events hold (JSON data nobody may
+    rewrite), made once per value on the loop's hot path."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if _depth <= _MAX_DEPTH:
+        if isinstance(value, Mapping):
+            return FrozenDict(
+                {_key(k, _depth): frozen_json(v, _depth + 1) for k, v in value.items()}
+            )
+        if isinstance(value, (list, tuple)):
+            return FrozenList([frozen_json(v, _depth + 1) for v in value])
+    return freeze(json_safe(value, _depth))
 
 
 def thaw(value: Any) -> Any:

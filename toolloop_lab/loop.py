@@ -32,17 +32,17 @@ from toolloop_lab.events import (
     SynthesisReason,
     SynthesisStarted,
     ToolCallDelta,
+    ToolCallView,
     ToolStarted,
     finish_outcome,
     message_dicts,
 )
 from toolloop_lab.hooks import PauseEditor, PausePoint
 from toolloop_lab.interventions import MessageEdits, ToolCallEdits
-from toolloop_lab.jsonsafe import freeze, json_safe
+from toolloop_lab.jsonsafe import frozen_json
 from toolloop_lab.model_call import (
     CallTiming,
     DeltaBuffer,
-    call_signature,
     call_views,
     finish_reason,
     invoke,
@@ -87,7 +87,7 @@ class ToolLoop:
         self.tools: ToolBox = agent.toolbox()
         self.model_name = model_name_of(agent.model)
         self.budget: RunBudget | None = None
-        self._last_calls: tuple[tuple[str, str], ...] | None = None
+        self._last_calls: tuple[tuple[str, Any, bool], ...] | None = None
         self._repeats = 0
 
     async def execute(self) -> ToolLoopResult:
@@ -237,7 +237,8 @@ class ToolLoop:
         name = model_name_of(agent.model, reply.response_metadata)
         usage = budget.price(Usage.from_ai_message(reply, prompt=prompt), name, self.model_name)
         run.usage = run.usage + usage
-        stuck = purpose == "round" and self._repeated(reply)
+        views = call_views(reply)
+        stuck = purpose == "round" and self._repeated(views)
         run.emit(
             ModelCalled,
             call=number,
@@ -248,7 +249,7 @@ class ToolLoop:
             latency_s=timing.latency_s,
             first_token_s=timing.first_token_s,
             text=reply.text,
-            tool_calls=call_views(reply),
+            tool_calls=views,
             finish_reason=finish_reason(reply.response_metadata),
             stuck=stuck,
             empty=is_empty(reply),
@@ -257,9 +258,10 @@ class ToolLoop:
         budget.after_call(run.usage, name, self.gate)
         return reply
 
-    def _repeated(self, reply: AIMessage) -> bool:
-        """True when ``reply`` makes exactly the previous round's calls again."""
-        calls = call_signature(reply)
+    def _repeated(self, views: tuple[ToolCallView, ...]) -> bool:
+        """True when a round makes exactly the previous round's calls again: the same tools
+        with the same arguments (ids aside), in the same order."""
+        calls = tuple((v.name, v.args, v.valid) for v in views)
         repeated = bool(calls) and calls == self._last_calls
         self._repeats = self._repeats + 1 if repeated else 0
         self._last_calls = calls
@@ -354,7 +356,7 @@ class ToolLoop:
         return [by_id[str(c.get("id"))] for c in reply.tool_calls] + invalid
 
     def _tool_started(self, call: Any) -> None:
-        args = freeze(json_safe(call.get("args") or {}))
+        args = frozen_json(call.get("args") or {})
         self.run.emit(ToolStarted, tool_call_id=call.get("id") or "", name=call["name"], args=args)
 
     def emit_dispatch(self, outcome: DispatchOutcome) -> None:

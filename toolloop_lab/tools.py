@@ -44,7 +44,7 @@ from langchain_core.tools import BaseTool, StructuredTool, Tool, ToolException
 from pydantic import ValidationError
 
 from toolloop_lab.errors import ExecutionError, describe
-from toolloop_lab.jsonsafe import dumps, freeze, json_safe, thaw
+from toolloop_lab.jsonsafe import dumps, frozen_json, thaw
 
 __all__ = [
     "DispatchHooks",
@@ -87,7 +87,7 @@ class DispatchHooks:
 
 
 def _frozen(args: Any) -> Mapping[str, Any]:
-    frozen: Mapping[str, Any] = freeze(json_safe(args if isinstance(args, Mapping) else {}))
+    frozen: Mapping[str, Any] = frozen_json(args if isinstance(args, Mapping) else {})
     return frozen
 
 
