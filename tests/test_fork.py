@@ -611,3 +611,24 @@ def test_a_trace_cut_short_still_forks_from_its_complete_rounds(tmp_path: Path) 
     forked = fork(events, 2, model=model(script[1:]), tools=Adder().tools)
     assert forked.original.detail == "incomplete"
     assert forked.forked == RunFigures.of_result(result)
+
+
+def test_a_usd_budget_over_unpriced_rounds_taken_is_refused() -> None:
+    script = replies(2)
+    result = LLMAgent(ScriptedChatModel(script), Adder().tools).run("Add.")
+    fork_model = model(script[1:])
+    with usd_budget(1), pytest.raises(ExecutionError) as info:
+        fork(result, 2, model=fork_model, tools=Adder().tools)
+    assert (info.value.kind, info.value.reason) == ("cost", "unpriced")
+    assert fork_model.calls == ()
+
+
+def test_preparing_a_fork_runs_nothing() -> None:
+    script = replies(2)
+    result, _ = original(script)
+    fork_model = model(script[1:])
+    prepared = prepare_fork(result, 2, model=fork_model, tools=Adder().tools)
+    assert fork_model.calls == ()
+    assert repr(prepared) == "Fork(at_round=2, source='result', prefix=3 messages)"
+    assert prepared.taken.requests == 1
+    assert prepared.original == RunFigures.of_result(result)

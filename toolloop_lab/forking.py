@@ -47,7 +47,7 @@ import contextvars
 import dataclasses
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -126,6 +126,12 @@ RoundOutcome: TypeAlias = Literal["tools"] | Outcome
 else the run's outcome on its last round."""
 
 _SYNTHESIS: Final = "synthesis"
+_SOURCE_TEXT: Final[Mapping[SourceKind, str]] = {
+    "result": "a result",
+    "events": "an event stream",
+    "trace": "a trace",
+    "recording": "a recording",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,7 +348,7 @@ class ForkResult:
         ]
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
         taken = self.at_round - 1
-        head = f"Fork at round {self.at_round} of a {self.source}"
+        head = f"Fork at round {self.at_round} of {_SOURCE_TEXT[self.source]}"
         head += f" ({taken} round{'s' if taken != 1 else ''} taken), {_config_text(self.config)}:"
         lines = [head]
         lines += [
@@ -705,18 +711,20 @@ class Fork:
     def observers(self) -> tuple[Observer, ...]:
         return self.agent.observers
 
-    def subscribe(self, callback: Observer) -> Any:
+    def subscribe(self, callback: Observer) -> Callable[[], None]:
         """Add an observer of the fork's own run; returns its remover."""
         return self.agent.subscribe(callback)
 
-    def add_pause_hook(self, hook: PauseHook) -> Any:
+    def add_pause_hook(self, hook: PauseHook) -> Callable[[], None]:
         """Add a pause hook to the fork's own run; returns its remover."""
         return self.agent.add_pause_hook(hook)
 
     async def arun(self, added: str | Sequence[Any] = ()) -> ForkResult:
         """Run the fork; ``added`` messages (a string is a user message) follow the
-        prefix, before the fork's first call. A bad config raises as ``LLMAgent`` does;
-        every other stop is reported in the result (``forked.outcome``, ``error``)."""
+        prefix, before the fork's first call. A bad config raises as ``LLMAgent`` does,
+        and so does a USD budget in force when the rounds taken are unpriced (what remains
+        of it is unknown); every other stop is reported in the result (``forked.outcome``,
+        ``error``); cancellation propagates."""
         extra = [added] if isinstance(added, str) else list(added)
         messages = [*self.prefix, *convert_to_messages(extra)]
         budget = current_usd_budget()
