@@ -22,7 +22,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.tools import BaseTool, StructuredTool, tool
-from loopkit import calls, final, tool_call
+from loopkit import MODEL, calls, final, tool_call
 from pydantic import BaseModel, Field
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopResult
@@ -902,3 +902,27 @@ async def test_a_run_without_hooks_has_no_pause_and_no_intervention() -> None:
     result, _ = await run([calls(tool_call("add", {"a": 1, "b": 2}, "c1")), final("3")], calc.tools)
     assert interventions(result.events) == []
     assert calc.ran == [("add", {"a": 1, "b": 2})]
+
+
+async def test_the_view_shows_the_arguments_a_call_really_ran_with() -> None:
+    ran: list[int] = []
+
+    @tool
+    def square(n: int) -> int:
+        """Squares n."""
+        ran.append(n)
+        return n * n
+
+    async def fix(point: PausePoint) -> None:
+        if point.stage == "tool_dispatch":
+            point.edit_args("q1", {"n": 3})
+
+    model = ScriptedChatModel(
+        [calls(tool_call("square", {"n": 300}, "q1")), final("9")], model_name=MODEL
+    )
+    result = await LLMAgent(model, [square], pause_hooks=[fix]).arun("go")
+    view = RunView.from_events(result.events)
+    (row,) = view.rounds[0].tools
+    assert ran == [3]
+    assert row.args == {"n": 3}  # what ran, not what the model first asked for
+    assert view.rounds[0].tool_calls[0].args == {"n": 300}  # the model's ask stays visible

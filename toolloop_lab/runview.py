@@ -293,11 +293,14 @@ class RunView:
         self.status = "cancelled" if event.cancelled else "failed"
 
     def _tool(self, number: int, call_id: str, name: str, args: object) -> ToolRow:
+        """The row of a call, with the arguments it really ran with (a person may have
+        edited the model's at a pause)."""
         row = self._row(number)
         tool = next((t for t in row.tools if t.id == call_id), None)
         if tool is None:
-            tool = ToolRow(call_id, name, dict(args) if isinstance(args, dict) else {})
+            tool = ToolRow(call_id, name, {})
             row.tools.append(tool)
+        tool.args = dict(args) if isinstance(args, dict) else {}
         return tool
 
     # -- step mode --------------------------------------------------------------------
