@@ -39,8 +39,10 @@ from toolloop_lab.events import (
     ToolDispatched,
     ToolStarted,
     event_from_dict,
+    transcript,
 )
 from toolloop_lab.hooks import PausePoint
+from toolloop_lab.lab import Scenario, catalog
 
 
 def _two_round_model() -> ScriptedChatModel:
@@ -335,3 +337,20 @@ async def test_an_async_observer_is_reported_not_silently_dropped(
         "returned an awaitable on loop_start; observers are plain "
         "callables (schedule async work yourself)"
     )
+
+
+@pytest.mark.parametrize("scenario", catalog(), ids=lambda s: s.name)
+async def test_the_events_rebuild_the_conversation_of_every_catalog_run(
+    scenario: Scenario,
+) -> None:
+    agent = scenario.build_agent()
+    try:
+        with usd_budget(scenario.usd_limit, prices=scenario.prices):
+            result = await agent.arun(scenario.prompt)
+    except (ExecutionError, ToolLoopError) as exc:
+        messages, events = exc.messages, exc.events
+    else:
+        messages, events = list(result.messages), result.events
+    assert transcript(events) == list(messages)
+    read_back = [event_from_dict(json.loads(json.dumps(e.to_dict()))) for e in events]
+    assert transcript(read_back) == list(messages)  # a trace file holds the conversation

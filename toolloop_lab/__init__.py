@@ -23,6 +23,7 @@ from toolloop_lab.pricing import TokenPrice
 from toolloop_lab.usage import Usage
 
 if TYPE_CHECKING:
+    from toolloop_lab.forking import fork
     from toolloop_lab.lab import LabResults, Scenario, arun_scenarios, catalog, run_scenarios
     from toolloop_lab.recording import RecordingChatModel, ReplayChatModel, WhatIfResult, what_if
     from toolloop_lab.widget import LoopDebugger
@@ -47,6 +48,7 @@ __all__ = [
     "WhatIfResult",
     "arun_scenarios",
     "catalog",
+    "fork",
     "run_scenarios",
     "usd_budget",
     "what_if",
@@ -63,6 +65,7 @@ _LAZY = {
     "ReplayChatModel": "toolloop_lab.recording",
     "WhatIfResult": "toolloop_lab.recording",
     "what_if": "toolloop_lab.recording",
+    "fork": "toolloop_lab.forking",
 }
 
 

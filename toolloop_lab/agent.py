@@ -49,7 +49,7 @@ from toolloop_lab.loop import ToolLoop
 from toolloop_lab.pricing import TokenPrice
 from toolloop_lab.run_state import RunState
 from toolloop_lab.sync_runner import run_sync
-from toolloop_lab.tools import skipped_outcomes
+from toolloop_lab.tools import ToolBox, skipped_outcomes
 from toolloop_lab.usage import Usage
 
 __all__ = ["DEFAULT_SYNTHESIS_PROMPT", "AgentConfig", "LLMAgent", "ToolLoopResult"]
@@ -158,6 +158,11 @@ def _remover(
     return remove
 
 
+def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """The same objects, in the same order."""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
 class LLMAgent:
     """Drives any langchain-core chat model through tool-call rounds, with events."""
 
@@ -180,6 +185,7 @@ class LLMAgent:
         self._observers: tuple[Observer, ...] = tuple(observers)
         self._pause_hooks: tuple[PauseHook, ...] = tuple(pause_hooks)
         self._bound: tuple[BaseChatModel, tuple[BaseTool, ...], Any] | None = None
+        self._box: tuple[tuple[BaseTool, ...], ToolBox] | None = None
 
     # -- wiring -----------------------------------------------------------------------
     @property
@@ -223,15 +229,17 @@ class LLMAgent:
         """The model with the tools bound (reused while the model and tools stay the same
         objects: binding builds every tool's schema)."""
         cached, model, tools = self._bound, self.model, self.tools
-        if (
-            cached is None
-            or cached[0] is not model
-            or len(cached[1]) != len(tools)
-            or any(a is not b for a, b in zip(cached[1], tools, strict=True))
-        ):
+        if cached is None or cached[0] is not model or not _same(cached[1], tools):
             runnable = model.bind_tools(list(tools)) if tools else model
             cached = self._bound = (model, tools, runnable)
         return cached[2]
+
+    def toolbox(self) -> ToolBox:
+        """The tools prepared for the loop to run (reused while they stay the same objects)."""
+        cached, tools = self._box, self.tools
+        if cached is None or not _same(cached[0], tools):
+            cached = self._box = (tools, ToolBox(tools))
+        return cached[1]
 
     # -- entry points -----------------------------------------------------------------
     async def arun(

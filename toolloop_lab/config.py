@@ -23,8 +23,7 @@ from pydantic import (
     ValidationError,
 )
 
-from toolloop_lab.errors import ConfigurationError
-from toolloop_lab.fields import Count, PositiveInt
+from toolloop_lab.fields import Count, PositiveInt, refused
 from toolloop_lab.pruning import DEFAULT_PRUNING_PROMPT
 
 __all__ = ["DEFAULT_SYNTHESIS_PROMPT", "MAX_TIMEOUT_S", "AgentConfig"]
@@ -99,12 +98,7 @@ class AgentConfig:
             first = exc.errors()[0]
             field = str(first["loc"][0]) if first["loc"] else None
             value = getattr(self, field, None) if field else None
-            shown = (
-                f"{value!r:.80}" if not isinstance(value, int) or value < 10**20 else "a huge int"
-            )
-            raise ConfigurationError(
-                f"{field}: {first['msg']} (got {shown})", field=field
-            ) from None
+            raise refused(field, first["msg"], value) from None
 
     def validate(self) -> None:
         """Raise :class:`ConfigurationError` naming the first bad field."""

@@ -56,7 +56,7 @@ from toolloop_lab.fields import (
     Seconds,
     Text,
 )
-from toolloop_lab.jsonsafe import freeze, json_safe, thaw
+from toolloop_lab.jsonsafe import frozen_json, json_safe, thaw
 from toolloop_lab.usage import Usage
 
 __all__ = [
@@ -580,5 +580,5 @@ def message_dicts(messages: Iterable[BaseMessage]) -> tuple[Mapping[str, Any], .
     ``message_to_dict``, without pydantic's warnings for a reply that was never valid (the
     loop keeps what it was given, and says so elsewhere)."""
     return tuple(
-        freeze(json_safe({"type": m.type, "data": m.model_dump(warnings=False)})) for m in messages
+        frozen_json({"type": m.type, "data": m.model_dump(warnings=False)}) for m in messages
     )

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from decimal import Decimal
+from functools import cache
 from typing import Annotated, Any, Final, TypeAlias
 
 from annotated_types import Ge, Gt, Le
-from pydantic import AfterValidator, AllowInfNan, Strict
+from pydantic import AfterValidator, AllowInfNan, Strict, TypeAdapter, ValidationError
 
+from toolloop_lab.errors import ConfigurationError
 from toolloop_lab.jsonsafe import freeze
 
 __all__ = [
@@ -30,6 +32,8 @@ __all__ = [
     "PositiveInt",
     "Seconds",
     "Text",
+    "checked",
+    "refused",
 ]
 
 MAX_INT: Final = 2**53
@@ -58,7 +62,29 @@ FiniteDecimal: TypeAlias = Annotated[Decimal, AllowInfNan(False)]
 """A finite Decimal (USD amounts, gate figures); JSON carries it as a string."""
 
 JsonValue: TypeAlias = Annotated[Any, AfterValidator(freeze)]
-"""Any JSON value, frozen once parsed (objects become ``FrozenDict``, arrays tuples)."""
+"""Any JSON value, frozen once parsed (objects become ``FrozenDict``, arrays ``FrozenList``)."""
 
 JsonObject: TypeAlias = Annotated[Mapping[str, Any], AfterValidator(freeze)]
 """A JSON object with string keys, frozen once parsed."""
+
+
+@cache
+def _adapter(kind: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(kind)
+
+
+def checked(kind: Any, value: Any, *, field: str) -> Any:
+    """``value`` checked as one of the types above (an argument that is no field of a
+    validated model: a sweep's ``concurrency``, say); ``ConfigurationError(field=...)`` if
+    it is not one."""
+    try:
+        return _adapter(kind).validate_python(value)
+    except ValidationError as exc:
+        raise refused(field, exc.errors()[0]["msg"], value) from None
+
+
+def refused(field: str | None, problem: str, value: Any) -> ConfigurationError:
+    """The error for a refused setting: which one, why, and (briefly) what it was."""
+    huge = isinstance(value, int) and abs(value) >= 10**20
+    shown = "a huge int" if huge else f"{value!r:.80}"
+    return ConfigurationError(f"{field}: {problem} (got {shown})", field=field)

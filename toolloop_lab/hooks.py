@@ -4,14 +4,22 @@ A hook is awaited at every pause point. While it waits, a person can look at wha
 pending and intervene through the point itself:
 
 * before a tool dispatch: :attr:`PausePoint.calls`, :meth:`~PausePoint.edit_args` (checked
-  against the tool's schema first) and :meth:`~PausePoint.skip` (answer a call by hand);
-* before a model call: :attr:`PausePoint.messages` (exactly what will be sent),
-  :meth:`~PausePoint.append` (a hint, say) and :meth:`~PausePoint.edit_result` (replace a
-  tool result the model has not seen yet).
+  against the tool's schema first: types, required and unknown names; it also fixes a call
+  the model sent as unreadable JSON) and :meth:`~PausePoint.skip` (answer a call by hand:
+  the tool never runs and the model reads the text as the call's result);
+* before a model call (a round or the synthesis): :attr:`PausePoint.messages` (exactly
+  what will be sent), :meth:`~PausePoint.append` (a user or assistant message, a hint say)
+  and :meth:`~PausePoint.edit_result` (replace a tool result the model has not seen yet;
+  the original stays in the message's ``artifact``). The pause before a pruning call
+  changes nothing.
 
-Every change is an ``intervention`` event, so traces and views show what was made by hand.
-A change the point cannot take raises :class:`~toolloop_lab.errors.InterventionError` and
-leaves the run as it was; once the loop goes on, the point refuses further changes.
+Every change is one ``intervention`` event with what was there before and what is there
+after, so traces and views show what was made by hand; the transcript stays valid (one
+result per call id, none orphaned). A change the point cannot take raises
+:class:`~toolloop_lab.errors.InterventionError` (``action``, ``reason``, ``call_id``) and
+leaves the run as it was, so the pause holds; once the loop goes on, the point refuses
+further changes (``reason="expired"``). Changes may come from another thread (a widget's
+clicks) while the loop waits.
 """
 
 from __future__ import annotations

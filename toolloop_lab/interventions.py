@@ -13,12 +13,14 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Final, Literal, cast
 
 import jsonschema
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
+    HumanMessage,
+    InvalidToolCall,
     ToolCall,
     ToolMessage,
     convert_to_messages,
@@ -36,6 +38,7 @@ from toolloop_lab.tools import DispatchOutcome, written_outcome
 __all__ = ["MessageEdits", "ToolCallEdits", "check_args"]
 
 Stage = Literal["model_call", "tool_dispatch"]
+Status = Literal["success", "error"]
 
 
 def check_args(tool: BaseTool | None, args: Any) -> str | None:
@@ -52,17 +55,23 @@ def check_args(tool: BaseTool | None, args: Any) -> str | None:
         return f"arguments must be JSON data ({exc})"
     if tool is None:
         return None  # an unknown tool fails at dispatch anyway, with the tools listed
+    data = thaw(args)
     schema = tool.tool_call_schema
     if isinstance(schema, dict):
         try:
-            jsonschema.validate(dict(args), schema)
+            jsonschema.validate(data, schema)
         except jsonschema.ValidationError as exc:
             where = ".".join(str(p) for p in exc.absolute_path) or "(arguments)"
             return f"{where}: {exc.message}"
+        except jsonschema.SchemaError as exc:
+            return f"the tool's own schema is not valid JSON schema ({exc.message})"
         return None
     if isinstance(schema, type) and issubclass(schema, BaseModel):
+        unknown = _unknown_names(schema, data)
+        if unknown:
+            return unknown
         try:
-            schema.model_validate(dict(args))
+            schema.model_validate(data)
         except ValidationError as exc:
             return "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}"
@@ -71,13 +80,36 @@ def check_args(tool: BaseTool | None, args: Any) -> str | None:
     return None
 
 
+def _unknown_names(schema: type[BaseModel], args: Mapping[str, Any]) -> str | None:
+    """Names the tool does not take. Pydantic would drop them without a word, so a typo in
+    an optional argument's name would run the tool as if it had not been edited."""
+    if schema.model_config.get("extra") == "allow":
+        return None
+    properties = set(schema.model_json_schema().get("properties", {}))
+    known = set(properties)
+    for name, info in schema.model_fields.items():
+        known.add(name)
+        if info.alias:
+            known.add(info.alias)
+    unknown = sorted(k for k in args if k not in known)
+    if not unknown:
+        return None
+    takes = ", ".join(sorted(properties)) or "none"
+    return f"unknown argument(s) {', '.join(unknown)} (the tool takes: {takes})"
+
+
+def _status(value: Any) -> Status | None:
+    return value if value in ("success", "error") else None
+
+
 class _Edits:
     """Shared by both stages: open while the loop waits, then closed for good."""
 
     def __init__(self, run: RunState, stage: Stage) -> None:
         self._run = run
         self._stage: Stage = stage
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        # re-entrant: an observer of the intervention event may look at the point again
         self._open = True
 
     def close(self) -> None:
@@ -112,20 +144,23 @@ class _Edits:
     def edit_args(self, call_id: str, args: Mapping[str, Any]) -> None:
         self._refuse("edit_args", "wrong_stage", "arguments are edited before tool dispatch")
 
-    def skip(self, call_id: str, content: str, status: Literal["success", "error"]) -> None:
+    def skip(self, call_id: str, content: str, status: Status) -> None:
         self._refuse("skip", "wrong_stage", "calls are skipped before tool dispatch")
 
     def append(self, message: Any) -> None:
         self._refuse("append_message", "wrong_stage", "messages are added before a model call")
 
-    def edit_result(
-        self, call_id: str, content: str, status: Literal["success", "error"] | None
-    ) -> None:
+    def edit_result(self, call_id: str, content: str, status: Status | None) -> None:
         self._refuse("edit_result", "wrong_stage", "results are edited before a model call")
 
 
 class ToolCallEdits(_Edits):
-    """Changes to a round's calls before they run: new arguments, or a written result."""
+    """Changes to a round's calls before they run: new arguments, or a written result.
+
+    A call the model sent as unreadable JSON (an invalid tool call) can be given valid
+    arguments by hand: it then becomes an ordinary call and runs. Until then it cannot be
+    answered by hand, because the loop answers it with the parse error.
+    """
 
     def __init__(self, run: RunState, index: int, tools: Mapping[str, BaseTool]) -> None:
         super().__init__(run, "tool_dispatch")
@@ -144,50 +179,120 @@ class ToolCallEdits(_Edits):
     def calls(self) -> tuple[ToolCallView, ...]:
         return call_views(self.reply)
 
-    def _call(self, action: str, call_id: str) -> ToolCall:
+    def _find(self, action: str, call_id: str) -> tuple[ToolCall | InvalidToolCall, bool]:
+        """The pending call ``call_id``, and whether it is a valid one (an invalid call
+        could not be parsed); a call already answered is refused."""
         self._check_open(action)
-        call = next((c for c in self.reply.tool_calls if c.get("id") == call_id), None)
-        if call is None:
+        reply = self.reply
+        valid = next((c for c in reply.tool_calls if c.get("id") == call_id), None)
+        invalid = next((c for c in reply.invalid_tool_calls if c.get("id") == call_id), None)
+        if valid is None and invalid is None:
             self._refuse(
                 action, "unknown_call", f"no pending tool call has id {call_id!r}", call_id
             )
         if call_id in self.written:
             self._refuse(action, "not_allowed", f"call {call_id!r} is already answered", call_id)
-        assert call is not None
-        return call
+        if valid is not None:
+            return valid, True
+        assert invalid is not None
+        return invalid, False
 
     def edit_args(self, call_id: str, args: Mapping[str, Any]) -> None:
         with self._lock:
-            call = self._call("edit_args", call_id)
-            problem = check_args(self._tools.get(call["name"]), args)
+            call, is_valid = self._find("edit_args", call_id)
+            name = call.get("name") or ""
+            problem = check_args(self._tools.get(name), args)
             if problem is not None:
-                self._refuse("edit_args", "invalid_args", f"{call['name']}: {problem}", call_id)
+                self._refuse("edit_args", "invalid_args", f"{name}: {problem}", call_id)
             new_args = thaw(args)
             reply = self.reply
-            calls = [
-                {**c, "args": new_args} if c.get("id") == call_id else c for c in reply.tool_calls
-            ]
-            update: dict[str, Any] = {"tool_calls": calls}
+            update: dict[str, Any]
+            if not is_valid:
+                fixed: ToolCall = {
+                    "name": name,
+                    "args": new_args,
+                    "id": call_id,
+                    "type": "tool_call",
+                }
+                update = {
+                    "tool_calls": [*reply.tool_calls, fixed],
+                    "invalid_tool_calls": [
+                        c for c in reply.invalid_tool_calls if c.get("id") != call_id
+                    ],
+                }
+                before: Any = {"raw": call.get("args"), "error": call.get("error")}
+            else:
+                update = {
+                    "tool_calls": [
+                        {**c, "args": new_args} if c.get("id") == call_id else c
+                        for c in reply.tool_calls
+                    ]
+                }
+                before = call.get("args")
             if isinstance(reply.content, list):
-                update["content"] = [_with_input(b, call_id, new_args) for b in reply.content]
+                update["content"] = [_with_args(b, call_id, new_args) for b in reply.content]
+            raw_calls = reply.additional_kwargs.get("tool_calls")
+            if isinstance(raw_calls, list):
+                kwargs = dict(reply.additional_kwargs)
+                kwargs["tool_calls"] = [_raw_with_args(c, call_id, new_args) for c in raw_calls]
+                update["additional_kwargs"] = kwargs
             self._run.messages[self._index] = reply.model_copy(update=update)
-            self._record("edit_args", call_id, call["args"], new_args)
+            self._record("edit_args", call_id, before, new_args)
 
-    def skip(self, call_id: str, content: str, status: Literal["success", "error"]) -> None:
+    def skip(self, call_id: str, content: str, status: Status) -> None:
         with self._lock:
-            call = self._call("skip", call_id)
+            call, is_valid = self._find("skip", call_id)
+            if not is_valid:
+                self._refuse(
+                    "skip",
+                    "not_allowed",
+                    f"call {call_id!r} could not be parsed, so the loop answers it with the "
+                    "parse error; give it valid arguments (edit_args) first",
+                    call_id,
+                )
             if not isinstance(content, str):
                 self._refuse("skip", "not_allowed", "a written result must be text", call_id)
-            self.written[call_id] = written_outcome(call, content, status=status)
-            before = {"name": call["name"], "args": call["args"]}
+            if _status(status) is None:
+                self._refuse(
+                    "skip",
+                    "not_allowed",
+                    f"status must be success or error, not {status!r}",
+                    call_id,
+                )
+            valid = cast(ToolCall, call)
+            self.written[call_id] = written_outcome(valid, content, status=status)
+            before = {"name": valid["name"], "args": valid["args"]}
             self._record("skip", call_id, before, {"content": content, "status": status})
 
 
-def _with_input(block: Any, call_id: str, args: Any) -> Any:
-    """A ``tool_use`` content block (Anthropic) carries the arguments too: keep it in step."""
-    if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("id") == call_id:
-        return {**block, "input": args}
-    return block
+_ARG_KEYS: Final[Mapping[str, tuple[str, str]]] = {
+    "tool_use": ("id", "input"),  # Anthropic
+    "tool_call": ("id", "args"),  # langchain-core standard blocks
+    "function_call": ("call_id", "arguments"),  # OpenAI Responses (JSON text)
+}
+"""Content blocks that repeat a call's arguments: (the key of its id, the key of its args)."""
+
+
+def _with_args(block: Any, call_id: str, args: Any) -> Any:
+    """A content block carrying this call's arguments, kept in step with the edit (a
+    provider's converter may read the block rather than ``tool_calls``)."""
+    if not isinstance(block, dict):
+        return block
+    keys = _ARG_KEYS.get(block.get("type", ""))
+    if keys is None or block.get(keys[0]) != call_id:
+        return block
+    value = json.dumps(args) if keys[1] == "arguments" else args
+    return {**block, keys[1]: value}
+
+
+def _raw_with_args(raw: Any, call_id: str, args: Any) -> Any:
+    """An OpenAI-style raw call in ``additional_kwargs``, kept in step with the edit."""
+    if not isinstance(raw, dict) or raw.get("id") != call_id:
+        return raw
+    function = raw.get("function")
+    if not isinstance(function, dict):
+        return raw
+    return {**raw, "function": {**function, "arguments": json.dumps(args)}}
 
 
 class MessageEdits(_Edits):
@@ -206,22 +311,31 @@ class MessageEdits(_Edits):
                 converted = convert_to_messages([message])[0]
             except (ValueError, TypeError, NotImplementedError) as exc:
                 self._refuse("append_message", "not_allowed", f"not a message: {exc}")
-            if isinstance(converted, ToolMessage) or (
-                isinstance(converted, AIMessage)
-                and (converted.tool_calls or converted.invalid_tool_calls)
+            if isinstance(converted, AIMessage) and (
+                converted.tool_calls or converted.invalid_tool_calls
             ):
                 self._refuse(
                     "append_message",
                     "not_allowed",
-                    "a tool result or a tool call cannot be added on its own: it would "
-                    "leave a call without its result",
+                    "a message with tool calls cannot be added by hand: its calls would "
+                    "have no results",
                 )
+            if not isinstance(converted, (HumanMessage, AIMessage)):
+                self._refuse(
+                    "append_message",
+                    "not_allowed",
+                    f"only a user or an assistant message can be added, not a {converted.type} "
+                    "message (a tool result needs its call; a system message opens a "
+                    "conversation)",
+                )
+            if not converted.content or (
+                isinstance(converted.content, str) and not converted.text.strip()
+            ):
+                self._refuse("append_message", "not_allowed", "the message is empty")
             self._run.messages.append(converted)
             self._record("append_message", None, None, message_dicts([converted])[0])
 
-    def edit_result(
-        self, call_id: str, content: str, status: Literal["success", "error"] | None
-    ) -> None:
+    def edit_result(self, call_id: str, content: str, status: Status | None) -> None:
         with self._lock:
             self._check_open("edit_result")
             run = self._run
@@ -247,6 +361,13 @@ class MessageEdits(_Edits):
                 )
             if not isinstance(content, str):
                 self._refuse("edit_result", "not_allowed", "a result must be text", call_id)
+            if status is not None and _status(status) is None:
+                self._refuse(
+                    "edit_result",
+                    "not_allowed",
+                    f"status must be success or error, not {status!r}",
+                    call_id,
+                )
             old = run.messages[index]
             assert isinstance(old, ToolMessage)
             new_status = status or old.status

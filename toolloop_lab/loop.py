@@ -11,12 +11,11 @@ loop knows nothing about widgets, files, pandas or matplotlib.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.tools import BaseTool
 
 from toolloop_lab.budget import GateCheck, RunBudget
 from toolloop_lab.config import AgentConfig
@@ -33,17 +32,17 @@ from toolloop_lab.events import (
     SynthesisReason,
     SynthesisStarted,
     ToolCallDelta,
+    ToolCallView,
     ToolStarted,
     finish_outcome,
     message_dicts,
 )
 from toolloop_lab.hooks import PauseEditor, PausePoint
 from toolloop_lab.interventions import MessageEdits, ToolCallEdits
-from toolloop_lab.jsonsafe import freeze, json_safe
+from toolloop_lab.jsonsafe import frozen_json
 from toolloop_lab.model_call import (
     CallTiming,
     DeltaBuffer,
-    call_signature,
     call_views,
     finish_reason,
     invoke,
@@ -53,11 +52,12 @@ from toolloop_lab.model_call import (
     stream_kwargs,
 )
 from toolloop_lab.pricing import model_name_of
-from toolloop_lab.pruning import prune_output, pruning_prompt
+from toolloop_lab.pruning import PruneResult, prune_output, pruning_prompt
 from toolloop_lab.run_state import RunState
 from toolloop_lab.tools import (
     DispatchHooks,
     DispatchOutcome,
+    ToolBox,
     dispatch,
     invalid_outcomes,
     normalize_tool_call_ids,
@@ -84,10 +84,10 @@ class ToolLoop:
         self.agent = agent
         self.cfg = config
         self.run = run
-        self.tools: Mapping[str, BaseTool] = {t.name: t for t in agent.tools}
+        self.tools: ToolBox = agent.toolbox()
         self.model_name = model_name_of(agent.model)
         self.budget: RunBudget | None = None
-        self._last_calls: tuple[tuple[str, str], ...] | None = None
+        self._last_calls: tuple[tuple[str, Any, bool], ...] | None = None
         self._repeats = 0
 
     async def execute(self) -> ToolLoopResult:
@@ -237,7 +237,8 @@ class ToolLoop:
         name = model_name_of(agent.model, reply.response_metadata)
         usage = budget.price(Usage.from_ai_message(reply, prompt=prompt), name, self.model_name)
         run.usage = run.usage + usage
-        stuck = purpose == "round" and self._repeated(reply)
+        views = call_views(reply)
+        stuck = purpose == "round" and self._repeated(views)
         run.emit(
             ModelCalled,
             call=number,
@@ -248,7 +249,7 @@ class ToolLoop:
             latency_s=timing.latency_s,
             first_token_s=timing.first_token_s,
             text=reply.text,
-            tool_calls=call_views(reply),
+            tool_calls=views,
             finish_reason=finish_reason(reply.response_metadata),
             stuck=stuck,
             empty=is_empty(reply),
@@ -257,9 +258,10 @@ class ToolLoop:
         budget.after_call(run.usage, name, self.gate)
         return reply
 
-    def _repeated(self, reply: AIMessage) -> bool:
-        """True when ``reply`` makes exactly the previous round's calls again."""
-        calls = call_signature(reply)
+    def _repeated(self, views: tuple[ToolCallView, ...]) -> bool:
+        """True when a round makes exactly the previous round's calls again: the same tools
+        with the same arguments (ids aside), in the same order."""
+        calls = tuple((v.name, v.args, v.valid) for v in views)
         repeated = bool(calls) and calls == self._last_calls
         self._repeats = self._repeats + 1 if repeated else 0
         self._last_calls = calls
@@ -354,7 +356,7 @@ class ToolLoop:
         return [by_id[str(c.get("id"))] for c in reply.tool_calls] + invalid
 
     def _tool_started(self, call: Any) -> None:
-        args = freeze(json_safe(call.get("args") or {}))
+        args = frozen_json(call.get("args") or {})
         self.run.emit(ToolStarted, tool_call_id=call.get("id") or "", name=call["name"], args=args)
 
     def emit_dispatch(self, outcome: DispatchOutcome) -> None:
@@ -364,7 +366,7 @@ class ToolLoop:
     # -- pruning ----------------------------------------------------------------------
     async def prune(self, budget: RunBudget, outcomes: list[DispatchOutcome], first: int) -> None:
         """Shorten large outputs of ``prune_tools``; their messages sit at ``first + i``."""
-        cfg, run, model = self.cfg, self.run, self.agent.pruning_model
+        cfg, model = self.cfg, self.agent.pruning_model
         if model is None or not cfg.prune_tools:
             return
         todo = [
@@ -377,28 +379,8 @@ class ToolLoop:
         if not todo:
             return
         await self.pause("model_call", "pruning", (), None)
-        budget.before_call(run.usage, self.gate)
-        request = _first_human_text(run.messages)
-        name = model_name_of(model)
-        calls = []
-        for i in todo:
-            prompt = pruning_prompt(
-                outcomes[i].name,
-                str(outcomes[i].message.content),
-                instruction=cfg.pruning_prompt,
-                request=request,
-            )
-            number = run.next_call()
-            run.emit(
-                ModelCallStarted,
-                call=number,
-                purpose="pruning",
-                model_name=name,
-                tools=(),
-                messages=message_dicts(prompt),
-                tool_call_id=outcomes[i].message.tool_call_id,
-            )
-            calls.append((i, number, prompt))
+        budget.before_call(self.run.usage, self.gate)
+        calls = [(i, *self._pruning_call(outcomes[i])) for i in todo]
         # return_exceptions: a failed pruning call must neither orphan its siblings nor
         # lose their spend; the first failure is raised once every success is counted.
         results = await asyncio.gather(
@@ -410,29 +392,64 @@ class ToolLoop:
             if isinstance(res, BaseException):
                 failure = failure or res
                 continue
-            reported = model_name_of(model, res.reply.response_metadata) or name
-            usage = budget.price(res.usage, reported, name)
-            run.usage = run.usage + usage
-            original = outcomes[i].message
-            run.emit(
-                Pruned,
-                call=number,
-                tool_call_id=original.tool_call_id,
-                tool_name=outcomes[i].name,
-                model_name=reported,
-                tokens_before=res.tokens_before,
-                tokens_after=res.tokens_after,
-                usage=usage,
-                latency_s=res.latency_s,
-                original=str(original.content),
-                pruned=res.pruned,
-            )
-            artifact = {"original": original.content, "artifact": original.artifact, "pruned": True}
-            update = {"content": res.pruned, "artifact": artifact}
-            run.messages[first + i] = original.model_copy(update=update)
+            self._keep_pruned(budget, outcomes[i], first + i, number, res)
         if failure is not None:
             raise failure
-        budget.after_call(run.usage, name, self.gate)
+        budget.after_call(self.run.usage, model_name_of(model), self.gate)
+
+    def _pruning_call(self, outcome: DispatchOutcome) -> tuple[int, list[BaseMessage]]:
+        """Number and announce one pruning call; its prompt."""
+        run = self.run
+        prompt = pruning_prompt(
+            outcome.name,
+            str(outcome.message.content),
+            instruction=self.cfg.pruning_prompt,
+            request=_first_human_text(run.messages),
+        )
+        number = run.next_call()
+        run.emit(
+            ModelCallStarted,
+            call=number,
+            purpose="pruning",
+            model_name=model_name_of(self.agent.pruning_model),
+            tools=(),
+            messages=message_dicts(prompt),
+            tool_call_id=outcome.message.tool_call_id,
+        )
+        return number, prompt
+
+    def _keep_pruned(
+        self,
+        budget: RunBudget,
+        outcome: DispatchOutcome,
+        index: int,
+        number: int,
+        res: PruneResult,
+    ) -> None:
+        """Count a pruning call's spend, emit its saving, and put the shorter text in the
+        transcript (the original stays in the message's artifact)."""
+        run, name = self.run, model_name_of(self.agent.pruning_model)
+        reported = model_name_of(self.agent.pruning_model, res.reply.response_metadata) or name
+        usage = budget.price(res.usage, reported, name)
+        run.usage = run.usage + usage
+        original = outcome.message
+        run.emit(
+            Pruned,
+            call=number,
+            tool_call_id=original.tool_call_id,
+            tool_name=outcome.name,
+            model_name=reported,
+            tokens_before=res.tokens_before,
+            tokens_after=res.tokens_after,
+            usage=usage,
+            latency_s=res.latency_s,
+            original=str(original.content),
+            pruned=res.pruned,
+        )
+        artifact = {"original": original.content, "artifact": original.artifact, "pruned": True}
+        run.messages[index] = original.model_copy(
+            update={"content": res.pruned, "artifact": artifact}
+        )
 
 
 def _first_human_text(messages: Sequence[BaseMessage]) -> str:

@@ -27,14 +27,13 @@ from langchain_core.messages.tool import invalid_tool_call, tool_call
 from langchain_core.messages.utils import message_chunk_to_message
 
 from toolloop_lab.events import ToolCallDelta, ToolCallView
-from toolloop_lab.jsonsafe import freeze, json_safe
+from toolloop_lab.jsonsafe import frozen_json
 
 __all__ = [
     "DELTA_INTERVAL_S",
     "CallTiming",
     "DeltaBuffer",
     "DeltaSink",
-    "call_signature",
     "call_view",
     "call_views",
     "finish_reason",
@@ -148,13 +147,15 @@ async def invoke(
         return reply, CallTiming(time.perf_counter() - started)
     merged: Any = None
     first: float | None = None
-    async for chunk in runnable.astream(list(prompt), **kwargs):
-        if first is None:
-            first = time.perf_counter() - started
-        if isinstance(chunk, AIMessageChunk):
-            deltas.feed(chunk)
-        merged = chunk if merged is None else merged + chunk
-    deltas.flush()
+    try:
+        async for chunk in runnable.astream(list(prompt), **kwargs):
+            if first is None:
+                first = time.perf_counter() - started
+            if isinstance(chunk, AIMessageChunk):
+                deltas.feed(chunk)
+            merged = chunk if merged is None else merged + chunk
+    finally:
+        deltas.flush()  # what arrived is shown, however the stream ended
     latency = time.perf_counter() - started
     if merged is None:
         return AIMessage(content=""), CallTiming(latency, first)
@@ -218,7 +219,7 @@ def _text_or_empty(value: Any) -> str:
 
 def _frozen_args(args: Any) -> Any:
     """Arguments as frozen JSON data; anything that is not an object is kept under "raw"."""
-    return freeze(json_safe(args if isinstance(args, Mapping) else {"raw": args}))
+    return frozen_json(args if isinstance(args, Mapping) else {"raw": args})
 
 
 def call_view(call: ToolCall) -> ToolCallView:
@@ -244,11 +245,3 @@ def call_views(reply: AIMessage) -> tuple[ToolCallView, ...]:
         for c in reply.invalid_tool_calls
     )
     return valid + invalid
-
-
-def call_signature(reply: AIMessage) -> tuple[tuple[str, str], ...]:
-    """What a repeat is judged on: each call's name and arguments, in order."""
-    return tuple(
-        (str(c.get("name")), json.dumps(json_safe(c.get("args")), sort_keys=True))
-        for c in reply.tool_calls
-    ) + tuple((str(c.get("name")), str(c.get("args"))) for c in reply.invalid_tool_calls)

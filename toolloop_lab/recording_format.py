@@ -349,19 +349,8 @@ class RecordedCall:
         try:
             parsed = _LineModel.model_validate(data)
         except ValidationError as exc:
-            problems = exc.errors(include_url=False)
-            heads: dict[str, tuple[FormatProblem, str]] = {
-                "format": ("not_a_recording", "not a toolloop_lab recording line"),
-                "version": (
-                    "unsupported_version",
-                    f"unsupported recording version {data.get('version')!r}",
-                ),
-            }
-            for head, (reason, why) in heads.items():
-                if any(p["loc"][:1] == (head,) for p in problems):
-                    raise bad(why, reason, head) from exc
-            at = _dotted(problems[0]["loc"])
-            raise bad(f"malformed field {at}: {problems[0]['msg']}", "invalid_field", at) from exc
+            why, reason, at = _line_problem(exc, data)
+            raise bad(why, reason, at) from exc
         try:
             request: tuple[BaseMessage, ...] = tuple(
                 _message(m, f"request.{i}") for i, m in enumerate(parsed.request)
@@ -716,3 +705,16 @@ def tool_names(tools: Sequence[Any]) -> tuple[str, ...]:
             except Exception:  # noqa: BLE001 - an exotic tool spec still gets a name
                 names.append(getattr(t, "__name__", type(t).__name__))
     return tuple(names)
+
+
+def _line_problem(exc: ValidationError, data: dict[str, Any]) -> tuple[str, FormatProblem, str]:
+    """What is wrong with a line pydantic refused: the words, the reason and the field.
+    A wrong ``format`` or ``version`` says the file is no (supported) recording at all."""
+    problems = exc.errors(include_url=False)
+    if any(p["loc"][:1] == ("format",) for p in problems):
+        return "not a toolloop_lab recording line", "not_a_recording", "format"
+    if any(p["loc"][:1] == ("version",) for p in problems):
+        why = f"unsupported recording version {data.get('version')!r}"
+        return why, "unsupported_version", "version"
+    at = _dotted(problems[0]["loc"])
+    return f"malformed field {at}: {problems[0]['msg']}", "invalid_field", at

@@ -23,7 +23,6 @@ Limits, by construction:
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -164,6 +163,15 @@ class WhatIfResult:
     @property
     def summary(self) -> str:
         """A plain-text comparison table with notes on every estimate."""
+        rows = self._rows()
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        lines = [f"What if {_config_text(self.config)}:"]
+        lines += [
+            "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
+        ]
+        return "\n".join(lines + self._notes())
+
+    def _rows(self) -> list[tuple[str, str, str, str]]:
         rec, rep = self.recorded, self.replayed
 
         def outcome(f: RunFigures) -> str:
@@ -173,59 +181,47 @@ class WhatIfResult:
         def cost(value: Decimal | None) -> str:
             return "unpriced" if value is None else f"${value:f}"
 
-        def delta(a: int, b: int) -> str:
-            return f"{b - a:+,}"
+        def count(label: str, a: int, b: int, fmt: str = ",") -> tuple[str, str, str, str]:
+            return (label, f"{a:{fmt}}", f"{b:{fmt}}", f"{b - a:+,}")
 
-        cost_change = self.cost_delta
-        rows = [
+        change = self.cost_delta
+        return [
             ("", "recorded", "what-if", "change"),
             ("outcome", outcome(rec), outcome(rep), ""),
-            ("rounds", f"{rec.rounds}", f"{rep.rounds}", delta(rec.rounds, rep.rounds)),
-            ("model calls", f"{rec.calls}", f"{rep.calls}", delta(rec.calls, rep.calls)),
-            (
-                "input tokens",
-                f"{rec.input_tokens:,}",
-                f"{rep.input_tokens:,}",
-                delta(rec.input_tokens, rep.input_tokens),
-            ),
-            (
-                "output tokens",
-                f"{rec.output_tokens:,}",
-                f"{rep.output_tokens:,}",
-                delta(rec.output_tokens, rep.output_tokens),
-            ),
+            count("rounds", rec.rounds, rep.rounds, ""),
+            count("model calls", rec.calls, rep.calls, ""),
+            count("input tokens", rec.input_tokens, rep.input_tokens),
+            count("output tokens", rec.output_tokens, rep.output_tokens),
             (
                 "cost (USD)",
                 cost(rec.cost_usd),
                 cost(rep.cost_usd),
-                "" if cost_change is None else f"{cost_change:+f}",
+                "" if change is None else f"{change:+f}",
             ),
         ]
-        widths = [max(len(r[i]) for r in rows) for i in range(4)]
-        lines = [f"What if {_config_text(self.config)}:"]
-        lines += [
-            "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
-        ]
+
+    def _notes(self) -> list[str]:
+        notes = []
         if self.pruned:
-            lines.append(f"* {self.pruned} tool output(s) pruned (pruning calls included above).")
+            notes.append(f"* {self.pruned} tool output(s) pruned (pruning calls included above).")
         if self.adjusted:
-            lines.append(
+            notes.append(
                 f"* {self.adjusted} recorded repl(ies) served for a changed request: input "
                 "tokens estimated from the size change."
             )
         if self.stand_ins:
-            lines.append(
+            notes.append(
                 f"* {self.stand_ins} synthesis call(s) answered by the recorded final answer, "
                 "tokens estimated."
             )
-        if rep.detail == "beyond_recording":
-            lines.append(
+        if self.replayed.detail == "beyond_recording":
+            notes.append(
                 "* The what-if run needed a reply beyond the recording; figures are up to there."
             )
         elif self.error is not None:
             first_line = str(self.error).splitlines()[0] if str(self.error) else ""
-            lines.append(f"* The what-if run stopped: {type(self.error).__name__}: {first_line}")
-        return "\n".join(lines)
+            notes.append(f"* The what-if run stopped: {type(self.error).__name__}: {first_line}")
+        return notes
 
     def __str__(self) -> str:
         return self.summary
@@ -236,14 +232,9 @@ class WhatIfResult:
 
 
 def _config_text(config: AgentConfig) -> str:
-    """The fields that differ from ``AgentConfig()``, as ``name=value``."""
-    default = AgentConfig()
-    changed = [
-        f"{f.name}={getattr(config, f.name)!r}"
-        for f in dataclasses.fields(config)
-        if f.name not in ("pruning_prompt", "synthesis_prompt", "system_prompt")
-        and getattr(config, f.name) != getattr(default, f.name)
-    ]
+    """The fields that differ from ``AgentConfig()``, as ``name=value`` (prompts left out)."""
+    prompts = ("pruning_prompt", "synthesis_prompt", "system_prompt")
+    changed = [f"{k}={v!r}" for k, v in config.changed().items() if k not in prompts]
     return ", ".join(changed) or "the default config"
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import singledispatchmethod
 from typing import Literal
 
 from toolloop_lab.events import (
@@ -183,90 +184,123 @@ class RunView:
             return
         self.events += 1
         self.elapsed_s = max(self.elapsed_s, event.t)
-        if isinstance(event, LoopStarted):
-            self.started = event
-            self.status = "running"
-            self.token_gate = "off" if event.token_budget is None else "passed"
-            self.usd_gate = "off" if event.usd_limit is None else "passed"
-        elif isinstance(event, RoundStarted):
-            self._row(event.round)
-            self.status = "running"
-        elif isinstance(event, ModelCallStarted):
-            if event.purpose == "pruning":
-                return
-            row = self._row(event.round)
-            row.purpose = event.purpose
-            row.sent = event.messages
-            row.call_started_t = event.t
-            row.latency_s = None
-            row.streamed_text = ""
-        elif isinstance(event, ModelDelta):
-            row = self._row(event.round)
-            row.streamed_text += event.text
-        elif isinstance(event, ModelCalled):
-            row = self._row(event.round)
-            row.purpose = event.purpose
-            row.first_token_s = event.first_token_s
-            row.usage = event.usage
-            row.latency_s = event.latency_s
-            row.text = event.text
-            row.finish_reason = event.finish_reason
-            row.stuck = event.stuck
-            row.tool_calls = event.tool_calls
-            row.tools = [ToolRow(c.id, c.name, dict(c.args)) for c in event.tool_calls]
-            self.usage = event.accumulated
-            self.last_context_tokens = event.usage.input_tokens
-        elif isinstance(event, ToolStarted):
-            tool = self._tool(event.round, event.tool_call_id, event.name, event.args)
-            tool.status = "running"
-            tool.started_t = event.t
-        elif isinstance(event, ToolDispatched):
-            tool = self._tool(event.round, event.tool_call_id, event.name, event.args)
-            tool.ran = event.ran
-            tool.status = event.status
-            tool.error_reason = event.error_reason
-            tool.duration_s = event.duration_s
-            tool.output_chars = event.output_chars
-            tool.content = event.content
-        elif isinstance(event, Pruned):
-            row = self._row(event.round)
-            row.pruning_usage = row.pruning_usage + event.usage
-            self.usage = self.usage + event.usage
-            for tool in row.tools:
-                if tool.id == event.tool_call_id:
-                    tool.pruning = event
-        elif isinstance(event, BudgetGate):
-            self._row(event.round).gates.append(event)
-            state: GateState = "passed" if event.passed else "tripped"
-            if event.gate == "token":
-                self.token_gate = state
-            else:
-                self.usd_gate = state
-        elif isinstance(event, Intervention):
-            self._row(event.round).interventions.append(event)
-        elif isinstance(event, SynthesisStarted):
-            row = self._row(event.round)
-            row.purpose = "synthesis"
-            row.synthesis_reason = event.reason
-            row.synthesis_prompt = event.prompt
-        elif isinstance(event, LoopFinished):
-            self.paused_at = None
-            self.finished = event
-            self.final_text = event.final_text
-            self.usage = event.usage
-            self.status = "finished"
-        elif isinstance(event, LoopFailed):
-            self.paused_at = None
-            self.failure = event
-            self.usage = event.usage
-            self.status = "cancelled" if event.cancelled else "failed"
+        self._fold(event)
+
+    @singledispatchmethod
+    def _fold(self, event: Event) -> None:
+        """Each kind of event changes the view in its own small method below."""
+
+    @_fold.register
+    def _(self, event: LoopStarted) -> None:
+        self.started = event
+        self.status = "running"
+        self.token_gate = "off" if event.token_budget is None else "passed"
+        self.usd_gate = "off" if event.usd_limit is None else "passed"
+
+    @_fold.register
+    def _(self, event: RoundStarted) -> None:
+        self._row(event.round)
+        self.status = "running"
+
+    @_fold.register
+    def _(self, event: ModelCallStarted) -> None:
+        if event.purpose == "pruning":
+            return  # a pruning call belongs to a tool output, not to the round's call
+        row = self._row(event.round)
+        row.purpose = event.purpose
+        row.sent = event.messages
+        row.call_started_t = event.t
+        row.latency_s = None
+        row.streamed_text = ""
+
+    @_fold.register
+    def _(self, event: ModelDelta) -> None:
+        self._row(event.round).streamed_text += event.text
+
+    @_fold.register
+    def _(self, event: ModelCalled) -> None:
+        row = self._row(event.round)
+        row.purpose = event.purpose
+        row.first_token_s = event.first_token_s
+        row.usage = event.usage
+        row.latency_s = event.latency_s
+        row.text = event.text
+        row.finish_reason = event.finish_reason
+        row.stuck = event.stuck
+        row.tool_calls = event.tool_calls
+        row.tools = [ToolRow(c.id, c.name, dict(c.args)) for c in event.tool_calls]
+        self.usage = event.accumulated
+        self.last_context_tokens = event.usage.input_tokens
+
+    @_fold.register
+    def _(self, event: ToolStarted) -> None:
+        tool = self._tool(event.round, event.tool_call_id, event.name, event.args)
+        tool.status = "running"
+        tool.started_t = event.t
+
+    @_fold.register
+    def _(self, event: ToolDispatched) -> None:
+        tool = self._tool(event.round, event.tool_call_id, event.name, event.args)
+        tool.ran = event.ran
+        tool.status = event.status
+        tool.error_reason = event.error_reason
+        tool.duration_s = event.duration_s
+        tool.output_chars = event.output_chars
+        tool.content = event.content
+
+    @_fold.register
+    def _(self, event: Pruned) -> None:
+        row = self._row(event.round)
+        row.pruning_usage = row.pruning_usage + event.usage
+        self.usage = self.usage + event.usage
+        for tool in row.tools:
+            if tool.id == event.tool_call_id:
+                tool.pruning = event
+
+    @_fold.register
+    def _(self, event: BudgetGate) -> None:
+        self._row(event.round).gates.append(event)
+        state: GateState = "passed" if event.passed else "tripped"
+        if event.gate == "token":
+            self.token_gate = state
+        else:
+            self.usd_gate = state
+
+    @_fold.register
+    def _(self, event: Intervention) -> None:
+        self._row(event.round).interventions.append(event)
+
+    @_fold.register
+    def _(self, event: SynthesisStarted) -> None:
+        row = self._row(event.round)
+        row.purpose = "synthesis"
+        row.synthesis_reason = event.reason
+        row.synthesis_prompt = event.prompt
+
+    @_fold.register
+    def _(self, event: LoopFinished) -> None:
+        self.paused_at = None
+        self.finished = event
+        self.final_text = event.final_text
+        self.usage = event.usage
+        self.status = "finished"
+
+    @_fold.register
+    def _(self, event: LoopFailed) -> None:
+        self.paused_at = None
+        self.failure = event
+        self.usage = event.usage
+        self.status = "cancelled" if event.cancelled else "failed"
 
     def _tool(self, number: int, call_id: str, name: str, args: object) -> ToolRow:
+        """The row of a call, with the arguments it really ran with (a person may have
+        edited the model's at a pause)."""
         row = self._row(number)
         tool = next((t for t in row.tools if t.id == call_id), None)
         if tool is None:
-            tool = ToolRow(call_id, name, dict(args) if isinstance(args, dict) else {})
+            tool = ToolRow(call_id, name, {})
             row.tools.append(tool)
+        tool.args = dict(args) if isinstance(args, dict) else {}
         return tool
 
     # -- step mode --------------------------------------------------------------------

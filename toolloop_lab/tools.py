@@ -21,6 +21,7 @@ object the tool handed back.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import time
@@ -29,6 +30,7 @@ from collections.abc import (
     Callable,
     Collection,
     Iterable,
+    Iterator,
     Mapping,
     MutableMapping,
     Sequence,
@@ -42,11 +44,12 @@ from langchain_core.tools import BaseTool, StructuredTool, Tool, ToolException
 from pydantic import ValidationError
 
 from toolloop_lab.errors import ExecutionError, describe
-from toolloop_lab.jsonsafe import dumps, freeze, json_safe, thaw
+from toolloop_lab.jsonsafe import dumps, frozen_json, thaw
 
 __all__ = [
     "DispatchHooks",
     "DispatchOutcome",
+    "ToolBox",
     "dispatch",
     "invalid_outcomes",
     "normalize_tool_call_ids",
@@ -84,7 +87,7 @@ class DispatchHooks:
 
 
 def _frozen(args: Any) -> Mapping[str, Any]:
-    frozen: Mapping[str, Any] = freeze(json_safe(args if isinstance(args, Mapping) else {}))
+    frozen: Mapping[str, Any] = frozen_json(args if isinstance(args, Mapping) else {})
     return frozen
 
 
@@ -135,27 +138,9 @@ def normalize_tool_call_ids(message: AIMessage, used: Collection[str] = ()) -> A
     calls = list(message.tool_calls)
     invalid = list(message.invalid_tool_calls)
     raw_ids = [c.get("id") for c in calls] + [c.get("id") for c in invalid]
-    seen: set[str] = set()  # ids kept in this reply; ``used`` is only read, never copied
-    keep: list[bool] = []
-    for cid in raw_ids:
-        ok = isinstance(cid, str) and bool(cid) and cid not in seen and cid not in used
-        keep.append(ok)
-        if ok:
-            seen.add(cast(str, cid))
-    if all(keep):
+    ids = _unique_ids(raw_ids, used)
+    if ids is None:
         return message
-    taken = set(used) | seen | {cid for cid in raw_ids if isinstance(cid, str)}
-    counter = 0
-    ids: list[str] = []
-    for cid, ok in zip(raw_ids, keep, strict=True):
-        if ok:
-            ids.append(cast(str, cid))
-            continue
-        counter += 1
-        while f"call_{counter}" in taken:
-            counter += 1
-        ids.append(f"call_{counter}")
-        taken.add(ids[-1])
     fixed_calls: list[ToolCall] = [
         call if call.get("id") == cid else {**call, "id": cid}
         for call, cid in zip(calls, ids, strict=False)
@@ -174,6 +159,33 @@ def normalize_tool_call_ids(message: AIMessage, used: Collection[str] = ()) -> A
     ):
         update["content"] = _rename_blocks(message.content, renames)
     return message.model_copy(update=update)
+
+
+def _unique_ids(raw_ids: list[Any], used: Collection[str]) -> list[str] | None:
+    """A unique, non-empty id per call (first occurrences kept), or ``None`` when the ids
+    are all fine already."""
+    seen: set[str] = set()  # ids kept in this reply; ``used`` is only read, never copied
+    keep: list[bool] = []
+    for cid in raw_ids:
+        ok = isinstance(cid, str) and bool(cid) and cid not in seen and cid not in used
+        keep.append(ok)
+        if ok:
+            seen.add(cast(str, cid))
+    if all(keep):
+        return None
+    taken = set(used) | seen | {cid for cid in raw_ids if isinstance(cid, str)}
+    counter = 0
+    ids: list[str] = []
+    for cid, ok in zip(raw_ids, keep, strict=True):
+        if ok:
+            ids.append(cast(str, cid))
+            continue
+        counter += 1
+        while f"call_{counter}" in taken:
+            counter += 1
+        ids.append(f"call_{counter}")
+        taken.add(ids[-1])
+    return ids
 
 
 _ID_KEYS: dict[str, str] = {"tool_use": "id", "tool_call": "id", "function_call": "call_id"}
@@ -220,10 +232,6 @@ async def _capture(awaitable: Awaitable[Any]) -> _Captured:
         return _Captured(error=exc)
 
 
-def _handles_own_errors(tool: BaseTool) -> bool:
-    return bool(tool.handle_tool_error) or bool(tool.handle_validation_error)
-
-
 class _HandledToolError(Exception):
     """A ``ToolException`` the tool's own ``handle_tool_error`` turned into text."""
 
@@ -258,6 +266,9 @@ def _output(raw: Any) -> _Output:
         if raw.status == "error":  # the tool said it failed: never a success
             raise _HandledToolError(serialize_output(raw.content))
         raw, artifact = raw.content, raw.artifact
+    if isinstance(raw, _NoText):
+        why = f"a {raw.type_name} that cannot be turned into text: {raw.why}"
+        return _Output(None, artifact, why)
     try:
         return _Output(serialize_output(raw), artifact)
     except Exception as exc:  # noqa: BLE001 - a result with no text form is the tool's failure
@@ -265,26 +276,106 @@ def _output(raw: Any) -> _Output:
         return _Output(None, artifact, why + describe(exc))
 
 
-def _sync_only(tool: BaseTool) -> bool:
-    """True when the tool has no async body of its own (langchain-core would run its sync
-    body in a thread, and hand the result back to the loop before we can serialise it)."""
+@dataclass(frozen=True, slots=True)
+class _NoText:
+    """What a tool returned that has no text form, and why (taken where it returned)."""
+
+    type_name: str
+    why: str
+
+
+def _snapshot(value: Any, *, with_artifact: bool = False) -> Any:
+    """A tool's result turned into text inside its own call, the moment its function
+    returns: a sibling call can no longer change the object before the model sees it.
+    ``with_artifact``: the result is ``(content, artifact)``; only the content is text."""
+    if isinstance(value, (str, ToolMessage)):
+        return value
+    if with_artifact and isinstance(value, tuple) and len(value) == 2:
+        content, artifact = value
+        snap = _snapshot(content)
+        return (content if isinstance(snap, _NoText) else snap, artifact)
+    try:
+        return serialize_output(value)
+    except Exception as exc:  # noqa: BLE001 - reported as the tool's bad_output
+        return _NoText(type(value).__name__, f"{type(exc).__name__}: {describe(exc)}")
+
+
+def _snapshotting(func: Callable[..., Any], with_artifact: bool) -> Callable[..., Any]:
+    @functools.wraps(func)  # the signature stays (langchain-core inspects it)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return _snapshot(func(*args, **kwargs), with_artifact=with_artifact)
+
+    return call
+
+
+def _asnapshotting(
+    func: Callable[..., Awaitable[Any]], with_artifact: bool
+) -> Callable[..., Awaitable[Any]]:
+    @functools.wraps(func)
+    async def call(*args: Any, **kwargs: Any) -> Any:
+        return _snapshot(await func(*args, **kwargs), with_artifact=with_artifact)
+
+    return call
+
+
+@dataclass(frozen=True, slots=True)
+class _Ready:
+    """One tool as the loop runs it."""
+
+    tool: BaseTool
+    """A copy with its own error handlers off (a handled failure would read as a success;
+    the loop reports it as an error, in the handler's words) and, for function tools, a
+    function that turns its result into text the moment it returns."""
+    handler: Any
+    """The tool's own ``handle_tool_error``: it chooses the text the model reads."""
+    sync_only: bool
+    """No async body of its own: its sync body runs in a worker thread."""
+
+
+def _ready(tool: BaseTool) -> _Ready:
+    update: dict[str, Any] = {}
+    if tool.handle_tool_error or tool.handle_validation_error:
+        update.update(handle_tool_error=False, handle_validation_error=False)
     if isinstance(tool, (StructuredTool, Tool)):
-        return tool.coroutine is None
-    return type(tool)._arun is BaseTool._arun
+        pair = tool.response_format == "content_and_artifact"
+        if tool.func is not None:
+            update["func"] = _snapshotting(tool.func, pair)
+        if tool.coroutine is not None:
+            update["coroutine"] = _asnapshotting(tool.coroutine, pair)
+        sync_only = tool.coroutine is None
+    else:
+        sync_only = type(tool)._arun is BaseTool._arun
+    copy = tool.model_copy(update=update) if update else tool
+    return _Ready(copy, tool.handle_tool_error, sync_only)
 
 
-async def _run_tool(tool: BaseTool, call: ToolCall) -> _Output:
-    """The tool's result, serialised where the tool ran (a sync tool's worker thread).
+class ToolBox(Mapping[str, BaseTool]):
+    """An agent's tools by name, as the user gave them, each prepared once for the loop to
+    run (see ``_Ready``). Read-only."""
 
-    A tool with ``handle_tool_error`` would turn its own failure into a plain string that
-    reads as a success; it runs as a copy without the handlers, so the failure stays an
-    error and only its text comes from the tool's handler.
-    """
-    handler = tool.handle_tool_error
-    if _handles_own_errors(tool):
-        tool = tool.model_copy(
-            update={"handle_tool_error": False, "handle_validation_error": False}
-        )
+    __slots__ = ("_originals", "_ready")
+
+    def __init__(self, tools: Iterable[BaseTool]) -> None:
+        self._originals: dict[str, BaseTool] = {t.name: t for t in tools}
+        self._ready: dict[str, _Ready] = {n: _ready(t) for n, t in self._originals.items()}
+
+    def __getitem__(self, name: str) -> BaseTool:
+        return self._originals[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._originals)
+
+    def __len__(self) -> int:
+        return len(self._originals)
+
+    def ready(self, name: str) -> _Ready | None:
+        """The prepared form of the tool the model named, or ``None``."""
+        return self._ready.get(name)
+
+
+async def _run_tool(ready: _Ready, call: ToolCall) -> _Output:
+    """The tool's result, as text made where the tool ran (see :func:`_snapshot`)."""
+    tool = ready.tool
     args = thaw(call["args"])  # the tool's own copy: nothing it does reaches the transcript
     tool_input: Any = (
         {**call, "args": args, "type": "tool_call"}
@@ -292,14 +383,14 @@ async def _run_tool(tool: BaseTool, call: ToolCall) -> _Output:
         else args
     )
     try:
-        if _sync_only(tool):
+        if ready.sync_only:
             # langchain-core's own helper: the caller's context goes along, and a
             # StopIteration comes back as a RuntimeError instead of breaking the future
             return await run_in_executor(None, lambda: _output(tool.invoke(tool_input)))
         return _output(await tool.ainvoke(tool_input))
     except ToolException as exc:
-        if handler:
-            raise _HandledToolError(_handled_text(handler, exc)) from exc
+        if ready.handler:
+            raise _HandledToolError(_handled_text(ready.handler, exc)) from exc
         raise
 
 
@@ -331,7 +422,7 @@ def _abandon(task: asyncio.Task[_Captured]) -> None:
 
 async def _dispatch_one(
     call: ToolCall,
-    tools: Mapping[str, BaseTool],
+    tools: ToolBox,
     timeout_s: float | None,
     hooks: DispatchHooks = DispatchHooks(),
 ) -> DispatchOutcome:
@@ -344,8 +435,8 @@ async def _dispatch_one(
     if not isinstance(name, str) or not name:
         text = f"the call names no tool. Available tools: {', '.join(sorted(tools)) or '(none)'}."
         return _error_outcome(call_id, "(unnamed)", {}, "invalid_call", text, started)
-    tool = tools.get(name)
-    if tool is None:
+    ready = tools.ready(name)
+    if ready is None:
         err = not_available_error(name, list(tools))
         safe_args = args if isinstance(args, Mapping) else {}
         return _error_outcome(call_id, name, safe_args, err.reason, str(err), started)
@@ -353,7 +444,7 @@ async def _dispatch_one(
         text = f"arguments for tool {name!r} must be a JSON object, got {type(args).__name__}"
         return _error_outcome(call_id, name, {}, "invalid_arguments", text, started)
     hooks.started(call)
-    task = asyncio.create_task(_capture(_run_tool(tool, call)), name=f"tool {name} {call_id}")
+    task = asyncio.create_task(_capture(_run_tool(ready, call)), name=f"tool {name} {call_id}")
     try:
         done, _ = await asyncio.wait({task}, timeout=timeout_s)
     except asyncio.CancelledError:
@@ -365,16 +456,19 @@ async def _dispatch_one(
         if not stopped:
             text += " and ignored cancellation; it may still be running"
         return _error_outcome(call_id, name, args, "timeout", text, started)
-    if task.cancelled():  # cancelled before its first step: by the tool's own doing
-        text = f"tool {name!r} was cancelled from inside"
+    return _ended(task, call_id, name, args, started)
+
+
+def _ended(
+    task: asyncio.Task[_Captured], call_id: str, name: str, args: Mapping[str, Any], started: float
+) -> DispatchOutcome:
+    """The outcome of a tool task that ended on its own: its result, or why it failed."""
+    exc = None if task.cancelled() else task.result().error
+    if task.cancelled() or isinstance(exc, asyncio.CancelledError):
+        text = f"tool {name!r} was cancelled from inside"  # not by the loop: by the tool
         return _error_outcome(call_id, name, args, "tool_cancelled", text, started)
-    captured = task.result()
-    exc = captured.error
     if exc is None:
-        return _success(call_id, name, args, captured.value, started)
-    if isinstance(exc, asyncio.CancelledError):
-        text = f"tool {name!r} was cancelled from inside"
-        return _error_outcome(call_id, name, args, "tool_cancelled", text, started)
+        return _success(call_id, name, args, task.result().value, started)
     if not isinstance(exc, Exception):
         raise exc  # KeyboardInterrupt, SystemExit and their kind stop the loop
     if isinstance(exc, _HandledToolError):
@@ -438,7 +532,7 @@ def _invalid_outcome(call: InvalidToolCall) -> DispatchOutcome:
 
 async def dispatch(
     calls: Sequence[ToolCall],
-    tools: Mapping[str, BaseTool],
+    tools: ToolBox,
     *,
     timeout_s: float | None = None,
     parallel: bool = True,
@@ -476,7 +570,7 @@ def invalid_outcomes(message: AIMessage) -> list[DispatchOutcome]:
 
 async def _dispatch_many(
     calls: Sequence[ToolCall],
-    tools: Mapping[str, BaseTool],
+    tools: ToolBox,
     timeout_s: float | None,
     hooks: DispatchHooks,
     done_hook: Callable[[DispatchOutcome], None],
