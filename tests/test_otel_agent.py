@@ -25,13 +25,15 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 from test_otel_observer import _shape
 
-from toolloop_lab import LLMAgent, ScriptedChatModel, ToolLoopLabError, usd_budget
+from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopLabError, usd_budget
+from toolloop_lab.builtin_tools import echo_tool
 from toolloop_lab.events import (
     FAILED_OUTCOMES,
     Event,
     LoopFailed,
     LoopFinished,
     LoopStarted,
+    ModelCalled,
     ModelCallStarted,
     ToolDispatched,
     transcript,
@@ -175,3 +177,27 @@ async def test_captured_input_is_the_conversation_the_model_was_sent(
     assert last_output[0]["parts"] == [{"type": "text", "content": conversation[-1].text}]
     for span in chats:
         assert Decimal(str((span.attributes or {})["toolloop.cost_usd"])) > 0
+
+
+async def test_a_streamed_run_marks_its_calls_and_their_first_chunk(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    model = ScriptedChatModel(
+        [calls(tool_call("echo", {"text": "a"}, "c1"), text="checking"), final("done")],
+        model_name=MODEL,
+    )
+    events: list[Event] = []
+    observer = OTelObserver(provider, use_current_context=False)
+    agent = LLMAgent(
+        model, [echo_tool()], AgentConfig(streaming=True), observers=[observer, events.append]
+    )
+    await agent.arun("Go.")
+    chats = _op(exporter.get_finished_spans(), "chat")
+    replies = [e for e in events if isinstance(e, ModelCalled)]
+
+    assert len(chats) == len(replies) == 2
+    for span, reply in zip(chats, replies, strict=True):
+        a = span.attributes or {}
+        assert a["gen_ai.request.stream"] is True
+        assert reply.first_token_s is not None
+        assert a["gen_ai.response.time_to_first_chunk"] == reply.first_token_s
