@@ -333,3 +333,132 @@ def long_run(rounds: int) -> list[Event]:
     s.call_start(rounds + 1)
     s.call_end(rounds + 1, "done", (), tokens=(200, 5))
     return [*s.finish("done", rounds + 1).events]
+
+
+def slow_run() -> list[Event]:
+    """A live-looking run: a 1.5 s streamed model call, then a 3 s tool beside a fast one."""
+    s = Stream().start("How did revenue and churn do last quarter?")
+    read = ToolSpec("call_read", "file_read", {"path": "report.txt"}, "revenue up 12%. " * 40, 3.0)
+    note = ToolSpec("call_echo", "echo", {"text": XSS}, XSS, 0.2)
+    s.round_start(1)
+    s.call_start(1, streaming=True)
+    for word in ("Reading ", "the report ", "and echoing ", "a note."):
+        s.t += 0.375
+        s.delta(1, word)
+    s.call_end(1, "Reading the report and echoing a note.", [read, note], latency=1.5)
+    s.tool_begin(1, read).tool_begin(1, note)
+    s.t += 0.2
+    s.tool_end(1, note)
+    s.t += 2.8
+    s.tool_end(1, read)
+    s.round_start(2)
+    s.call_start(2)
+    s.t += 0.5
+    s.call_end(2, "Revenue rose 12% this quarter.", (), tokens=(1800, 40), latency=0.5)
+    return [*s.finish("Revenue rose 12% this quarter.", 2).events]
+
+
+class PlaybackAgent:
+    """Plays a stream in real time through the debugger's agent API (observers, pause
+    hooks, ``arun``), restamping each event with the time it is really emitted, so step
+    mode, Stop and the browser's timers work as with a live loop."""
+
+    __test__ = False
+
+    def __init__(self, events: Sequence[Event], *, speed: float = 1.0) -> None:
+        self.events = list(events)
+        self.speed = speed
+        self._observers: list[Any] = []
+        self._hooks: list[Any] = []
+
+    @property
+    def observers(self) -> tuple[Any, ...]:
+        return tuple(self._observers)
+
+    def subscribe(self, callback: Any) -> Any:
+        self._observers.append(callback)
+        return lambda: self._observers.remove(callback)
+
+    def add_pause_hook(self, hook: Any) -> Any:
+        self._hooks.append(hook)
+        return lambda: self._hooks.remove(hook)
+
+    async def _pause(self, point: Any) -> None:
+        for hook in list(self._hooks):
+            await hook(point)
+
+    def _emit(self, event: Event) -> None:
+        for observer in list(self._observers):
+            observer(event)
+
+    async def arun(self, prompt: Any) -> list[Event]:
+        import asyncio
+        import dataclasses
+
+        from toolloop_lab.hooks import PausePoint
+
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        script_prev = 0.0
+        emitted: list[Event] = []
+        spent = Usage()
+        dispatched: set[int] = set()
+        try:
+            for event in self.events:
+                await asyncio.sleep(max(0.0, (event.t - script_prev) / self.speed))
+                script_prev = event.t
+                if isinstance(event, ModelCallStarted):
+                    # what is about to be sent is known (and shown) while the loop waits
+                    self._emit(dataclasses.replace(event, t=round_t(loop.time() - start)))
+                    emitted.append(event)
+                    point = PausePoint(event.run_id, event.round, "model_call", event.purpose)
+                    await self._pause(point)
+                    continue
+                if isinstance(event, ToolStarted) and event.round not in dispatched:
+                    dispatched.add(event.round)
+                    names = tuple(
+                        e.name
+                        for e in self.events
+                        if isinstance(e, ToolStarted) and e.round == event.round
+                    )
+                    await self._pause(
+                        PausePoint(event.run_id, event.round, "tool_dispatch", "tools", names)
+                    )
+                event = dataclasses.replace(event, t=round_t(loop.time() - start))
+                if isinstance(event, ModelCalled):
+                    spent = event.accumulated
+                emitted.append(event)
+                self._emit(event)
+        except asyncio.CancelledError:
+            last = emitted[-1] if emitted else self.events[0]
+            rounds = sum(1 for e in emitted if isinstance(e, RoundStarted))
+            self._emit(
+                LoopFailed(
+                    run_id=last.run_id,
+                    round=last.round,
+                    t=round_t(loop.time() - start),
+                    error_type="CancelledError",
+                    error_kind=None,
+                    reason=None,
+                    message="",
+                    cause_type=None,
+                    rounds=rounds,
+                    usage=spent,
+                    any_invocation_made=bool(rounds),
+                    cancelled=True,
+                    outcome="cancelled",
+                )
+            )
+            raise
+        return emitted
+
+
+def failed_run() -> list[Event]:
+    """Two rounds, then the model call of round 2 raises."""
+    s = Stream().start("Look up the order status of order 5.")
+    spec = ToolSpec("c1", "order_status", {"order": 5}, '{"status": "shipped", "eta": "2 days"}')
+    s.full_round(1, "Looking it up.", [spec], tokens=(400, 30))
+    s.round_start(2)
+    s.call_start(2)
+    s.t += 1.2
+    return [*s.fail(1, message="RuntimeError: upstream model returned HTTP 500").events]

@@ -97,6 +97,18 @@ def _cell_of_request() -> tuple[str, str] | None:
     return None
 
 
+class _SnapshotSlot(anywidget.AnyWidget):
+    """An invisible widget that holds the output slot of the static snapshot.
+
+    The snapshot output carries this widget's view and the snapshot's ``text/html``: a
+    widget front end shows the (empty) widget, a renderer without widgets (GitHub) shows
+    the HTML. Updating that output at the end of a run re-renders this empty widget only,
+    never the debugger's own view.
+    """
+
+    _esm = "export default { render({ el }) { el.hidden = true; } };"
+
+
 class LoopDebugger(anywidget.AnyWidget):
     """Live debugger for one tool-loop run: display it, then run the agent."""
 
@@ -141,8 +153,10 @@ class LoopDebugger(anywidget.AnyWidget):
         self._note: str | None = None
         self._last_event: Event | None = None
         self._stopped_by_user = False
+        self._save_pending = False
         self._frontend = False
         self._display_id = uuid.uuid4().hex
+        self._slot: _SnapshotSlot | None = None
         self._task: asyncio.Task[Any] | None = None
         self._detachers: dict[int, Callable[[], None]] = {}
         self._controller = StepController(
@@ -161,7 +175,7 @@ class LoopDebugger(anywidget.AnyWidget):
         if not self._apply(event):
             return
         if isinstance(event, (LoopFinished, LoopFailed)):
-            self._keep_saved()
+            self._save_pending = True  # sent in its own paced slot, after the last batch
         self._request()
 
     def _apply(self, event: Event) -> bool:
@@ -219,7 +233,13 @@ class LoopDebugger(anywidget.AnyWidget):
         }
 
     def _flush(self) -> None:
+        """One message: the next batch of events, else the saved state of a finished run,
+        else the step state alone (a pause, a resume)."""
         with self._lock:
+            if self._sent >= len(self._events) and self._save_pending:
+                self._save_pending = False
+                self._keep_saved()
+                return
             if self._silent():
                 return
             first = self._sent
@@ -236,7 +256,7 @@ class LoopDebugger(anywidget.AnyWidget):
                 "now": now,
                 "control": self._control(),
             }
-            more = self._sent < len(self._events)
+            more = self._sent < len(self._events) or self._save_pending
         self.send(message)
         if more:
             self._request()
@@ -253,7 +273,7 @@ class LoopDebugger(anywidget.AnyWidget):
             with self._lock:
                 self._frontend = True
                 self._sent = 0
-            self._pacer.force()
+            self._request()
         elif kind == "control":
             action = content.get("action")
             if action == "continue":
@@ -493,29 +513,40 @@ class LoopDebugger(anywidget.AnyWidget):
         data, metadata = bundle if bundle is not None else ({}, {})
         data = dict(data)
         data["text/plain"] = self.summary()
-        data["text/html"] = self.snapshot_html()
         return data, dict(metadata or {})
 
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         return self._bundle()
 
+    def _snapshot_bundle(self) -> dict[str, Any]:
+        if self._slot is None:
+            self._slot = _SnapshotSlot()
+        slot = self._slot._repr_mimebundle_()
+        data = dict(slot[0]) if slot is not None else {}
+        data.pop("text/plain", None)
+        data["text/html"] = self.snapshot_html()
+        return data
+
     def _ipython_display_(self) -> None:
-        """Display with a display id, so the end of a run can update the static parts
-        (text and HTML) of the output that a saved notebook keeps; and close the debugger
-        an earlier run of the same cell displayed (its state would stay in the file)."""
+        """Show the widget, then the static snapshot as a second output with a display id
+        (updated at the end of each run a widget front end watched, so a saved notebook
+        rendered without widgets shows the run); close the debugger an earlier run of the
+        same cell displayed (its state would stay in the notebook file)."""
         from IPython import display
 
         self._forget_earlier_in_cell()
         data, metadata = self._bundle()
         show: Any = display.display
-        show(data, raw=True, metadata=metadata, display_id=self._display_id)
+        show(data, raw=True, metadata=metadata)
+        show(self._snapshot_bundle(), raw=True, display_id=self._display_id)
 
     def _update_display(self) -> None:
+        if self._slot is None:
+            return
         from IPython import display
 
-        data, metadata = self._bundle()
         update: Any = display.update_display
-        update(data, raw=True, metadata=metadata, display_id=self._display_id)
+        update(self._snapshot_bundle(), raw=True, display_id=self._display_id)
 
     def _forget_earlier_in_cell(self) -> None:
         where = _cell_of_request()
@@ -538,4 +569,6 @@ class LoopDebugger(anywidget.AnyWidget):
         """Detach from every agent and close the widget (its state leaves the notebook)."""
         for detach in list(self._detachers.values()):
             detach()
+        if self._slot is not None:
+            self._slot.close()
         super().close()

@@ -45,9 +45,23 @@ def clip(value: Any, max_chars: int) -> Any:
     return value
 
 
+def _compact(value: Any) -> Any:
+    """A message dict without its empty fields (``None``, ``""``, ``{}``, ``[]``): langchain
+    writes a dozen per message, and a long run sends tens of thousands of messages."""
+    if isinstance(value, dict):
+        out = {k: _compact(v) for k, v in value.items()}
+        return {k: v for k, v in out.items() if v not in (None, "", {}, [])}
+    if isinstance(value, list):
+        return [_compact(v) for v in value]
+    return value
+
+
 def event_payload(event: Event, max_chars: int) -> dict[str, Any]:
-    """One event as the browser gets it: JSON-safe, long strings clipped."""
+    """One event as the browser gets it: JSON-safe, long strings clipped, the message
+    dicts it carries without their empty fields."""
     data: dict[str, Any] = clip(event.to_dict(), max_chars)
+    if data.get("messages"):
+        data["messages"] = [_compact(m) for m in data["messages"]]
     return data
 
 

@@ -13,6 +13,7 @@ const ROW_H = 30; // px, one timeline row (fixed: the list is virtualised)
 const TIMELINE_ROWS = 9; // visible rows: the timeline's height never changes
 const SLICE_MS = 8; // longest fold slice before yielding to the page
 const TICK_MS = 250; // timer refresh while a run is live
+const DRAW_MS = 150; // shortest time between two redraws driven by new events
 const PREVIEW_CHARS = 4000; // text shown before "show all"
 const MAX_JSON_ENTRIES = 200; // entries of one JSON level drawn before "… more"
 const MAX_MESSAGES = 40; // messages of one call drawn before "show earlier"
@@ -281,7 +282,10 @@ export function fold(s, e) {
       c.usage = readUsage(e.usage);
       c.latency = e.latency_s;
       c.firstToken = e.first_token_s === undefined ? null : e.first_token_s;
-      if (c.t0 === null) c.t0 = Math.max(0, e.t - (e.latency_s || 0));
+      // the request went out latency_s before the reply (a pause after model_call_start
+      // is not part of the call)
+      if (typeof e.latency_s === "number") c.t0 = Math.max(c.t0 === null ? 0 : c.t0, e.t - e.latency_s);
+      else if (c.t0 === null) c.t0 = e.t;
       c.t1 = e.t;
       c.text = e.text || "";
       c.toolCalls = e.tool_calls || [];
@@ -439,7 +443,7 @@ function drain(s) {
   } else {
     setTimeout(() => drain(s), 0);
   }
-  notify(s);
+  notify(s); // views redraw at their own pace (see redraw)
 }
 
 export function enqueue(s, events) {
@@ -467,7 +471,15 @@ export function receive(s, msg) {
   }
   if (msg.first !== s.received) return msg.first < s.received; // duplicate or gap
   s.received += msg.events.length;
-  if (msg.control) s.control = msg.control;
+  if (msg.control) {
+    const was = s.control.paused_at;
+    s.control = msg.control;
+    if (was && was.stage === "model_call" && !msg.control.paused_at && typeof msg.now === "number") {
+      // the call held at the pause is sent now: its clock starts here
+      const last = s.rounds[s.rounds.length - 1];
+      if (last && last.call && !last.call.done) last.call.t0 = msg.now;
+    }
+  }
   if (typeof msg.now === "number") s.clockBase = performance.now() / 1000 - msg.now;
   else s.clockBase = null;
   s.version++;
@@ -479,6 +491,12 @@ export function receive(s, msg) {
 function runNow(s) {
   if (isDone(s) || s.clockBase === null) return s.lastT;
   return Math.max(s.lastT, performance.now() / 1000 - s.clockBase);
+}
+
+// A call whose model_call_start came before a pause is not sent until the pause ends.
+function held(s, c) {
+  const p = s.control.paused_at;
+  return !!p && !isDone(s) && p.stage === "model_call" && !c.done && c.round === p.round;
 }
 
 // -- what a round reads as ----------------------------------------------------------------
@@ -504,6 +522,9 @@ const OUTCOME = {
 
 function roundState(s, r) {
   const live = !isDone(s);
+  const p = s.control.paused_at;
+  if (live && p && p.round === r.n) return "paused";
+  if (live && !r.call && !r.tools.length) return "running";
   if (r.call && r.call.interrupted === "failed") return "error";
   if (live && ((r.call && !r.call.done) || r.tools.some((t) => t.status === "running" || t.status === "queued"))) return "running";
   if (r.tools.some((t) => t.ran && t.status === "error")) return "error";
@@ -513,7 +534,7 @@ function roundState(s, r) {
   if (r.tools.some((t) => t.status === "not_run")) return "skipped";
   return "ok";
 }
-const STATE_WORD = { running: "running", error: "error", warn: "cut off", stopped: "stopped", answer: "answer", skipped: "not run", ok: "ok" };
+const STATE_WORD = { paused: "paused", running: "running", error: "error", warn: "cut off", stopped: "stopped", answer: "answer", skipped: "not run", ok: "ok" };
 
 function roundLabel(r) {
   return r.purpose === "synthesis" ? "final" : String(r.n);
@@ -823,7 +844,7 @@ function createView(el, s, host) {
   fTool.setAttribute("aria-label", "Tool");
   const fSearch = h("input", "tl-input");
   fSearch.type = "search";
-  fSearch.placeholder = "Search text, tools, results";
+  fSearch.placeholder = "Search";
   fSearch.setAttribute("aria-label", "Search");
   const jump = h("input", "tl-input tl-jump");
   jump.type = "number";
@@ -852,7 +873,7 @@ function createView(el, s, host) {
   });
 
   // timeline (virtualised)
-  const colHead = h("div", "tl-row tl-colhead", h("span", "tl-c-n", "#"), h("span", "tl-c-state", "status"), h("span", "tl-c-sum", "reply and tools"), h("span", "tl-c-tok tl-num", "tokens in / out"), h("span", "tl-c-cost tl-num", "cost"), h("span", "tl-c-dur tl-num", "duration"));
+  const colHead = h("div", "tl-row tl-colhead", h("span", "tl-c-n", "#"), h("span", "tl-c-state", h("span", null, "status")), h("span", "tl-c-sum", "reply and tools"), h("span", "tl-c-tok tl-num", "tokens in / out"), h("span", "tl-c-cost tl-num", "cost"), h("span", "tl-c-dur tl-num", "duration"));
   colHead.setAttribute("aria-hidden", "true");
   const scroller = h("div", "tl-scroller");
   scroller.tabIndex = 0;
@@ -873,6 +894,8 @@ function createView(el, s, host) {
   const detailHead = h("div", "tl-detail-head", detailTitle, h("span", "tl-grow"), followBtn);
   const detailBody = h("div", "tl-detail-body");
   const detail = h("div", "tl-detail", detailHead, detailBody);
+  let detailTop = 0;
+  detailBody.addEventListener("scroll", () => (detailTop = detailBody.scrollTop), { passive: true });
   const failureBox = h("div", "tl-failure");
 
   root.append(head1, activity, note, totals, gauges, controls, banner, failureBox, toolbar, timeline, detail);
@@ -917,13 +940,24 @@ function createView(el, s, host) {
         i = r.index;
       }
       const top = i * ROW_H;
-      if (top < scroller.scrollTop || top > scroller.scrollTop + ROW_H * (TIMELINE_ROWS - 1)) scroller.scrollTop = Math.max(0, top - ROW_H * 2);
+      if (top < lastTop || top > lastTop + ROW_H * (TIMELINE_ROWS - 1)) {
+        lastTop = Math.max(0, top - ROW_H * 2);
+        userScrolled = true;
+        scroller.scrollTop = lastTop;
+      }
     }
     redraw(true);
   }
+  let lastTop = 0;
+  let programmatic = false;
   scroller.addEventListener("scroll", () => {
-    const atBottom = scroller.scrollTop + scroller.clientHeight >= scroller.scrollHeight - ROW_H;
-    userScrolled = !atBottom;
+    const top = scroller.scrollTop;
+    if (programmatic) {
+      programmatic = false;
+      if (top === lastTop) return;
+    }
+    userScrolled = top + ROW_H * TIMELINE_ROWS < listLength() * ROW_H - ROW_H;
+    lastTop = top;
     drawRows();
   });
   scroller.addEventListener("click", (ev) => {
@@ -956,17 +990,31 @@ function createView(el, s, host) {
     return s.rounds[s.rounds.length - 1] || null;
   }
 
+  // Draw on the next frame, at most every DRAW_MS while events stream in (a fast run sends
+  // ten batches a second; each draw costs layout); a click draws on the next frame.
+  let lastDraw = 0;
+  let later = 0;
   function redraw(force) {
     if (force) {
       lastVersion = -1;
       detailKey = "";
       rowsKey = "";
     }
-    if (!raf) raf = requestAnimationFrame(draw);
+    if (raf || (later && !force)) return;
+    const wait = force ? 0 : DRAW_MS - (performance.now() - lastDraw);
+    if (wait > 0) {
+      later = setTimeout(() => {
+        later = 0;
+        if (!raf) raf = requestAnimationFrame(draw);
+      }, wait);
+      return;
+    }
+    raf = requestAnimationFrame(draw);
   }
 
   function draw() {
     raf = 0;
+    lastDraw = performance.now();
     if (s.version === lastVersion) return;
     lastVersion = s.version;
     drawHeader();
@@ -1004,9 +1052,10 @@ function createView(el, s, host) {
     badge.className = `tl-badge tl-b-${badgeState}`;
     const run = s.run;
     title.textContent = run ? [run.name, run.model].filter(Boolean).join(" · ") || "agent run" : "";
-    const toolRounds = s.rounds.reduce((n, r) => n + (r.purpose === "round" ? 1 : 0), 0);
+    let toolRounds = s.rounds.length;
+    for (let i = s.rounds.length - 1; i >= 0 && i >= s.rounds.length - 3; i--) if (s.rounds[i].purpose !== "round") toolRounds--;
     let ri = run && run.maxRounds ? `round ${nf.format(toolRounds)} of ${nf.format(run.maxRounds)}` : s.rounds.length ? `${plural(toolRounds, "round")}` : "";
-    if (s.rounds.some((r) => r.purpose === "synthesis")) ri += " + final answer call";
+    if (s.rounds.length && s.rounds[s.rounds.length - 1].purpose === "synthesis") ri += " + final answer call";
     roundsInfo.textContent = ri;
     live.length = 0;
     const elapsedText = () => (s.status === "idle" ? "" : isDone(s) ? `took ${duration(s.lastT)}` : `elapsed ${duration(runNow(s))}`);
@@ -1041,10 +1090,10 @@ function createView(el, s, host) {
     }
     const last = s.rounds[s.rounds.length - 1];
     const items = [];
-    if (s.control.paused_at) items.push(["warn", () => "paused"]);
+    if (s.control.paused_at) items.push(["warn", () => "waiting for you: Step, Continue or Stop"]);
     if (last) {
       const c = last.call;
-      if (c && !c.done && c.t0 !== null && !c.interrupted) {
+      if (c && !c.done && c.t0 !== null && !c.interrupted && !held(s, c)) {
         items.push(["running", () => `${c.purpose === "synthesis" ? "asking for the final answer from" : "calling"} ${c.model || "the model"}… ${duration(runNow(s) - c.t0)}`]);
       }
       for (const p of last.prunings) if (!p.done && p.t0 !== null) items.push(["running", () => `pruning a ${lastToolName(last, p.toolCallId)} output… ${duration(runNow(s) - p.t0)}`]);
@@ -1170,8 +1219,16 @@ function createView(el, s, host) {
   function drawRows() {
     const n = listLength();
     spacer.style.height = `${n * ROW_H}px`;
-    if (s.ui.follow && !userScrolled) scroller.scrollTop = Math.max(0, n * ROW_H - scroller.clientHeight);
-    const first = Math.max(0, Math.floor(scroller.scrollTop / ROW_H) - 2);
+    let top = lastTop;
+    if (s.ui.follow && !userScrolled) {
+      top = Math.max(0, n * ROW_H - ROW_H * TIMELINE_ROWS);
+      if (top !== lastTop) {
+        programmatic = true;
+        scroller.scrollTop = top;
+      }
+    }
+    lastTop = top;
+    const first = Math.max(0, Math.floor(top / ROW_H) - 2);
     const last = Math.min(n, first + TIMELINE_ROWS + 4);
     const sel = selectedRound();
     const key = `${first}:${last}:${n}:${s.version}:${sel ? sel.n : ""}`;
@@ -1196,7 +1253,8 @@ function createView(el, s, host) {
       const text = c.text || (c.fragments.length ? "" : "");
       if (text) sum.append(h("span", "tl-sum-text", text.slice(0, 160)));
       else if (c.done) sum.append(h("span", "tl-muted", "(no text)"));
-      else sum.append(h("span", "tl-muted", "waiting for the reply"));
+      else if (c.interrupted) sum.append(h("span", "tl-muted", c.interrupted === "cancelled" ? "no reply: stopped" : "no reply: the run failed"));
+      else sum.append(h("span", "tl-muted", held(s, c) ? "paused before the call" : "waiting for the reply"));
     }
     if (r.tools.length) {
       const tl = h("span", "tl-sum-tools");
@@ -1239,7 +1297,7 @@ function createView(el, s, host) {
     if (key === detailKey) return;
     const sameRound = detailKey.split(":")[0] === (r ? String(r.n) : "none");
     detailKey = key;
-    const scrollTop = detailBody.scrollTop;
+    const scrollTop = detailTop; // kept by a scroll listener: no layout read while drawing
     liveDetail = [];
     detailBody.textContent = "";
     if (!r) {
@@ -1250,12 +1308,15 @@ function createView(el, s, host) {
     }
     detailTitle.textContent = roundTitle(r) + (s.ui.follow || s.ui.selected === null ? " (newest)" : "");
     detailBody.append(waterfall(r));
-    if (paused && s.control.paused_at.stage === "model_call" && r === s.rounds[s.rounds.length - 1]) detailBody.append(aboutToSend(r));
     const c = r.call;
+    const newest = r === s.rounds[s.rounds.length - 1];
+    const pausedBeforeCall = paused && s.control.paused_at.stage === "model_call" && newest;
+    if (pausedBeforeCall && !(c && !c.done && c.msgFrom !== null)) detailBody.append(aboutToSend(r));
     if (r.synthesis) detailBody.append(block(s, `r${r.n}:synth`, "Why a final-answer call", () => h("div", null, h("div", "tl-meta", `Reason: ${SYNTH[r.synthesis.reason] || r.synthesis.reason}`), longText(r.synthesis.prompt)), { copy: r.synthesis.prompt, open: false }));
     if (c && c.msgFrom !== null) {
       const n = c.msgTo - c.msgFrom;
-      detailBody.append(block(s, `r${r.n}:in`, `Sent to the model (${plural(c.msgTo, "message")}, ${nf.format(n)} new)`, () => callInput(s, c, `r${r.n}`), { copy: () => prettyJson(s.conversation.slice(0, c.msgTo)) }));
+      const verb = pausedBeforeCall && !c.done ? "About to send" : "Sent to the model";
+      detailBody.append(block(s, `r${r.n}:in`, `${verb} (${plural(c.msgTo, "message")}, ${nf.format(n)} new)`, () => callInput(s, c, `r${r.n}`), { copy: () => prettyJson(s.conversation.slice(0, c.msgTo)) }));
     } else if (c) {
       detailBody.append(h("div", "tl-muted tl-pad", "This trace does not record what the model was sent (it predates model_call_start events)."));
     }
@@ -1263,7 +1324,8 @@ function createView(el, s, host) {
     for (const t of r.tools) detailBody.append(toolBlock(r, t));
     if (r.gates.length) detailBody.append(block(s, `r${r.n}:gates`, "Budget checks", () => gatesView(r), { open: r.gates.some((g) => !g.passed) }));
     if (r.interventions.length) detailBody.append(block(s, `r${r.n}:iv`, "Changed by you", () => interventionsView(r), { copy: () => prettyJson(r.interventions) }));
-    if (sameRound) detailBody.scrollTop = scrollTop;
+    if (sameRound && scrollTop) detailBody.scrollTop = scrollTop;
+    else detailTop = 0;
   }
 
   function aboutToSend(r) {
@@ -1303,6 +1365,7 @@ function createView(el, s, host) {
       const text = c.text;
       if (text) box.append(longText(text, c.done ? "" : "tl-streaming"));
       else if (c.done) box.append(h("div", "tl-muted", "(no text)"));
+      else if (held(s, c)) box.append(h("div", "tl-muted", "not sent yet: the run is paused before this call"));
       else if (!c.interrupted) {
         const wait = h("div", "tl-muted tl-num");
         const fn = (node) => (node.textContent = `waiting for the reply… ${duration(runNow(s) - (c.t0 || 0))}`);
@@ -1319,7 +1382,7 @@ function createView(el, s, host) {
       }
       return box;
     };
-    const label = c.done ? "Reply" : c.interrupted ? "Reply (never came back)" : c.streaming ? "Reply (streaming)" : "Reply (waiting)";
+    const label = c.done ? "Reply" : c.interrupted ? "Reply (never came back)" : held(s, c) ? "Reply (not sent yet)" : c.streaming ? "Reply (streaming)" : "Reply (waiting)";
     return block(s, `r${r.n}:reply:${c.done ? 1 : 0}`, label, body, { copy: () => c.text || "" });
   }
 
@@ -1406,7 +1469,12 @@ function createView(el, s, host) {
     const box = h("div", "tl-wf");
     const spans = [];
     const now = () => runNow(s);
-    if (r.call) spans.push({ label: r.purpose === "synthesis" ? "final-answer call" : "model call", c: r.call, kind: "model", t0: () => r.call.t0, t1: () => (r.call.t1 !== null ? r.call.t1 : r.call.interrupted ? s.lastT : now()), open: () => !r.call.done && !r.call.interrupted });
+    if (r.call) {
+      const c = r.call;
+      const label = r.purpose === "synthesis" ? "final-answer call" : "model call";
+      if (held(s, c)) spans.push({ label, kind: "notrun", t0: () => null, t1: () => null, note: "not sent yet" });
+      else spans.push({ label, kind: "model", t0: () => c.t0, t1: () => (c.t1 !== null ? c.t1 : c.interrupted ? s.lastT : now()), open: () => !c.done && !c.interrupted });
+    }
     for (const t of r.tools) {
       if (!t.ran || t.status === "not_run") {
         spans.push({ label: t.name, kind: "notrun", t0: () => null, t1: () => null, note: notRunLabel(t) });
@@ -1420,7 +1488,7 @@ function createView(el, s, host) {
     for (const sp of spans) {
       const bar = h("span", `tl-wf-bar tl-wf-${sp.kind}`);
       bar.setAttribute("aria-hidden", "true");
-      const track = h("span", "tl-wf-track", bar);
+      const track = sp.kind === "notrun" ? h("span", "tl-wf-none tl-muted", sp.note || "not run") : h("span", "tl-wf-track", bar);
       const label = h("span", "tl-wf-dur tl-num");
       lines.push([sp, bar, label]);
       box.append(h("div", "tl-wf-line", h("span", "tl-wf-name", sp.label), track, label));
@@ -1442,7 +1510,7 @@ function createView(el, s, host) {
         if (a === null || a === undefined || b === null || b === undefined) {
           bar.style.left = "0";
           bar.style.width = "0";
-          label.textContent = sp.note || "—";
+          label.textContent = "—";
           continue;
         }
         bar.style.left = `${(((a - start) / span) * 100).toFixed(2)}%`;
@@ -1464,71 +1532,69 @@ function createView(el, s, host) {
     if (tick) clearInterval(tick);
     if (raf) cancelAnimationFrame(raf);
     clearTimeout(searchTimer);
+    clearTimeout(later);
     root.remove();
   };
 }
 
 // -- anywidget lifecycle ------------------------------------------------------------------
-const STORES = new WeakMap();
-
-function storeFor(model) {
-  let s = STORES.get(model);
-  if (!s) {
-    s = createStore();
-    s.live = true;
-    STORES.set(model, s);
-    const saved = model.get("saved_events") || [];
-    if (saved.length) {
-      s.source = "saved";
-      const omitted = model.get("saved_omitted") || 0;
-      if (omitted) s.control = { ...s.control, note: `This notebook file keeps the newest rounds only: ${plural(omitted, "earlier round")} are not shown (replay the trace to see them).` };
-      enqueue(s, saved);
-    }
+// anywidget calls the default export once per widget model: its closure holds the store
+// that the model's messages feed and every view of that model draws from. (The model
+// objects handed to initialize and render are per-call proxies, so they cannot key it.)
+function liveStore(model) {
+  const s = createStore();
+  s.live = true;
+  const saved = model.get("saved_events") || [];
+  if (saved.length) {
+    s.source = "saved";
+    const omitted = model.get("saved_omitted") || 0;
+    if (omitted) s.control = { ...s.control, note: `This notebook file keeps the newest rounds only: ${plural(omitted, "earlier round")} are not shown (replay the trace to see them).` };
+    enqueue(s, saved);
   }
   return s;
 }
 
-function initialize({ model }) {
-  const s = storeFor(model);
-  const onMsg = (msg) => {
-    if (msg && msg.type === "events" && !receive(s, msg)) model.send({ type: "hello" });
-    else if (msg && msg.type === "control") {
-      s.control = msg.control;
-      s.version++;
-      notify(s);
-    }
-  };
-  model.on("msg:custom", onMsg);
-  const onLive = () => {
-    s.version++;
-    notify(s);
-  };
-  model.on("change:pause_on", onLive);
-  model.on("change:live", onLive);
-  model.send({ type: "hello" });
-  return () => {
-    model.off("msg:custom", onMsg);
-    model.off("change:pause_on", onLive);
-    model.off("change:live", onLive);
-  };
-}
-
-function render({ model, el }) {
-  const s = storeFor(model);
-  const host = {
-    get live() {
-      return !!model.get("live");
+function widgetFactory() {
+  let s = null;
+  return {
+    initialize({ model }) {
+      s = s || liveStore(model);
+      const store = s;
+      const onMsg = (msg) => {
+        if (msg && msg.type === "events" && !receive(store, msg)) model.send({ type: "hello" });
+      };
+      const onChange = () => {
+        store.version++;
+        notify(store);
+      };
+      model.on("msg:custom", onMsg);
+      model.on("change:_pause_on", onChange);
+      model.on("change:live", onChange);
+      model.send({ type: "hello" });
+      return () => {
+        model.off("msg:custom", onMsg);
+        model.off("change:_pause_on", onChange);
+        model.off("change:live", onChange);
+      };
     },
-    pauseOn: () => model.get("pause_on") || "off",
-    setPauseOn(v) {
-      model.set("pause_on", v);
-      model.save_changes();
-    },
-    control(action) {
-      model.send({ type: "control", action });
+    render({ model, el }) {
+      s = s || liveStore(model);
+      const host = {
+        get live() {
+          return !!model.get("live");
+        },
+        pauseOn: () => model.get("_pause_on") || "off",
+        setPauseOn(v) {
+          model.set("_pause_on", v);
+          model.save_changes();
+        },
+        control(action) {
+          model.send({ type: "control", action });
+        },
+      };
+      return createView(el, s, host);
     },
   };
-  return createView(el, s, host);
 }
 
 // A static page (the HTML report, a snapshot): the same view from embedded events.
@@ -1542,4 +1608,4 @@ export function mount(el, events, options = {}) {
   return { store: s, dispose };
 }
 
-export default { initialize, render };
+export default widgetFactory;
