@@ -8,14 +8,17 @@ Feature: Events: one typed stream for everything a user sees
     And the scripted model then answers "done"
     When the lab agent runs
     Then the event kinds are, in order
-      | kind          | round |
-      | loop_start    | 0     |
-      | round_start   | 1     |
-      | model_call    | 1     |
-      | tool_dispatch | 1     |
-      | round_start   | 2     |
-      | model_call    | 2     |
-      | loop_finish   | 2     |
+      | kind             | round |
+      | loop_start       | 0     |
+      | round_start      | 1     |
+      | model_call_start | 1     |
+      | model_call       | 1     |
+      | tool_start       | 1     |
+      | tool_dispatch    | 1     |
+      | round_start      | 2     |
+      | model_call_start | 2     |
+      | model_call       | 2     |
+      | loop_finish      | 2     |
     And every event survives a JSON round trip
     And the observers saw exactly the events the run returned
 

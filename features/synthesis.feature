@@ -1,18 +1,21 @@
 Feature: Synthesis: one call without tools when the loop must stop early
 
-  Scenario: max_stuck_rounds stops a stuck model before the round cap
+  Scenario: max_stuck_rounds stops a model that repeats the same calls before the round cap
     Given a lab agent with the tools "echo"
     And the lab agent config sets tool_max_rounds to 10
     And the lab agent config sets max_stuck_rounds to 2
     And the scripted model asks in one reply for
-      | id | tool | args          |
-      | c1 | echo | {"text": "1"} |
+      | id | tool | args               |
+      | c1 | echo | {"text": "status"} |
     And the scripted model asks in one reply for
-      | id | tool | args          |
-      | c2 | echo | {"text": "2"} |
+      | id | tool | args               |
+      | c2 | echo | {"text": "status"} |
+    And the scripted model asks in one reply for
+      | id | tool | args               |
+      | c3 | echo | {"text": "status"} |
     And the scripted model then answers "giving up politely"
     When the lab agent runs
-    Then synthesis ran because of "stuck" after 2 rounds
+    Then synthesis ran because of "stuck" after 3 rounds
     And the last scripted model call had no tools bound
     And the run answers "giving up politely"
 

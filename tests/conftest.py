@@ -32,7 +32,11 @@ def recorder() -> list[Event]:
 
 @pytest.fixture
 def oai() -> Iterator[OpenAIStub]:
-    """A loopback OpenAI stub that must end with nothing left over or unanswered."""
+    """A loopback OpenAI stub that must end with nothing left over or unanswered.
+
+    It streams when asked, 50 ms between events; set ``oai.chunk_interval = 0`` where the
+    pace does not matter (see ``stubs/sse.py`` for holds and mid-stream faults).
+    """
     with OpenAIStub() as stub:
         yield stub
     stub.assert_clean()
@@ -40,7 +44,11 @@ def oai() -> Iterator[OpenAIStub]:
 
 @pytest.fixture
 def ant() -> Iterator[AnthropicStub]:
-    """A loopback Anthropic stub that must end with nothing left over or unanswered."""
+    """A loopback Anthropic stub that must end with nothing left over or unanswered.
+
+    It streams when asked, 50 ms between events; set ``ant.chunk_interval = 0`` where the
+    pace does not matter.
+    """
     with AnthropicStub() as stub:
         yield stub
     stub.assert_clean()

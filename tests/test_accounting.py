@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import BaseTool
 from loopkit import MODEL, calls, final, reference_cost, tool_call, usage
+from pydantic import TypeAdapter
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, Usage
 from toolloop_lab.events import LoopFinished, ModelCalled
@@ -142,7 +143,7 @@ def test_usage_adds_and_unknown_cost_stays_unknown() -> None:
     assert total == Usage(15, 3, 2, 1, 2, True, Decimal("0.75"))
     assert total.total_tokens == 18
     assert (a + Usage(1, 1, cost_usd=None)).cost_usd is None
-    assert Usage.from_dict(total.to_dict()) == total
+    assert TypeAdapter(Usage).validate_python(total.to_dict()) == total
 
 
 async def test_counts_are_exact_with_estimated_and_reported_calls_mixed(

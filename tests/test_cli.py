@@ -6,9 +6,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import errno
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -41,15 +43,18 @@ def test_demo_prints_the_spend_table_and_writes_the_report(
     assert err == ""
     rows = table_rows(out)
     assert list(rows) == [s.name for s in catalog()]
-    assert rows["single_round"][1:8] == ["final", "2", "26", "13", "0", "0", "$0.000012"]
+    assert rows["single_round"][1:8] == ["final_answer", "2", "26", "13", "0", "0", "$0.000012"]
     assert rows["pruning"][5] == "940"
-    assert rows["token_budget"][1:5] == ["budget_exhausted", "1", "5014", "207"]
+    assert rows["token_budget"][1:5] == ["token_budget_exhausted", "1", "5014", "207"]
     assert rows["bad_config"][-2:] == ["config:", "tool_max_rounds"]
     assert rows["usd_budget"][-2:] == ["cost:", "budget_exhausted"]
     total = next(line for line in out.splitlines() if line.startswith("TOTAL"))
-    assert total.split()[1:7] == ["11", "runs", "5252", "326", "940", rows["pruning"][6]]
+    assert total.split()[1:7] == ["11", "runs", "5270", "335", "940", rows["pruning"][6]]
     assert total.endswith("4 failed")
-    assert "outcomes: final 4, synthesis 2, budget_exhausted 1, cost_exhausted 2, error 2" in out
+    assert (
+        "outcomes: final_answer 4, synthesis 2, token_budget_exhausted 1, "
+        "usd_budget_exhausted 2, failed 2"
+    ) in out
     assert out.rstrip().endswith(f"report: {out_path.resolve()}")
     text = out_path.read_text(encoding="utf-8")
     assert text.startswith("<!doctype html>")
@@ -100,3 +105,168 @@ def test_the_command_runs_as_a_process(tmp_path: Path) -> None:
     assert "TOTAL" in done.stdout
     assert "scenarios: 100%" in done.stderr  # the progress bar goes to stderr
     assert (tmp_path / "r.html").is_file()
+
+
+# -- output paths: checked before the sweep, one line on stderr, exit status 2 -------------
+def _bad_path_run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """Run ``demo`` with a bad output path; return its one stderr line."""
+    assert main(["demo", "--no-progress", *argv]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""  # the spend table is printed right after the sweep: it never ran
+    assert err.count("\n") == 1, err
+    assert err.startswith("toolloop-lab demo: error: ")
+    assert "Traceback" not in err
+    assert ".tmp" not in err
+    return err
+
+
+def test_a_report_in_a_missing_directory_is_refused_before_the_sweep(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "no" / "such" / "r.html"
+    err = _bad_path_run(["--out", str(target)], capsys)
+    assert f"--out {target}: no such directory: {target.parent}" in err
+    assert not (tmp_path / "no").exists()
+
+
+def test_a_report_path_that_is_a_directory_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = _bad_path_run(["--out", str(tmp_path)], capsys)
+    assert f"--out {tmp_path}: is a directory" in err
+    assert list(tmp_path.iterdir()) == []  # the writability probe leaves nothing behind
+
+
+def test_a_save_in_a_missing_directory_names_the_file_asked_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "missing" / "s.jsonl"
+    err = _bad_path_run(["--out", str(tmp_path / "r.html"), "--save", str(target)], capsys)
+    assert f"--save {target}: no such directory: {target.parent}" in err
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_a_path_below_a_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("keep me")
+    err = _bad_path_run(["--out", str(afile / "r.html")], capsys)
+    assert f"--out {afile / 'r.html'}: {afile} is not a directory" in err
+    err = _bad_path_run(["--save", str(afile / "s.jsonl")], capsys)
+    assert f"--save {afile / 's.jsonl'}: {afile} is not a directory" in err
+    assert afile.read_text() == "keep me"
+
+
+def test_a_link_into_a_missing_directory_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    link = tmp_path / "r.html"
+    link.symlink_to(tmp_path / "gone" / "r.html")
+    err = _bad_path_run(["--out", str(link)], capsys)
+    assert f"--out {link}: no such directory: {tmp_path / 'gone'}" in err
+
+
+@pytest.fixture
+def unwritable_dir(tmp_path: Path) -> Iterator[Path]:
+    """A directory no file can be created in: read-only for a normal user; for root (who
+    ignores permissions) sysfs, where creating a file fails even for root."""
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    try:
+        candidates = [locked, Path("/sys")]
+        for candidate in candidates:
+            try:
+                (candidate / "probe.txt").open("x").close()
+            except OSError:
+                yield candidate
+                return
+            (candidate / "probe.txt").unlink()
+        pytest.skip("no directory here refuses new files")
+    finally:
+        locked.chmod(0o755)
+
+
+def test_an_unwritable_directory_is_refused(
+    unwritable_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = unwritable_dir / "r.html"
+    err = _bad_path_run(["--out", str(target)], capsys)
+    assert f"--out {target}: cannot write there (" in err
+    saved = unwritable_dir / "s.jsonl"
+    err = _bad_path_run(["--out", str(tmp_path / "r.html"), "--save", str(saved)], capsys)
+    assert f"--save {saved}: cannot write there (" in err
+
+
+def test_saving_over_something_that_is_not_a_file_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the save writes a sibling file and renames it over the target: over /dev/null, say,
+    # that would replace the device, so only regular files are replaced
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    err = _bad_path_run(["--out", str(tmp_path / "r.html"), "--save", str(fifo)], capsys)
+    assert f"--save {fifo}: not a regular file" in err
+
+
+def test_report_and_save_on_one_file_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    same = tmp_path / "both"
+    err = _bad_path_run(["--out", str(same), "--save", str(tmp_path / "." / "both")], capsys)
+    assert "--out and --save name the same file" in err
+
+
+def test_a_report_over_an_existing_file_is_fine(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out_path = tmp_path / "r.html"
+    out_path.write_text("old")
+    assert main(["demo", "--out", str(out_path), "--no-progress"]) == 0
+    assert out_path.read_text(encoding="utf-8").startswith("<!doctype html>")
+    assert capsys.readouterr().err == ""
+
+
+def test_a_write_that_fails_after_the_sweep_is_one_line_and_status_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def disk_full(self: LabResults, path: object, **_kw: object) -> Path:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), f"{path}.tmp")
+
+    monkeypatch.setattr(LabResults, "save", disk_full)
+    saved = tmp_path / "s.jsonl"
+    out_path = tmp_path / "r.html"
+    assert main(["demo", "--out", str(out_path), "--save", str(saved), "--no-progress"]) == 1
+    out, err = capsys.readouterr()
+    assert "TOTAL" in out  # the sweep ran and its table was printed
+    assert (
+        err
+        == f"toolloop-lab demo: error: --save {saved}: cannot write it (No space left on device)\n"
+    )
+    assert out_path.is_file()  # the report is still written
+
+
+def test_a_bad_path_exits_2_as_a_process(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "toolloop_lab.cli", "demo", "--out", "no/such/r.html"],
+        cwd=tmp_path,
+        env={**os.environ, "MPLBACKEND": "Agg"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr == (
+        "toolloop-lab demo: error: --out no/such/r.html: no such directory: "
+        f"{tmp_path / 'no' / 'such'}\n"
+    )
+
+
+def test_help_lists_the_exit_statuses(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["demo", "--help"])
+    assert done.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "Exit status: 0 done; 1 the report or the save could not be written" in out
+    assert "2 bad arguments or an output path that cannot be written" in out

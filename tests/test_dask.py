@@ -27,7 +27,7 @@ import pytest
 from dask_helpers import AlwaysDie, BlockOnce, DieOnce, attempts, generated, plain
 
 from toolloop_lab import ConfigurationError, ScriptedChatModel
-from toolloop_lab.events import Event
+from toolloop_lab.events import FAILED_OUTCOMES, Event
 from toolloop_lab.lab import LabResults, Scenario, arun_scenarios, catalog, run_scenarios
 from toolloop_lab.lab.dask import EXTRA, run_scenarios_on_dask
 
@@ -165,7 +165,7 @@ def test_a_dead_pool_worker_loses_nothing_that_completed(tmp_path: Path) -> None
     assert_same_frames(LabResults(results.records[:5]), run_scenarios(first, progress=False))
     lost = results.runs.iloc[5:]
     assert list(lost["scenario"]) == ["kills_the_pool", *(s.name for s in rest)]
-    assert (lost["outcome"] == "error").all()
+    assert (lost["outcome"] == "failed").all()
     assert (lost["error_kind"] == "worker_lost").all()
     assert (lost["error_reason"] == "BrokenProcessPool").all()
     assert lost["error"].str.contains("terminated abruptly").all()
@@ -180,7 +180,7 @@ def test_a_scenario_that_cannot_be_shipped_is_a_row() -> None:
         results = run_scenarios(scenarios, executor=pool, progress=False)
     runs = results.runs.set_index("scenario")
     row = runs.loc["unshippable"]
-    assert (row["outcome"], row["error_kind"]) == ("error", "executor")
+    assert (row["outcome"], row["error_kind"]) == ("failed", "executor")
     assert "pickle" in row["error"].lower()
     assert (runs.drop(index="unshippable")["error_kind"].isna()).all()
 
@@ -325,7 +325,8 @@ def test_progress_and_observers_follow_the_results(
     err = capsys.readouterr().err
     assert "scenarios: 100%" in err
     assert "11/11" in err
-    assert "errors=2" in err
+    assert f"failed={int(results.runs['outcome'].isin(FAILED_OUTCOMES).sum())}" in err
+    assert "failed=4" in err
     assert len(run_scenarios_on_dask([], client, progress=False)) == 0
 
 
@@ -390,13 +391,13 @@ def test_a_lost_scenario_is_retried_once_then_reported(
     first, *later = attempts(once)
     assert later
     assert first not in client.run(os.getpid).values()
-    assert results["dies_once"].outcome == "final"
+    assert results["dies_once"].outcome == "final_answer"
     assert results["dies_once"].final_text == "dies_once survived"
 
     assert len(attempts(always)) == 2
     row = results.runs.set_index("scenario").loc["always_dies"]
     assert (row["outcome"], row["error_kind"], row["error_reason"]) == (
-        "error",
+        "failed",
         "worker_lost",
         "KilledWorker",
     )
@@ -408,7 +409,7 @@ def test_a_lost_scenario_is_retried_once_then_reported(
     assert_same_frames(others, run_scenarios(normal, progress=False))
     err = capsys.readouterr().err
     assert "retried=2" in err
-    assert f"errors={int((others.runs['outcome'] == 'error').sum()) + 1}" in err
+    assert f"failed={int(others.runs['outcome'].isin(FAILED_OUTCOMES).sum()) + 1}" in err
 
 
 def test_retries_zero_reports_the_first_loss(client: Any, tmp_path: Path) -> None:
@@ -419,7 +420,7 @@ def test_retries_zero_reports_the_first_loss(client: Any, tmp_path: Path) -> Non
     row = results.runs.set_index("scenario").loc["dies_once"]
     assert (row["error_kind"], row["error_reason"]) == ("worker_lost", "KilledWorker")
     assert "gave up" not in row["error"]
-    assert list(results.runs["outcome"][:3]) == ["final", "final", "synthesis"]
+    assert list(results.runs["outcome"][:3]) == ["final_answer", "final_answer", "synthesis"]
 
 
 def test_the_async_executor_form_runs_on_the_cluster(client: Any) -> None:

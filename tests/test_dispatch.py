@@ -6,20 +6,25 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import threading
 from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, AIMessageChunk, ToolMessage
-from langchain_core.tools import BaseTool, tool
+from langchain_core.tools import BaseTool, StructuredTool, tool
 from loopkit import MODEL, calls, final, tool_call, usage
 from pydantic import BaseModel
 
 from toolloop_lab import AgentConfig, ExecutionError, LLMAgent, ScriptedChatModel, ToolLoopResult
 from toolloop_lab.events import Event, ModelCalled, ToolDispatched
 from toolloop_lab.tools import normalize_tool_call_ids, not_available_error, serialize_output
+
+SAFETY_S = 30.0
+"""Only a deadlock guard: turns a hang into a failure, never a timing assertion."""
 
 
 def _tool_messages(result: ToolLoopResult) -> list[ToolMessage]:
@@ -93,9 +98,10 @@ async def test_results_are_appended_in_call_order_not_completion_order() -> None
     assert finished == ["fast", "slow"]
     assert [m.tool_call_id for m in _tool_messages(result)] == ["first", "second"]
     assert [m.content for m in _tool_messages(result)] == ["slow 1", "fast 2"]
+    # events come as each call finishes: the fast one first
     dispatched = [e for e in events if isinstance(e, ToolDispatched)]
-    assert [e.tool_call_id for e in dispatched] == ["first", "second"]
-    # the next model call sees them in call order too
+    assert [e.tool_call_id for e in dispatched] == ["second", "first"]
+    # the next model call sees them in call order
     assert [m.tool_call_id for m in model.calls[1].messages if isinstance(m, ToolMessage)] == [
         "first",
         "second",
@@ -514,3 +520,112 @@ async def test_anthropic_shaped_replies_reach_the_transcript_with_unique_block_i
         (block_ids[0], "2"),
         (block_ids[1], "4"),
     ]
+
+
+# -- what a tool or an observer does with the data cannot reach back (issue 12: 5, 6, 7) --
+
+
+TAGS_SCHEMA = {
+    "type": "object",
+    "properties": {"tags": {"type": "array", "items": {"type": "string"}}},
+    "required": ["tags"],
+}
+
+
+async def test_a_tool_that_changes_its_arguments_changes_nothing_else() -> None:
+    # A JSON-schema tool (MCP, OpenAPI, a dict schema) gets the arguments as they are: no
+    # pydantic model copies them on the way in.
+    def add_tag(**kwargs: Any) -> list[str]:
+        kwargs["tags"].append("added")
+        kwargs["tags"][0] = "rewritten"
+        return list(kwargs["tags"])
+
+    tagger = StructuredTool.from_function(
+        add_tag, name="add_tag", description="Adds a tag.", args_schema=TAGS_SCHEMA
+    )
+    reply = calls(tool_call("add_tag", {"tags": ["a"]}, "t1"))
+    result, events, model = await _run([tagger], reply)
+
+    assert _tool_messages(result)[0].content == '["rewritten", "added"]'  # the tool did run
+    asked = result.messages[1]
+    assert isinstance(asked, AIMessage)
+    assert asked.tool_calls[0]["args"] == {"tags": ["a"]}  # the transcript
+    sent = next(m for m in model.calls[1].messages if isinstance(m, AIMessage))
+    assert sent.tool_calls[0]["args"] == {"tags": ["a"]}  # the next request
+    called = next(e for e in events if isinstance(e, ModelCalled))
+    assert called.tool_calls[0].args == {"tags": ["a"]}  # the events
+    done = next(e for e in events if isinstance(e, ToolDispatched))
+    assert done.args == {"tags": ["a"]}
+
+
+def test_a_result_is_taken_as_text_the_moment_the_tool_returns() -> None:
+    # get_order hands back a live dict of the backend; cancel_order changes that dict while
+    # get_order's call is still finishing (its end-of-tool callback waits for it). The
+    # model must read the order as it was when get_order returned.
+    orders = {"o1": {"id": "o1", "status": "open"}}
+    ended, cancelled = threading.Event(), threading.Event()
+
+    class HoldTheEnd(BaseCallbackHandler):
+        def on_tool_end(self, output: Any, **kwargs: Any) -> None:
+            ended.set()
+            assert cancelled.wait(SAFETY_S)
+
+    def get_order(order_id: str) -> dict[str, str]:
+        """Returns the live order."""
+        return orders[order_id]
+
+    def cancel_order(order_id: str) -> str:
+        """Cancels the order once get_order has returned it."""
+        assert ended.wait(SAFETY_S)
+        orders[order_id]["status"] = "cancelled"
+        cancelled.set()
+        return "cancelled"
+
+    getter = StructuredTool.from_function(get_order, callbacks=[HoldTheEnd()])
+    canceller = StructuredTool.from_function(cancel_order)
+    reply = calls(
+        tool_call("get_order", {"order_id": "o1"}, "g"),
+        tool_call("cancel_order", {"order_id": "o1"}, "c"),
+    )
+    model = ScriptedChatModel([reply, final("done")], model_name=MODEL)
+    result = LLMAgent(model, [getter, canceller], AgentConfig(tool_timeout_s=SAFETY_S)).run("go")
+
+    by_id = {m.tool_call_id: m.content for m in _tool_messages(result)}
+    assert json.loads(str(by_id["g"])) == {"id": "o1", "status": "open"}
+    assert by_id["c"] == "cancelled"
+    assert orders["o1"]["status"] == "cancelled"  # the backend did change, afterwards
+
+
+async def test_an_observer_cannot_rewrite_a_tool_call() -> None:
+    received: list[Any] = []
+    refused: list[str] = []
+
+    @tool
+    def record(items: list[str]) -> str:
+        """Records what it was given."""
+        received.append(list(items))
+        return "ok"
+
+    def meddle(event: Event) -> None:
+        if isinstance(event, ModelCalled) and event.tool_calls:
+            args = event.tool_calls[0].args
+            for attempt in (
+                lambda: args.__setitem__("items", ["evil"]),
+                lambda: args["items"].append("evil"),
+                lambda: args["items"].__setitem__(0, "evil"),
+            ):
+                try:
+                    attempt()
+                except TypeError:
+                    refused.append("refused")
+
+    model = ScriptedChatModel(
+        [calls(tool_call("record", {"items": ["good"]}, "r1")), final("done")], model_name=MODEL
+    )
+    result = await LLMAgent(model, [record], observers=[meddle]).arun("go")
+
+    assert received == [["good"]]
+    assert refused == ["refused"] * 3
+    asked = result.messages[1]
+    assert isinstance(asked, AIMessage)
+    assert asked.tool_calls[0]["args"] == {"items": ["good"]}

@@ -10,9 +10,10 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import BaseTool
 from loopkit import MODEL, calls, final, reference_cost, tool_call, usage
+from pydantic import ValidationError
 
 from toolloop_lab import (
     AgentConfig,
@@ -30,13 +31,18 @@ from toolloop_lab.events import (
     LoopFinished,
     LoopStarted,
     ModelCalled,
+    ModelCallStarted,
     Pruned,
     RoundStarted,
     SynthesisStarted,
     ToolCallView,
     ToolDispatched,
+    ToolStarted,
     event_from_dict,
+    transcript,
 )
+from toolloop_lab.hooks import PausePoint
+from toolloop_lab.lab import Scenario, catalog
 
 
 def _two_round_model() -> ScriptedChatModel:
@@ -64,14 +70,18 @@ async def test_event_order_and_fields_of_a_plain_run(echo_tool: BaseTool) -> Non
     assert [e.kind for e in events] == [
         "loop_start",
         "round_start",
+        "model_call_start",
         "model_call",
+        "tool_start",
+        "tool_start",
         "tool_dispatch",
         "tool_dispatch",
         "round_start",
+        "model_call_start",
         "model_call",
         "loop_finish",
     ]
-    assert [e.round for e in events] == [0, 1, 1, 1, 1, 2, 2, 2]
+    assert [e.round for e in events] == [0, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2]
     assert {e.run_id for e in events} == {result.run_id}
     assert all(a.t <= b.t for a, b in itertools.pairwise(events))
 
@@ -82,8 +92,18 @@ async def test_event_order_and_fields_of_a_plain_run(echo_tool: BaseTool) -> Non
     assert isinstance(events[1], RoundStarted)
     assert events[1].max_rounds == 4
 
-    call = events[2]
+    sent = events[2]
+    assert isinstance(sent, ModelCallStarted)
+    assert (sent.call, sent.purpose, sent.model_name, sent.tools) == (1, "round", MODEL, ("echo",))
+    assert [m["type"] for m in sent.messages] == ["human"]  # everything, for the first call
+    second = events[9]
+    assert isinstance(second, ModelCallStarted)
+    # then only what was added since: the reply and its two results
+    assert [m["type"] for m in second.messages] == ["ai", "tool", "tool"]
+
+    call = events[3]
     assert isinstance(call, ModelCalled)
+    assert call.call == 1
     assert (call.purpose, call.model_name, call.text, call.stuck) == (
         "round",
         MODEL,
@@ -98,7 +118,11 @@ async def test_event_order_and_fields_of_a_plain_run(echo_tool: BaseTool) -> Non
     assert call.usage.cost_usd == reference_cost([(20, 4)])
     assert call.latency_s >= 0
 
-    dispatched = [e for e in events if isinstance(e, ToolDispatched)]
+    assert [e.tool_call_id for e in events if isinstance(e, ToolStarted)] == ["c1", "c2"]
+    # results come in as each call finishes; sorted here, since both run at once
+    dispatched = sorted(
+        (e for e in events if isinstance(e, ToolDispatched)), key=lambda e: e.tool_call_id
+    )
     assert [
         (e.tool_call_id, e.name, dict(e.args), e.status, e.output_chars, e.content)
         for e in dispatched
@@ -173,6 +197,23 @@ async def _every_kind(tmp_path: Path, echo_tool: BaseTool) -> list[Event]:
     failing = ScriptedChatModel([calls(tool_call("echo", {"text": "x"}, "e1")), final("x")])
     with usd_budget(1), pytest.raises(ExecutionError):
         await LLMAgent(failing, [echo_tool], observers=[events.append]).arun("go")
+
+    async def hint(point: PausePoint) -> None:
+        if point.stage == "model_call" and point.round == 2:
+            point.append(HumanMessage("Answer now, please."))
+
+    streamed = ScriptedChatModel(
+        [calls(tool_call("echo", {"text": "y"}, "s1"), text="streaming " * 10), final("ok")],
+        model_name=MODEL,
+    )
+    agent = LLMAgent(
+        streamed,
+        [echo_tool],
+        AgentConfig(streaming=True),
+        observers=[events.append],
+        pause_hooks=[hint],
+    )
+    await agent.arun("go")
     return events
 
 
@@ -229,8 +270,10 @@ def test_events_are_frozen() -> None:
 
 
 def test_event_from_dict_rejects_unknown_kinds() -> None:
-    with pytest.raises(ValueError, match="unknown event kind"):
+    with pytest.raises(ValueError, match="teleport") as info:
         event_from_dict({"kind": "teleport", "run_id": "r", "round": 0, "t": 0.0})
+    assert isinstance(info.value, ValidationError)
+    assert info.value.errors()[0]["type"] == "union_tag_invalid"
 
 
 async def test_subscribe_returns_a_working_unsubscribe(echo_tool: BaseTool) -> None:
@@ -294,3 +337,20 @@ async def test_an_async_observer_is_reported_not_silently_dropped(
         "returned an awaitable on loop_start; observers are plain "
         "callables (schedule async work yourself)"
     )
+
+
+@pytest.mark.parametrize("scenario", catalog(), ids=lambda s: s.name)
+async def test_the_events_rebuild_the_conversation_of_every_catalog_run(
+    scenario: Scenario,
+) -> None:
+    agent = scenario.build_agent()
+    try:
+        with usd_budget(scenario.usd_limit, prices=scenario.prices):
+            result = await agent.arun(scenario.prompt)
+    except (ExecutionError, ToolLoopError) as exc:
+        messages, events = exc.messages, exc.events
+    else:
+        messages, events = list(result.messages), result.events
+    assert transcript(events) == list(messages)
+    read_back = [event_from_dict(json.loads(json.dumps(e.to_dict()))) for e in events]
+    assert transcript(read_back) == list(messages)  # a trace file holds the conversation

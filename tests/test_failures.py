@@ -68,6 +68,16 @@ BAD_CONFIG: list[tuple[str, Any]] = [
     ("tool_timeout_s", "1"),
     ("system_prompt", 123),
     ("system_prompt", ["be brief"]),
+    ("streaming", None),
+    ("streaming", "yes"),
+    ("streaming", 1),
+    ("parallel_tool_calls", None),
+    ("parallel_tool_calls", 0),
+    ("tool_timeout_s", 10**400),  # a huge int passes a type check, then overflows later
+    ("context_window", 10**400),
+    ("tool_max_rounds", 10**400),
+    ("prune_min_chars", 10**400),
+    ("max_stuck_rounds", 10**400),
 ]
 
 
@@ -189,9 +199,12 @@ async def test_model_exception_keeps_partial_counts_messages_and_events(
     assert [e.kind for e in events] == [
         "loop_start",
         "round_start",
+        "model_call_start",
         "model_call",
+        "tool_start",
         "tool_dispatch",
         "round_start",
+        "model_call_start",
         "loop_failure",
     ]
     failed = events[-1]

@@ -27,7 +27,7 @@ CONSUMED = {
     "multi_round": (3, False),
     "round_cap": (2, False),
     "token_budget": (2, False),
-    "stuck_model": (3, False),
+    "stuck_model": (4, False),
     "pruning": (2, True),
     "unknown_tool": (2, False),
     "model_exception": (1, False),
@@ -38,17 +38,23 @@ CONSUMED = {
 
 EXPECTED = {
     # scenario: (outcome, rounds, synthesis_reason, error_kind, error_reason)
-    "single_round": ("final", 2, None, None, None),
-    "multi_round": ("final", 3, None, None, None),
+    "single_round": ("final_answer", 2, None, None, None),
+    "multi_round": ("final_answer", 3, None, None, None),
     "round_cap": ("synthesis", 1, "round_cap", None, None),
-    "token_budget": ("budget_exhausted", 1, "token_budget", None, None),
-    "stuck_model": ("synthesis", 2, "stuck", None, None),
-    "pruning": ("final", 2, None, None, None),
-    "unknown_tool": ("final", 2, None, None, None),
-    "model_exception": ("error", 1, None, "loop", "RuntimeError"),
-    "bad_config": ("error", 0, None, "config", "tool_max_rounds"),
-    "usd_budget": ("cost_exhausted", 1, None, "cost", "budget_exhausted"),
-    "pruning_skipped_after_budget": ("cost_exhausted", 0, None, "cost", "budget_exhausted"),
+    "token_budget": ("token_budget_exhausted", 1, "token_budget", None, None),
+    "stuck_model": ("synthesis", 3, "stuck", None, None),
+    "pruning": ("final_answer", 2, None, None, None),
+    "unknown_tool": ("final_answer", 2, None, None, None),
+    "model_exception": ("failed", 1, None, "loop", "RuntimeError"),
+    "bad_config": ("failed", 0, None, "config", "tool_max_rounds"),
+    "usd_budget": ("usd_budget_exhausted", 1, None, "cost", "budget_exhausted"),
+    "pruning_skipped_after_budget": (
+        "usd_budget_exhausted",
+        0,
+        None,
+        "cost",
+        "budget_exhausted",
+    ),
 }
 
 
@@ -142,8 +148,9 @@ def test_known_totals_of_the_whole_catalog(runs: pd.DataFrame) -> None:
     assert runs.loc["token_budget", "prompt_tokens"] == 5_000 + 14
     assert runs.loc["pruning", "pruning_tokens"] == 900 + 40
     assert runs.loc["model_exception", "prompt_tokens"] == 12
-    assert runs["prompt_tokens"].sum() == 5_252
-    assert runs["completion_tokens"].sum() == 326
+    assert runs.loc["stuck_model", "prompt_tokens"] == 12 + 14 + 16 + 18
+    assert runs["prompt_tokens"].sum() == 5_270
+    assert runs["completion_tokens"].sum() == 335
 
 
 def test_pruning_savings_use_the_same_yardstick_on_both_texts(runs: pd.DataFrame) -> None:
@@ -192,11 +199,12 @@ def test_runs_dtypes(results: LabResults) -> None:
         assert dtypes[column] == "bool", column
     assert isinstance(dtypes["outcome"], pd.CategoricalDtype)
     assert list(dtypes["outcome"].categories) == [
-        "final",
+        "final_answer",
         "synthesis",
-        "budget_exhausted",
-        "cost_exhausted",
-        "error",
+        "token_budget_exhausted",
+        "usd_budget_exhausted",
+        "failed",
+        "cancelled",
     ]
     assert dtypes["error_kind"] == "string"
     assert dtypes["duration_s"] == "float64"
@@ -218,14 +226,16 @@ def test_rounds_frame_per_round_tokens_and_cumulative_cost(results: LabResults) 
     ]
     assert list(multi["cumulative_tokens"]) == [18, 39, 63]
     assert list(multi["tool_calls"]) == [1, 1, 0]
-    assert list(multi["stuck"]) == [True, True, False]
+    assert list(multi["stuck"]) == [False, False, False]  # new arguments each round
+    stuck = rounds[rounds["scenario"] == "stuck_model"]
+    assert list(stuck["stuck"]) == [False, True, True, False]  # the same call, repeated
 
 
 def test_rounds_frame_marks_synthesis_and_pruning(results: LabResults) -> None:
     rounds = results.rounds.set_index(["scenario", "round"])
     assert rounds.loc[("round_cap", 2), "purpose"] == "synthesis"
     assert rounds.loc[("round_cap", 2), "synthesis_reason"] == "round_cap"
-    assert rounds.loc[("stuck_model", 3), "synthesis_reason"] == "stuck"
+    assert rounds.loc[("stuck_model", 4), "synthesis_reason"] == "stuck"
     pruned = rounds.loc[("pruning", 1)]
     assert pruned["pruning_tokens"] == 940
     assert pruned["total_tokens"] == 12 + 6 + 940

@@ -39,7 +39,7 @@ def test_sweep_runs_in_a_cell(outputs: list[dict[str, object]]) -> None:
     errors = [o for o in outputs if o.get("output_type") == "error"]
     assert errors == []
     text = "".join(str(o.get("text", "")) for o in outputs if o.get("name") == "stdout")
-    assert json.loads(text.strip().splitlines()[-1]) == {"rows": 11, "same": True, "prompt": 5252}
+    assert json.loads(text.strip().splitlines()[-1]) == {"rows": 11, "same": True, "prompt": 5270}
 
 
 def test_progress_bar_is_a_widget_in_the_notebook(outputs: list[dict[str, object]]) -> None:

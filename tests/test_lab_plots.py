@@ -7,6 +7,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import io
+from dataclasses import replace
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -186,3 +187,57 @@ def test_cost_axis_keeps_fractions_of_a_cent_apart() -> None:
     fmt = ax.yaxis.get_major_formatter()
     assert fmt(cost, 0) != fmt(cost / 2, 0)
     assert fmt(cost, 0) == f"${cost:.8f}"
+
+
+# Names matplotlib used to choke on: a lone surrogate (its font code takes no such str) and
+# dollar signs (a pair makes mathtext of the text between, and bad mathtext raises).
+AWKWARD_NAMES = ("lone \ud800 surrogate", "math $x_$", "cost $5 and $6")
+
+
+@pytest.fixture(scope="module")
+def awkward() -> LabResults:
+    base = {s.name: s for s in catalog()}
+    picks = ("pruning", "usd_budget", "token_budget")  # spend, cost, pruning, gates: all drawn
+    return run_scenarios(
+        [replace(base[p], name=f"{n} {p}") for n in AWKWARD_NAMES for p in picks],
+        progress=False,
+    )
+
+
+def label_texts(fig: Figure) -> list[str]:
+    ax = only_axes(fig)
+    legend = ax.get_legend()
+    texts = [t.get_text() for t in ax.get_xticklabels()]
+    return texts + ([t.get_text() for t in legend.get_texts()] if legend else [])
+
+
+def test_awkward_scenario_names_still_draw(awkward: LabResults) -> None:
+    figures = [
+        awkward.plot_spend(),
+        awkward.plot_cost_per_round(),
+        awkward.plot_pruning_savings(),
+        awkward.plot_budget_gates(),
+    ]
+    for fig in figures:
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png")
+        assert buffer.getvalue().startswith(b"\x89PNG")
+        texts = label_texts(fig)
+        assert not [t for t in texts if "\ud800" in t]
+        assert [t for t in texts if t.startswith("lone \ufffd surrogate")], texts
+    spend = label_texts(figures[0])
+    # a dollar sign is escaped for mathtext, so it reads as a dollar sign
+    assert r"cost \$5 and \$6 pruning" in spend
+    assert r"math \$x_\$ usd_budget" in spend
+
+
+def test_a_long_scenario_name_is_clipped_in_the_labels() -> None:
+    long = run_scenarios(
+        [Scenario.scripted("p" * 100_000, [Reply.final("x", input_tokens=1, output_tokens=1)])],
+        progress=False,
+    )
+    shown = "p" * 40 + "… (100,000 chars)"
+    assert [t.get_text() for t in only_axes(long.plot_spend()).get_xticklabels()] == [shown]
+    legend = only_axes(long.plot_cost_per_round()).get_legend()
+    assert legend is not None
+    assert [t.get_text() for t in legend.get_texts()] == [shown]

@@ -18,7 +18,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool, StructuredTool
 
 from toolloop_lab import AgentConfig, ConfigurationError, ScriptedChatModel, TokenPrice, usd_budget
-from toolloop_lab.events import Event
+from toolloop_lab.events import FAILED_OUTCOMES, Event
 from toolloop_lab.lab import (
     LabResults,
     Reply,
@@ -98,7 +98,7 @@ def test_failing_scenarios_are_rows_and_never_stop_the_others() -> None:
         runs = results.runs.set_index("scenario")
         assert list(runs.index) == [s.name for s in sweep]
         for name in ("first", "second", "third"):
-            assert runs.loc[name, "outcome"] == "final"
+            assert runs.loc[name, "outcome"] == "final_answer"
             assert runs.loc[name, "prompt_tokens"] == 50
         expect = {
             "bad_tool_name": ("scenario", "tools"),
@@ -110,7 +110,7 @@ def test_failing_scenarios_are_rows_and_never_stop_the_others() -> None:
         }
         for name, (kind, reason) in expect.items():
             row = runs.loc[name]
-            assert row["outcome"] == "error", name
+            assert row["outcome"] == "failed", name
             assert (row["error_kind"], row["error_reason"]) == (kind, reason), name
             assert isinstance(row["error"], str)
             assert row["error"], name
@@ -134,7 +134,7 @@ def test_model_factory_and_tool_factory() -> None:
     assert scenario.tags == ("custom",)
     results = run_scenarios([scenario], progress=False)
     row = results.runs.iloc[0]
-    assert row["outcome"] == "final"
+    assert row["outcome"] == "final_answer"
     assert row["final_text"] == "factory answer"
     assert row["model"] == "gpt-4o-mini"
     start = results.records[0].events[0]
@@ -181,7 +181,7 @@ def test_concurrency_really_overlaps_runs() -> None:
         for i in range(6)
     ]
     results = run_scenarios(sweep, concurrency=3, progress=False)
-    assert (results.runs["outcome"] == "final").all()
+    assert (results.runs["outcome"] == "final_answer").all()
     assert peak == 3
 
 
@@ -215,12 +215,15 @@ def test_a_raising_observer_changes_nothing() -> None:
 
 
 def test_progress_bar_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
-    run_scenarios(catalog(), progress=True)
+    results = run_scenarios(catalog(), progress=True)
     out, err = capsys.readouterr()
     assert out == ""
     assert "scenarios: 100%" in err
     assert "11/11" in err
-    assert "errors=2" in err
+    # the bar counts failures exactly as the frames do: one outcome vocabulary
+    failed = int(results.runs["outcome"].isin(FAILED_OUTCOMES).sum())
+    assert failed == 4
+    assert f"failed={failed}" in err
 
 
 def test_no_progress_bar_when_disabled(capsys: pytest.CaptureFixture[str]) -> None:
@@ -232,7 +235,7 @@ def test_caller_usd_budget_does_not_leak_into_scenarios() -> None:
     # A scenario carries its own limit: a tiny budget around the sweep changes nothing.
     with usd_budget(Decimal("0.0000001")):
         results = run_scenarios([ok("free")], progress=False)
-    assert results.runs.iloc[0]["outcome"] == "final"
+    assert results.runs.iloc[0]["outcome"] == "final_answer"
 
 
 def test_price_overrides_apply_under_the_scenario_limit() -> None:
@@ -244,7 +247,7 @@ def test_price_overrides_apply_under_the_scenario_limit() -> None:
         prices={"house-model": TokenPrice(Decimal("2"), Decimal("3"))},
     )
     row = run_scenarios([scenario], progress=False).runs.iloc[0]
-    assert row["outcome"] == "final"
+    assert row["outcome"] == "final_answer"
     assert row["cost_usd"] == 5.0
 
 
@@ -264,7 +267,7 @@ def test_price_overrides_apply_without_a_limit_too() -> None:
     assert priced.usd_limit is None
     assert priced.build_agent().prices == {"house-model": TokenPrice(Decimal(2), Decimal(3))}
     runs = run_scenarios([priced, unpriced], progress=False).runs.set_index("scenario")
-    assert runs.loc["own_price_no_limit", "outcome"] == "final"
+    assert runs.loc["own_price_no_limit", "outcome"] == "final_answer"
     assert bool(runs.loc["own_price_no_limit", "cost_known"]) is True
     assert runs.loc["own_price_no_limit", "cost_usd"] == 8.0
     assert bool(runs.loc["no_price", "cost_known"]) is False

@@ -110,47 +110,64 @@ async def test_synthesis_prompt_is_configurable(echo_tool: BaseTool, recorder: l
     assert (event.reason, event.prompt, event.round) == ("round_cap", prompt, 2)
 
 
-async def test_stuck_model_up_to_the_cap_is_synthesis_reason_stuck(echo_tool: BaseTool) -> None:
+def _same(n: int) -> AIMessage:
+    """Round ``n`` of a model that makes the very same call again (no text, no progress)."""
+    return calls(tool_call("echo", {"text": "again"}, f"s{n}"))
+
+
+async def test_tool_rounds_without_text_are_not_stuck(echo_tool: BaseTool) -> None:
+    # Providers send tool calls with empty text: that is an ordinary round, so a run that
+    # uses up its rounds that way stops at the cap, not as "stuck".
     model = ScriptedChatModel([_echo(1), _echo(2), _echo(3), final("finally")], model_name=MODEL)
     result = await LLMAgent(model, [echo_tool], AgentConfig(tool_max_rounds=3)).arun("go")
 
-    assert result.synthesis_was_run is True
-    assert result.synthesis_reason == "stuck"
+    assert (result.synthesis_was_run, result.synthesis_reason) == (True, "round_cap")
     assert result.final_response.text == "finally"
     assert result.rounds == 3
     assert sum(isinstance(m, ToolMessage) for m in result.messages) == 3
     model_events = [e for e in result.events if isinstance(e, ModelCalled)]
-    assert [e.stuck for e in model_events] == [True, True, True, False]
+    assert [e.stuck for e in model_events] == [False, False, False, False]
     assert [e.purpose for e in model_events] == ["round", "round", "round", "synthesis"]
 
 
-async def test_partly_stuck_model_at_the_cap_is_round_cap(echo_tool: BaseTool) -> None:
-    model = ScriptedChatModel([_echo(1), _echo(2, "text"), final("ok")], model_name=MODEL)
-    result = await LLMAgent(model, [echo_tool], AgentConfig(tool_max_rounds=2)).arun("go")
+async def test_the_same_calls_again_are_stuck(echo_tool: BaseTool) -> None:
+    model = ScriptedChatModel([_same(1), _same(2), _same(3), final("x")], model_name=MODEL)
+    result = await LLMAgent(model, [echo_tool], AgentConfig(tool_max_rounds=3)).arun("go")
+    model_events = [e for e in result.events if isinstance(e, ModelCalled)]
+    # the first round is new; each repeat of it is stuck (ids differ, names and args do not)
+    assert [e.stuck for e in model_events] == [False, True, True, False]
+    # without max_stuck_rounds the loop only notes it, and stops at the cap
     assert result.synthesis_reason == "round_cap"
 
 
 async def test_max_stuck_rounds_stops_early(echo_tool: BaseTool) -> None:
-    model = ScriptedChatModel([_echo(1), _echo(2), final("early")], model_name=MODEL)
+    model = ScriptedChatModel([_same(1), _same(2), _same(3), final("early")], model_name=MODEL)
     config = AgentConfig(tool_max_rounds=10, max_stuck_rounds=2)
     result = await LLMAgent(model, [echo_tool], config).arun("go")
 
     assert result.synthesis_reason == "stuck"
-    assert result.rounds == 2
-    assert len(model.calls) == 3
+    assert result.rounds == 3  # the calls of round 1, repeated twice
+    assert len(model.calls) == 4
     assert model.calls[-1].tool_names == ()
     model.assert_complete()
 
 
-async def test_max_stuck_rounds_counts_consecutive_rounds_only(echo_tool: BaseTool) -> None:
+async def test_max_stuck_rounds_counts_consecutive_repeats_only(echo_tool: BaseTool) -> None:
     model = ScriptedChatModel(
-        [_echo(1), _echo(2, "progress"), _echo(3), final("answer")], model_name=MODEL
+        [_same(1), _same(2), _echo(3), _same(4), _same(5), final("answer")], model_name=MODEL
     )
     config = AgentConfig(tool_max_rounds=10, max_stuck_rounds=2)
     result = await LLMAgent(model, [echo_tool], config).arun("go")
     assert result.synthesis_was_run is False
-    assert result.rounds == 4
+    assert result.rounds == 6
     assert result.final_response.text == "answer"
+
+
+async def test_different_arguments_are_progress(echo_tool: BaseTool) -> None:
+    model = ScriptedChatModel([_echo(1), _echo(2), _echo(3), final("done")], model_name=MODEL)
+    config = AgentConfig(tool_max_rounds=10, max_stuck_rounds=1)
+    result = await LLMAgent(model, [echo_tool], config).arun("go")
+    assert (result.synthesis_was_run, result.rounds) == (False, 4)
 
 
 async def test_final_answer_in_the_last_allowed_round_needs_no_synthesis(

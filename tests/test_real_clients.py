@@ -9,6 +9,7 @@ loop, and costs straight from ``genai_prices.calc_price``.
 
 from __future__ import annotations
 
+import functools
 import json
 import urllib.error
 import urllib.request
@@ -35,6 +36,7 @@ from toolloop_lab import (
     usd_budget,
 )
 from toolloop_lab.events import LoopFailed, LoopStarted, ModelCalled, ToolDispatched
+from toolloop_lab.lab import Scenario, run_one, run_scenarios
 
 
 @tool
@@ -466,8 +468,10 @@ async def test_anthropic_tool_failure_goes_back_as_is_error(ant: AnthropicStub) 
     assert anthropic_stub.tool_pairs(follow_up) == [(ids, ids)]
     blocks = [b for b in follow_up["messages"][-1]["content"] if b.get("type") == "tool_result"]
     assert [b["is_error"] for b in blocks] == [True, True, True]
-    reasons = [e.error_reason for e in result.events if isinstance(e, ToolDispatched)]
-    assert reasons == ["tool_error", "not_available", "invalid_arguments"]
+    reasons = {
+        e.tool_call_id: e.error_reason for e in result.events if isinstance(e, ToolDispatched)
+    }
+    assert [reasons[i] for i in ids] == ["tool_error", "not_available", "invalid_arguments"]
 
 
 async def test_anthropic_repeated_tool_use_ids_are_made_unique() -> None:
@@ -615,4 +619,29 @@ async def test_sync_run_twice_inside_a_running_loop(provider: str) -> None:
         assert agent.run("b").final_response.text == "two"
     finally:
         stub.stop()
+    stub.assert_clean()
+
+
+@pytest.mark.parametrize("entry", ["run_one", "run_scenarios"])
+def test_lab_entry_points_run_twice_on_one_pooled_client(entry: str) -> None:
+    # Every sync entry point goes through the one sync bridge: a reused executor or Dask
+    # worker runs scenario after scenario on one event loop, so a client that pooled a
+    # connection in the first run still has a live loop for it in the second.
+    stub = OpenAIStub(keep_alive=True).start()
+    try:
+        for text in ("one", "two"):
+            stub.reply(text=text, usage=OpenAIUsage(10, 2))
+        scenario = Scenario("pooled", functools.partial(chat_openai, stub), tools=())
+        if entry == "run_one":
+            runs = [run_one(scenario), run_one(scenario)]
+        else:
+            runs = [run_scenarios([scenario], progress=False).records[0] for _ in range(2)]
+    finally:
+        stub.stop()
+    assert [(r.outcome, r.final_text) for r in runs] == [
+        ("final_answer", "one"),
+        ("final_answer", "two"),
+    ]
+    ports = [r.client_port for r in stub.requests]
+    assert ports[0] == ports[1]  # the second run really reused the first one's connection
     stub.assert_clean()

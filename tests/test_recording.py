@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import threading
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -235,6 +236,59 @@ def test_replay_diverges_on_another_prompt_or_other_tools(
     assert isinstance(err, ReplayDivergedError)
     assert (err.call_index, err.field) == (0, "tools")
     assert (err.expected, err.received) == ("[add, lookup]", "[add]")
+
+
+def test_strict_replay_serves_calls_recorded_out_of_order(tmp_path: Path) -> None:
+    """Concurrent calls are recorded in completion order; replay matches each request to
+    the first unserved recorded call with the same request, whatever the order."""
+    release = threading.Event()
+
+    def slow(messages: list[Any], tools: list[Any]) -> AIMessage:
+        release.wait(5)
+        return AIMessage(f"slow {messages[-1].content}")
+
+    def fast(messages: list[Any], tools: list[Any]) -> AIMessage:
+        release.set()
+        return AIMessage(f"fast {messages[-1].content}")
+
+    path = tmp_path / "batch.jsonl"
+    recorder = RecordingChatModel(ScriptedChatModel([slow, fast]), path)
+    assert [r.text for r in recorder.batch(["one", "two"])] in (
+        ["slow one", "fast two"],
+        ["fast one", "slow two"],
+    )
+    recorded = [c.response.text for c in Recording.from_file(path).calls if c.response]
+    assert recorded[0].startswith("fast")  # the call that finished first is line 0
+
+    replay = ReplayChatModel.from_file(path)
+    first_line_prompt = recorded[1].split()[-1]  # ask the second line's question first
+    second_line_prompt = recorded[0].split()[-1]
+    assert replay.invoke(first_line_prompt).text == recorded[1]
+    assert replay.remaining == 1
+    assert replay.invoke(second_line_prompt).text == recorded[0]
+    assert [s.recorded_call for s in replay.served] == [1, 0]
+    assert replay.remaining == 0
+    with pytest.raises(ReplayExhaustedError):
+        replay.invoke(first_line_prompt)
+
+
+def test_strict_replay_of_an_unrecorded_request_names_the_next_recorded_call(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "two.jsonl"
+    recorder = RecordingChatModel(ScriptedChatModel(["a", "b"]), path)
+    recorder.invoke("first")
+    recorder.invoke("second")
+    replay = ReplayChatModel.from_file(path)
+    assert replay.invoke("first").text == "a"
+    with pytest.raises(ReplayDivergedError) as info:
+        replay.invoke("third")
+    assert (info.value.call_index, info.value.field, info.value.message_index) == (
+        1,
+        "messages",
+        0,
+    )
+    assert "second" in info.value.expected
 
 
 def test_a_recorded_fault_replays_as_a_typed_error(tmp_path: Path) -> None:
@@ -471,7 +525,7 @@ def test_what_if_a_token_budget(openai_recording: tuple[Path, ToolLoopResult, An
     assert report.result is not None
     started = next(e for e in report.result.events if isinstance(e, LoopStarted))
     assert (started.token_budget, started.context_window) == (640, 128_000)
-    assert report.replayed.outcome == "synthesis"
+    assert report.replayed.outcome == "token_budget_exhausted"
     assert report.replayed.synthesis_reason == "token_budget"
     assert report.result.budget_exhausted
     assert report.replayed.rounds == 2
@@ -495,7 +549,7 @@ def test_what_if_beyond_the_recording_is_a_typed_outcome(tmp_path: Path) -> None
 
     assert report.recorded.outcome == "synthesis"
     rep = report.replayed
-    assert rep.outcome == "beyond_recording"
+    assert (rep.outcome, rep.detail) == ("failed", "beyond_recording")
     assert (rep.rounds, rep.calls, rep.input_tokens) == (2, 2, 201)
     assert rep.cost_usd == openai_cost(stub.reported[:2])
     assert isinstance(report.error, ToolLoopError)

@@ -141,11 +141,11 @@ def test_content_security_policy_forbids_scripts(hostile: str) -> None:
 
 
 def test_long_text_is_cut_before_escaping() -> None:
-    text = "x" * (TEXT_LIMIT - 2) + "&<" + "y" * 50
+    text = "x" * (TEXT_LIMIT - 1) + "&<" + "y" * 50
     sweep = [Scenario.scripted("long", [Reply.call("echo", {"text": text}), Reply.final("ok")])]
     report = run_scenarios(sweep, progress=False).report_html()
-    assert ("x" * (TEXT_LIMIT - 2) + "&amp;…") in report
-    assert f"[{len(text):,} characters in all]" in report
+    # the echoed output: cut after the "&" (whole entity), then how long it was
+    assert f"<pre>{'x' * (TEXT_LIMIT - 1)}&amp;… ({len(text):,} chars)</pre>" in report
     assert "y" * 50 not in report
 
 
@@ -158,7 +158,7 @@ def test_summary_table_lists_every_scenario_with_totals(results: LabResults, rep
     total = f"<td>{runs['prompt_tokens'].sum():,}</td>"
     assert total in report
     assert "<td>4 failed</td>" in report
-    assert '<span class="o o-cost_exhausted">cost_exhausted</span>' in report
+    assert '<span class="o o-usd_budget_exhausted">usd_budget_exhausted</span>' in report
 
 
 def test_plots_are_embedded(report: str) -> None:
@@ -207,3 +207,34 @@ def test_write_report(results: LabResults, tmp_path: Path) -> None:
     assert text.startswith("<!doctype html>")
     assert f"<title>lab {html.escape(SCRIPT)}</title>" in text
     assert SCRIPT not in text
+
+
+@pytest.mark.parametrize("name", ["replies only", "name \ud800 too"])
+def test_a_lone_surrogate_is_written_as_a_replacement_character(name: str, tmp_path: Path) -> None:
+    # half of a UTF-16 pair, as a model cut mid-emoji or a tool decoding badly can send;
+    # in a scenario name it also reaches the plots
+    sweep = [
+        Scenario.scripted(
+            name,
+            [
+                Reply.call("echo", {"text": "out \udfff put"}, text="says \ud83d"),
+                Reply.final("final \ud800 answer"),
+            ],
+            tags=("tag \udc00",),
+        )
+    ]
+    results = run_scenarios(sweep, progress=False)
+    path = results.write_report(tmp_path / "r.html", title="title \ud800")
+    text = path.read_bytes().decode("utf-8")  # strict: no surrogate was written
+    page = results.report_html()
+    assert page.encode("utf-8")  # the string a notebook displays encodes too
+    assert "final \ufffd answer" in page
+    for shown in (
+        name.replace("\ud800", "\ufffd"),
+        "tag \ufffd",
+        "says \ufffd",
+        "out \ufffd put",
+        "final \ufffd answer",
+        "<title>title \ufffd</title>",
+    ):
+        assert shown in text, shown

@@ -19,6 +19,9 @@ from loopkit import MODEL, calls, final, reference_cost, tool_call
 from toolloop_lab import ExecutionError, LLMAgent, ScriptedChatModel, ToolLoopResult, usd_budget
 from toolloop_lab.events import Event, LoopFailed, LoopStarted, ToolDispatched
 
+SAFETY_S = 30.0
+"""Only a deadlock guard: turns a hang into a failure, never a timing assertion."""
+
 
 def _model() -> ScriptedChatModel:
     return ScriptedChatModel(
@@ -252,3 +255,81 @@ def test_a_job_interrupted_before_it_started_is_closed_and_never_started() -> No
     assert inspect.getcoroutinestate(coro) == inspect.CORO_CLOSED
     background._start(job)
     assert job.task is None
+
+
+# -- a sync run inside a run (issue 12, item 8) ---------------------------------------------
+
+
+def _notebook_cell(body: Any) -> list[Any]:
+    """Run ``body`` the way a notebook cell does: synchronously, on a thread whose own event
+    loop is running. Returns what it returned (or raised); a hang is a failure, not a hang."""
+    out: list[Any] = []
+
+    def thread() -> None:
+        async def cell() -> None:
+            try:
+                out.append(body())
+            except BaseException as exc:  # noqa: BLE001 - handed to the test
+                out.append(exc)
+
+        asyncio.run(cell())
+
+    worker = threading.Thread(target=thread, daemon=True)
+    worker.start()
+    worker.join(SAFETY_S)
+    assert not worker.is_alive(), "the nested run hung"
+    return out
+
+
+def test_an_async_tool_may_run_a_sub_agent_synchronously() -> None:
+    sub = LLMAgent(ScriptedChatModel([final("inner answer", (7, 3))], model_name=MODEL))
+
+    @tool
+    async def ask_sub_agent(question: str) -> str:
+        """Asks another agent, with its sync API (as a notebook user would write it)."""
+        return sub.run(question).final_response.text
+
+    outer = LLMAgent(
+        ScriptedChatModel(
+            [calls(tool_call("ask_sub_agent", {"question": "q"}, "s1")), final("outer done")],
+            model_name=MODEL,
+        ),
+        [ask_sub_agent],
+    )
+    (result,) = _notebook_cell(lambda: outer.run("go"))
+    assert isinstance(result, ToolLoopResult), result
+    assert result.final_response.text == "outer done"
+    answer = next(m for m in result.messages if isinstance(m, ToolMessage))
+    assert (answer.status, answer.content) == ("success", "inner answer")
+
+
+def test_sync_runs_nest_more_than_one_level() -> None:
+    innermost = LLMAgent(ScriptedChatModel([final("deep")], model_name=MODEL))
+
+    @tool
+    async def level_two(q: str) -> str:
+        """Runs the innermost agent."""
+        return innermost.run(q).final_response.text
+
+    middle = LLMAgent(
+        ScriptedChatModel(
+            [calls(tool_call("level_two", {"q": "x"}, "m1")), final("middle")], model_name=MODEL
+        ),
+        [level_two],
+    )
+
+    @tool
+    async def level_one(q: str) -> str:
+        """Runs the middle agent."""
+        return middle.run(q).messages[2].text
+
+    outer = LLMAgent(
+        ScriptedChatModel(
+            [calls(tool_call("level_one", {"q": "x"}, "o1")), final("outer")], model_name=MODEL
+        ),
+        [level_one],
+    )
+    (result,) = _notebook_cell(lambda: outer.run("go"))
+    assert isinstance(result, ToolLoopResult), result
+    answer = next(m for m in result.messages if isinstance(m, ToolMessage))
+    assert answer.content == "deep"

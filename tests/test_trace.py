@@ -26,7 +26,9 @@ from toolloop_lab.events import (
     RoundStarted,
     SynthesisStarted,
     ToolDispatched,
+    transcript,
 )
+from toolloop_lab.runview import RunView
 from toolloop_lab.trace import TraceWriter, encode_event, read_trace, write_trace
 from toolloop_lab.usage import Usage
 
@@ -175,9 +177,9 @@ def test_lines_that_are_not_events_are_skipped(tmp_path: Path) -> None:
     write_trace(path, events[2:])
     read = read_trace(path)
     assert read.events == events
-    assert [s.reason for s in read.skipped] == [
-        "not a JSON object",
-        "not an event: unknown event kind 'from_the_future'",
+    assert [(s.number, s.problem) for s in read.skipped] == [
+        (3, "model_attributes_type"),  # an array, not an object
+        (4, "union_tag_invalid"),  # a kind no version of the loop emits
     ]
 
 
@@ -288,8 +290,14 @@ def test_a_killed_process_leaves_every_completed_round(tmp_path: Path) -> None:
     kinds = [(e.kind, e.round) for e in read.events]
     assert kinds[0] == ("loop_start", 0)
     for n in (1, 2):  # both completed rounds are there, every event of them
-        assert [k for k, r in kinds if r == n] == ["round_start", "model_call", "tool_dispatch"]
-    assert [k for k, r in kinds if r == 3] == ["round_start", "model_call"]
+        assert [k for k, r in kinds if r == n] == [
+            "round_start",
+            "model_call_start",
+            "model_call",
+            "tool_start",
+            "tool_dispatch",
+        ]
+    assert [k for k, r in kinds if r == 3][:3] == ["round_start", "model_call_start", "model_call"]
     assert not any(isinstance(e, LoopFinished) for e in read.events)
     assert isinstance(read.events[0], LoopStarted)
 
@@ -305,6 +313,44 @@ def test_usage_survives_the_round_trip(tmp_path: Path) -> None:
         budget_exhausted=False,
         synthesis_was_run=False,
         synthesis_reason=None,
+        outcome="final_answer",
     )
     path = write_trace(tmp_path / "u.jsonl", [finished])
     assert read_trace(path).events == (finished,)
+
+
+# -- traces written before the start events and outcomes existed (issue 14) ---------------
+
+LEGACY = Path(__file__).parent / "data" / "trace_v0_1.jsonl"
+"""Written by toolloop_lab 0.1 (before ``model_call_start``, ``tool_start`` and outcomes):
+the catalog's token_budget, pruning, model_exception and usd_budget scenarios."""
+
+
+def test_an_old_trace_still_loads_every_line() -> None:
+    read = read_trace(LEGACY)
+    assert read.skipped == ()
+    assert len(read.events) == LEGACY.read_bytes().count(b"\n")
+    assert len(read.run_ids) == 4
+    assert not any(e.kind in ("model_call_start", "tool_start") for e in read.events)
+
+
+def test_an_old_trace_gets_its_outcomes_from_its_other_fields() -> None:
+    read = read_trace(LEGACY)
+    ends = [read.run(run_id)[-1] for run_id in read.run_ids]
+    assert [e.outcome for e in ends] == [  # type: ignore[union-attr]
+        "token_budget_exhausted",
+        "final_answer",
+        "failed",
+        "usd_budget_exhausted",
+    ]
+
+
+def test_an_old_trace_folds_into_the_same_view_as_before() -> None:
+    read = read_trace(LEGACY)
+    views = [RunView.from_events(read.run(run_id)) for run_id in read.run_ids]
+    assert [v.status for v in views] == ["finished", "finished", "failed", "failed"]
+    pruning = views[1]
+    assert pruning.tokens_saved > 1_000
+    assert [len(r.tools) for r in pruning.rounds] == [1, 0]
+    assert views[0].token_gate == "tripped"
+    assert transcript(read.run(read.run_ids[0])) == []  # no messages were written then

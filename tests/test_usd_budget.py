@@ -11,7 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.language_models import BaseChatModel, LangSmithParams
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import BaseTool, tool
 from loopkit import MODEL, calls, final, reference_cost, tool_call, usage
 
@@ -528,3 +531,48 @@ def test_agent_prices_are_a_read_only_copy() -> None:
     with pytest.raises(TypeError):
         agent.prices["other"] = HOUSE  # type: ignore[index]
     assert LLMAgent(ScriptedChatModel([]), prices={}).prices is None
+
+
+# -- a model named only by its tracing parameters, or not at all (issue 12, item 19) ------
+
+
+class _Deployment(BaseChatModel):
+    """A chat model that names itself only through langchain-core's standard tracing
+    parameters (as some provider integrations do, e.g. with a deployment name)."""
+
+    deployment: str
+
+    @property
+    def _llm_type(self) -> str:
+        return "deployment"
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
+        params = super()._get_ls_params(stop=stop, **kwargs)
+        params["ls_model_name"] = self.deployment
+        return params
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        reply = AIMessage("priced answer", usage_metadata=usage(1_000, 100))
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+async def test_a_model_named_by_its_tracing_parameters_can_be_priced() -> None:
+    model = _Deployment(deployment="team-gpt-prod")
+    price = TokenPrice(input_mtok=Decimal(1), output_mtok=Decimal(2))
+    with usd_budget(1, prices={"team-gpt-prod": price}):
+        result = await LLMAgent(model).arun("go")
+    assert result.cost_usd == Decimal("0.0012")  # 1,000 x $1/M + 100 x $2/M
+    started = result.events[0]
+    assert isinstance(started, LoopStarted)
+    assert started.model_name == "team-gpt-prod"
+
+
+async def test_a_model_that_declares_no_name_says_so_under_a_usd_budget() -> None:
+    model = GenericFakeChatModel(messages=iter([AIMessage("never")]))
+    with usd_budget(1), pytest.raises(ExecutionError) as info:
+        await LLMAgent(model).arun("go")
+    assert (info.value.kind, info.value.reason) == ("cost", "unpriced")
+    assert info.value.any_invocation_made is False
+    text = str(info.value)
+    assert "None" not in text  # "model None has no known price" cannot be keyed
+    assert "declares no name" in text

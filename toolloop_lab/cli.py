@@ -1,10 +1,17 @@
 """``toolloop-lab`` command. ``demo`` runs the built-in scenario catalog on scripted models
-(no API key), prints the spend table and writes a self-contained HTML report."""
+(no API key), prints the spend table and writes a self-contained HTML report.
+
+Output paths are checked before the sweep runs, so a typo costs no sweep: a path that
+cannot be written is one line on stderr and exit status 2, argparse's usage-error status.
+A write that still fails afterwards (a full disk) is one line too, and exit status 1.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
@@ -22,7 +29,59 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _unwritable(option: str, path: Path, *, replaced: bool) -> str | None:
+    """Why ``path`` cannot be written, or ``None`` when it can.
+
+    ``replaced``: the file is written beside the target and renamed over it (as
+    ``LabResults.save`` does), so its directory must take new files and only a regular
+    file may be replaced. Writability is tried, not read from permission bits, which
+    root ignores while a read-only file system does not.
+    """
+    where = f"{option} {path}"
+    try:
+        target = path.resolve()  # a symlink into a missing directory is judged by its target
+        if target.is_dir():
+            return f"{where}: is a directory"
+        parent = target.parent
+        if not parent.exists():
+            return f"{where}: no such directory: {parent}"
+        if not parent.is_dir():
+            return f"{where}: {parent} is not a directory"
+        if replaced and target.exists() and not target.is_file():
+            return f"{where}: not a regular file"
+        if target.exists() and not replaced:
+            with target.open("ab"):  # opening to append changes neither content nor mtime
+                pass
+        else:
+            handle, probe = tempfile.mkstemp(prefix=".toolloop-lab-", suffix=".probe", dir=parent)
+            os.close(handle)
+            os.unlink(probe)
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop
+        return f"{where}: cannot write there ({_reason(exc)})"
+    return None
+
+
+def _reason(exc: BaseException) -> str:
+    """The OS's words for ``exc``, never the file name it carries (a temporary sibling)."""
+    return (exc.strerror if isinstance(exc, OSError) else None) or type(exc).__name__
+
+
+def _error(message: str) -> None:
+    print(f"toolloop-lab demo: error: {message}", file=sys.stderr)
+
+
 def _demo(args: argparse.Namespace) -> int:
+    out: Path = args.out
+    save: Path | None = args.save
+    problem = _unwritable("--out", out, replaced=False)
+    if problem is None and save is not None:
+        problem = _unwritable("--save", save, replaced=True)
+        if problem is None and save.resolve() == out.resolve():
+            problem = f"--out and --save name the same file: {out.resolve()}"
+    if problem is not None:
+        _error(problem)
+        return 2
+
     # Plots are drawn on bare matplotlib Figures (no pyplot), so this runs headless.
     from toolloop_lab.lab import catalog, run_scenarios
 
@@ -32,22 +91,36 @@ def _demo(args: argparse.Namespace) -> int:
     print()
     counts = runs["outcome"].value_counts(sort=False)
     print("outcomes: " + ", ".join(f"{name} {int(n)}" for name, n in counts.items() if n))
-    if args.save is not None:
-        print(f"sweep saved: {results.save(args.save)}")
-    report = results.write_report(args.out, title="toolloop_lab demo: the scenario catalog")
+    status = 0
+    if save is not None:
+        try:
+            print(f"sweep saved: {results.save(save)}")
+        except OSError as exc:
+            _error(f"--save {save}: cannot write it ({_reason(exc)})")
+            status = 1
+    try:
+        report = results.write_report(out, title="toolloop_lab demo: the scenario catalog")
+    except OSError as exc:
+        _error(f"--out {out}: cannot write it ({_reason(exc)})")
+        return 1
     print(f"report: {report}")
-    return 0
+    return status
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``toolloop-lab`` command."""
-    parser = argparse.ArgumentParser(prog="toolloop-lab", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="toolloop-lab", description=(__doc__ or "").split("\n\n", 1)[0]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser(
         "demo",
         help="run the built-in scenario catalog, print its spend and write an HTML report",
         description="Run every catalog scenario on scripted models priced as gpt-4o-mini, "
         "print the spend per scenario and write a self-contained HTML report.",
+        epilog="Exit status: 0 done; 1 the report or the save could not be written after "
+        "the sweep; 2 bad arguments or an output path that cannot be written (checked "
+        "before the sweep).",
     )
     demo.add_argument(
         "--out",

@@ -11,6 +11,7 @@ never have to match on message text. Constructing an error has no side effects.
     │     kind="tool"  reason="not_available" | "invalid_call" | "tool_error" | "timeout" ...
     │     kind="cost"  reason="budget_exhausted" | "unpriced"
     ├── ToolLoopError (_ToolLoopError)   any other failure inside the loop; wraps ``cause``
+    ├── InterventionError            a change at a pause was refused (the pause holds)
     ├── PaidCallError                a model call was paid for but failed after its reply
     │                                came back; ``reply`` holds it, and the loop keeps it
     ├── ScriptError                  a ScriptedChatModel script was misused or ran out
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ConfigurationError",
     "ExecutionError",
+    "InterventionError",
     "PaidCallError",
     "PartialRun",
     "ScriptError",
@@ -64,8 +66,9 @@ class PartialRun:
     messages: list[BaseMessage]
     events: tuple[Any, ...]
     run_id: str | None
+    partial_text: str | None
 
-    def _set_partial(
+    def set_partial(
         self,
         *,
         accumulated_prompt: int = 0,
@@ -76,7 +79,10 @@ class PartialRun:
         messages: Sequence[BaseMessage] = (),
         events: Sequence[Any] = (),
         run_id: str | None = None,
+        partial_text: str | None = None,
     ) -> None:
+        """Record what the run had done (the loop calls this as the error passes through
+        it, so an error raised deep inside still carries the whole partial state)."""
         self.accumulated_prompt = accumulated_prompt
         self.accumulated_completion = accumulated_completion
         self.cost_usd = cost_usd
@@ -85,6 +91,8 @@ class PartialRun:
         self.messages = list(messages)
         self.events = tuple(events)
         self.run_id = run_id
+        self.partial_text = partial_text
+        """Text a model was streaming when the run stopped, if any."""
 
 
 class ConfigurationError(ToolLoopLabError, ValueError):
@@ -106,7 +114,7 @@ class ExecutionError(ToolLoopLabError, PartialRun):
         super().__init__(message)
         self.kind = kind
         self.reason = reason
-        self._set_partial(**partial)
+        self.set_partial(**partial)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild_execution_error, (str(self), self.kind, self.reason, self.__dict__))
@@ -127,7 +135,7 @@ class ToolLoopError(ToolLoopLabError, PartialRun):
         super().__init__(message)
         self.cause = cause
         self.__cause__ = cause
-        self._set_partial(**partial)
+        self.set_partial(**partial)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild_tool_loop_error, (str(self), self.cause, self.__dict__))
@@ -143,6 +151,23 @@ def _rebuild_tool_loop_error(
 
 _ToolLoopError = ToolLoopError
 """The name the behaviour spec uses."""
+
+
+class InterventionError(ToolLoopLabError, ValueError):
+    """A person's change at a pause was refused; the run is as it was and the pause holds.
+
+    ``action`` is what was tried (``edit_args``, ``skip``, ``append_message``,
+    ``edit_result``); ``reason`` why not: ``unknown_call``, ``invalid_args``,
+    ``not_allowed``, ``already_sent``, ``wrong_stage`` or ``expired`` (the loop went on).
+    """
+
+    def __init__(
+        self, message: str, *, action: str, reason: str, call_id: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.action = action
+        self.reason = reason
+        self.call_id = call_id
 
 
 class PaidCallError(ToolLoopLabError):

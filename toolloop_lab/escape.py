@@ -1,13 +1,22 @@
-"""The one place where untrusted text becomes HTML.
+"""The one place where untrusted text becomes something a person reads.
 
 Everything that came from a model, a tool, a tool argument, a file path or an exception
-passes through :func:`esc` before it reaches a widget value or an HTML report. Escaping
-turns ``<``, ``>``, ``&`` and both quotes into entities, so tags, event-handler attributes,
-``javascript:`` links and style blocks show as text; nothing is ever linkified.
+passes through here before it reaches a widget value, a text repr, a plot or an HTML
+report:
 
-Text is cut *before* it is escaped (:func:`esc_clip`), so a cut never splits an entity.
-:func:`plain` is the plain-text counterpart for reprs shown in terminals: it keeps the
-text but makes control characters (ANSI escapes, say) visible instead of active.
+* :func:`scrub` makes any value a string that can be encoded: a lone surrogate (half of
+  a UTF-16 pair, which a model or a tool can emit) becomes U+FFFD, so writing a report or
+  drawing a label never fails on it and the reader still sees that something was there.
+* :func:`clip` bounds a field: it keeps the first ``limit`` characters and says how long
+  the text was with a visible ``… (N chars)`` marker. A model controls the length of tool
+  names, tool-call ids and finish reasons too, not only of its text, so every view clips
+  every model-controlled field, with the limits below per kind of field.
+* :func:`esc` HTML-escapes: ``<``, ``>``, ``&`` and both quotes become entities, so tags,
+  event-handler attributes, ``javascript:`` links and style blocks show as text; nothing
+  is ever linkified. :func:`esc_clip` clips *before* escaping, so a cut never splits an
+  entity.
+* :func:`plain` is the plain-text counterpart for terminals: control characters (ANSI
+  escapes, say) are shown as ``\\xNN`` instead of acting.
 """
 
 from __future__ import annotations
@@ -19,18 +28,65 @@ from typing import Any, Final
 
 from toolloop_lab.jsonsafe import json_safe
 
-__all__ = ["ELLIPSIS", "esc", "esc_clip", "esc_json", "json_text", "plain", "truncate"]
+__all__ = [
+    "ID_CHARS",
+    "NAME_CHARS",
+    "TEXT_CHARS",
+    "clip",
+    "esc",
+    "esc_clip",
+    "json_text",
+    "plain",
+    "scrub",
+]
 
-ELLIPSIS: Final = "…"
+ID_CHARS: Final = 100
+"""Characters shown of an id (tool-call id, run id); real ones are 20 to 40."""
+NAME_CHARS: Final = 200
+"""Characters shown of a name or a short label: tool, model, scenario and error-type
+names, finish and error reasons. Real tool names stop at 64 (OpenAI) or 128 characters."""
+TEXT_CHARS: Final = 2_000
+"""Characters shown of free text that is not a message's content: an invalid call's parse
+error, a note, a scenario description. Content (model text, tool output, arguments) has its
+own preview length, and a "show all" in the widget."""
 
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
+def scrub(value: Any) -> str:
+    """``str(value)`` (``None``: empty) with every lone surrogate replaced by U+FFFD.
+
+    Such a ``str`` fails only when it is encoded (written, sent, drawn), far from where it
+    came in; replacing it here keeps the place visible and everything after it writable.
+    A high and a low surrogate in a row are joined into the character they stand for.
+    """
+    text = "" if value is None else str(value)
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def clip(value: Any, limit: int | None) -> str:
+    """:func:`scrub`-bed text cut to its first ``limit`` characters (``None``: no cut).
+
+    A cut text ends in ``… (N chars)``, N being the whole length, so a reader can tell a
+    clipped field from a short one and knows how much was left out.
+    """
+    text = "" if value is None else str(value)
+    if limit is not None and len(text) > limit:
+        text = f"{text[: max(0, limit)]}… ({len(text):,} chars)"
+    return scrub(text)
+
+
 def esc(value: Any) -> str:
-    """HTML-escape ``str(value)`` (quotes included); ``None`` becomes an empty string."""
-    if value is None:
-        return ""
-    return html.escape(str(value), quote=True)
+    """HTML-escape :func:`scrub` of ``value`` (quotes included); ``None`` becomes ``""``."""
+    return html.escape(scrub(value), quote=True)
+
+
+def esc_clip(value: Any, limit: int | None) -> str:
+    """:func:`clip` then :func:`esc`: the cut is made on the text, never inside an entity."""
+    return esc(clip(value, limit))
 
 
 def json_text(value: Any, *, indent: int = 2) -> str:
@@ -38,37 +94,10 @@ def json_text(value: Any, *, indent: int = 2) -> str:
     return json.dumps(json_safe(value), indent=indent, sort_keys=True, ensure_ascii=False)
 
 
-def esc_json(value: Any, *, indent: int = 2) -> str:
-    """Pretty JSON of ``value`` (tool arguments, say), escaped for HTML."""
-    return esc(json_text(value, indent=indent))
-
-
-def truncate(text: str, limit: int) -> tuple[str, bool]:
-    """``text`` cut to ``limit`` characters (with an ellipsis) and whether it was cut."""
-    if limit < 1 or len(text) <= limit:
-        return text, False
-    return text[: max(0, limit - 1)] + ELLIPSIS, True
-
-
-def esc_clip(value: Any, limit: int | None) -> tuple[str, bool]:
-    """``str(value)`` cut to ``limit`` characters (``None``: no cut), then escaped.
-
-    Returns the escaped text and whether it was cut.
-    """
-    text = "" if value is None else str(value)
-    cut = False
-    if limit is not None:
-        text, cut = truncate(text, limit)
-    return esc(text), cut
-
-
 def plain(value: Any, limit: int | None = None) -> str:
-    """Untrusted text for a plain-text repr: control characters shown as ``\\xNN``.
+    """Untrusted text for a plain-text repr: clipped, control characters shown as ``\\xNN``.
 
     Newlines and tabs stay; everything else below U+0020 (and DEL, C1) is made visible so a
     tool output cannot move a terminal's cursor or change its colours.
     """
-    text = "" if value is None else str(value)
-    if limit is not None:
-        text = truncate(text, limit)[0]
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", clip(value, limit))

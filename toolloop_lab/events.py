@@ -35,12 +35,21 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal, TypeAlias, get_args
 
-from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    messages_from_dict,
+)
 from pydantic import Field, TypeAdapter, ValidationError
 
 from toolloop_lab.fields import (
     Count,
     FiniteDecimal,
+    Flag,
     JsonObject,
     JsonValue,
     PositiveInt,
@@ -80,6 +89,7 @@ __all__ = [
     "failure_outcome",
     "finish_outcome",
     "message_dicts",
+    "message_from_dict",
     "notify",
     "parse_event",
     "transcript",
@@ -144,7 +154,7 @@ class ToolCallView:
     id: Text
     name: Text
     args: JsonObject
-    valid: bool = True
+    valid: Flag = True
     error: Text | None = None
 
 
@@ -166,8 +176,9 @@ class _Base:
     """Seconds since the run started (monotonic clock)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe data: Decimal as string, tuples as lists, no Python reprs."""
-        data: dict[str, Any] = EVENT_ADAPTER.dump_python(self, mode="json")  # type: ignore[arg-type]
+        """JSON-safe data: Decimal as string, tuples as lists, no Python reprs (text is kept
+        exactly, lone surrogates included: ``json.dumps`` escapes them)."""
+        data: dict[str, Any] = json_safe(EVENT_ADAPTER.dump_python(self))  # type: ignore[arg-type]
         return data
 
 
@@ -225,7 +236,7 @@ class ModelCallStarted(_Base):
     tools: tuple[Text, ...]
     """Names of the tools bound to the call (none for synthesis and pruning)."""
     messages: tuple[JsonObject, ...]
-    streaming: bool = False
+    streaming: Flag = False
     """The loop reads the reply as a stream (``model_delta`` events follow)."""
     tool_call_id: Text | None = None
     """Pruning calls: the tool call whose output is being shortened."""
@@ -259,12 +270,12 @@ class ModelCalled(_Base):
     tool_calls: tuple[ToolCallView, ...]
     finish_reason: Text | None
     """Why the provider says the reply ended, as it spells it ("stop", "length", ...)."""
-    stuck: bool
+    stuck: Flag
     """The reply repeats the previous round's tool calls exactly (same names and
     arguments): no progress. A reply without text is not stuck on its own."""
-    empty: bool = False
+    empty: Flag = False
     """No text and no tool call: an empty or thinking-only reply."""
-    truncated: bool = False
+    truncated: Flag = False
     """Cut off by the provider's output-token limit (finish reason "length"/"max_tokens");
     its tool calls are answered with errors instead of being run."""
     call: Count = 0
@@ -301,7 +312,7 @@ class ToolDispatched(_Base):
     output_chars: Count
     content: Text
     """The tool's output text (a later ``Pruned`` event with this id may shorten it)."""
-    ran: bool = True
+    ran: Flag = True
     """False for a call the loop answered without running it (a spent budget, a stop, a
     cut-off reply, a person's skip): it has no duration and no size of its own."""
     kind: Literal["tool_dispatch"] = "tool_dispatch"
@@ -344,7 +355,7 @@ class BudgetGate(_Base):
     stage: Literal["before_call", "after_call"]
     limit: FiniteDecimal
     spent: FiniteDecimal
-    passed: bool
+    passed: Flag
     kind: Literal["budget_gate"] = "budget_gate"
 
 
@@ -378,14 +389,14 @@ class LoopFinished(_Base):
     final_text: Text
     rounds: Count
     usage: Usage
-    budget_exhausted: bool
-    synthesis_was_run: bool
+    budget_exhausted: Flag
+    synthesis_was_run: Flag
     synthesis_reason: SynthesisReason | None
     outcome: Outcome
-    final_empty: bool = False
+    final_empty: Flag = False
     """The final answer has no text (an empty or thinking-only reply): the loop ends on
     it, as the model asked, but says so."""
-    final_truncated: bool = False
+    final_truncated: Flag = False
     """The final answer was cut off by the provider's output-token limit."""
     messages: tuple[JsonObject, ...] = ()
     """Messages appended since the last ``model_call_start`` (the final reply, and error
@@ -404,8 +415,8 @@ class LoopFailed(_Base):
     cause_type: Text | None
     rounds: Count
     usage: Usage
-    any_invocation_made: bool
-    cancelled: bool
+    any_invocation_made: Flag
+    cancelled: Flag
     outcome: Outcome
     messages: tuple[JsonObject, ...] = ()
     """Messages appended since the last ``model_call_start`` (a paid reply, error results
@@ -433,8 +444,7 @@ Event: TypeAlias = (
 """Everything a run emits."""
 
 EVENT_TYPES: Final[Mapping[str, type[Event]]] = {
-    cls.__dataclass_fields__["kind"].default: cls
-    for cls in get_args(Event)
+    cls.__dataclass_fields__["kind"].default: cls for cls in get_args(Event)
 }
 
 EVENT_ADAPTER: Final[TypeAdapter[Event]] = TypeAdapter(
@@ -476,18 +486,33 @@ def parse_event(line: bytes | str) -> Event:
     """One event from its JSON text (a trace line), validated strictly.
 
     Raises pydantic's ``ValidationError`` (a ``ValueError``) for anything that is not an
-    event the loop could have emitted: not JSON, an unknown kind, a missing field, a count
-    that is negative or a bool, a NaN. Fields from newer versions are ignored. A
-    ``loop_finish`` / ``loop_failure`` written before outcomes existed gets its outcome
-    from its other fields.
+    event the loop could have emitted: not JSON, not an object, an unknown kind, a missing
+    field, a count that is negative or a bool, a NaN. Fields from newer versions are
+    ignored. A ``loop_finish`` / ``loop_failure`` written before outcomes existed gets its
+    outcome from its other fields.
+
+    The text is read by Python's own JSON parser, which keeps lone surrogates exactly as
+    the loop saw them (a tool may return any ``str``); pydantic then checks the data.
     """
     try:
-        return EVENT_ADAPTER.validate_json(line, strict=True)
-    except ValidationError as exc:
-        if not all(e["type"] == "missing" and e["loc"][-1:] == ("outcome",) for e in exc.errors()):
-            raise
         data = json.loads(line)
-        return EVENT_ADAPTER.validate_json(json.dumps(_with_outcome(data)), strict=True)
+    except ValueError as exc:  # UnicodeDecodeError included
+        raise ValidationError.from_exception_data(
+            "Event",
+            [{"type": "json_invalid", "loc": (), "input": line, "ctx": {"error": str(exc)}}],
+        ) from None
+    return event_from_dict(data)
+
+
+def event_from_dict(data: Any) -> Event:
+    """Rebuild an event from :meth:`to_dict` output (see :func:`parse_event`)."""
+    if (
+        isinstance(data, dict)
+        and data.get("kind") in ("loop_finish", "loop_failure")
+        and "outcome" not in data
+    ):
+        data = _with_outcome(data)
+    return EVENT_ADAPTER.validate_python(data)
 
 
 def _with_outcome(data: dict[str, Any]) -> dict[str, Any]:
@@ -503,11 +528,6 @@ def _with_outcome(data: dict[str, Any]) -> dict[str, Any]:
             reason=data.get("reason"),
         )
     return {**data, "outcome": outcome}
-
-
-def event_from_dict(data: Mapping[str, Any]) -> Event:
-    """Rebuild an event from :meth:`to_dict` output (see :func:`parse_event`)."""
-    return parse_event(json.dumps(data, allow_nan=False))
 
 
 def transcript(events: Iterable[Event], run_id: str | None = None) -> list[BaseMessage]:
@@ -526,13 +546,39 @@ def transcript(events: Iterable[Event], run_id: str | None = None) -> list[BaseM
             wanted = event.run_id
         if event.run_id != wanted:
             continue
-        if isinstance(event, ModelCallStarted) and event.purpose != "pruning":
+        if (isinstance(event, ModelCallStarted) and event.purpose != "pruning") or isinstance(
+            event, (LoopFinished, LoopFailed)
+        ):
             dicts.extend(event.messages)
-        elif isinstance(event, (LoopFinished, LoopFailed)):
-            dicts.extend(event.messages)
-    return messages_from_dict(thaw(dicts))
+    return [message_from_dict(d) for d in thaw(dicts)]
+
+
+def message_from_dict(data: dict[str, Any]) -> BaseMessage:
+    """One message back from its dict. A reply that was never a valid message (a test
+    double or a broken client can hand the loop such a thing, and the loop keeps what it
+    was given) is rebuilt field for field, without validation, so it equals the original."""
+    try:
+        return messages_from_dict([data])[0]
+    except ValidationError:
+        kind = _MESSAGE_TYPES.get(data.get("type", ""))
+        if kind is None:
+            raise
+        return kind.model_construct(**data["data"])
+
+
+_MESSAGE_TYPES: Final[Mapping[str, type[BaseMessage]]] = {
+    "ai": AIMessage,
+    "human": HumanMessage,
+    "system": SystemMessage,
+    "tool": ToolMessage,
+    "chat": ChatMessage,
+}
 
 
 def message_dicts(messages: Iterable[BaseMessage]) -> tuple[Mapping[str, Any], ...]:
-    """Messages as frozen, JSON-safe langchain-core dicts (what events carry)."""
-    return tuple(freeze(json_safe(message_to_dict(m))) for m in messages)
+    """Messages as frozen, JSON-safe langchain-core dicts (what events carry): the shape of
+    ``message_to_dict``, without pydantic's warnings for a reply that was never valid (the
+    loop keeps what it was given, and says so elsewhere)."""
+    return tuple(
+        freeze(json_safe({"type": m.type, "data": m.model_dump(warnings=False)})) for m in messages
+    )

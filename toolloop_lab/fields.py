@@ -2,7 +2,9 @@
 
 Each is an ``Annotated`` type that pydantic enforces wherever a value is parsed or
 validated (a trace line, a saved lab, an ``AgentConfig``), so "a count is an int >= 0, not a
-bool" is written here and nowhere else. Constructing a dataclass in Python does not
+bool" is written here and nowhere else. Every scalar is ``Strict`` (no ``"1"`` for ``1``,
+no ``1`` for ``true``); containers take JSON's shapes (an array becomes a tuple) and a
+Decimal takes JSON's number or string. Constructing a dataclass in Python does not
 validate (the loop builds events at full speed); parsing untrusted input always does.
 """
 
@@ -22,6 +24,7 @@ __all__ = [
     "Count",
     "FiniteDecimal",
     "FiniteFloat",
+    "Flag",
     "JsonObject",
     "JsonValue",
     "PositiveInt",
@@ -42,10 +45,13 @@ Count: TypeAlias = Annotated[int, Strict(), Ge(0), Le(MAX_INT)]
 PositiveInt: TypeAlias = Annotated[int, Strict(), Gt(0), Le(MAX_INT)]
 """An int >= 1 (never a bool): round caps, context windows, concurrency."""
 
-FiniteFloat: TypeAlias = Annotated[float, AllowInfNan(False)]
-"""A finite number (NaN and infinities refused)."""
+Flag: TypeAlias = Annotated[bool, Strict()]
+"""``true`` or ``false``, never ``1`` or ``"yes"``."""
 
-Seconds: TypeAlias = Annotated[float, AllowInfNan(False), Ge(0)]
+FiniteFloat: TypeAlias = Annotated[float, Strict(), AllowInfNan(False)]
+"""A finite number (NaN and infinities refused; an int is a number, a bool is not)."""
+
+Seconds: TypeAlias = Annotated[float, Strict(), AllowInfNan(False), Ge(0)]
 """A finite, non-negative duration or offset in seconds."""
 
 FiniteDecimal: TypeAlias = Annotated[Decimal, AllowInfNan(False)]

@@ -1,12 +1,49 @@
-"""Pause points: where a debugger may hold the loop (step mode) before it goes on."""
+"""Pause points: where a debugger may hold the loop (step mode) and change the run.
+
+A hook is awaited at every pause point. While it waits, a person can look at what is
+pending and intervene through the point itself:
+
+* before a tool dispatch: :attr:`PausePoint.calls`, :meth:`~PausePoint.edit_args` (checked
+  against the tool's schema first) and :meth:`~PausePoint.skip` (answer a call by hand);
+* before a model call: :attr:`PausePoint.messages` (exactly what will be sent),
+  :meth:`~PausePoint.append` (a hint, say) and :meth:`~PausePoint.edit_result` (replace a
+  tool result the model has not seen yet).
+
+Every change is an ``intervention`` event, so traces and views show what was made by hand.
+A change the point cannot take raises :class:`~toolloop_lab.errors.InterventionError` and
+leaves the run as it was; once the loop goes on, the point refuses further changes.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeAlias
 
-__all__ = ["PauseHook", "PausePoint"]
+from langchain_core.messages import BaseMessage
+
+from toolloop_lab.errors import InterventionError
+from toolloop_lab.events import ToolCallView
+
+__all__ = ["PauseEditor", "PauseHook", "PausePoint"]
+
+
+class PauseEditor(Protocol):
+    """What a pause point can change (the loop implements it for each stage)."""
+
+    def calls(self) -> tuple[ToolCallView, ...]: ...
+
+    def messages(self) -> tuple[BaseMessage, ...]: ...
+
+    def edit_args(self, call_id: str, args: Mapping[str, Any]) -> None: ...
+
+    def skip(self, call_id: str, content: str, status: Literal["success", "error"]) -> None: ...
+
+    def append(self, message: Any) -> None: ...
+
+    def edit_result(
+        self, call_id: str, content: str, status: Literal["success", "error"] | None
+    ) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +57,52 @@ class PausePoint:
     """"round", "synthesis" or "pruning" for model calls; "tools" for dispatch."""
     detail: tuple[str, ...] = ()
     """Tool names about to run, for ``tool_dispatch``."""
+    editor: PauseEditor | None = field(default=None, repr=False, compare=False)
+    """How this point changes the run; ``None`` where nothing can be changed."""
+
+    def _editor(self, action: str) -> PauseEditor:
+        if self.editor is None:
+            raise InterventionError(
+                f"nothing can be changed at this pause ({self.stage}, {self.purpose})",
+                action=action,
+                reason="wrong_stage",
+            )
+        return self.editor
+
+    @property
+    def calls(self) -> tuple[ToolCallView, ...]:
+        """The pending tool calls as they stand now (edits included)."""
+        return self.editor.calls() if self.editor is not None else ()
+
+    @property
+    def messages(self) -> tuple[BaseMessage, ...]:
+        """The messages about to be sent, as they stand now (model calls)."""
+        return self.editor.messages() if self.editor is not None else ()
+
+    def edit_args(self, call_id: str, args: Mapping[str, Any]) -> None:
+        """Run call ``call_id`` with ``args`` instead (checked against the tool's schema)."""
+        self._editor("edit_args").edit_args(call_id, args)
+
+    def skip(
+        self, call_id: str, content: str, *, status: Literal["success", "error"] = "success"
+    ) -> None:
+        """Do not run ``call_id``; the model reads ``content`` as its result."""
+        self._editor("skip").skip(call_id, content, status)
+
+    def append(self, message: Any) -> None:
+        """Add a message (a ``HumanMessage``, a plain string, a ``("user", text)`` pair)
+        to the conversation before this call."""
+        self._editor("append_message").append(message)
+
+    def edit_result(
+        self,
+        call_id: str,
+        content: str,
+        *,
+        status: Literal["success", "error"] | None = None,
+    ) -> None:
+        """Replace the result of ``call_id`` (one the model has not been sent yet)."""
+        self._editor("edit_result").edit_result(call_id, content, status)
 
 
 PauseHook: TypeAlias = Callable[[PausePoint], Awaitable[None]]

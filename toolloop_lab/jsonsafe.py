@@ -18,7 +18,7 @@ from decimal import Decimal
 from pathlib import PurePath
 from typing import Any
 
-__all__ = ["FrozenDict", "dumps", "freeze", "json_safe", "thaw"]
+__all__ = ["FrozenDict", "FrozenList", "dumps", "freeze", "json_safe", "thaw"]
 
 _MAX_DEPTH = 64
 
@@ -28,20 +28,40 @@ def json_safe(value: Any, _depth: int = 0) -> Any:
 
     Decimals become strings (no precision lost), non-finite floats become the strings
     "NaN", "Infinity", "-Infinity", bytes become text (or base64 when not UTF-8), objects
-    without a JSON form become ``{"__type__": ..., "attributes": ...}``.
+    without a JSON form become ``{"__type__": ..., "attributes": ...}``. Text is kept
+    exactly, lone surrogates included (pydantic's ``to_jsonable_python`` refuses those and
+    keeps NaN as a float, which is why this converter exists).
     """
     if _depth > _MAX_DEPTH:
         return "<nested too deep>"
     if value is None or isinstance(value, (bool, int, str)):
         return value
+    if isinstance(value, Mapping):
+        return {_key(k, _depth): json_safe(v, _depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v, _depth + 1) for v in value]
+    if isinstance(value, (set, frozenset)):
+        items = [json_safe(v, _depth + 1) for v in value]
+        return sorted(items, key=lambda v: json.dumps(v, sort_keys=True))
+    scalar = _scalar(value)
+    if scalar is not _NOT_SCALAR:
+        return scalar
+    if isinstance(value, enum.Enum):
+        return json_safe(value.value, _depth + 1)
+    return _object(value, _depth)
+
+
+_NOT_SCALAR: Any = object()
+
+
+def _scalar(value: Any) -> Any:
+    """The JSON form of a float, Decimal, date, time, bytes or path; else ``_NOT_SCALAR``."""
     if isinstance(value, float):
         if math.isfinite(value):
             return value
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, Decimal):
+    if isinstance(value, (Decimal, PurePath)):
         return str(value)
-    if isinstance(value, enum.Enum):
-        return json_safe(value.value, _depth + 1)
     if isinstance(value, (dt.datetime, dt.date, dt.time)):
         return value.isoformat()
     if isinstance(value, dt.timedelta):
@@ -52,30 +72,21 @@ def json_safe(value: Any, _depth: int = 0) -> Any:
             return raw.decode("utf-8")
         except UnicodeDecodeError:
             return {"__bytes_base64__": base64.b64encode(raw).decode("ascii")}
-    if isinstance(value, PurePath):
-        return str(value)
-    if isinstance(value, Mapping):
-        return {_key(k, _depth): json_safe(v, _depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v, _depth + 1) for v in value]
-    if isinstance(value, (set, frozenset)):
-        items = [json_safe(v, _depth + 1) for v in value]
-        return sorted(items, key=lambda v: json.dumps(v, sort_keys=True))
-    model_dump = _attribute(value, "model_dump")
-    if callable(model_dump):
-        try:
-            return json_safe(model_dump(mode="json"), _depth + 1)
-        except Exception:  # noqa: BLE001 - fall through to the generic form
-            pass
-    to_dict = _attribute(value, "to_dict")
-    if callable(to_dict) and not isinstance(value, type):
-        try:
-            return json_safe(to_dict(), _depth + 1)
-        except Exception:  # noqa: BLE001
-            pass
+    return _NOT_SCALAR
+
+
+def _object(value: Any, depth: int) -> Any:
+    """Any other object: its own JSON form if it has one, else its type and attributes."""
+    for name, call in (("model_dump", {"mode": "json"}), ("to_dict", {})):
+        method = _attribute(value, name)
+        if callable(method) and not isinstance(value, type):
+            try:
+                return json_safe(method(**call), depth + 1)
+            except Exception:  # noqa: BLE001 - fall through to the generic form
+                pass
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
-        return json_safe(fields, _depth + 1)
+        return json_safe(fields, depth + 1)
     kind = type(value)
     out: dict[str, Any] = {"__type__": f"{kind.__module__}.{kind.__qualname__}"}
     if getattr(kind, "__str__", None) is not getattr(object, "__str__", None):
@@ -83,7 +94,7 @@ def json_safe(value: Any, _depth: int = 0) -> Any:
             out["str"] = str(value)
     attrs = _attribute(value, "__dict__")
     if isinstance(attrs, dict) and attrs:
-        out["attributes"] = json_safe(attrs, _depth + 1)
+        out["attributes"] = json_safe(attrs, depth + 1)
     return out
 
 
@@ -104,13 +115,29 @@ class FrozenDict(dict[str, Any]):
         return (FrozenDict, (dict(self),))
 
 
+class FrozenList(list[Any]):
+    """A ``list`` that refuses changes (see :class:`FrozenDict`); it still equals the list
+    it was made from, so ``call.args == {"ids": [1, 2]}`` reads as it should."""
+
+    __slots__ = ()
+
+    def _refuse(self, *_args: Any, **_kwargs: Any) -> Any:
+        raise TypeError("this list is frozen; thaw() gives a mutable copy")
+
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    append = extend = insert = remove = pop = clear = sort = reverse = _refuse
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenList, (list(self),))
+
+
 def freeze(value: Any) -> Any:
     """A deep, frozen copy of JSON-like data: mappings become :class:`FrozenDict`, lists
-    and tuples become tuples; anything else is kept as it is."""
+    and tuples :class:`FrozenList`; anything else is kept as it is."""
     if isinstance(value, Mapping):
         return FrozenDict({_key(k, 0): freeze(v) for k, v in value.items()})
     if isinstance(value, (list, tuple)):
-        return tuple(freeze(v) for v in value)
+        return FrozenList(freeze(v) for v in value)
     return value
 
 

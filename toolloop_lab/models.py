@@ -1,32 +1,30 @@
-"""``ScriptedChatModel``: a real ``BaseChatModel`` that plays back a script of replies.
+"""``ScriptedChatModel``: a real langchain-core chat model that plays back a script of replies.
 
 It plugs in at the lowest layer (the chat model), so the code under test is the real loop
 and langchain-core's real ``ainvoke``/``astream``/``bind_tools`` machinery. A script item
 is an ``AIMessage``, a plain string (a final answer), an exception to raise, or a callable
 ``(messages, bound_tools) -> AIMessage`` for replies that depend on the conversation.
+
+Its call bodies come from :class:`~toolloop_lab.chat_base.ChatModelBase`: ``invoke`` and
+``stream`` play the same item, and a stream is the reply split the way a provider streams
+it (:func:`~toolloop_lab.chat_base.chunks_of`). A per-call ``model=`` keyword (as provider
+models take it) is reported as the reply's ``model_name``, unless the item names its own.
 """
 
 from __future__ import annotations
 
-import json
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForLLMRun,
-    CallbackManagerForLLMRun,
-)
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
-from langchain_core.messages.tool import ToolCallChunk, tool_call_chunk
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
-from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field, PrivateAttr
 
+from toolloop_lab.chat_base import ChatCall, ChatModelBase
 from toolloop_lab.errors import ScriptError
 from toolloop_lab.usage import estimate_tokens
 
@@ -47,7 +45,7 @@ class ScriptedCall:
     tool_choice: Any
 
 
-class ScriptedChatModel(BaseChatModel):
+class ScriptedChatModel(ChatModelBase):
     """Replays ``script`` one item per call; raises :class:`ScriptError` when it runs out."""
 
     __test__ = False  # keep pytest from collecting this as a test class
@@ -139,11 +137,14 @@ class ScriptedChatModel(BaseChatModel):
             raise ScriptError(f"cannot play script item of type {type(item).__name__}")
         if not isinstance(reply, AIMessage):
             raise ScriptError(f"scripted callable returned {type(reply).__name__}, not AIMessage")
-        return self._finish(reply, messages)
+        return self._finish(reply, messages, kwargs)
 
-    def _finish(self, reply: AIMessage, messages: list[BaseMessage]) -> AIMessage:
+    def _finish(
+        self, reply: AIMessage, messages: list[BaseMessage], kwargs: dict[str, Any]
+    ) -> AIMessage:
         meta = dict(reply.response_metadata)
-        meta.setdefault("model_name", self.model_name)
+        override = kwargs.get("model")
+        meta.setdefault("model_name", override if isinstance(override, str) else self.model_name)
         update: dict[str, Any] = {"response_metadata": meta}
         if reply.usage_metadata is None:
             in_tok = count_tokens_approximately(messages)
@@ -156,71 +157,17 @@ class ScriptedChatModel(BaseChatModel):
             meta["usage_estimated"] = True
         return reply.model_copy(update=update, deep=True)
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self._next(messages, kwargs))])
+    def _start_call(
+        self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]
+    ) -> ChatCall:
+        return _Played(self._next(messages, kwargs))
 
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self._next(messages, kwargs))])
 
-    def _chunks(self, reply: AIMessage) -> Iterator[ChatGenerationChunk]:
-        text = reply.content if isinstance(reply.content, str) else ""
-        pieces = [text[i : i + 16] for i in range(0, len(text), 16)] if text else []
-        for piece in pieces[:-1]:
-            yield ChatGenerationChunk(message=AIMessageChunk(content=piece, id=reply.id))
-        last_text: Any = pieces[-1] if pieces else (reply.content if not text else "")
-        yield ChatGenerationChunk(
-            message=AIMessageChunk(
-                content=last_text,
-                id=reply.id,
-                tool_call_chunks=self._call_chunks(reply),
-                usage_metadata=reply.usage_metadata,
-                response_metadata=reply.response_metadata,
-                chunk_position="last",
-            )
-        )
+class _Played(ChatCall):
+    """A scripted reply: already known, so ``invoke`` is all it needs."""
 
-    @staticmethod
-    def _call_chunks(reply: AIMessage) -> list[ToolCallChunk]:
-        """Tool calls as a provider streams them: valid ones as JSON text, invalid ones with
-        their raw argument text (langchain-core parses both again when chunks are added)."""
-        chunks: list[ToolCallChunk] = [
-            tool_call_chunk(name=c["name"], args=json.dumps(c["args"]), id=c["id"], index=i)
-            for i, c in enumerate(reply.tool_calls)
-        ]
-        start = len(chunks)
-        chunks.extend(
-            tool_call_chunk(name=c.get("name"), args=c.get("args"), id=c.get("id"), index=start + i)
-            for i, c in enumerate(reply.invalid_tool_calls)
-        )
-        return chunks
+    def __init__(self, reply: AIMessage) -> None:
+        self._reply = reply
 
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
-        yield from self._chunks(self._next(messages, kwargs))
-
-    async def _astream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> AsyncIterator[ChatGenerationChunk]:
-        for chunk in self._chunks(self._next(messages, kwargs)):
-            yield chunk
+    def invoke(self) -> AIMessage:
+        return self._reply

@@ -17,7 +17,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 
 from toolloop_lab.usage import Usage
 
-__all__ = ["DEFAULT_PRUNING_PROMPT", "PruneResult", "prune_output", "text_tokens"]
+__all__ = ["DEFAULT_PRUNING_PROMPT", "PruneResult", "prune_output", "pruning_prompt", "text_tokens"]
 
 DEFAULT_PRUNING_PROMPT: Final = (
     "You shorten tool outputs for another assistant. Keep every fact, number, name and "
@@ -45,14 +45,19 @@ class PruneResult:
     latency_s: float
 
 
-async def prune_output(
-    model: BaseChatModel, tool_name: str, output: str, *, instruction: str, request: str
-) -> PruneResult:
-    """Ask ``model`` to shorten ``output``; never returns a text longer than the original."""
-    prompt: list[BaseMessage] = [
+def pruning_prompt(
+    tool_name: str, output: str, *, instruction: str, request: str
+) -> list[BaseMessage]:
+    """What the pruning model is sent for one output (its ``model_call_start`` shows it)."""
+    return [
         SystemMessage(instruction),
         HumanMessage(f"User request:\n{request}\n\nOutput of tool {tool_name!r}:\n{output}"),
     ]
+
+
+async def prune_output(model: BaseChatModel, prompt: list[BaseMessage], output: str) -> PruneResult:
+    """Ask ``model`` to shorten ``output`` (sent as ``prompt``, see :func:`pruning_prompt`);
+    never returns a text longer than the original."""
     started = time.perf_counter()
     reply: Any = await model.ainvoke(prompt)
     latency = time.perf_counter() - started

@@ -19,16 +19,20 @@ Three steps, each one line in a notebook::
     print(report.summary)            # recorded vs what-if: outcome, rounds, tokens, cost
     report.replayed.outcome          # "final_answer", "synthesis", "beyond_recording", ...
 
-Replay needs deterministic tools (the tool results are part of the conversation it
-checks). Rounds beyond the recording have no replies: a what-if run that needs one ends
-with outcome ``"beyond_recording"``. See :class:`ReplayChatModel` for exactly what strict
-and relaxed replay compare, and :mod:`toolloop_lab.recording_format` for the file format.
+Streams work too: ``live.stream(...)`` streams through the wrapped model and records the
+chunks it sent; replay streams the same chunks back. Replay needs deterministic tools (the
+tool results are part of the conversation it checks). Rounds beyond the recording have no
+replies: a what-if run that needs one ends with outcome ``"beyond_recording"``. See
+:class:`ReplayChatModel` for exactly what strict and relaxed replay compare, and
+:mod:`toolloop_lab.recording_format` for the file format.
 
 Errors (all :class:`~toolloop_lab.errors.ToolLoopLabError`; inside ``LLMAgent`` they arrive
 as the ``cause`` of a ``ToolLoopError`` carrying the partial counts)::
 
     RecordingError
-    ├── RecordingFormatError     not a recording / bad line (path, line)
+    ├── RecordingFormatError     not a recording / bad line (path, line, field, reason)
+    ├── RecordingWriteError      a reply came back but could not be written; also a
+    │                            PaidCallError carrying the reply (path, call_index, reply)
     ├── ReplayDivergedError      conversation differs (call_index, field, message_index,
     │                            expected, received)
     ├── ReplayExhaustedError     ran past the recording (call_index, recorded_calls, needed)
@@ -38,12 +42,14 @@ as the ``cause`` of a ``ToolLoopError`` carrying the partial counts)::
 from __future__ import annotations
 
 from toolloop_lab.recording_format import (
+    FormatProblem,
     RecordedCall,
     RecordedCallError,
     RecordedError,
     Recording,
     RecordingError,
     RecordingFormatError,
+    RecordingWriteError,
     ReplayDivergedError,
     ReplayExhaustedError,
 )
@@ -56,6 +62,7 @@ from toolloop_lab.recording_models import (
 from toolloop_lab.recording_whatif import Outcome, RunFigures, WhatIfResult, awhat_if, what_if
 
 __all__ = [
+    "FormatProblem",
     "Outcome",
     "RecordedCall",
     "RecordedCallError",
@@ -64,6 +71,7 @@ __all__ = [
     "RecordingChatModel",
     "RecordingError",
     "RecordingFormatError",
+    "RecordingWriteError",
     "ReplayChatModel",
     "ReplayDivergedError",
     "ReplayExhaustedError",

@@ -2,9 +2,8 @@
 
 A recording is JSONL, one line per model call, written by
 :class:`~toolloop_lab.recording.RecordingChatModel` and read by :meth:`Recording.from_file`.
-Messages use langchain-core's own serialisation (``messages_to_dict`` /
-``messages_from_dict``): plain JSON, never pickle, so a recording is safe to read and easy to
-diff. Line format, version 1::
+Messages use langchain-core's own serialisation (``message_to_dict``): plain JSON, never
+pickle, so a recording is safe to read and easy to diff. Line format, version 1::
 
     {"format": "toolloop_lab.recording", "version": 1, "call": 0,
      "model_name": "gpt-4o-mini",            # the wrapped model's own name
@@ -14,15 +13,29 @@ diff. Line format, version 1::
      "fingerprint": "9f2c...",               # of the request; see request_signature()
      "response": <message dict> | null,      # the AIMessage: tool_calls, invalid_tool_calls,
                                              #   usage_metadata, response_metadata
-     "error": {"type": "openai.RateLimitError", "message": "...", "status_code": 429} | null}
+     "error": {"type": "openai.RateLimitError", "message": "...", "status_code": 429} | null,
+     "chunks": [<AIMessageChunk dict>, ...]} # streamed calls only: the chunks as sent (a
+                                             #   failed stream keeps those that arrived)
 
-Each line holds the full request, so a line is readable on its own (at the price of size
-growing with the square of the rounds).
+``chunks`` is the one addition since the first files: a line without it is a call made
+whole, so older recordings load unchanged, and older readers ignore it and replay the
+aggregated ``response``. Each line holds the full request, so a line is readable on its own
+(at the price of size growing with the square of the rounds).
+
+Lines are written as ASCII JSON (everything past ASCII escaped, as traces are), so a tool
+result holding a lone surrogate or U+2028 is stored safely; lines are split on ``\\n`` only
+(:func:`toolloop_lab.jsonl.read_lines`), so files holding such characters raw still load.
+A file is untrusted input: each line is checked by a strict pydantic model and each message
+by its own langchain-core class in strict mode, and anything wrong is a
+:class:`RecordingFormatError` naming the line, the field and the reason.
 
 Errors, all :class:`~toolloop_lab.errors.ToolLoopLabError`::
 
     RecordingError                  base of everything record/replay raises
-    ├── RecordingFormatError        the file is missing or not a recording (path, line)
+    ├── RecordingFormatError        the file is missing or not a recording
+    │                               (path, line, field, reason)
+    ├── RecordingWriteError         a reply came back but its line could not be written;
+    │                               also a PaidCallError carrying the reply (path, call_index)
     ├── ReplayDivergedError         the conversation differs from the recording
     │                               (call_index, field, message_index, expected, received)
     ├── ReplayExhaustedError        a call the recording has no reply for
@@ -36,25 +49,37 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar, cast
 
 from langchain_core.messages import (
     AIMessage,
+    AIMessageChunk,
     BaseMessage,
     ChatMessage,
+    ChatMessageChunk,
+    FunctionMessage,
+    FunctionMessageChunk,
+    HumanMessage,
+    HumanMessageChunk,
+    RemoveMessage,
+    SystemMessage,
+    SystemMessageChunk,
     ToolMessage,
+    ToolMessageChunk,
     message_to_dict,
-    messages_from_dict,
 )
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from langchain_core.utils.json import parse_partial_json
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
-from toolloop_lab.errors import ToolLoopLabError
-from toolloop_lab.jsonsafe import json_safe
+from toolloop_lab.errors import PaidCallError, ToolLoopLabError
+from toolloop_lab.jsonl import Line, read_lines
+from toolloop_lab.jsonsafe import dumps, json_safe
 from toolloop_lab.pricing import PriceTable, cost_of, model_name_of
 from toolloop_lab.usage import Usage
 
@@ -62,12 +87,14 @@ __all__ = [
     "FORMAT",
     "VERSION",
     "DivergedField",
+    "FormatProblem",
     "RecordedCall",
     "RecordedCallError",
     "RecordedError",
     "Recording",
     "RecordingError",
     "RecordingFormatError",
+    "RecordingWriteError",
     "ReplayDivergedError",
     "ReplayExhaustedError",
     "append_call",
@@ -83,6 +110,18 @@ VERSION: Final = 1
 
 DivergedField = Literal["messages", "tools", "task"]
 """What differed: the request messages, the bound tool names, or (relaxed replay) the task."""
+
+FormatProblem = Literal[
+    "unreadable",
+    "empty",
+    "not_utf8",
+    "not_json",
+    "not_a_recording",
+    "unsupported_version",
+    "invalid_field",
+]
+"""Why a file is not a usable recording: it cannot be read; it has no calls; a line is not
+UTF-8, not JSON, not a recording line or of an unknown version; or a field is wrong."""
 
 
 # -- errors ---------------------------------------------------------------------------
@@ -105,11 +144,38 @@ def _rebuild(cls: type[RecordingError], message: str, state: dict[str, Any]) -> 
 class RecordingFormatError(RecordingError):
     """The file is missing, unreadable or not a toolloop_lab recording."""
 
-    def __init__(self, message: str, *, path: str, line: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str,
+        line: int | None = None,
+        field: str | None = None,
+        reason: FormatProblem = "invalid_field",
+    ) -> None:
         super().__init__(message)
         self.path = path
         self.line = line
         """1-based line number of the bad line, ``None`` for the file as a whole."""
+        self.field = field
+        """Dotted path of the bad field in the line (``"tools"``, ``"request.2.data.content"``),
+        ``None`` when the line as a whole is bad."""
+        self.reason: FormatProblem = reason
+
+
+class RecordingWriteError(RecordingError, PaidCallError):
+    """A reply came back (and was paid for) but its line could not be written.
+
+    It is a :class:`~toolloop_lab.errors.PaidCallError`: ``reply`` holds the reply, usage
+    included, so the loop keeps its tokens and cost. The ``OSError`` (or other failure) is
+    the ``__cause__``; the recorder's numbering does not advance, so the file stays valid.
+    """
+
+    def __init__(self, message: str, *, path: str, call_index: int, reply: AIMessage) -> None:
+        PaidCallError.__init__(self, message, reply=reply)
+        self.path = path
+        self.call_index = call_index
+        """The ``call`` number the line would have had."""
 
 
 class ReplayDivergedError(RecordingError):
@@ -213,11 +279,19 @@ class RecordedCall:
     """Names of the tools bound to the call; ``None`` when it had no tools (synthesis)."""
     model_name: str | None = None
     profile: Mapping[str, Any] | None = None
+    chunks: tuple[AIMessageChunk, ...] | None = None
+    """A streamed call's chunks as the provider sent them (for a failed stream, those that
+    arrived before the error); ``None`` for a call made whole."""
 
     @property
     def tools_bound(self) -> bool:
         """True for a tool round's call, False for a call without tools."""
         return self.tools is not None
+
+    @property
+    def streamed(self) -> bool:
+        """True when the call was streamed (and replay can stream the same chunks)."""
+        return self.chunks is not None
 
     @property
     def model_name_reported(self) -> str | None:
@@ -235,7 +309,7 @@ class RecordedCall:
 
     def to_json(self) -> dict[str, Any]:
         """The JSONL line (see the module doc)."""
-        return {
+        line: dict[str, Any] = {
             "format": FORMAT,
             "version": VERSION,
             "call": self.index,
@@ -255,49 +329,82 @@ class RecordedCall:
                 else None
             ),
         }
+        if self.chunks is not None:
+            line["chunks"] = [json_safe(message_to_dict(c)) for c in self.chunks]
+        return line
 
     @classmethod
     def from_json(cls, data: Any, *, path: str = "", line: int | None = None) -> RecordedCall:
-        """Parse one line; raises :class:`RecordingFormatError` naming the line."""
+        """Parse one decoded line; raises :class:`RecordingFormatError` naming the line,
+        the field and the reason."""
+        where = f"{path}:{line}" if line is not None else path
 
-        def bad(why: str) -> RecordingFormatError:
-            where = f"{path}:{line}" if line is not None else path
-            return RecordingFormatError(f"{where}: {why}", path=path, line=line)
+        def bad(why: str, reason: FormatProblem, at: str | None = None) -> RecordingFormatError:
+            return RecordingFormatError(
+                f"{where}: {why}", path=path, line=line, field=at, reason=reason
+            )
 
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise bad("not a toolloop_lab recording line")
-        if data.get("version") != VERSION:
-            raise bad(f"unsupported recording version {data.get('version')!r}")
+        if not isinstance(data, dict):
+            raise bad("not a toolloop_lab recording line (not a JSON object)", "not_a_recording")
         try:
-            request = tuple(messages_from_dict(data["request"]))
-            raw_response = data.get("response")
-            response = messages_from_dict([raw_response])[0] if raw_response else None
-            raw_error = data.get("error")
-            error = (
-                RecordedError(
-                    str(raw_error["type"]), str(raw_error["message"]), raw_error.get("status_code")
+            parsed = _LineModel.model_validate(data)
+        except ValidationError as exc:
+            why, reason, at = _line_problem(exc, data)
+            raise bad(why, reason, at) from exc
+        try:
+            request: tuple[BaseMessage, ...] = tuple(
+                _message(m, f"request.{i}") for i, m in enumerate(parsed.request)
+            )
+            response = _message(parsed.response, "response", AIMessage) if parsed.response else None
+            chunks = (
+                tuple(
+                    _message(c, f"chunks.{i}", AIMessageChunk) for i, c in enumerate(parsed.chunks)
                 )
-                if raw_error
+                if parsed.chunks is not None
                 else None
             )
-            tools = data.get("tools")
-            profile = data.get("profile")
-            index = int(data.get("call", 0))
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
-            raise bad(f"malformed line ({type(exc).__name__}: {exc})") from exc
-        if response is not None and not isinstance(response, AIMessage):
-            raise bad(f"response is a {type(response).__name__}, not an AIMessage")
-        if response is None and error is None:
-            raise bad("a line needs a response or an error")
+        except _BadField as exc:
+            why = f"malformed field {exc.field}: {exc.why}"
+            raise bad(why, "invalid_field", exc.field) from exc
+        if response is None and parsed.error is None:
+            raise bad("a line needs a response or an error", "invalid_field", "response")
+        error = parsed.error
         return cls(
-            index=index,
+            index=parsed.call,
             request=request,
             response=response,
-            error=error,
-            tools=tuple(str(t) for t in tools) if tools is not None else None,
-            model_name=data.get("model_name"),
-            profile=profile if isinstance(profile, dict) else None,
+            error=RecordedError(error.type, error.message, error.status_code) if error else None,
+            tools=tuple(parsed.tools) if parsed.tools is not None else None,
+            model_name=parsed.model_name,
+            profile=parsed.profile,
+            chunks=chunks,
         )
+
+    @classmethod
+    def from_line(cls, line: Line, *, path: str = "") -> RecordedCall:
+        """Parse one raw line of a file (bytes): UTF-8, then JSON, then :meth:`from_json`."""
+        try:
+            text = line.data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            at = _bad_bytes_field(line.data)
+            raise RecordingFormatError(
+                f"{path}:{line.number}: not UTF-8 ({exc.reason} at byte {exc.start})"
+                + (f" in field {at}" if at else ""),
+                path=path,
+                line=line.number,
+                field=at,
+                reason="not_utf8",
+            ) from exc
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise RecordingFormatError(
+                f"{path}:{line.number}: not JSON ({exc.msg})",
+                path=path,
+                line=line.number,
+                reason="not_json",
+            ) from exc
+        return cls.from_json(data, path=path, line=line.number)
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,23 +422,15 @@ class Recording:
         """Read a JSONL recording; raises :class:`RecordingFormatError` on any bad line."""
         name = os.fspath(path)
         try:
-            text = Path(name).read_text(encoding="utf-8")
+            lines = read_lines(name).lines
         except OSError as exc:
-            raise RecordingFormatError(f"cannot read {name}: {exc}", path=name) from exc
-        calls: list[RecordedCall] = []
-        for number, raw in enumerate(text.splitlines(), start=1):
-            if not raw.strip():
-                continue
-            try:
-                data = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise RecordingFormatError(
-                    f"{name}:{number}: not JSON ({exc.msg})", path=name, line=number
-                ) from exc
-            calls.append(RecordedCall.from_json(data, path=name, line=number))
+            raise RecordingFormatError(
+                f"cannot read {name}: {exc}", path=name, reason="unreadable"
+            ) from exc
+        calls = tuple(RecordedCall.from_line(line, path=name) for line in lines)
         if not calls:
-            raise RecordingFormatError(f"{name}: no calls recorded", path=name)
-        return cls(tuple(calls), name)
+            raise RecordingFormatError(f"{name}: no calls recorded", path=name, reason="empty")
+        return cls(calls, name)
 
     def __len__(self) -> int:
         return len(self.calls)
@@ -377,12 +476,154 @@ class Recording:
 
 
 def append_call(path: str | os.PathLike[str], call: RecordedCall) -> None:
-    """Append one line; the caller serialises writers (RecordingChatModel holds a lock)."""
+    """Append one line as ASCII JSON; the caller serialises writers (RecordingChatModel
+    holds a lock). Any failure (``OSError`` and the like) propagates to the caller."""
     target = Path(path)
+    line = dumps(call.to_json())
     target.parent.mkdir(parents=True, exist_ok=True)
-    line = json.dumps(call.to_json(), ensure_ascii=False, allow_nan=False, sort_keys=True)
-    with target.open("a", encoding="utf-8") as handle:
+    with target.open("a", encoding="ascii") as handle:
         handle.write(line + "\n")
+
+
+# -- the line, as pydantic checks it ----------------------------------------------------
+
+_STRICT: Final = ConfigDict(strict=True, frozen=True, extra="ignore")
+
+
+class _MessageModel(BaseModel):
+    """A message as ``message_to_dict`` writes it; ``data`` is checked by its own class."""
+
+    model_config = _STRICT
+    type: str
+    data: dict[str, Any]
+
+
+class _ErrorModel(BaseModel):
+    model_config = _STRICT
+    type: str
+    message: str
+    status_code: int | None = None
+
+
+class _LineModel(BaseModel):
+    """One line, strict (a file is untrusted): ``"call": "0"`` or ``"tools": 5`` is refused,
+    never coerced. Keys other than these are ignored, so a later minor addition still
+    loads; a missing optional key reads as ``null`` (hand-written lines)."""
+
+    model_config = _STRICT
+    format: Literal["toolloop_lab.recording"]
+    version: int
+    call: int = Field(default=0, ge=0)
+    model_name: str | None = None
+    profile: dict[str, Any] | None = None
+    tools: list[str] | None = None
+    request: list[_MessageModel]
+    fingerprint: str | None = None
+    response: _MessageModel | None = None
+    error: _ErrorModel | None = None
+    chunks: list[_MessageModel] | None = None
+
+    @field_validator("version")
+    @classmethod
+    def _known_version(cls, value: int) -> int:
+        if value != VERSION:
+            raise ValueError(f"unsupported recording version {value}")
+        return value
+
+
+_MESSAGE_TYPES: Final[Mapping[str, type[BaseMessage]]] = {
+    "human": HumanMessage,
+    "ai": AIMessage,
+    "system": SystemMessage,
+    "chat": ChatMessage,
+    "function": FunctionMessage,
+    "tool": ToolMessage,
+    "remove": RemoveMessage,
+    "AIMessageChunk": AIMessageChunk,
+    "HumanMessageChunk": HumanMessageChunk,
+    "FunctionMessageChunk": FunctionMessageChunk,
+    "ToolMessageChunk": ToolMessageChunk,
+    "SystemMessageChunk": SystemMessageChunk,
+    "ChatMessageChunk": ChatMessageChunk,
+}
+"""langchain-core's message types by their ``message_to_dict`` name (``messages_from_dict``
+knows the same set, but builds them leniently)."""
+_M = TypeVar("_M", bound=BaseMessage)
+
+
+class _BadField(Exception):
+    def __init__(self, field: str, why: str) -> None:
+        super().__init__(why)
+        self.field = field
+        self.why = why
+
+
+def _message(raw: _MessageModel, at: str, kind: type[_M] | None = None) -> _M:
+    """Build one message with its own class in strict mode, naming the field that is wrong;
+    ``kind`` is the one class allowed there (a reply must be an ``AIMessage``)."""
+    cls = _MESSAGE_TYPES.get(raw.type)
+    if cls is None or (kind is not None and cls is not kind):
+        names = [n for n, c in _MESSAGE_TYPES.items() if kind is None or c is kind]
+        raise _BadField(f"{at}.type", f"{raw.type!r} is not one of {', '.join(names)}")
+    try:
+        return cast("_M", cls.model_validate(raw.data, strict=True))
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        raise _BadField(f"{at}.data.{_dotted(first['loc'])}", first["msg"]) from exc
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:  # a class's own checks
+        key = _first_bad_key(cls, raw.data)
+        where = f"{at}.data.{key}" if key else f"{at}.data"
+        raise _BadField(where, f"{type(exc).__name__}: {exc}") from exc
+
+
+def _first_bad_key(cls: type[BaseModel], data: Mapping[str, Any]) -> str | None:
+    """The first field of ``data`` its type refuses, checked alone: for the failures a
+    class's own validators raise before pydantic could say where."""
+    for name, info in cls.model_fields.items():
+        if name in data:
+            try:
+                TypeAdapter(info.annotation).validate_python(data[name], strict=True)
+            except ValidationError:
+                return name
+    return None
+
+
+def _dotted(loc: Sequence[int | str]) -> str:
+    return ".".join(str(part) for part in loc)
+
+
+def _bad_bytes_field(data: bytes) -> str | None:
+    """Where in the line the bytes that are not UTF-8 sit: a broken editor's byte inside a
+    field, or a line cut in the middle of a character (read as far as it goes, with
+    langchain-core's partial-JSON parser); ``None`` when no field holds them."""
+    text = data.decode("utf-8", "surrogateescape")
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError:
+        try:
+            parsed = parse_partial_json(text)
+        except json.JSONDecodeError:
+            return None
+    return _find_text(parsed, (), lambda s: any("\udc80" <= ch <= "\udcff" for ch in s))
+
+
+def _find_text(value: Any, at: tuple[int | str, ...], hit: Callable[[str], bool]) -> str | None:
+    if isinstance(value, str):
+        return _dotted(at) if hit(value) else None
+    items: Any = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
+    for key, item in items:
+        if isinstance(key, str) and hit(key):
+            return _dotted((*at, key))
+        found = _find_text(item, (*at, key), hit)
+        if found is not None:
+            return found
+    return None
 
 
 # -- fingerprints ---------------------------------------------------------------------
@@ -422,7 +663,9 @@ def request_fingerprint(messages: Sequence[BaseMessage]) -> str:
     text = json.dumps(
         request_signature(messages), sort_keys=True, separators=(",", ":"), ensure_ascii=False
     )
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    # surrogatepass: a lone surrogate (from a tool, say) hashes instead of raising; any
+    # other text hashes exactly as before, so fingerprints of old lines still match
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def describe_message(sig: Mapping[str, Any] | None, *, limit: int = 160) -> str:
@@ -462,3 +705,16 @@ def tool_names(tools: Sequence[Any]) -> tuple[str, ...]:
             except Exception:  # noqa: BLE001 - an exotic tool spec still gets a name
                 names.append(getattr(t, "__name__", type(t).__name__))
     return tuple(names)
+
+
+def _line_problem(exc: ValidationError, data: dict[str, Any]) -> tuple[str, FormatProblem, str]:
+    """What is wrong with a line pydantic refused: the words, the reason and the field.
+    A wrong ``format`` or ``version`` says the file is no (supported) recording at all."""
+    problems = exc.errors(include_url=False)
+    if any(p["loc"][:1] == ("format",) for p in problems):
+        return "not a toolloop_lab recording line", "not_a_recording", "format"
+    if any(p["loc"][:1] == ("version",) for p in problems):
+        why = f"unsupported recording version {data.get('version')!r}"
+        return why, "unsupported_version", "version"
+    at = _dotted(problems[0]["loc"])
+    return f"malformed field {at}: {problems[0]['msg']}", "invalid_field", at

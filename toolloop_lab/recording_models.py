@@ -1,32 +1,37 @@
 """``RecordingChatModel`` and ``ReplayChatModel``: record a paid session once, replay it free.
 
-Both are real ``BaseChatModel`` subclasses, so ``LLMAgent`` (and anything else built on
-langchain-core) drives them exactly like the model they stand for.
+Both are real langchain-core chat models on :class:`~toolloop_lab.chat_base.ChatModelBase`,
+so ``LLMAgent`` (and anything else built on langchain-core) drives them exactly like the
+model they stand for: ``invoke``, ``ainvoke``, ``stream`` and ``astream`` all work, and a
+streamed call is recorded as the chunks the provider sent and replayed as those chunks.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.language_models.base import LangSmithParams
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field, PrivateAttr
 
+from toolloop_lab.chat_base import ChatCall, ChatModelBase, chunks_of
+from toolloop_lab.detached import aiter_detached, arun_detached, iter_detached, run_detached
 from toolloop_lab.pricing import model_name_of
 from toolloop_lab.recording_format import (
     RecordedCall,
     RecordedCallError,
     RecordedError,
     Recording,
+    RecordingWriteError,
     ReplayDivergedError,
     ReplayExhaustedError,
     append_call,
@@ -41,6 +46,9 @@ _BINDING: Final = "toolloop_binding"
 """Bind kwarg naming which inner ``bind_tools`` result a recording call goes through."""
 _TOOLS: Final = "toolloop_tools"
 """Bind kwarg carrying the tool names bound to a replay model."""
+_REPORTED: Final = ("ls_structured_output_format",)
+"""``bind_tools`` keywords the recorder binds on itself too: langchain-core hands them to
+the run's callbacks (and never to the call), so the recorder's run reports them."""
 
 ReplayMode = Literal["strict", "relaxed"]
 """How requests are matched to the recording (see :class:`ReplayChatModel`)."""
@@ -54,16 +62,23 @@ def _count_lines(path: Path) -> int:
         return 0
 
 
-class RecordingChatModel(BaseChatModel):
+class RecordingChatModel(ChatModelBase):
     """Wraps any chat model and appends every call (request + reply) to a JSONL file.
 
     ``bind_tools`` delegates to the wrapped model's own ``bind_tools``, so the provider
     sees exactly the tool schemas it would see unwrapped. Each call, successful or not,
     becomes one line (see :mod:`toolloop_lab.recording_format`); failures are recorded and
-    re-raised unchanged. A file that already has lines is appended to, and replay serves
-    its calls in file order. Lines are written as calls complete: a model called
-    concurrently (a pruning model, say) is recorded in completion order, which strict
-    replay then expects.
+    re-raised unchanged. ``stream``/``astream`` stream through the wrapped model's own
+    streaming path and record the chunks it sent. A file that already has lines is
+    appended to, and replay serves its calls in file order. Lines are written as calls
+    complete: calls made concurrently (``batch``, say) are recorded in completion order,
+    and strict replay matches each request to its own line whatever the order.
+
+    Inside a chain, a LangGraph node or a usage callback, a recorded call is reported once:
+    by this model's own run. The wrapped model's call runs detached from the caller's
+    callbacks and tracing (:mod:`toolloop_lab.detached`). A reply whose line cannot be
+    written raises :class:`~toolloop_lab.recording_format.RecordingWriteError`, a
+    ``PaidCallError`` carrying the reply. A stream its consumer abandons is not recorded.
     """
 
     model: BaseChatModel = Field(repr=False)
@@ -91,6 +106,11 @@ class RecordingChatModel(BaseChatModel):
     def _identifying_params(self) -> dict[str, Any]:
         return {"model_name": self.model_name, "path": str(self.path)}
 
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
+        """The wrapped model's tracing parameters: a recorded call is the provider's call."""
+        kwargs.pop(_BINDING, None)
+        return self.model._get_ls_params(stop=stop, **kwargs)
+
     @property
     def recorded_calls(self) -> int:
         """Lines in the file so far (earlier sessions included)."""
@@ -99,14 +119,19 @@ class RecordingChatModel(BaseChatModel):
     def bind_tools(
         self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any
     ) -> Runnable[LanguageModelInput, AIMessage]:
-        """Bind through the wrapped model's ``bind_tools``; calls still get recorded."""
+        """Bind through the wrapped model's ``bind_tools``; calls still get recorded.
+
+        A structured-output format is also bound here, so this model's own run reports it
+        to callbacks as the wrapped model's run would have.
+        """
         if tool_choice is not None:
             kwargs["tool_choice"] = tool_choice
         inner = self.model.bind_tools(tools, **kwargs)
         with self._lock:
             self._bindings.append((inner, tool_names(tools)))
             key = len(self._bindings) - 1
-        return self.bind(**{_BINDING: key})
+        own = {name: kwargs[name] for name in _REPORTED if name in kwargs}
+        return self.bind(**{_BINDING: key}, **own)
 
     def _target(self, kwargs: dict[str, Any]) -> tuple[Runnable[Any, Any], tuple[str, ...] | None]:
         key = kwargs.pop(_BINDING, None)
@@ -116,67 +141,114 @@ class RecordingChatModel(BaseChatModel):
             binding: tuple[Runnable[Any, Any], tuple[str, ...]] = self._bindings[key]
         return binding
 
-    def _record(
+    def _start_call(
+        self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]
+    ) -> ChatCall:
+        target, tools = self._target(kwargs)
+        if stop is not None:
+            kwargs["stop"] = stop
+        return _RecordedCall(self, target, tools, list(messages), kwargs)
+
+    def _append(
         self,
         messages: list[BaseMessage],
         tools: tuple[str, ...] | None,
         reply: AIMessage | None,
         exc: BaseException | None,
-    ) -> None:
+        chunks: Sequence[AIMessageChunk] | None,
+    ) -> int:
+        """Write one line; returns its call number. Raises whatever writing raised."""
         with self._lock:
+            index = self._next_index
             call = RecordedCall(
-                index=self._next_index,
+                index=index,
                 request=tuple(messages),
                 response=reply,
                 error=RecordedError.of(exc) if exc is not None else None,
                 tools=tools,
                 model_name=self.model_name,
                 profile=self.profile,
+                chunks=tuple(chunks) if chunks is not None else None,
             )
             append_call(self.path, call)
             self._next_index += 1
+            return index
 
-    @staticmethod
-    def _checked(reply: Any) -> AIMessage:
-        if not isinstance(reply, AIMessage):
-            raise TypeError(f"wrapped model returned {type(reply).__name__}, not an AIMessage")
+    def _record_reply(
+        self,
+        messages: list[BaseMessage],
+        tools: tuple[str, ...] | None,
+        reply: AIMessage,
+        chunks: Sequence[AIMessageChunk] | None,
+    ) -> None:
+        try:
+            self._append(messages, tools, reply, None, chunks)
+        except Exception as exc:
+            index = self._next_index
+            raise RecordingWriteError(
+                f"the reply to call {index} came back but could not be recorded to "
+                f"{self.path}: {type(exc).__name__}: {exc}",
+                path=str(self.path),
+                call_index=index,
+                reply=reply,
+            ) from exc
+
+    def _record_failure(
+        self,
+        messages: list[BaseMessage],
+        tools: tuple[str, ...] | None,
+        exc: Exception,
+        chunks: Sequence[AIMessageChunk] | None,
+    ) -> None:
+        try:
+            self._append(messages, tools, None, exc, chunks)
+        except Exception as write_exc:  # noqa: BLE001 - the call's own error matters more
+            exc.add_note(
+                f"toolloop_lab: recording this failure to {self.path} failed too: "
+                f"{type(write_exc).__name__}: {write_exc}"
+            )
+
+
+class _RecordedCall(ChatCall):
+    """One call through the wrapped model, detached from the caller's callbacks."""
+
+    def __init__(
+        self,
+        recorder: RecordingChatModel,
+        target: Runnable[Any, Any],
+        tools: tuple[str, ...] | None,
+        messages: list[BaseMessage],
+        kwargs: dict[str, Any],
+    ) -> None:
+        self._recorder = recorder
+        self._target = target
+        self._tools = tools
+        self._messages = messages
+        self._kwargs = kwargs
+
+    def invoke(self) -> AIMessage:
+        reply: AIMessage = run_detached(self._target.invoke, self._messages, **self._kwargs)
         return reply
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        target, tools = self._target(kwargs)
-        if stop is not None:
-            kwargs["stop"] = stop
-        try:
-            reply = self._checked(target.invoke(messages, **kwargs))
-        except Exception as exc:
-            self._record(messages, tools, None, exc)
-            raise
-        self._record(messages, tools, reply, None)
-        return ChatResult(generations=[ChatGeneration(message=reply)])
+    async def ainvoke(self) -> AIMessage:
+        reply: AIMessage = await arun_detached(
+            lambda: self._target.ainvoke(self._messages, **self._kwargs)
+        )
+        return reply
 
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        target, tools = self._target(kwargs)
-        if stop is not None:
-            kwargs["stop"] = stop
-        try:
-            reply = self._checked(await target.ainvoke(messages, **kwargs))
-        except Exception as exc:
-            self._record(messages, tools, None, exc)
-            raise
-        self._record(messages, tools, reply, None)
-        return ChatResult(generations=[ChatGeneration(message=reply)])
+    def stream(self) -> Iterator[AIMessageChunk]:
+        yield from iter_detached(lambda: self._target.stream(self._messages, **self._kwargs))
+
+    async def astream(self) -> AsyncIterator[AIMessageChunk]:
+        chunks = aiter_detached(lambda: self._target.astream(self._messages, **self._kwargs))
+        async for chunk in chunks:
+            yield chunk
+
+    def finish(self, reply: AIMessage, chunks: Sequence[AIMessageChunk] | None) -> None:
+        self._recorder._record_reply(self._messages, self._tools, reply, chunks)
+
+    def fail(self, exc: Exception, chunks: Sequence[AIMessageChunk] | None) -> None:
+        self._recorder._record_failure(self._messages, self._tools, exc, chunks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,14 +267,17 @@ class ServedReply:
     """Relaxed replay only: a synthesis call answered with the recorded final answer."""
 
 
-class ReplayChatModel(BaseChatModel):
+class ReplayChatModel(ChatModelBase):
     """Plays a recording back offline: no network, no key, same replies, usage and names.
 
-    ``mode="strict"`` (the default) serves the recorded calls in order and checks each
-    request against the recorded one: the bound tool names and every message's
+    ``mode="strict"`` (the default) answers each request with the first recorded call not
+    served yet whose request is the same: the same bound tool names and every message's
     :func:`~toolloop_lab.recording_format.message_signature` (role, content, tool call ids,
-    names and arguments, tool results and their status). The first difference raises
-    :class:`~toolloop_lab.recording_format.ReplayDivergedError`; a call past the end raises
+    names and arguments, tool results and their status). A sequential run is served in
+    file order; calls made concurrently (recorded in completion order) are served whatever
+    order they come in. A request no unserved call has raises
+    :class:`~toolloop_lab.recording_format.ReplayDivergedError`, describing the first
+    difference from the next recorded call in file order; a call past the end raises
     :class:`~toolloop_lab.recording_format.ReplayExhaustedError`; a call that failed when
     recorded raises :class:`~toolloop_lab.recording_format.RecordedCallError`.
 
@@ -232,7 +307,7 @@ class ReplayChatModel(BaseChatModel):
     _recording: Recording = PrivateAttr()
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _served: list[ServedReply] = PrivateAttr(default_factory=list)
-    _next: int = PrivateAttr(default=0)
+    _used: set[int] = PrivateAttr(default_factory=set)
     _next_round: int = PrivateAttr(default=0)
     _next_synthesis: int = PrivateAttr(default=0)
 
@@ -285,41 +360,34 @@ class ReplayChatModel(BaseChatModel):
     def remaining(self) -> int:
         """Strict mode: recorded calls not served yet."""
         with self._lock:
-            return len(self._recording.calls) - self._next
+            return len(self._recording.calls) - len(self._used)
 
     def reset(self) -> None:
         """Start again from the first recorded call (to replay the session once more)."""
         with self._lock:
             self._served.clear()
-            self._next = self._next_round = self._next_synthesis = 0
+            self._used.clear()
+            self._next_round = self._next_synthesis = 0
 
     # -- langchain-core interface -----------------------------------------------------
     def bind_tools(
         self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any
     ) -> Runnable[LanguageModelInput, AIMessage]:
-        """Remember the tool names (strict replay checks them against the recording)."""
-        return self.bind(**{_TOOLS: list(tool_names(tools))})
+        """Bind tools the way a provider model does, and remember their names.
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self._reply(messages, kwargs))])
+        The tools are bound as OpenAI tool schemas, with ``tool_choice`` and every other
+        keyword (``ls_structured_output_format``, ``parallel_tool_calls``, ...) kept, so
+        callbacks and tracing see what they would see live. Strict replay checks the
+        names against the recording.
+        """
+        if tool_choice is not None:
+            kwargs["tool_choice"] = tool_choice
+        schemas = [_tool_schema(t) for t in tools]
+        return self.bind(tools=schemas, **kwargs, **{_TOOLS: list(tool_names(tools))})
 
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self._reply(messages, kwargs))])
-
-    # -- matching ---------------------------------------------------------------------
-    def _reply(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> AIMessage:
+    def _start_call(
+        self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]
+    ) -> ChatCall:
         raw = kwargs.get(_TOOLS)
         tools = tuple(raw) if raw is not None else None
         with self._lock:
@@ -329,29 +397,15 @@ class ReplayChatModel(BaseChatModel):
             else:
                 recorded, served = self._relaxed(call, messages, tools)
             self._served.append(served)
-        if recorded.error is not None:
-            err = recorded.error
-            raise RecordedCallError(
-                f"recorded call {recorded.index} failed: {err.type}: {err.message}",
-                call_index=recorded.index,
-                error_type=err.type,
-                error_message=err.message,
-                status_code=err.status_code,
-            )
-        assert recorded.response is not None
-        reply = recorded.response.model_copy(deep=True)
-        if served.stand_in:
-            meta = {**reply.response_metadata, "toolloop_stand_in": True}
-            return reply.model_copy(update={"usage_metadata": None, "response_metadata": meta})
-        if not served.exact:
-            return _adjusted(reply, recorded.request, messages)
-        return reply
+        return _ReplayedCall(recorded, served, messages)
 
+    # -- matching ---------------------------------------------------------------------
     def _strict(
         self, call: int, messages: list[BaseMessage], tools: tuple[str, ...] | None
     ) -> tuple[RecordedCall, ServedReply]:
         calls = self._recording.calls
-        if self._next >= len(calls):
+        unserved = [i for i in range(len(calls)) if i not in self._used]
+        if not unserved:
             raise ReplayExhaustedError(
                 f"replay call {call} has no recorded reply: the recording has {len(calls)} "
                 "calls and all were used",
@@ -359,20 +413,31 @@ class ReplayChatModel(BaseChatModel):
                 recorded_calls=len(calls),
                 needed="call",
             )
-        recorded = calls[self._next]
-        if tools != recorded.tools:
-            raise ReplayDivergedError(
-                f"replay call {call} diverged: tools {_names(tools)} are bound, the recording "
-                f"had {_names(recorded.tools)}",
-                call_index=call,
-                field="tools",
-                expected=_names(recorded.tools),
-                received=_names(tools),
-            )
-        _check_messages(call, recorded.request, messages, field="messages")
-        self._next += 1
+        signature = request_signature(messages)
+        found = next(
+            (
+                i
+                for i in unserved
+                if calls[i].tools == tools and request_signature(calls[i].request) == signature
+            ),
+            None,
+        )
+        if found is None:  # diverged: report it against the next recorded call, in order
+            recorded = calls[unserved[0]]
+            if tools != recorded.tools:
+                raise ReplayDivergedError(
+                    f"replay call {call} diverged: tools {_names(tools)} are bound, the "
+                    f"recording had {_names(recorded.tools)}",
+                    call_index=call,
+                    field="tools",
+                    expected=_names(recorded.tools),
+                    received=_names(tools),
+                )
+            _check_messages(call, recorded.request, messages, field="messages")
+            raise AssertionError("unreachable: a request that matches was not found")
+        self._used.add(found)
         purpose: Literal["round", "synthesis"] = "round" if tools is not None else "synthesis"
-        return recorded, ServedReply(call, recorded.index, purpose, exact=True)
+        return calls[found], ServedReply(call, calls[found].index, purpose, exact=True)
 
     def _relaxed(
         self, call: int, messages: list[BaseMessage], tools: tuple[str, ...] | None
@@ -406,6 +471,62 @@ class ReplayChatModel(BaseChatModel):
             recorded_calls=len(calls),
             needed=kind,
         )
+
+
+class _ReplayedCall(ChatCall):
+    """One served recorded call: its reply (or recorded failure), whole or as chunks."""
+
+    def __init__(
+        self, recorded: RecordedCall, served: ServedReply, messages: Sequence[BaseMessage]
+    ) -> None:
+        self._recorded = recorded
+        self._served = served
+        self._messages = messages
+
+    def _failure(self) -> RecordedCallError:
+        err = self._recorded.error
+        assert err is not None
+        return RecordedCallError(
+            f"recorded call {self._recorded.index} failed: {err.type}: {err.message}",
+            call_index=self._recorded.index,
+            error_type=err.type,
+            error_message=err.message,
+            status_code=err.status_code,
+        )
+
+    def invoke(self) -> AIMessage:
+        recorded, served = self._recorded, self._served
+        if recorded.error is not None:
+            raise self._failure()
+        assert recorded.response is not None
+        reply = recorded.response.model_copy(deep=True)
+        if served.stand_in:
+            meta = {**reply.response_metadata, "toolloop_stand_in": True}
+            return reply.model_copy(update={"usage_metadata": None, "response_metadata": meta})
+        if not served.exact:
+            return _adjusted(reply, recorded.request, self._messages)
+        return reply
+
+    def stream(self) -> Iterator[AIMessageChunk]:
+        """The recorded chunks when the call was streamed and is served as recorded (a
+        failed stream's chunks, then its error); else the served reply in chunks."""
+        chunks = self._recorded.chunks
+        if chunks is not None and (self._recorded.error is not None or self._served.exact):
+            for chunk in chunks:
+                yield chunk.model_copy(deep=True)
+            if self._recorded.error is not None:
+                raise self._failure()
+            return
+        yield from chunks_of(self.invoke())
+
+
+def _tool_schema(tool: Any) -> Any:
+    """A tool as a provider binds it (an OpenAI tool schema); a spec no converter knows
+    (a provider's built-in tool, say) is bound as given, as its provider would."""
+    try:
+        return convert_to_openai_tool(tool)
+    except Exception:  # noqa: BLE001 - any spec the converter refuses is kept as it is
+        return tool
 
 
 def _names(tools: tuple[str, ...] | None) -> str:

@@ -8,9 +8,10 @@ result puts both runs' outcome, rounds, tokens and cost side by side.
 Limits, by construction:
 
 * rounds beyond the recording have no replies. A what-if run that needs one (a higher
-  round cap, or a run that no longer finishes where the recording did) ends with outcome
-  ``"beyond_recording"`` and the partial figures; ``error`` holds the ``ToolLoopError``
-  whose cause is a :class:`~toolloop_lab.recording_format.ReplayExhaustedError`;
+  round cap, or a run that no longer finishes where the recording did) ends ``failed``
+  with detail ``"beyond_recording"`` and the partial figures; ``error`` holds the
+  ``ToolLoopError`` whose cause is a
+  :class:`~toolloop_lab.recording_format.ReplayExhaustedError`;
 * a synthesis call the recording never made is answered by the recorded final answer
   (``stand_ins`` counts them) with estimated tokens;
 * a recorded reply served for a request that changed (pruned outputs, for instance) keeps
@@ -22,12 +23,11 @@ Limits, by construction:
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
@@ -35,25 +35,18 @@ from langchain_core.tools import BaseTool
 from toolloop_lab.agent import AgentConfig, LLMAgent, ToolLoopResult
 from toolloop_lab.budget import current_usd_budget
 from toolloop_lab.errors import ConfigurationError, ExecutionError, ToolLoopError, ToolLoopLabError
-from toolloop_lab.events import LoopFailed, Observer, Pruned
+from toolloop_lab.events import LoopFailed, Observer, Outcome, Pruned
 from toolloop_lab.pricing import PriceTable
 from toolloop_lab.recording_format import Recording, ReplayExhaustedError
 from toolloop_lab.recording_models import ReplayChatModel
+from toolloop_lab.sync_runner import run_sync
 from toolloop_lab.usage import Usage
 
-__all__ = ["Outcome", "RunFigures", "WhatIfResult", "awhat_if", "what_if"]
+__all__ = ["Detail", "Outcome", "RunFigures", "WhatIfResult", "awhat_if", "what_if"]
 
-Outcome = Literal[
-    "final_answer",
-    "synthesis",
-    "usd_budget_exhausted",
-    "beyond_recording",
-    "failed",
-    "incomplete",
-]
-"""How a run ended: the model answered; a synthesis call answered; the USD budget stopped
-it; it needed a reply the recording does not have; a call failed (as recorded, or
-otherwise); or (recordings only) it stopped with tool calls still open."""
+Detail: TypeAlias = Literal["beyond_recording", "incomplete"]
+"""What only record and replay can say about a ``failed`` run: it needed a reply the
+recording does not have, or (a recording) it stopped with tool calls still open."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,13 +66,15 @@ class RunFigures:
     """True when some token count is an estimate rather than a provider's figure."""
     synthesis_reason: str | None = None
     final_text: str | None = None
+    detail: Detail | None = None
+    """Why a ``failed`` run failed, where record and replay know more than the loop."""
 
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
 
     @classmethod
-    def _of(cls, usage: Usage, outcome: Outcome, rounds: int, **extra: str | None) -> RunFigures:
+    def _of(cls, usage: Usage, outcome: Outcome, rounds: int, **extra: Any) -> RunFigures:
         return cls(
             outcome=outcome,
             rounds=rounds,
@@ -101,39 +96,38 @@ class RunFigures:
         """
         last = recording.calls[-1]
         rounds = sum(1 for c in recording.calls if c.tools_bound and c.response is not None)
-        outcome: Outcome
-        final_text: str | None = None
+        usage = recording.usage(prices)
         if last.error is not None:
-            outcome = "failed"
-        elif last.response is not None and (
+            return cls._of(usage, "failed", rounds)
+        if last.response is not None and (
             last.response.tool_calls or last.response.invalid_tool_calls
         ):
-            outcome = "incomplete"
-            rounds -= 1
-        else:
-            outcome = "final_answer" if last.tools_bound else "synthesis"
-            final_text = last.response.text if last.response is not None else None
-        return cls._of(recording.usage(prices), outcome, rounds, final_text=final_text)
+            return cls._of(usage, "failed", rounds - 1, detail="incomplete")
+        final_text = last.response.text if last.response is not None else None
+        outcome: Outcome = "final_answer" if last.tools_bound else "synthesis"
+        return cls._of(usage, outcome, rounds, final_text=final_text)
 
     @classmethod
     def of_result(cls, result: ToolLoopResult) -> RunFigures:
         """Figures of a finished loop."""
         return cls._of(
             result.usage,
-            "synthesis" if result.synthesis_was_run else "final_answer",
+            result.outcome,
             result.rounds,
             synthesis_reason=result.synthesis_reason,
             final_text=result.final_response.text,
         )
 
     @classmethod
-    def of_error(cls, error: ToolLoopError | ExecutionError, outcome: Outcome) -> RunFigures:
-        """Figures of a loop that raised, from its partial state."""
+    def of_error(cls, error: ToolLoopError | ExecutionError) -> RunFigures:
+        """Figures of a loop that raised, from its partial state and closing event."""
+        beyond = isinstance(error, ToolLoopError) and isinstance(error.cause, ReplayExhaustedError)
+        detail: Detail | None = "beyond_recording" if beyond else None
         failed = next((e for e in reversed(error.events) if isinstance(e, LoopFailed)), None)
         if failed is not None:
-            return cls._of(failed.usage, outcome, error.rounds)
+            return cls._of(failed.usage, failed.outcome, error.rounds, detail=detail)
         usage = Usage(error.accumulated_prompt, error.accumulated_completion, cost_usd=None)
-        return cls._of(usage, outcome, error.rounds)
+        return cls._of(usage, "failed", error.rounds, detail=detail)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,67 +163,65 @@ class WhatIfResult:
     @property
     def summary(self) -> str:
         """A plain-text comparison table with notes on every estimate."""
-        rec, rep = self.recorded, self.replayed
-
-        def outcome(f: RunFigures) -> str:
-            return f"{f.outcome} ({f.synthesis_reason})" if f.synthesis_reason else f.outcome
-
-        def cost(value: Decimal | None) -> str:
-            return "unpriced" if value is None else f"${value:f}"
-
-        def delta(a: int, b: int) -> str:
-            return f"{b - a:+,}"
-
-        cost_change = self.cost_delta
-        rows = [
-            ("", "recorded", "what-if", "change"),
-            ("outcome", outcome(rec), outcome(rep), ""),
-            ("rounds", f"{rec.rounds}", f"{rep.rounds}", delta(rec.rounds, rep.rounds)),
-            ("model calls", f"{rec.calls}", f"{rep.calls}", delta(rec.calls, rep.calls)),
-            (
-                "input tokens",
-                f"{rec.input_tokens:,}",
-                f"{rep.input_tokens:,}",
-                delta(rec.input_tokens, rep.input_tokens),
-            ),
-            (
-                "output tokens",
-                f"{rec.output_tokens:,}",
-                f"{rep.output_tokens:,}",
-                delta(rec.output_tokens, rep.output_tokens),
-            ),
-            (
-                "cost (USD)",
-                cost(rec.cost_usd),
-                cost(rep.cost_usd),
-                "" if cost_change is None else f"{cost_change:+f}",
-            ),
-        ]
+        rows = self._rows()
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
         lines = [f"What if {_config_text(self.config)}:"]
         lines += [
             "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
         ]
+        return "\n".join(lines + self._notes())
+
+    def _rows(self) -> list[tuple[str, str, str, str]]:
+        rec, rep = self.recorded, self.replayed
+
+        def outcome(f: RunFigures) -> str:
+            why = f.synthesis_reason or f.detail
+            return f"{f.outcome} ({why})" if why else f.outcome
+
+        def cost(value: Decimal | None) -> str:
+            return "unpriced" if value is None else f"${value:f}"
+
+        def count(label: str, a: int, b: int, fmt: str = ",") -> tuple[str, str, str, str]:
+            return (label, f"{a:{fmt}}", f"{b:{fmt}}", f"{b - a:+,}")
+
+        change = self.cost_delta
+        return [
+            ("", "recorded", "what-if", "change"),
+            ("outcome", outcome(rec), outcome(rep), ""),
+            count("rounds", rec.rounds, rep.rounds, ""),
+            count("model calls", rec.calls, rep.calls, ""),
+            count("input tokens", rec.input_tokens, rep.input_tokens),
+            count("output tokens", rec.output_tokens, rep.output_tokens),
+            (
+                "cost (USD)",
+                cost(rec.cost_usd),
+                cost(rep.cost_usd),
+                "" if change is None else f"{change:+f}",
+            ),
+        ]
+
+    def _notes(self) -> list[str]:
+        notes = []
         if self.pruned:
-            lines.append(f"* {self.pruned} tool output(s) pruned (pruning calls included above).")
+            notes.append(f"* {self.pruned} tool output(s) pruned (pruning calls included above).")
         if self.adjusted:
-            lines.append(
+            notes.append(
                 f"* {self.adjusted} recorded repl(ies) served for a changed request: input "
                 "tokens estimated from the size change."
             )
         if self.stand_ins:
-            lines.append(
+            notes.append(
                 f"* {self.stand_ins} synthesis call(s) answered by the recorded final answer, "
                 "tokens estimated."
             )
-        if rep.outcome == "beyond_recording":
-            lines.append(
+        if self.replayed.detail == "beyond_recording":
+            notes.append(
                 "* The what-if run needed a reply beyond the recording; figures are up to there."
             )
         elif self.error is not None:
             first_line = str(self.error).splitlines()[0] if str(self.error) else ""
-            lines.append(f"* The what-if run stopped: {type(self.error).__name__}: {first_line}")
-        return "\n".join(lines)
+            notes.append(f"* The what-if run stopped: {type(self.error).__name__}: {first_line}")
+        return notes
 
     def __str__(self) -> str:
         return self.summary
@@ -240,14 +232,9 @@ class WhatIfResult:
 
 
 def _config_text(config: AgentConfig) -> str:
-    """The fields that differ from ``AgentConfig()``, as ``name=value``."""
-    default = AgentConfig()
-    changed = [
-        f"{f.name}={getattr(config, f.name)!r}"
-        for f in dataclasses.fields(config)
-        if f.name not in ("pruning_prompt", "synthesis_prompt", "system_prompt")
-        and getattr(config, f.name) != getattr(default, f.name)
-    ]
+    """The fields that differ from ``AgentConfig()``, as ``name=value`` (prompts left out)."""
+    prompts = ("pruning_prompt", "synthesis_prompt", "system_prompt")
+    changed = [f"{k}={v!r}" for k, v in config.changed().items() if k not in prompts]
     return ", ".join(changed) or "the default config"
 
 
@@ -280,7 +267,7 @@ def _finish(
         events: tuple[object, ...] = result.events
     else:
         assert error is not None
-        replayed = RunFigures.of_error(error, _outcome_of(error))
+        replayed = RunFigures.of_error(error)
         events = error.events
     return WhatIfResult(
         config=config,
@@ -294,18 +281,32 @@ def _finish(
     )
 
 
-def _outcome_of(error: ToolLoopError | ExecutionError) -> Outcome:
-    if isinstance(error, ExecutionError):
-        spent = error.kind == "cost" and error.reason == "budget_exhausted"
-        return "usd_budget_exhausted" if spent else "failed"
-    if isinstance(error.cause, ReplayExhaustedError):
-        return "beyond_recording"
-    return "failed"
-
-
 def _reraise_config(error: ToolLoopError) -> None:
     if isinstance(error.cause, ConfigurationError):
         raise error
+
+
+async def awhat_if(
+    recording: Recording | str | os.PathLike[str],
+    config: AgentConfig,
+    *,
+    tools: Iterable[BaseTool],
+    pruning_model: BaseChatModel | None = None,
+    stand_in_final: bool = True,
+    observers: Iterable[Observer] = (),
+) -> WhatIfResult:
+    """Re-run a recorded session under ``config`` (see :func:`what_if`)."""
+    rec, replay, agent = _prepare(
+        recording, config, tools, pruning_model, stand_in_final, observers
+    )
+    try:
+        result = await agent.arun(list(rec.task))
+    except ToolLoopError as exc:
+        _reraise_config(exc)
+        return _finish(rec, replay, config, None, exc)
+    except ExecutionError as exc:
+        return _finish(rec, replay, config, None, exc)
+    return _finish(rec, replay, config, result, None)
 
 
 def what_if(
@@ -321,42 +322,19 @@ def what_if(
 
     ``recording`` is a path or a :class:`Recording` of one loop run. ``tools`` run again
     (pass the session's tools). The run's input is the recording's task (its first
-    request up to the first AI message). Works in a notebook cell too;
-    wrap it in ``usd_budget(...)`` to test a USD cap, and pass ``observers`` (e.g. a live
-    view) to watch the what-if run. A bad ``config`` raises as it would for ``LLMAgent``;
-    every other stop is reported in the result's ``replayed.outcome``.
+    request up to the first AI message). Works in a notebook cell too (the synchronous form
+    of :func:`awhat_if`, on the loop's one sync bridge); wrap it in ``usd_budget(...)`` to
+    test a USD cap, and pass ``observers`` (e.g. a live view) to watch the what-if run. A
+    bad ``config`` raises as it would for ``LLMAgent``; every other stop is reported in the
+    result's ``replayed.outcome``.
     """
-    rec, replay, agent = _prepare(
-        recording, config, tools, pruning_model, stand_in_final, observers
+    return run_sync(
+        lambda: awhat_if(
+            recording,
+            config,
+            tools=tools,
+            pruning_model=pruning_model,
+            stand_in_final=stand_in_final,
+            observers=observers,
+        )
     )
-    try:
-        result = agent.run(list(rec.task))
-    except ToolLoopError as exc:
-        _reraise_config(exc)
-        return _finish(rec, replay, config, None, exc)
-    except ExecutionError as exc:
-        return _finish(rec, replay, config, None, exc)
-    return _finish(rec, replay, config, result, None)
-
-
-async def awhat_if(
-    recording: Recording | str | os.PathLike[str],
-    config: AgentConfig,
-    *,
-    tools: Iterable[BaseTool],
-    pruning_model: BaseChatModel | None = None,
-    stand_in_final: bool = True,
-    observers: Iterable[Observer] = (),
-) -> WhatIfResult:
-    """The async form of :func:`what_if`."""
-    rec, replay, agent = _prepare(
-        recording, config, tools, pruning_model, stand_in_final, observers
-    )
-    try:
-        result = await agent.arun(list(rec.task))
-    except ToolLoopError as exc:
-        _reraise_config(exc)
-        return _finish(rec, replay, config, None, exc)
-    except ExecutionError as exc:
-        return _finish(rec, replay, config, None, exc)
-    return _finish(rec, replay, config, result, None)

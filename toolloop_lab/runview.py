@@ -14,20 +14,25 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import singledispatchmethod
 from typing import Literal
 
 from toolloop_lab.events import (
     BudgetGate,
     Event,
+    Intervention,
     LoopFailed,
     LoopFinished,
     LoopStarted,
     ModelCalled,
+    ModelCallStarted,
+    ModelDelta,
     Pruned,
     RoundStarted,
     SynthesisStarted,
     ToolCallView,
     ToolDispatched,
+    ToolStarted,
 )
 from toolloop_lab.hooks import PausePoint
 from toolloop_lab.usage import Usage
@@ -46,11 +51,16 @@ class ToolRow:
     name: str
     args: dict[str, object]
     status: str = "pending"
+    """``pending``, ``running`` (its ``tool_start`` came), then ``success`` or ``error``."""
     error_reason: str | None = None
     duration_s: float | None = None
     output_chars: int = 0
     content: str = ""
     pruning: Pruned | None = None
+    started_t: float | None = None
+    """Run time its tool began (``tool_start``), for a live timer."""
+    ran: bool = True
+    """False for a call answered without running it (no duration, no size of its own)."""
 
 
 @dataclass(slots=True)
@@ -71,6 +81,20 @@ class RoundRow:
     gates: list[BudgetGate] = field(default_factory=list)
     synthesis_reason: str | None = None
     synthesis_prompt: str | None = None
+    sent: tuple[object, ...] = ()
+    """Messages this round's model call added to the conversation (message dicts)."""
+    call_started_t: float | None = None
+    """Run time the model call was sent; ``latency_s`` is ``None`` while it runs."""
+    first_token_s: float | None = None
+    streamed_text: str = ""
+    """Text streamed so far (the whole reply's text replaces it when the call returns)."""
+    interventions: list[Intervention] = field(default_factory=list)
+    """What a person changed in this round."""
+
+    @property
+    def calling(self) -> bool:
+        """The model call was sent and has not returned yet."""
+        return self.call_started_t is not None and self.latency_s is None
 
     @property
     def cost_usd(self) -> Decimal | None:
@@ -113,6 +137,8 @@ class RunView:
     token_gate: GateState = "off"
     usd_gate: GateState = "off"
     events: int = 0
+    elapsed_s: float = 0.0
+    """Run time of the last event seen (the run's duration once it ended)."""
     paused_at: PausePoint | None = None
     """Where a debugger holds the loop right now (step mode), else ``None``."""
     _by_number: dict[int, RoundRow] = field(
@@ -157,67 +183,122 @@ class RunView:
         elif event.run_id != self.run_id:
             return
         self.events += 1
-        if isinstance(event, LoopStarted):
-            self.started = event
-            self.status = "running"
-            self.token_gate = "off" if event.token_budget is None else "passed"
-            self.usd_gate = "off" if event.usd_limit is None else "passed"
-        elif isinstance(event, RoundStarted):
-            self._row(event.round)
-            self.status = "running"
-        elif isinstance(event, ModelCalled):
-            row = self._row(event.round)
-            row.purpose = event.purpose
-            row.usage = event.usage
-            row.latency_s = event.latency_s
-            row.text = event.text
-            row.finish_reason = event.finish_reason
-            row.stuck = event.stuck
-            row.tool_calls = event.tool_calls
-            row.tools = [ToolRow(c.id, c.name, dict(c.args)) for c in event.tool_calls]
-            self.usage = event.accumulated
-            self.last_context_tokens = event.usage.input_tokens
-        elif isinstance(event, ToolDispatched):
-            row = self._row(event.round)
-            tool = next((t for t in row.tools if t.id == event.tool_call_id), None)
-            if tool is None:
-                tool = ToolRow(event.tool_call_id, event.name, dict(event.args))
-                row.tools.append(tool)
-            tool.status = event.status
-            tool.error_reason = event.error_reason
-            tool.duration_s = event.duration_s
-            tool.output_chars = event.output_chars
-            tool.content = event.content
-        elif isinstance(event, Pruned):
-            row = self._row(event.round)
-            row.pruning_usage = row.pruning_usage + event.usage
-            self.usage = self.usage + event.usage
-            for tool in row.tools:
-                if tool.id == event.tool_call_id:
-                    tool.pruning = event
-        elif isinstance(event, BudgetGate):
-            self._row(event.round).gates.append(event)
-            state: GateState = "passed" if event.passed else "tripped"
-            if event.gate == "token":
-                self.token_gate = state
-            else:
-                self.usd_gate = state
-        elif isinstance(event, SynthesisStarted):
-            row = self._row(event.round)
-            row.purpose = "synthesis"
-            row.synthesis_reason = event.reason
-            row.synthesis_prompt = event.prompt
-        elif isinstance(event, LoopFinished):
-            self.paused_at = None
-            self.finished = event
-            self.final_text = event.final_text
-            self.usage = event.usage
-            self.status = "finished"
-        elif isinstance(event, LoopFailed):
-            self.paused_at = None
-            self.failure = event
-            self.usage = event.usage
-            self.status = "cancelled" if event.cancelled else "failed"
+        self.elapsed_s = max(self.elapsed_s, event.t)
+        self._fold(event)
+
+    @singledispatchmethod
+    def _fold(self, event: Event) -> None:
+        """Each kind of event changes the view in its own small method below."""
+
+    @_fold.register
+    def _(self, event: LoopStarted) -> None:
+        self.started = event
+        self.status = "running"
+        self.token_gate = "off" if event.token_budget is None else "passed"
+        self.usd_gate = "off" if event.usd_limit is None else "passed"
+
+    @_fold.register
+    def _(self, event: RoundStarted) -> None:
+        self._row(event.round)
+        self.status = "running"
+
+    @_fold.register
+    def _(self, event: ModelCallStarted) -> None:
+        if event.purpose == "pruning":
+            return  # a pruning call belongs to a tool output, not to the round's call
+        row = self._row(event.round)
+        row.purpose = event.purpose
+        row.sent = event.messages
+        row.call_started_t = event.t
+        row.latency_s = None
+        row.streamed_text = ""
+
+    @_fold.register
+    def _(self, event: ModelDelta) -> None:
+        self._row(event.round).streamed_text += event.text
+
+    @_fold.register
+    def _(self, event: ModelCalled) -> None:
+        row = self._row(event.round)
+        row.purpose = event.purpose
+        row.first_token_s = event.first_token_s
+        row.usage = event.usage
+        row.latency_s = event.latency_s
+        row.text = event.text
+        row.finish_reason = event.finish_reason
+        row.stuck = event.stuck
+        row.tool_calls = event.tool_calls
+        row.tools = [ToolRow(c.id, c.name, dict(c.args)) for c in event.tool_calls]
+        self.usage = event.accumulated
+        self.last_context_tokens = event.usage.input_tokens
+
+    @_fold.register
+    def _(self, event: ToolStarted) -> None:
+        tool = self._tool(event.round, event.tool_call_id, event.name, event.args)
+        tool.status = "running"
+        tool.started_t = event.t
+
+    @_fold.register
+    def _(self, event: ToolDispatched) -> None:
+        tool = self._tool(event.round, event.tool_call_id, event.name, event.args)
+        tool.ran = event.ran
+        tool.status = event.status
+        tool.error_reason = event.error_reason
+        tool.duration_s = event.duration_s
+        tool.output_chars = event.output_chars
+        tool.content = event.content
+
+    @_fold.register
+    def _(self, event: Pruned) -> None:
+        row = self._row(event.round)
+        row.pruning_usage = row.pruning_usage + event.usage
+        self.usage = self.usage + event.usage
+        for tool in row.tools:
+            if tool.id == event.tool_call_id:
+                tool.pruning = event
+
+    @_fold.register
+    def _(self, event: BudgetGate) -> None:
+        self._row(event.round).gates.append(event)
+        state: GateState = "passed" if event.passed else "tripped"
+        if event.gate == "token":
+            self.token_gate = state
+        else:
+            self.usd_gate = state
+
+    @_fold.register
+    def _(self, event: Intervention) -> None:
+        self._row(event.round).interventions.append(event)
+
+    @_fold.register
+    def _(self, event: SynthesisStarted) -> None:
+        row = self._row(event.round)
+        row.purpose = "synthesis"
+        row.synthesis_reason = event.reason
+        row.synthesis_prompt = event.prompt
+
+    @_fold.register
+    def _(self, event: LoopFinished) -> None:
+        self.paused_at = None
+        self.finished = event
+        self.final_text = event.final_text
+        self.usage = event.usage
+        self.status = "finished"
+
+    @_fold.register
+    def _(self, event: LoopFailed) -> None:
+        self.paused_at = None
+        self.failure = event
+        self.usage = event.usage
+        self.status = "cancelled" if event.cancelled else "failed"
+
+    def _tool(self, number: int, call_id: str, name: str, args: object) -> ToolRow:
+        row = self._row(number)
+        tool = next((t for t in row.tools if t.id == call_id), None)
+        if tool is None:
+            tool = ToolRow(call_id, name, dict(args) if isinstance(args, dict) else {})
+            row.tools.append(tool)
+        return tool
 
     # -- step mode --------------------------------------------------------------------
     def pause(self, point: PausePoint) -> None:
@@ -249,11 +330,6 @@ class RunView:
     def tool_rounds(self) -> int:
         """Tool rounds seen so far (synthesis not counted)."""
         return sum(1 for r in self.rounds if r.purpose == "round")
-
-    @property
-    def current_round(self) -> int:
-        """The number of the round in progress or last seen (0 before the first)."""
-        return self.rounds[-1].number if self.rounds else 0
 
     @property
     def max_rounds(self) -> int | None:

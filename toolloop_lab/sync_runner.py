@@ -7,6 +7,11 @@ loop that opened them, so a second ``agent.run()`` on the same chat model failed
 code that already runs inside an event loop (a notebook cell) hands the run to one
 long-lived background loop, so repeated runs reuse the same loop either way.
 
+A sync run started from code that itself runs on a background loop (an async tool calling
+``sub_agent.run(...)`` while its own run came from ``agent.run()`` in a notebook) cannot be
+queued on that loop: the loop is busy waiting for the tool. It goes to the next background
+loop instead, one level deeper, so nested runs run rather than hang.
+
 Whatever stops a run early (Ctrl-C, an exception) is not raised to the caller before the
 run's task has finished, so the loop's final event is always emitted first.
 """
@@ -162,17 +167,24 @@ class _Background:
         return result
 
 
-_background: _Background | None = None
+_backgrounds: list[_Background] = []
+"""Background runners by nesting level: level 0 serves notebook cells, level n + 1 serves
+sync runs started from code running on level n."""
 _background_lock = threading.Lock()
 
 
 def _background_runner() -> _Background:
-    global _background
+    """The runner for a caller inside a running loop: one level below the caller's own."""
+    current = threading.current_thread()
     with _background_lock:
-        if _background is None or not _background.thread.is_alive():
-            _background = _Background()
-            atexit.register(_background.stop)
-        return _background
+        level = next((i + 1 for i, b in enumerate(_backgrounds) if b.thread is current), 0)
+        while len(_backgrounds) <= level:
+            _backgrounds.append(_Background())
+            atexit.register(_backgrounds[-1].stop)
+        if not _backgrounds[level].thread.is_alive():
+            _backgrounds[level] = _Background()
+            atexit.register(_backgrounds[level].stop)
+        return _backgrounds[level]
 
 
 def run_sync(

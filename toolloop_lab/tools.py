@@ -9,34 +9,54 @@ Only ``KeyboardInterrupt``, ``SystemExit`` (and any other ``BaseException`` that
 
 Each tool runs in its own task, so a per-call timeout holds even against a tool that
 swallows cancellation: it is given a short grace period, then left behind (logged) while
-the loop goes on. Sync tools run in a worker thread (langchain-core's ``ainvoke``), so a
-blocking tool never blocks the event loop.
+the loop goes on. Sync tools run in a worker thread, so a blocking tool never blocks the
+event loop.
+
+A tool gets its own deep copy of its arguments, so a tool that changes them can never
+reach back into the transcript, the next request or the events. Its result is turned into
+text in the tool's own worker right after it returns, before a sibling call can change an
+object the tool handed back.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import time
-from collections.abc import Awaitable, Collection, Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Collection,
+    Iterable,
+    Iterator,
+    Mapping,
+    MutableMapping,
+    Sequence,
+)
 from dataclasses import dataclass
 from typing import Any, Final, Literal, cast
 
 from langchain_core.messages import AIMessage, InvalidToolCall, ToolCall, ToolMessage
-from langchain_core.tools import BaseTool, ToolException
+from langchain_core.runnables.config import run_in_executor
+from langchain_core.tools import BaseTool, StructuredTool, Tool, ToolException
 from pydantic import ValidationError
 
 from toolloop_lab.errors import ExecutionError, describe
-from toolloop_lab.jsonsafe import dumps
+from toolloop_lab.jsonsafe import dumps, freeze, json_safe, thaw
 
 __all__ = [
+    "DispatchHooks",
     "DispatchOutcome",
+    "ToolBox",
     "dispatch",
+    "invalid_outcomes",
     "normalize_tool_call_ids",
     "not_available_error",
     "serialize_output",
     "skipped_outcomes",
+    "written_outcome",
 ]
 
 _log = logging.getLogger("toolloop_lab")
@@ -49,9 +69,26 @@ class DispatchOutcome:
     message: ToolMessage
     name: str
     args: Mapping[str, Any]
+    """The arguments as the model sent them, frozen."""
     status: Literal["success", "error"]
     error_reason: str | None
     duration_s: float
+    ran: bool = True
+    """False for a call answered without running it (spent budget, stop, a person's skip)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchHooks:
+    """What the loop hears during a dispatch: each tool as it begins, each call as it ends
+    (in completion order). Both are called in the loop's own thread."""
+
+    started: Callable[[ToolCall], None] = lambda _call: None
+    done: Callable[[DispatchOutcome], None] = lambda _outcome: None
+
+
+def _frozen(args: Any) -> Mapping[str, Any]:
+    frozen: Mapping[str, Any] = freeze(json_safe(args if isinstance(args, Mapping) else {}))
+    return frozen
 
 
 def serialize_output(value: Any) -> str:
@@ -80,9 +117,11 @@ def _error_outcome(
     started: float,
     *,
     prefix: str = "Error: ",
+    ran: bool = True,
 ) -> DispatchOutcome:
     msg = ToolMessage(content=prefix + text, tool_call_id=call_id, name=name, status="error")
-    return DispatchOutcome(msg, name, args, "error", reason, time.perf_counter() - started)
+    duration = time.perf_counter() - started if ran else 0.0
+    return DispatchOutcome(msg, name, _frozen(args), "error", reason, duration, ran)
 
 
 def normalize_tool_call_ids(message: AIMessage, used: Collection[str] = ()) -> AIMessage:
@@ -99,27 +138,9 @@ def normalize_tool_call_ids(message: AIMessage, used: Collection[str] = ()) -> A
     calls = list(message.tool_calls)
     invalid = list(message.invalid_tool_calls)
     raw_ids = [c.get("id") for c in calls] + [c.get("id") for c in invalid]
-    seen: set[str] = set()  # ids kept in this reply; ``used`` is only read, never copied
-    keep: list[bool] = []
-    for cid in raw_ids:
-        ok = isinstance(cid, str) and bool(cid) and cid not in seen and cid not in used
-        keep.append(ok)
-        if ok:
-            seen.add(cast(str, cid))
-    if all(keep):
+    ids = _unique_ids(raw_ids, used)
+    if ids is None:
         return message
-    taken = set(used) | seen | {cid for cid in raw_ids if isinstance(cid, str)}
-    counter = 0
-    ids: list[str] = []
-    for cid, ok in zip(raw_ids, keep, strict=True):
-        if ok:
-            ids.append(cast(str, cid))
-            continue
-        counter += 1
-        while f"call_{counter}" in taken:
-            counter += 1
-        ids.append(f"call_{counter}")
-        taken.add(ids[-1])
     fixed_calls: list[ToolCall] = [
         call if call.get("id") == cid else {**call, "id": cid}
         for call, cid in zip(calls, ids, strict=False)
@@ -138,6 +159,33 @@ def normalize_tool_call_ids(message: AIMessage, used: Collection[str] = ()) -> A
     ):
         update["content"] = _rename_blocks(message.content, renames)
     return message.model_copy(update=update)
+
+
+def _unique_ids(raw_ids: list[Any], used: Collection[str]) -> list[str] | None:
+    """A unique, non-empty id per call (first occurrences kept), or ``None`` when the ids
+    are all fine already."""
+    seen: set[str] = set()  # ids kept in this reply; ``used`` is only read, never copied
+    keep: list[bool] = []
+    for cid in raw_ids:
+        ok = isinstance(cid, str) and bool(cid) and cid not in seen and cid not in used
+        keep.append(ok)
+        if ok:
+            seen.add(cast(str, cid))
+    if all(keep):
+        return None
+    taken = set(used) | seen | {cid for cid in raw_ids if isinstance(cid, str)}
+    counter = 0
+    ids: list[str] = []
+    for cid, ok in zip(raw_ids, keep, strict=True):
+        if ok:
+            ids.append(cast(str, cid))
+            continue
+        counter += 1
+        while f"call_{counter}" in taken:
+            counter += 1
+        ids.append(f"call_{counter}")
+        taken.add(ids[-1])
+    return ids
 
 
 _ID_KEYS: dict[str, str] = {"tool_use": "id", "tool_call": "id", "function_call": "call_id"}
@@ -184,10 +232,6 @@ async def _capture(awaitable: Awaitable[Any]) -> _Captured:
         return _Captured(error=exc)
 
 
-def _handles_own_errors(tool: BaseTool) -> bool:
-    return bool(tool.handle_tool_error) or bool(tool.handle_validation_error)
-
-
 class _HandledToolError(Exception):
     """A ``ToolException`` the tool's own ``handle_tool_error`` turned into text."""
 
@@ -205,32 +249,149 @@ def _handled_text(flag: Any, exc: ToolException) -> str:
     return str(exc.args[0]) if exc.args else "Tool execution error"
 
 
-async def _run_tool(tool: BaseTool, call: ToolCall) -> tuple[Any, Any]:
-    """The tool's raw result and artifact (serialised by the caller).
+@dataclass(frozen=True, slots=True)
+class _Output:
+    """A tool's result as text (made in the tool's worker), or why it has no text form."""
 
-    A tool with ``handle_tool_error`` would turn its own failure into a plain string that
-    reads as a success; it runs as a copy without the handlers, so the failure stays an
-    error and only its text comes from the tool's handler.
-    """
-    handler = tool.handle_tool_error
-    if _handles_own_errors(tool):
-        tool = tool.model_copy(
-            update={"handle_tool_error": False, "handle_validation_error": False}
-        )
-    try:
-        if tool.response_format == "content_and_artifact":
-            raw = await tool.ainvoke({**call, "type": "tool_call"})
-        else:
-            raw = await tool.ainvoke(dict(call["args"]))
-    except ToolException as exc:
-        if handler:
-            raise _HandledToolError(_handled_text(handler, exc)) from exc
-        raise
+    content: str | None
+    artifact: Any = None
+    unserialisable: str | None = None
+
+
+def _output(raw: Any) -> _Output:
+    """Turn what a tool returned into text at once; a ``ToolMessage`` it built says itself
+    whether it failed."""
+    artifact = None
     if isinstance(raw, ToolMessage):
         if raw.status == "error":  # the tool said it failed: never a success
             raise _HandledToolError(serialize_output(raw.content))
-        return raw.content, raw.artifact
-    return raw, None
+        raw, artifact = raw.content, raw.artifact
+    if isinstance(raw, _NoText):
+        why = f"a {raw.type_name} that cannot be turned into text: {raw.why}"
+        return _Output(None, artifact, why)
+    try:
+        return _Output(serialize_output(raw), artifact)
+    except Exception as exc:  # noqa: BLE001 - a result with no text form is the tool's failure
+        why = f"a {type(raw).__name__} that cannot be turned into text: {type(exc).__name__}: "
+        return _Output(None, artifact, why + describe(exc))
+
+
+@dataclass(frozen=True, slots=True)
+class _NoText:
+    """What a tool returned that has no text form, and why (taken where it returned)."""
+
+    type_name: str
+    why: str
+
+
+def _snapshot(value: Any, *, with_artifact: bool = False) -> Any:
+    """A tool's result turned into text inside its own call, the moment its function
+    returns: a sibling call can no longer change the object before the model sees it.
+    ``with_artifact``: the result is ``(content, artifact)``; only the content is text."""
+    if isinstance(value, (str, ToolMessage)):
+        return value
+    if with_artifact and isinstance(value, tuple) and len(value) == 2:
+        content, artifact = value
+        snap = _snapshot(content)
+        return (content if isinstance(snap, _NoText) else snap, artifact)
+    try:
+        return serialize_output(value)
+    except Exception as exc:  # noqa: BLE001 - reported as the tool's bad_output
+        return _NoText(type(value).__name__, f"{type(exc).__name__}: {describe(exc)}")
+
+
+def _snapshotting(func: Callable[..., Any], with_artifact: bool) -> Callable[..., Any]:
+    @functools.wraps(func)  # the signature stays (langchain-core inspects it)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return _snapshot(func(*args, **kwargs), with_artifact=with_artifact)
+
+    return call
+
+
+def _asnapshotting(
+    func: Callable[..., Awaitable[Any]], with_artifact: bool
+) -> Callable[..., Awaitable[Any]]:
+    @functools.wraps(func)
+    async def call(*args: Any, **kwargs: Any) -> Any:
+        return _snapshot(await func(*args, **kwargs), with_artifact=with_artifact)
+
+    return call
+
+
+@dataclass(frozen=True, slots=True)
+class _Ready:
+    """One tool as the loop runs it."""
+
+    tool: BaseTool
+    """A copy with its own error handlers off (a handled failure would read as a success;
+    the loop reports it as an error, in the handler's words) and, for function tools, a
+    function that turns its result into text the moment it returns."""
+    handler: Any
+    """The tool's own ``handle_tool_error``: it chooses the text the model reads."""
+    sync_only: bool
+    """No async body of its own: its sync body runs in a worker thread."""
+
+
+def _ready(tool: BaseTool) -> _Ready:
+    update: dict[str, Any] = {}
+    if tool.handle_tool_error or tool.handle_validation_error:
+        update.update(handle_tool_error=False, handle_validation_error=False)
+    if isinstance(tool, (StructuredTool, Tool)):
+        pair = tool.response_format == "content_and_artifact"
+        if tool.func is not None:
+            update["func"] = _snapshotting(tool.func, pair)
+        if tool.coroutine is not None:
+            update["coroutine"] = _asnapshotting(tool.coroutine, pair)
+        sync_only = tool.coroutine is None
+    else:
+        sync_only = type(tool)._arun is BaseTool._arun
+    copy = tool.model_copy(update=update) if update else tool
+    return _Ready(copy, tool.handle_tool_error, sync_only)
+
+
+class ToolBox(Mapping[str, BaseTool]):
+    """An agent's tools by name, as the user gave them, each prepared once for the loop to
+    run (see ``_Ready``). Read-only."""
+
+    __slots__ = ("_originals", "_ready")
+
+    def __init__(self, tools: Iterable[BaseTool]) -> None:
+        self._originals: dict[str, BaseTool] = {t.name: t for t in tools}
+        self._ready: dict[str, _Ready] = {n: _ready(t) for n, t in self._originals.items()}
+
+    def __getitem__(self, name: str) -> BaseTool:
+        return self._originals[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._originals)
+
+    def __len__(self) -> int:
+        return len(self._originals)
+
+    def ready(self, name: str) -> _Ready | None:
+        """The prepared form of the tool the model named, or ``None``."""
+        return self._ready.get(name)
+
+
+async def _run_tool(ready: _Ready, call: ToolCall) -> _Output:
+    """The tool's result, as text made where the tool ran (see :func:`_snapshot`)."""
+    tool = ready.tool
+    args = thaw(call["args"])  # the tool's own copy: nothing it does reaches the transcript
+    tool_input: Any = (
+        {**call, "args": args, "type": "tool_call"}
+        if tool.response_format == "content_and_artifact"
+        else args
+    )
+    try:
+        if ready.sync_only:
+            # langchain-core's own helper: the caller's context goes along, and a
+            # StopIteration comes back as a RuntimeError instead of breaking the future
+            return await run_in_executor(None, lambda: _output(tool.invoke(tool_input)))
+        return _output(await tool.ainvoke(tool_input))
+    except ToolException as exc:
+        if ready.handler:
+            raise _HandledToolError(_handled_text(ready.handler, exc)) from exc
+        raise
 
 
 async def _stop(task: asyncio.Task[_Captured], grace_s: float) -> bool:
@@ -260,7 +421,10 @@ def _abandon(task: asyncio.Task[_Captured]) -> None:
 
 
 async def _dispatch_one(
-    call: ToolCall, tools: Mapping[str, BaseTool], timeout_s: float | None
+    call: ToolCall,
+    tools: ToolBox,
+    timeout_s: float | None,
+    hooks: DispatchHooks = DispatchHooks(),
 ) -> DispatchOutcome:
     """One call's outcome. Raises only what must stop the loop (``KeyboardInterrupt``,
     ``SystemExit``, other non-``Exception`` errors, and this task's own cancellation)."""
@@ -271,15 +435,16 @@ async def _dispatch_one(
     if not isinstance(name, str) or not name:
         text = f"the call names no tool. Available tools: {', '.join(sorted(tools)) or '(none)'}."
         return _error_outcome(call_id, "(unnamed)", {}, "invalid_call", text, started)
-    tool = tools.get(name)
-    if tool is None:
+    ready = tools.ready(name)
+    if ready is None:
         err = not_available_error(name, list(tools))
         safe_args = args if isinstance(args, Mapping) else {}
         return _error_outcome(call_id, name, safe_args, err.reason, str(err), started)
     if not isinstance(args, Mapping):
         text = f"arguments for tool {name!r} must be a JSON object, got {type(args).__name__}"
         return _error_outcome(call_id, name, {}, "invalid_arguments", text, started)
-    task = asyncio.create_task(_capture(_run_tool(tool, call)), name=f"tool {name} {call_id}")
+    hooks.started(call)
+    task = asyncio.create_task(_capture(_run_tool(ready, call)), name=f"tool {name} {call_id}")
     try:
         done, _ = await asyncio.wait({task}, timeout=timeout_s)
     except asyncio.CancelledError:
@@ -291,16 +456,19 @@ async def _dispatch_one(
         if not stopped:
             text += " and ignored cancellation; it may still be running"
         return _error_outcome(call_id, name, args, "timeout", text, started)
-    if task.cancelled():  # cancelled before its first step: by the tool's own doing
-        text = f"tool {name!r} was cancelled from inside"
+    return _ended(task, call_id, name, args, started)
+
+
+def _ended(
+    task: asyncio.Task[_Captured], call_id: str, name: str, args: Mapping[str, Any], started: float
+) -> DispatchOutcome:
+    """The outcome of a tool task that ended on its own: its result, or why it failed."""
+    exc = None if task.cancelled() else task.result().error
+    if task.cancelled() or isinstance(exc, asyncio.CancelledError):
+        text = f"tool {name!r} was cancelled from inside"  # not by the loop: by the tool
         return _error_outcome(call_id, name, args, "tool_cancelled", text, started)
-    captured = task.result()
-    exc = captured.error
     if exc is None:
-        return _success(call_id, name, args, captured.value, started)
-    if isinstance(exc, asyncio.CancelledError):
-        text = f"tool {name!r} was cancelled from inside"
-        return _error_outcome(call_id, name, args, "tool_cancelled", text, started)
+        return _success(call_id, name, args, task.result().value, started)
     if not isinstance(exc, Exception):
         raise exc  # KeyboardInterrupt, SystemExit and their kind stop the loop
     if isinstance(exc, _HandledToolError):
@@ -314,21 +482,19 @@ async def _dispatch_one(
 
 
 def _success(
-    call_id: str, name: str, args: Mapping[str, Any], value: tuple[Any, Any], started: float
+    call_id: str, name: str, args: Mapping[str, Any], output: _Output, started: float
 ) -> DispatchOutcome:
-    raw, artifact = value
-    try:
-        content = serialize_output(raw)
-    except Exception as exc:  # noqa: BLE001 - a result with no text form is the tool's failure
-        text = (
-            f"tool {name!r} returned a {type(raw).__name__} that cannot be turned into text: "
-            f"{type(exc).__name__}: {describe(exc)}"
-        )
+    if output.content is None:
+        text = f"tool {name!r} returned {output.unserialisable}"
         return _error_outcome(call_id, name, args, "bad_output", text, started)
     msg = ToolMessage(
-        content=content, tool_call_id=call_id, name=name, status="success", artifact=artifact
+        content=output.content,
+        tool_call_id=call_id,
+        name=name,
+        status="success",
+        artifact=output.artifact,
     )
-    return DispatchOutcome(msg, name, args, "success", None, time.perf_counter() - started)
+    return DispatchOutcome(msg, name, _frozen(args), "success", None, time.perf_counter() - started)
 
 
 def _validation_summary(exc: ValidationError) -> str:
@@ -365,69 +531,77 @@ def _invalid_outcome(call: InvalidToolCall) -> DispatchOutcome:
 
 
 async def dispatch(
-    message: AIMessage,
-    tools: Mapping[str, BaseTool],
+    calls: Sequence[ToolCall],
+    tools: ToolBox,
     *,
     timeout_s: float | None = None,
+    parallel: bool = True,
+    hooks: DispatchHooks = DispatchHooks(),
     finished: MutableMapping[str, DispatchOutcome] | None = None,
 ) -> list[DispatchOutcome]:
-    """Run every tool call of ``message`` concurrently; outcomes come back in call order.
+    """Run ``calls`` (concurrently, or one after another when ``parallel`` is False);
+    outcomes come back in call order, and each is handed to ``hooks.done`` as it ends.
 
-    Invalid calls (``invalid_tool_calls``) get their error messages after the valid ones,
-    in their own order. ``finished`` (by tool-call id) is filled as calls complete, so a
-    caller that is cancelled mid-dispatch still knows which calls really ran. When the
-    dispatch is cancelled, or a tool raises ``KeyboardInterrupt``/``SystemExit``, the
-    other calls are cancelled and awaited before that propagates: no task outlives it.
+    ``finished`` (by tool-call id) is filled as calls complete, so a caller that is
+    cancelled mid-dispatch still knows which calls really ran. When the dispatch is
+    cancelled, or a tool raises ``KeyboardInterrupt``/``SystemExit``, the calls still
+    running are cancelled and awaited before that propagates: no task outlives it.
     """
-    calls = message.tool_calls
     sink: MutableMapping[str, DispatchOutcome] = finished if finished is not None else {}
-    outcomes: list[DispatchOutcome] = []
-    if len(calls) == 1:
-        outcome = await _dispatch_one(calls[0], tools, timeout_s)
+
+    def done(outcome: DispatchOutcome) -> None:
         sink[outcome.message.tool_call_id] = outcome
-        outcomes.append(outcome)
-    elif calls:
-        outcomes.extend(await _dispatch_many(calls, tools, timeout_s, sink))
-    outcomes.extend(_invalid_outcome(c) for c in message.invalid_tool_calls)
-    return outcomes
+        hooks.done(outcome)
+
+    if len(calls) <= 1 or not parallel:
+        outcomes = []
+        for call in calls:
+            outcome = await _dispatch_one(call, tools, timeout_s, hooks)
+            done(outcome)
+            outcomes.append(outcome)
+        return outcomes
+    return await _dispatch_many(calls, tools, timeout_s, hooks, done)
+
+
+def invalid_outcomes(message: AIMessage) -> list[DispatchOutcome]:
+    """Error outcomes for the calls langchain-core could not parse (they never run)."""
+    return [_invalid_outcome(c) for c in message.invalid_tool_calls]
 
 
 async def _dispatch_many(
     calls: Sequence[ToolCall],
-    tools: Mapping[str, BaseTool],
+    tools: ToolBox,
     timeout_s: float | None,
-    sink: MutableMapping[str, DispatchOutcome],
+    hooks: DispatchHooks,
+    done_hook: Callable[[DispatchOutcome], None],
 ) -> list[DispatchOutcome]:
-    tasks = [asyncio.create_task(_capture(_dispatch_one(c, tools, timeout_s))) for c in calls]
+    async def one(call: ToolCall) -> DispatchOutcome:
+        outcome = await _dispatch_one(call, tools, timeout_s, hooks)
+        done_hook(outcome)  # in this call's own task, the moment it ends: completion order
+        return outcome
+
+    tasks = [asyncio.create_task(_capture(one(c))) for c in calls]
     pending: set[asyncio.Task[_Captured]] = set(tasks)
     stop: BaseException | None = None
 
-    def collect(done: Iterable[asyncio.Task[_Captured]]) -> BaseException | None:
-        first: BaseException | None = None
+    def first_error(done: Iterable[asyncio.Task[_Captured]]) -> BaseException | None:
         for task in done:
-            if task.cancelled():
-                continue
-            captured = task.result()
-            if captured.error is not None:
-                if not isinstance(captured.error, asyncio.CancelledError):
-                    first = first or captured.error
-                continue
-            outcome: DispatchOutcome = captured.value
-            sink[outcome.message.tool_call_id] = outcome
-        return first
+            error = None if task.cancelled() else task.result().error
+            if error is not None and not isinstance(error, asyncio.CancelledError):
+                return error
+        return None
 
     try:
         while pending and stop is None:
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            stop = collect(done)
+            stop = first_error(done)
     finally:
         if pending:
             for task in pending:
                 task.cancel()
             # each call gives its own tool the cancellation grace; this only waits for them
             done, _ = await asyncio.wait(pending)
-            late = collect(done)
-            stop = stop or late
+            stop = stop or first_error(done)
     if stop is not None:
         raise stop
     return [t.result().value for t in tasks]
@@ -444,11 +618,24 @@ def skipped_outcomes(message: AIMessage, reason: str, text: str) -> list[Dispatc
             reason,
             text,
             now,
+            ran=False,
         )
         for c in message.tool_calls
     ]
     out.extend(
-        _error_outcome(c.get("id") or "", c.get("name") or "(unnamed)", {}, reason, text, now)
+        _error_outcome(
+            c.get("id") or "", c.get("name") or "(unnamed)", {}, reason, text, now, ran=False
+        )
         for c in message.invalid_tool_calls
     )
     return out
+
+
+def written_outcome(
+    call: ToolCall, content: str, *, status: Literal["success", "error"]
+) -> DispatchOutcome:
+    """The outcome of a call a person answered by hand instead of running it."""
+    call_id, name = call.get("id") or "", call.get("name") or "(unnamed)"
+    msg = ToolMessage(content=content, tool_call_id=call_id, name=name, status=status)
+    reason = "skipped" if status == "error" else None
+    return DispatchOutcome(msg, name, _frozen(call.get("args")), status, reason, 0.0, ran=False)

@@ -12,12 +12,12 @@ Why this shape:
   times the cost of a whole round of an instant model. ``TraceWriter(path, fsync=True)``
   turns it on: the file is then synced at every round boundary (round start, synthesis,
   finish, failure) and on close, never on every event.
-* **ASCII JSON via :mod:`toolloop_lab.jsonsafe`**: Decimal, datetime, bytes, NaN and lone
-  surrogates all serialise, and a line never contains a raw newline. ``Event.to_dict()``
-  already returns JSON-safe data, so a line is encoded in one pass.
-* **The reader forgives the tail**: a partial last line (the writer was killed mid-run) is
-  skipped and reported, as is any line that is not an event, so one bad write never hides
-  the rest of a trace.
+* **ASCII JSON**: ``Event.to_dict()`` is JSON-safe (pydantic serialises it), and lone
+  surrogates survive as ``\\udXXX`` escapes; a line never contains a raw newline.
+* **The reader forgives the tail**: lines are split on ``\\n`` only (:mod:`toolloop_lab.jsonl`)
+  and each is parsed strictly by :func:`toolloop_lab.events.parse_event`; a partial last
+  line (the writer was killed mid-run) is skipped and reported, as is any line that is
+  not an event, so one bad write never hides the rest of a trace.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final
 
+from pydantic import ValidationError
+
 from toolloop_lab.errors import TraceError
 from toolloop_lab.events import (
     Event,
@@ -40,9 +42,9 @@ from toolloop_lab.events import (
     LoopStarted,
     RoundStarted,
     SynthesisStarted,
-    event_from_dict,
+    parse_event,
 )
-from toolloop_lab.jsonsafe import dumps
+from toolloop_lab.jsonl import read_lines
 
 __all__ = ["SkippedLine", "TraceRead", "TraceWriter", "encode_event", "read_trace", "write_trace"]
 
@@ -56,12 +58,7 @@ _SNIPPET: Final = 200
 
 def encode_event(event: Event) -> bytes:
     """One trace line for ``event``: ASCII JSON plus a newline."""
-    data = event.to_dict()
-    try:
-        # to_dict() is JSON-safe already (jsonsafe per field): skip a second conversion pass.
-        text = json.dumps(data, sort_keys=True, allow_nan=False, ensure_ascii=True)
-    except (TypeError, ValueError):  # a value to_dict() left unconverted: the slow, total path
-        text = dumps(data, sort_keys=True, ascii_only=True)
+    text = json.dumps(event.to_dict(), sort_keys=True, allow_nan=False, ensure_ascii=True)
     return (text + "\n").encode("ascii")
 
 
@@ -164,8 +161,14 @@ class SkippedLine:
     number: int
     """1-based line number."""
     reason: str
+    """Why, in words (for people)."""
     text: str
     """The start of the line (at most 200 characters)."""
+    problem: str = "partial_last_line"
+    """Why, as a code (for programs): ``partial_last_line``, ``json_invalid`` or the
+    check that failed (``int_type``, ``literal_error``, ``finite_number``, ``missing``...)."""
+    field: str | None = None
+    """The event field that failed its check (``tool_dispatch.status``), if one did."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,41 +213,36 @@ def read_trace(path: str | os.PathLike[str]) -> TraceRead:
     """
     file = Path(path)
     try:
-        raw = file.read_bytes()
+        read = read_lines(file, forgiving=True)
     except OSError as exc:
         raise TraceError(f"cannot read trace {str(file)!r}: {exc.strerror or exc}") from exc
     events: list[Event] = []
     skipped: list[SkippedLine] = []
+    for line in read.lines:
+        try:
+            events.append(parse_event(line.data))
+        except ValidationError as exc:
+            skipped.append(_skipped(line.number, exc, line.data))
     partial: str | None = None
-    lines = raw.split(b"\n")
-    complete, tail = lines[:-1], lines[-1]
-    for number, line in enumerate(complete, start=1):
-        if not line.strip():
-            continue
-        event, reason = _parse(line)
-        if event is not None:
-            events.append(event)
-        else:
-            skipped.append(SkippedLine(number, reason, _snippet(line)))
-    if tail.strip():
-        partial = tail.decode("utf-8", "replace")
-        skipped.append(SkippedLine(len(complete) + 1, "partial last line", _snippet(tail)))
+    if read.partial is not None:
+        partial = read.partial.data.decode("utf-8", "replace")
+        skipped.append(
+            SkippedLine(read.partial.number, "partial last line", _snippet(read.partial.data))
+        )
     if not events and any(s.reason != "partial last line" for s in skipped):
         raise TraceError(f"{str(file)!r} is not a toolloop_lab trace: {skipped[0].reason}")
     return TraceRead(file, tuple(events), tuple(skipped), partial)
 
 
-def _parse(line: bytes) -> tuple[Event | None, str]:
-    try:
-        data = json.loads(line)
-    except (UnicodeDecodeError, ValueError) as exc:
-        return None, f"not JSON: {exc}"
-    if not isinstance(data, dict):
-        return None, "not a JSON object"
-    try:
-        return event_from_dict(data), ""
-    except (TypeError, ValueError, KeyError, ArithmeticError) as exc:
-        return None, f"not an event: {exc}"
+def _skipped(number: int, exc: ValidationError, data: bytes) -> SkippedLine:
+    """The first problem pydantic found: where, what, and in words."""
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or None
+    if first["type"] == "json_invalid":
+        reason = f"not JSON: {first['msg']}"
+    else:
+        reason = f"not an event: {where + ': ' if where else ''}{first['msg']}"
+    return SkippedLine(number, reason, _snippet(data), first["type"], where)
 
 
 def _snippet(line: bytes) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from toolloop_lab.fields import Count, FiniteDecimal
+from toolloop_lab.fields import Count, FiniteDecimal, Flag
 
 __all__ = ["Usage", "estimate_tokens"]
 
@@ -43,7 +43,7 @@ class Usage:
     """Part of ``input_tokens`` written to the provider's prompt cache."""
     requests: Count = 0
     """Model calls counted here."""
-    estimated: bool = False
+    estimated: Flag = False
     """True when any count here was estimated or corrected because the provider reported
     none, or reported counts that cannot all be true."""
     cost_usd: FiniteDecimal | None = Decimal(0)

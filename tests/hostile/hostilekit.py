@@ -30,10 +30,17 @@ from toolloop_lab.events import (
     LoopFinished,
     LoopStarted,
     ModelCalled,
+    ModelCallStarted,
+    ModelDelta,
     Pruned,
     ToolDispatched,
+    ToolStarted,
     event_from_dict,
+    message_dicts,
+    message_from_dict,
+    transcript,
 )
+from toolloop_lab.jsonsafe import thaw
 from toolloop_lab.trace import encode_event
 from toolloop_lab.usage import Usage
 
@@ -94,10 +101,31 @@ def check_events(events: Sequence[Event], *, started: bool = True) -> LoopFinish
     assert Counter(answered) == Counter(asked), (answered, asked)
     spent = sum((e.usage for e in events if isinstance(e, (ModelCalled, Pruned))), start=Usage())
     assert final.usage == spent
+    check_starts(events, final)
     for event in events:
         back = event_from_dict(json.loads(encode_event(event)))
-        assert back.kind == event.kind
+        assert back == event
     return final
+
+
+def check_starts(events: Sequence[Event], final: LoopFinished | LoopFailed) -> None:
+    """Every start event has its end: a tool that began has one result, after it; a model
+    call that was sent has one reply (or the run failed during it), after it."""
+    started = [e.tool_call_id for e in events if isinstance(e, ToolStarted)]
+    assert len(started) == len(set(started)), started
+    ends = {e.tool_call_id: i for i, e in enumerate(events) if isinstance(e, ToolDispatched)}
+    for i, event in enumerate(events):
+        if isinstance(event, ToolStarted):
+            assert ends[event.tool_call_id] > i, event
+    sent = [e.call for e in events if isinstance(e, ModelCallStarted)]
+    assert sent == list(range(1, len(sent) + 1)), sent  # numbered in order, none skipped
+    replied = [e.call for e in events if isinstance(e, (ModelCalled, Pruned))]
+    assert len(replied) == len(set(replied)), replied
+    missing = set(sent) - set(replied)
+    assert not missing or isinstance(final, LoopFailed), missing
+    for event in events:
+        if isinstance(event, ModelDelta):
+            assert event.call in sent
 
 
 def check_messages(messages: Sequence[BaseMessage], events: Sequence[Event] = ()) -> None:
@@ -137,7 +165,19 @@ def check_result(result: ToolLoopResult) -> LoopFinished:
         final.final_empty,
         final.final_truncated,
     )
+    check_transcript(result.events, result.messages)
     return final
+
+
+def check_transcript(events: Sequence[Event], messages: Sequence[BaseMessage]) -> None:
+    """The events alone rebuild the conversation: exactly, or (for messages holding
+    values JSON cannot spell, like a NaN count) exactly as their JSON form."""
+    rebuilt = transcript(events)
+    if rebuilt == list(messages):
+        return
+    as_json = [message_from_dict(thaw(d)) for d in message_dicts(messages)]
+    assert as_json != list(messages), "the transcript differs from JSON-safe messages"
+    assert rebuilt == as_json
 
 
 def check_partial(err: PartialRun, *, started: bool = True) -> LoopFailed:
@@ -154,6 +194,8 @@ def check_partial(err: PartialRun, *, started: bool = True) -> LoopFailed:
     assert err.rounds == final.rounds
     assert err.any_invocation_made == final.any_invocation_made
     assert err.run_id == final.run_id
+    if started:
+        check_transcript(err.events, err.messages)
     return final
 
 

@@ -100,7 +100,7 @@ async def test_cancel_during_the_first_model_call() -> None:
     await _cancel_when(LLMAgent(model, [], observers=[events.append]), model.waiting.wait)
 
     failed = _failed(events)
-    assert kinds(events) == ["loop_start", "round_start", "loop_failure"]
+    assert kinds(events) == ["loop_start", "round_start", "model_call_start", "loop_failure"]
     assert (failed.round, failed.rounds, failed.usage) == (1, 0, Usage())
     assert failed.any_invocation_made is True
 
@@ -138,7 +138,7 @@ async def test_cancel_during_the_synthesis_call(echo_tool: BaseTool) -> None:
     await _cancel_when(agent, model.waiting.wait)
 
     failed = _failed(events)
-    assert kinds(events)[-2:] == ["synthesis", "loop_failure"]
+    assert kinds(events)[-3:] == ["synthesis", "model_call_start", "loop_failure"]
     assert (failed.round, failed.rounds) == (2, 1)
 
 
@@ -178,10 +178,15 @@ async def test_cancel_during_parallel_dispatch_keeps_what_finished() -> None:
     failed = _failed(events)
     assert (failed.usage.input_tokens, failed.usage.output_tokens) == (50, 5)
     by_id = dispatched(events)
-    assert [(i, by_id[i].status, by_id[i].error_reason, by_id[i].content) for i in by_id] == [
-        ("s1", "error", "cancelled", "Error: the loop was stopped before this call ran"),
-        ("q2", "success", None, "quick 2"),  # it ran: its result is kept
-        ("s3", "error", "cancelled", "Error: the loop was stopped before this call ran"),
+    # events in completion order: q2 finished, then the stop closed the others
+    assert list(by_id) == ["q2", "s1", "s3"]
+    assert [
+        (i, by_id[i].status, by_id[i].error_reason, by_id[i].content, by_id[i].ran)
+        for i in ("s1", "q2", "s3")
+    ] == [
+        ("s1", "error", "cancelled", "Error: the loop was stopped before this call ran", False),
+        ("q2", "success", None, "quick 2", True),  # it ran: its result is kept
+        ("s3", "error", "cancelled", "Error: the loop was stopped before this call ran", False),
     ]
 
 
@@ -367,7 +372,9 @@ async def test_cancel_with_fifty_calls_half_of_them_finished() -> None:
 
     _failed(events)
     by_id = dispatched(events)
-    assert list(by_id) == [f"p{n}" for n in range(50)]  # call order, every id once
+    assert sorted(by_id) == sorted(f"p{n}" for n in range(50))  # every id once
+    finished = [i for i in by_id if by_id[i].ran]
+    assert list(by_id)[: len(finished)] == finished  # what ran was reported as it finished
     for n in range(50):
         event = by_id[f"p{n}"]
         if n % 2 == 0:

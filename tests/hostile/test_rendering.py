@@ -11,6 +11,10 @@ audit asserts, on every widget value (``LoopDebugger``) or on the report (``lab/
 * the payload *is* shown, as text (so the field really was rendered and escaped, not
   dropped); already-escaped text stays as it was written.
 
+Names, ids and finish reasons are clipped to a couple of hundred characters in every view
+(tests/test_clipping.py), so those fields get the payloads in groups that fit: each
+payload is still shown, escaped, in the field itself.
+
 Related cases elsewhere: tests/test_widget_escaping.py (the debugger, several fields in
 one run), tests/test_report.py (the report).
 """
@@ -57,6 +61,23 @@ PAYLOADS = [
     "&lt;b&gt;already escaped&lt;/b&gt;",
 ]
 ALL = " ".join(PAYLOADS)
+NAME_CHARS = 200
+"""Characters of a name (tool, model) or a finish reason every view shows unclipped."""
+ID_CHARS = 100
+"""Characters of a tool-call id every view shows unclipped."""
+
+
+def groups(limit: int) -> list[tuple[str, ...]]:
+    """The payloads in as few groups as fit ``limit`` characters each, joined by spaces."""
+    out = [(PAYLOADS[0],)]
+    for payload in PAYLOADS[1:]:
+        if len(" ".join((*out[-1], payload))) <= limit:
+            out[-1] = (*out[-1], payload)
+        else:
+            out.append((payload,))
+    return out
+
+
 UNSAFE_VALUES = ("javascript", "alert", "expression(", "url(", "<", ">")
 
 
@@ -193,14 +214,24 @@ class Run:
     pruning: list[Any] | None = None
     json_shown: bool = False
     """The payload is shown inside pretty JSON (quotes escaped as JSON does)."""
+    payloads: tuple[str, ...] = tuple(PAYLOADS)
+    """The payloads the run puts in the field (a model has one name per run)."""
 
 
 def widget_runs(root: Path) -> dict[str, Run]:
     (root / "<img src=x onerror=alert(1)>.txt").write_text(ALL)
     long_output = ALL + " " + "filler " * 400
+    names = [" ".join(g) for g in groups(NAME_CHARS)]
     return {
-        "tool-name": Run([_reply("", _call(ALL, {})), _reply("done")]),
-        "tool-call-id": Run([_reply("", _call("echo", {"text": "x"}, ALL)), _reply("done")]),
+        "tool-name": Run(
+            [_reply("", *(_call(n, {}, f"c{i}") for i, n in enumerate(names))), _reply("done")]
+        ),
+        "tool-call-id": Run(
+            [
+                _reply("", *(_call("echo", {"text": "x"}, " ".join(g)) for g in groups(ID_CHARS))),
+                _reply("done"),
+            ]
+        ),
         "argument-key": Run(
             [_reply("", _call("echo", {ALL: "x"})), _reply("done")], json_shown=True
         ),
@@ -229,8 +260,22 @@ def widget_runs(root: Path) -> dict[str, Run]:
                 _reply("done"),
             ]
         ),
-        "finish-reason": Run([_reply("done", response_metadata={"finish_reason": ALL})]),
-        "model-name": Run([_reply("done")], model_name=ALL),
+        "finish-reason": Run(
+            [
+                *(
+                    _reply(
+                        "t", _call("echo", {"text": "x"}), response_metadata={"finish_reason": n}
+                    )
+                    for n in names
+                ),
+                _reply("done"),
+            ],
+            config=AgentConfig(tool_max_rounds=len(names) + 1),
+        ),
+        **{
+            f"model-name-{i}": Run([_reply("done")], model_name=" ".join(g), payloads=g)
+            for i, g in enumerate(groups(NAME_CHARS), start=1)
+        },
         "synthesis-prompt": Run(
             [_reply("", _call("echo", {"text": "x"})), _reply("final")],
             config=AgentConfig(tool_max_rounds=1, synthesis_prompt=ALL),
@@ -268,7 +313,7 @@ WIDGET_FIELDS = [
     "model-text",
     "invalid-call",
     "finish-reason",
-    "model-name",
+    *(f"model-name-{i}" for i in range(1, len(groups(NAME_CHARS)) + 1)),
     "synthesis-prompt",
     "pruning",
     "exception",
@@ -292,8 +337,10 @@ def _audit_every_round(dbg: LoopDebugger) -> str:
     return "\n".join(seen)
 
 
-def _assert_shown(visible: str, json_shown: bool = False) -> None:
-    for payload in PAYLOADS:
+def _assert_shown(
+    visible: str, json_shown: bool = False, payloads: tuple[str, ...] = tuple(PAYLOADS)
+) -> None:
+    for payload in payloads:
         shown = json.dumps(payload, ensure_ascii=False)[1:-1] if json_shown else payload
         assert shown in visible, f"{payload!r} is not shown as text"
 
@@ -309,11 +356,12 @@ async def test_widget_field(name: str, dbg: LoopDebugger, tmp_path: Path) -> Non
     except ToolLoopError:
         assert name == "exception"
     assert dbg.view.status in ("finished", "failed")
-    _assert_shown(_audit_every_round(dbg), run.json_shown)
+    _assert_shown(_audit_every_round(dbg), run.json_shown, run.payloads)
 
 
 async def test_widget_pause_detail_and_failure_panel(dbg: LoopDebugger) -> None:
-    model = ScriptedChatModel([_reply("", _call(ALL, {})), RuntimeError(ALL)], model_name=MODEL)
+    names = [_call(" ".join(g), {}, f"c{i}") for i, g in enumerate(groups(NAME_CHARS))]
+    model = ScriptedChatModel([_reply("", *names), RuntimeError(ALL)], model_name=MODEL)
     dbg.pause_on = "tools"
     task = dbg.start(LLMAgent(model, [echo_tool()]), "go")
     for _ in range(100_000):  # a deadlock guard, not a timing assertion
@@ -321,7 +369,7 @@ async def test_widget_pause_detail_and_failure_panel(dbg: LoopDebugger) -> None:
             break
         await asyncio.sleep(0)
     assert dbg.paused_at is not None
-    _assert_shown(audit_widgets(dbg))  # "paused before tool dispatch (<the tool name>)"
+    _assert_shown(audit_widgets(dbg))  # "paused before tool dispatch (<the tool names>)"
     dbg.pause_on = "off"
     dbg.continue_()
     with pytest.raises(ToolLoopError):

@@ -390,7 +390,9 @@ def test_interrupts_from_a_tool_propagate_after_a_final_event(
     assert kinds(events) == [
         "loop_start",
         "round_start",
+        "model_call_start",
         "model_call",
+        "tool_start",
         "tool_dispatch",
         "loop_failure",
     ]

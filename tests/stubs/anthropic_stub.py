@@ -1,20 +1,36 @@
-"""Anthropic Messages stub: ``POST /v1/messages``, non-streaming.
+"""Anthropic Messages stub: ``POST /v1/messages``, whole or streamed.
 
 Replies use the real wire format: ``content`` is a list of ``text`` and ``tool_use``
 blocks, ``stop_reason`` is ``tool_use`` or ``end_turn``, and ``usage`` has
 ``input_tokens`` (the *uncached* input only), ``output_tokens``,
 ``cache_read_input_tokens`` and ``cache_creation_input_tokens``.
+
+A request with ``"stream": true`` gets the same reply as named events
+(:func:`message_events`): ``message_start`` (input usage), ``ping``, then per block
+``content_block_start`` / ``content_block_delta`` (``text_delta`` fragments, or
+``input_json_delta`` fragments of the tool input) / ``content_block_stop``, then
+``message_delta`` (``stop_reason`` and the whole usage, cumulative as the API reports it:
+langchain-anthropic reads usage from this event only) and ``message_stop``.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
-from .server import Reply, StubServer, pairing_problem
+from .server import (
+    DEFAULT_CHUNK_INTERVAL,
+    DEFAULT_FRAGMENT_CHARS,
+    Reply,
+    StubServer,
+    pairing_problem,
+)
+from .sse import DEFAULT_PLAN, ScriptError, SSEEvent, StreamPlan, pieces
 
-__all__ = ["AnthropicStub", "AnthropicToolUse", "AnthropicUsage", "tool_pairs"]
+__all__ = ["AnthropicStub", "AnthropicToolUse", "AnthropicUsage", "message_events", "tool_pairs"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,11 +58,30 @@ class AnthropicUsage:
 
 @dataclass(frozen=True, slots=True)
 class AnthropicToolUse:
-    """A ``tool_use`` block to send."""
+    """A ``tool_use`` block to send.
+
+    ``fragments`` fixes the ``partial_json`` pieces it streams as; joined they must decode
+    to ``input`` (write escapes such as ``\\u00e9`` into them freely). Without them the
+    pieces are ``json.dumps(input)`` cut every ``stub.fragment_chars`` characters.
+    """
 
     name: str
     input: Mapping[str, Any]
     id: str | None = None
+    fragments: Sequence[str] | None = None
+
+    def wire_fragments(self, size: int) -> tuple[str, ...]:
+        """The ``partial_json`` pieces of this block when streamed."""
+        if self.fragments is None:
+            return pieces(json.dumps(dict(self.input)), size)
+        text = "".join(self.fragments)
+        try:
+            decoded = json.loads(text)
+        except json.JSONDecodeError:
+            decoded = None
+        if decoded != self.input:
+            raise ScriptError("fragments", f"{text!r} does not decode to the input")
+        return tuple(self.fragments)
 
 
 class AnthropicStub(StubServer):
@@ -55,12 +90,22 @@ class AnthropicStub(StubServer):
     route = "/v1/messages"
     model = "claude-3-5-haiku-20241022"
     """What replies report as ``model`` (genai-prices knows it)."""
+    stream_error_status = 529  # "overloaded_error", the usual mid-stream failure
+    stream_error_event = "error"
 
-    def __init__(self, *, keep_alive: bool = False) -> None:
-        super().__init__(keep_alive=keep_alive)
+    def __init__(
+        self,
+        *,
+        keep_alive: bool = False,
+        chunk_interval: float = DEFAULT_CHUNK_INTERVAL,
+        fragment_chars: int = DEFAULT_FRAGMENT_CHARS,
+    ) -> None:
+        super().__init__(
+            keep_alive=keep_alive, chunk_interval=chunk_interval, fragment_chars=fragment_chars
+        )
         self._ids = 0
         self.reported: list[AnthropicUsage] = []
-        """Usage of every successful reply queued, in order."""
+        """Usage of every successful reply queued, in order (not those with a stream fault)."""
 
     @property
     def base_url(self) -> str:
@@ -75,8 +120,13 @@ class AnthropicStub(StubServer):
         usage: AnthropicUsage,
         stop_reason: str | None = None,
         model: str | None = None,
+        stream: StreamPlan = DEFAULT_PLAN,
     ) -> list[str]:
-        """Queue one message; returns the ``tool_use`` ids it will carry."""
+        """Queue one message; returns the ``tool_use`` ids it will carry.
+
+        It is streamed following ``stream`` if the request asks for a stream.
+        """
+        inputs = [u.wire_fragments(self.fragment_chars) for u in tool_uses]
         self._ids += 1
         n = self._ids
         content: list[dict[str, Any]] = []
@@ -97,8 +147,11 @@ class AnthropicStub(StubServer):
             "stop_sequence": None,
             "usage": usage.wire(),
         }
-        self.reported.append(usage)
-        self.enqueue(Reply(body))
+        if stream.fault is None:
+            self.reported.append(usage)
+        text_pieces = pieces(text, self.fragment_chars) if text is not None else ()
+        render = partial(message_events, body, text_pieces, tuple(inputs))
+        self.enqueue(Reply(body, render_stream=render, stream=stream))
         return ids
 
     def validate(self, body: Any) -> str | None:
@@ -134,6 +187,58 @@ class AnthropicStub(StubServer):
     @property
     def cache_creation_input_tokens(self) -> int:
         return sum(u.cache_creation_input_tokens for u in self.reported)
+
+
+def message_events(
+    body: Mapping[str, Any],
+    text: Sequence[str],
+    inputs: Sequence[Sequence[str]],
+    request: Any,
+) -> list[SSEEvent]:
+    """The ``message`` ``body`` as the events Anthropic streams for it.
+
+    ``text`` (the text block) and ``inputs`` (one ``partial_json`` list per ``tool_use``
+    block) are the content cut as it should stream. ``request`` is not needed: Anthropic
+    streams the same events whatever the request says.
+    """
+    usage = body["usage"]
+    start = {
+        **body,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {**usage, "output_tokens": min(1, usage["output_tokens"])},
+    }
+    events = [_event({"type": "message_start", "message": start}), _event({"type": "ping"})]
+    tool_inputs = iter(inputs)
+    for index, block in enumerate(body["content"]):
+        opened: dict[str, Any]
+        if block["type"] == "text":
+            opened = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": piece} for piece in text]
+        else:
+            opened = {**block, "input": {}}
+            deltas = [
+                {"type": "input_json_delta", "partial_json": piece}
+                for piece in ("", *next(tool_inputs))  # the API opens with an empty piece
+            ]
+        events.append(
+            _event({"type": "content_block_start", "index": index, "content_block": opened})
+        )
+        events.extend(
+            _event({"type": "content_block_delta", "index": index, "delta": delta})
+            for delta in deltas
+        )
+        events.append(_event({"type": "content_block_stop", "index": index}))
+    stop = {"stop_reason": body["stop_reason"], "stop_sequence": body["stop_sequence"]}
+    events.append(_event({"type": "message_delta", "delta": stop, "usage": usage}))
+    events.append(_event({"type": "message_stop"}))
+    return events
+
+
+def _event(data: Mapping[str, Any]) -> SSEEvent:
+    """A named event as the API streams it: no spaces, UTF-8 left as is."""
+    return SSEEvent(json.dumps(data, separators=(",", ":"), ensure_ascii=False), str(data["type"]))
 
 
 def tool_pairs(body: Mapping[str, Any]) -> list[tuple[list[str], list[str]]]:

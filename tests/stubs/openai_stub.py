@@ -1,9 +1,15 @@
-"""OpenAI Chat Completions stub: ``POST /v1/chat/completions``, non-streaming.
+"""OpenAI Chat Completions stub: ``POST /v1/chat/completions``, whole or streamed.
 
 Replies use the real wire format: ``choices[0].message.tool_calls[].function.arguments``
 is a JSON *string* (so a test can send text that is not valid JSON), and ``usage`` has
 ``prompt_tokens``, ``completion_tokens`` and ``prompt_tokens_details.cached_tokens``
 (cached tokens are part of ``prompt_tokens``, as OpenAI reports them).
+
+A request with ``"stream": true`` gets the same reply as ``chat.completion.chunk`` events
+(:func:`completion_chunks`): a role chunk, the text in fragments, each tool call with its
+index, id and name in its first fragment and its arguments text spread over the following
+ones, a chunk with ``finish_reason``, a ``usage`` chunk with no choices when the request
+has ``stream_options.include_usage``, then ``data: [DONE]``.
 """
 
 from __future__ import annotations
@@ -11,11 +17,19 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
-from .server import Reply, StubServer, pairing_problem
+from .server import (
+    DEFAULT_CHUNK_INTERVAL,
+    DEFAULT_FRAGMENT_CHARS,
+    Reply,
+    StubServer,
+    pairing_problem,
+)
+from .sse import DEFAULT_PLAN, ScriptError, SSEEvent, StreamPlan, pieces
 
-__all__ = ["OpenAIStub", "OpenAIToolCall", "OpenAIUsage", "tool_pairs"]
+__all__ = ["OpenAIStub", "OpenAIToolCall", "OpenAIUsage", "completion_chunks", "tool_pairs"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,11 +57,38 @@ class OpenAIUsage:
 
 @dataclass(frozen=True, slots=True)
 class OpenAIToolCall:
-    """A tool call to send; a ``str`` ``arguments`` goes on the wire verbatim."""
+    """A tool call to send; a ``str`` ``arguments`` goes on the wire verbatim.
+
+    ``fragments`` fixes how the arguments text is cut when streamed; their concatenation
+    *is* the wire text, so it must equal a ``str`` ``arguments`` or decode to a mapping
+    one (write escapes such as ``\\u00e9`` into them freely). Without ``fragments`` the
+    text is ``json.dumps(arguments)`` cut every ``stub.fragment_chars`` characters.
+    """
 
     name: str
     arguments: Mapping[str, Any] | str
     id: str | None = None
+    fragments: Sequence[str] | None = None
+
+    def wire_fragments(self, size: int) -> tuple[str, ...]:
+        """The arguments text as streamed; joined, it is the text sent whole."""
+        if self.fragments is None:
+            args = self.arguments
+            return pieces(args if isinstance(args, str) else json.dumps(args), size)
+        text = "".join(self.fragments)
+        if isinstance(self.arguments, str):
+            if text != self.arguments:
+                raise ScriptError("fragments", f"join to {text!r}, not the arguments")
+        elif _loads(text) != self.arguments:
+            raise ScriptError("fragments", f"{text!r} does not decode to the arguments")
+        return tuple(self.fragments)
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return None
 
 
 class OpenAIStub(StubServer):
@@ -57,11 +98,19 @@ class OpenAIStub(StubServer):
     model = "gpt-4o-mini-2024-07-18"
     """What replies report as ``model`` (genai-prices knows it)."""
 
-    def __init__(self, *, keep_alive: bool = False) -> None:
-        super().__init__(keep_alive=keep_alive)
+    def __init__(
+        self,
+        *,
+        keep_alive: bool = False,
+        chunk_interval: float = DEFAULT_CHUNK_INTERVAL,
+        fragment_chars: int = DEFAULT_FRAGMENT_CHARS,
+    ) -> None:
+        super().__init__(
+            keep_alive=keep_alive, chunk_interval=chunk_interval, fragment_chars=fragment_chars
+        )
         self._ids = 0
         self.reported: list[OpenAIUsage] = []
-        """Usage of every successful reply queued, in order."""
+        """Usage of every successful reply queued, in order (not those with a stream fault)."""
 
     @property
     def base_url(self) -> str:
@@ -80,21 +129,21 @@ class OpenAIStub(StubServer):
         usage: OpenAIUsage,
         finish_reason: str | None = None,
         model: str | None = None,
+        stream: StreamPlan = DEFAULT_PLAN,
     ) -> list[str]:
-        """Queue one completion; returns the tool call ids it will carry."""
+        """Queue one completion; returns the tool call ids it will carry.
+
+        It is streamed following ``stream`` if the request asks for a stream.
+        """
+        args = [c.wire_fragments(self.fragment_chars) for c in tool_calls]
         n = self._next_id()
         calls = [
             {
                 "id": c.id or f"call_stub{n}_{i}",
                 "type": "function",
-                "function": {
-                    "name": c.name,
-                    "arguments": c.arguments
-                    if isinstance(c.arguments, str)
-                    else json.dumps(c.arguments),
-                },
+                "function": {"name": c.name, "arguments": "".join(a)},
             }
-            for i, c in enumerate(tool_calls)
+            for i, (c, a) in enumerate(zip(tool_calls, args, strict=True))
         ]
         message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
         if calls:
@@ -116,8 +165,11 @@ class OpenAIStub(StubServer):
             "system_fingerprint": "fp_stub",
             "service_tier": "default",
         }
-        self.reported.append(usage)
-        self.enqueue(Reply(body))
+        if stream.fault is None:
+            self.reported.append(usage)
+        text_pieces = pieces(text, self.fragment_chars) if text is not None else None
+        render = partial(completion_chunks, body, text_pieces, tuple(args))
+        self.enqueue(Reply(body, render_stream=render, stream=stream))
         return [str(c["id"]) for c in calls]
 
     def validate(self, body: Any) -> str | None:
@@ -147,6 +199,67 @@ class OpenAIStub(StubServer):
     @property
     def cached_tokens(self) -> int:
         return sum(u.cached_tokens for u in self.reported)
+
+
+def completion_chunks(
+    body: Mapping[str, Any],
+    text: Sequence[str] | None,
+    arguments: Sequence[Sequence[str]],
+    request: Any,
+) -> list[SSEEvent]:
+    """The ``chat.completion`` ``body`` as the stream of chunks OpenAI sends for it.
+
+    ``text`` and ``arguments`` (one fragment list per tool call) are the content cut as it
+    should stream; ``request`` is the request body (``stream_options.include_usage``).
+    """
+    options = request.get("stream_options") if isinstance(request, Mapping) else None
+    include_usage = isinstance(options, Mapping) and options.get("include_usage") is True
+    head = {
+        "id": body["id"],
+        "object": "chat.completion.chunk",
+        "created": body["created"],
+        "model": body["model"],
+        "system_fingerprint": body["system_fingerprint"],
+        "service_tier": body["service_tier"],
+    }
+    choice = body["choices"][0]
+
+    def chunk(delta: Mapping[str, Any], finish_reason: str | None = None) -> SSEEvent:
+        data: dict[str, Any] = {
+            **head,
+            "choices": [
+                {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+            ],
+        }
+        if include_usage:
+            data["usage"] = None
+        return SSEEvent(_compact(data))
+
+    events = [chunk({"role": "assistant", "content": "" if text else None, "refusal": None})]
+    events.extend(chunk({"content": piece}) for piece in text or ())
+    calls = choice["message"].get("tool_calls") or []
+    for index, (call, fragments) in enumerate(zip(calls, arguments, strict=True)):
+        first = {
+            "index": index,
+            "id": call["id"],
+            "type": "function",
+            "function": {"name": call["function"]["name"], "arguments": ""},
+        }
+        events.append(chunk({"tool_calls": [first]}))
+        events.extend(
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+            for piece in fragments
+        )
+    events.append(chunk({}, choice["finish_reason"]))
+    if include_usage:
+        events.append(SSEEvent(_compact({**head, "choices": [], "usage": body["usage"]})))
+    events.append(SSEEvent("[DONE]"))
+    return events
+
+
+def _compact(data: Mapping[str, Any]) -> str:
+    """JSON as the APIs stream it: no spaces, UTF-8 left as is."""
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
 def tool_pairs(body: Mapping[str, Any]) -> list[tuple[list[str], list[str]]]:

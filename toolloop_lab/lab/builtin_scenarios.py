@@ -18,7 +18,14 @@ from toolloop_lab.lab.scenario import DEFAULT_MODEL_NAME, Reply, Scenario
 from toolloop_lab.pricing import cost_of
 from toolloop_lab.usage import Usage
 
-__all__ = ["CATALOG_PROMPT", "PRUNING_REPLY", "catalog", "scripted_call", "scripted_final"]
+__all__ = [
+    "CATALOG_PROMPT",
+    "PRUNING_REPLY",
+    "catalog",
+    "repeated_call",
+    "scripted_call",
+    "scripted_final",
+]
 
 CATALOG_PROMPT: Final = "Use the tool, then answer."
 
@@ -34,6 +41,11 @@ def scripted_call(n: int, tool: str = "echo", *, text: str = "") -> Reply:
     """Call ``n`` of a script: one tool call with the spec's usage."""
     args = {"path": "report.txt"} if tool == "file_read" else {"text": f"ping {n}"}
     return Reply.call(tool, args, text=text, input_tokens=10 + 2 * n, output_tokens=5 + n)
+
+
+def repeated_call(n: int) -> Reply:
+    """Call ``n`` of a stuck script: the very same tool call every time (no progress)."""
+    return Reply.call("echo", {"text": "ping"}, input_tokens=10 + 2 * n, output_tokens=5 + n)
 
 
 def scripted_final(n: int, text: str) -> Reply:
@@ -99,10 +111,16 @@ def catalog(*, model_name: str = DEFAULT_MODEL_NAME) -> tuple[Scenario, ...]:
         ),
         scripted(
             "stuck_model",
-            (scripted_call(1), scripted_call(2), scripted_final(3, "Synthesis answer")),
-            config=AgentConfig(tool_max_rounds=2),
+            (
+                repeated_call(1),
+                repeated_call(2),
+                repeated_call(3),
+                scripted_final(4, "Synthesis answer"),
+            ),
+            config=AgentConfig(tool_max_rounds=5, max_stuck_rounds=2),
             tags=("synthesis",),
-            description="Tool calls with no text until the cap: synthesis, reason stuck.",
+            description="The same tool call three times in a row (two repeats): synthesis, "
+            "reason stuck, before the round cap.",
         ),
         scripted(
             "pruning",

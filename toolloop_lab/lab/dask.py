@@ -132,7 +132,7 @@ def run_scenarios_on_dask(
     chosen: Sequence[Observer] = tuple(observers)
     slots: list[ScenarioRun | None] = [None] * len(items)
     pending: dict[Any, _Attempt] = {}
-    errors = retried = 0
+    failed = retried = 0
     bar = progress_bar(len(items), progress)
     try:
         if items:
@@ -162,7 +162,7 @@ def run_scenarios_on_dask(
                         )
                         done.add(again)
                         retried += 1
-                        bar.set_postfix(errors=errors, retried=retried, refresh=False)
+                        bar.set_postfix(failed=failed, retried=retried, refresh=False)
                         continue
                     run = executor_failure(
                         scenario,
@@ -172,9 +172,9 @@ def run_scenarios_on_dask(
                         attempts=attempt.number,
                     )
                 slots[attempt.index] = run
-                if run.outcome == "error":
-                    errors += 1
-                    bar.set_postfix(errors=errors, retried=retried, refresh=False)
+                if run.failed:
+                    failed += 1
+                    bar.set_postfix(failed=failed, retried=retried, refresh=False)
                 bar.update(1)
     finally:
         if pending:  # interrupted: stop what the cluster would otherwise still run

@@ -3,6 +3,11 @@
 Figures are built with ``matplotlib.figure.Figure`` directly, never through pyplot, so a
 sweep leaves no global figure state behind and the code runs under any backend (tests use
 Agg). Each figure has a title, axis labels with units, and a legend when it has series.
+
+Scenario names are the only text from outside: each goes through :func:`_label`, so a
+name is never read as mathtext (``$x_$`` would raise while drawing), a lone surrogate
+never reaches the font code (which takes no such string), and a long name is clipped
+(with a ``… (N chars)`` marker) instead of squeezing the axes away.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
+from toolloop_lab.escape import clip
+
 __all__ = [
     "budget_gates_figure",
     "cost_per_round_figure",
@@ -25,7 +32,16 @@ __all__ = [
 _MAX_LEGEND: Final = 15
 """More series than this and a legend hides the plot; it is left out."""
 
+_LABEL_CHARS: Final = 40
+"""Characters of a scenario name a tick or legend label shows."""
+
 _COLORS: Final = {"prompt": "#4C72B0", "completion": "#55A868", "pruning": "#C44E52"}
+
+
+def _label(name: object) -> str:
+    """A scenario name as matplotlib shows it literally: clipped, lone surrogates replaced
+    by U+FFFD, dollar signs escaped for mathtext."""
+    return clip(name, _LABEL_CHARS).replace("$", r"\$")
 
 
 def _width(n: int) -> float:
@@ -46,7 +62,7 @@ def _usd_axis(ax: Axes, largest: float) -> None:
 
 def spend_figure(runs: pd.DataFrame) -> Figure:
     """Stacked bars of prompt, completion and pruning tokens per scenario."""
-    names = [str(s) for s in runs["scenario"]]
+    names = [_label(s) for s in runs["scenario"]]
     fig = Figure(figsize=(_width(len(names)), 4.8), layout="constrained")
     ax = fig.add_subplot()
     ax.set_title("Token spend per scenario")
@@ -86,7 +102,7 @@ def cost_per_round_figure(rounds: pd.DataFrame) -> Figure:
     groups = list(known.groupby("scenario", sort=False, observed=True))
     synthesis_label = "synthesis call"
     for name, group in groups:
-        ax.plot(group["round"], group["cost_usd"], marker="o", label=str(name))
+        ax.plot(group["round"], group["cost_usd"], marker="o", label=_label(name))
         synth = group[group["purpose"] == "synthesis"]
         if not synth.empty:
             ax.plot(
@@ -108,7 +124,7 @@ def cost_per_round_figure(rounds: pd.DataFrame) -> Figure:
 def pruning_savings_figure(runs: pd.DataFrame) -> Figure:
     """Per pruned scenario: tokens kept out of the conversation vs. tokens pruning spent."""
     pruned = runs[(runs["tokens_saved_by_pruning"] > 0) | (runs["pruning_tokens"] > 0)]
-    names = [str(s) for s in pruned["scenario"]]
+    names = [_label(s) for s in pruned["scenario"]]
     fig = Figure(figsize=(max(6.0, 1.6 * len(names) + 3.0), 4.8), layout="constrained")
     ax = fig.add_subplot()
     ax.set_title("Pruning savings")
@@ -151,7 +167,7 @@ def budget_gates_figure(rounds: pd.DataFrame) -> Figure:
         checked = rounds[(rounds[f"{gate}_gate"] != "off") & (rounds[limit_col] > 0)]
         for name, group in checked.groupby("scenario", sort=False, observed=True):
             share = (group[spent_col].astype(float) / group[limit_col].astype(float)) * 100.0
-            ax.plot(group["round"], share, marker="o", label=f"{name} ({unit})")
+            ax.plot(group["round"], share, marker="o", label=f"{_label(name)} ({unit})")
             series += 1
             peak = max(peak, float(share.max()))
             trip = group[f"{gate}_gate"] == "tripped"

@@ -1,12 +1,15 @@
 """The self-contained HTML report of a sweep: summary table, plots, one timeline per scenario.
 
 Model text, tool names, arguments and outputs, error messages, scenario names and tags are
-untrusted: every interpolated value goes through :mod:`toolloop_lab.escape` (long texts are
-cut *before* escaping, so an entity is never split). Numbers go through it too, so there is
-one rule with no exceptions. Plots are embedded as base64 PNG ``data:`` images, and a
-Content-Security-Policy allows nothing else: no scripts, no remote fetches, no frames —
-a second line of defence should an escape ever be missed. Timelines are drawn from the
-same :class:`~toolloop_lab.runview.RunView` fold as the widget and the frames.
+untrusted: every interpolated value goes through :mod:`toolloop_lab.escape`, and each is
+clipped there first, with a ``… (N chars)`` marker (so an entity is never split): names
+and ids to a few hundred characters, free text and content to the limits below. A saved
+sweep is a file anyone can edit, so this holds for a loaded one too. Numbers go through
+``esc`` as well, so there is one rule with no exceptions. Plots are embedded as base64
+PNG ``data:`` images, and a Content-Security-Policy allows nothing else: no scripts, no
+remote fetches, no frames — a second line of defence should an escape ever be missed.
+Timelines are drawn from the same :class:`~toolloop_lab.runview.RunView` fold as the
+widget and the frames.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
 
-from toolloop_lab.escape import esc, truncate
+from toolloop_lab.escape import NAME_CHARS, TEXT_CHARS, clip, esc, esc_clip
 from toolloop_lab.events import BudgetGate
 from toolloop_lab.jsonsafe import dumps
 from toolloop_lab.lab.record import ScenarioRun
@@ -35,8 +38,9 @@ CSP: Final = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base
 """The report's Content-Security-Policy: inline CSS and data: images only."""
 
 TEXT_LIMIT: Final = 600
-"""Characters of model text, tool output or pruned text shown before cutting."""
+"""Characters of model text, tool output, pruned text or an error message shown."""
 ARGS_LIMIT: Final = 300
+"""Characters of a tool call's arguments (as JSON) shown."""
 
 _CSS: Final = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;padding:0 1rem;
@@ -47,9 +51,9 @@ th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:right;vertical-ali
 th:nth-child(-n+3),td:nth-child(-n+3),th:last-child,td:last-child{text-align:left}
 tr.total td{font-weight:600;border-top:2px solid #999}
 .o{padding:1px 6px;border-radius:8px;font-size:12px;white-space:nowrap}
-.o-final{background:#dff3e3}.o-synthesis{background:#e3ecfb}
-.o-budget_exhausted{background:#fff1cc}.o-cost_exhausted{background:#ffe2c6}
-.o-error{background:#fbdada}
+.o-final_answer{background:#dff3e3}.o-synthesis{background:#e3ecfb}
+.o-token_budget_exhausted{background:#fff1cc}.o-usd_budget_exhausted{background:#ffe2c6}
+.o-failed{background:#fbdada}.o-cancelled{background:#eeeeee}
 figure{margin:1rem 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
 section.scenario{border:1px solid #ddd;border-radius:6px;padding:.6rem 1rem;margin:1rem 0}
 ol.timeline{padding-left:1.2rem}ol.timeline>li{margin:.5rem 0}
@@ -61,11 +65,19 @@ margin:2px 0;font-size:12px}
 """
 
 
-def _cut(text: str, limit: int = TEXT_LIMIT) -> str:
-    """Escaped ``text`` cut to ``limit`` characters, saying how long it was."""
-    shown, cut = truncate(text, limit)
-    note = f" [{len(text):,} characters in all]" if cut else ""
-    return esc(shown) + esc(note)
+def _cut(text: str | None, limit: int = TEXT_LIMIT) -> str:
+    """Escaped content cut to ``limit`` characters, saying how long it was."""
+    return esc_clip(text, limit)
+
+
+def _name(value: str | None) -> str:
+    """An escaped name or short label (scenario, tag, tool, model, error kind)."""
+    return esc_clip(value, NAME_CHARS)
+
+
+def _error(kind: str | None, reason: str | None) -> str:
+    """``kind: reason`` of a failed scenario, each part clipped (not escaped)."""
+    return f"{clip(kind, NAME_CHARS)}: {clip(reason, NAME_CHARS)}"
 
 
 def _usd(value: Decimal | float | None) -> str:
@@ -103,11 +115,11 @@ def _summary(results: LabResults) -> str:
     )
     rows = []
     for i, (record, row) in enumerate(zip(results.records, runs.to_dict("records"), strict=True)):
-        error = f"{record.error_kind}: {record.error_reason}" if record.error_kind else ""
+        error = _error(record.error_kind, record.error_reason) if record.error_kind else ""
         rows.append(
             "<tr>"
-            f'<td><a href="#scenario-{i}">{esc(row["scenario"])}</a></td>'
-            f"<td>{esc(', '.join(record.tags))}</td>"
+            f'<td><a href="#scenario-{i}">{_name(row["scenario"])}</a></td>'
+            f"<td>{esc(_tags(record.tags))}</td>"
             f'<td><span class="o o-{esc(row["outcome"])}">{esc(row["outcome"])}</span></td>'
             + _cells(
                 (
@@ -180,16 +192,20 @@ def _gate(gate: BudgetGate) -> str:
     )
 
 
+def _tags(tags: Iterable[str]) -> str:
+    return ", ".join(clip(t, NAME_CHARS) for t in tags)
+
+
 def _tool(tool: ToolRow) -> str:
     status = (
         f'<span class="error">{esc(tool.status)}</span>'
         if tool.status == "error"
         else esc(tool.status)
     )
-    reason = f" ({esc(tool.error_reason)})" if tool.error_reason else ""
+    reason = f" ({_name(tool.error_reason)})" if tool.error_reason else ""
     args = _cut(dumps(tool.args, ascii_only=False), ARGS_LIMIT)
     parts = [
-        f'<div class="tool"><b>{esc(tool.name)}</b> {status}{reason}'
+        f'<div class="tool"><b>{_name(tool.name)}</b> {status}{reason}'
         f' <span class="meta">{esc(f"{tool.output_chars:,}")} chars</span>'
         f"<pre>args: {args}</pre>"
     ]
@@ -198,7 +214,7 @@ def _tool(tool: ToolRow) -> str:
     if tool.pruning is not None:
         p = tool.pruning
         parts.append(
-            f'<div class="meta">pruned by {esc(p.model_name)}: {esc(f"{p.tokens_before:,}")} → '
+            f'<div class="meta">pruned by {_name(p.model_name)}: {esc(f"{p.tokens_before:,}")} → '
             f"{esc(f'{p.tokens_after:,}')} tokens (saved {esc(f'{p.tokens_saved:,}')}, "
             f"pruning spent {esc(f'{p.usage.total_tokens:,}')} tokens, "
             f"{esc(_usd(p.usage.cost_usd))})</div>"
@@ -210,7 +226,7 @@ def _tool(tool: ToolRow) -> str:
 
 def _round(row: RoundRow) -> str:
     if row.purpose == "synthesis":
-        label = f"Synthesis (reason: {row.synthesis_reason})"
+        label = f"Synthesis (reason: {clip(row.synthesis_reason, NAME_CHARS)})"
     else:
         label = f"Round {row.number}"
     if row.usage.requests == 0:
@@ -239,11 +255,11 @@ def _round(row: RoundRow) -> str:
 
 def _timeline(i: int, record: ScenarioRun) -> str:
     view = record.view()
-    tags = ", ".join(record.tags)
+    tags = _tags(record.tags)
     meta = " · ".join(
         part
         for part in (
-            f"model {record.model_name}" if record.model_name else "",
+            f"model {clip(record.model_name, NAME_CHARS)}" if record.model_name else "",
             f"tags {tags}" if tags else "",
             f"{record.duration_s * 1000:.1f} ms",
             f"{len(record.events)} event{'s' if len(record.events) != 1 else ''}",
@@ -252,21 +268,21 @@ def _timeline(i: int, record: ScenarioRun) -> str:
     )
     parts = [
         f'<section class="scenario" id="scenario-{i}">',
-        f'<h3>{esc(record.scenario)} <span class="o o-{esc(record.outcome)}">'
+        f'<h3>{_name(record.scenario)} <span class="o o-{esc(record.outcome)}">'
         f"{esc(record.outcome)}</span></h3>",
         f'<p class="meta">{esc(meta)}</p>',
     ]
     if record.description:
-        parts.append(f"<p>{esc(record.description)}</p>")
+        parts.append(f"<p>{esc_clip(record.description, TEXT_CHARS)}</p>")
     if view.rounds:
         parts.append('<ol class="timeline">' + "".join(_round(r) for r in view.rounds) + "</ol>")
     if view.finished is not None:
         parts.append(f"<p><b>Final answer</b></p><pre>{_cut(view.finished.final_text)}</pre>")
     if record.error_kind is not None:
-        kind = f"{record.error_kind}: {record.error_reason}"
+        kind = _error(record.error_kind, record.error_reason)
         parts.append(
             f'<p class="error"><b>Failed</b> ({esc(kind)})</p>'
-            f"<pre>{_cut(record.error_message or '')}</pre>"
+            f"<pre>{_cut(record.error_message)}</pre>"
         )
     parts.append("</section>")
     return "\n".join(parts)

@@ -9,18 +9,22 @@ records, so every frame, plot and report of a loaded sweep equals the original's
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 
 import pandas as pd
+from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError
 
 from toolloop_lab.errors import TraceError
-from toolloop_lab.events import Event, event_from_dict
-from toolloop_lab.jsonsafe import dumps
+from toolloop_lab.events import Event, Outcome, event_from_dict
+from toolloop_lab.fields import Count, JsonObject, Seconds, Text
+from toolloop_lab.jsonl import Line, read_lines
+from toolloop_lab.jsonsafe import dumps, thaw
 from toolloop_lab.lab.frames import events_frame, rounds_frame, runs_frame, spend_table
 from toolloop_lab.lab.record import ScenarioRun
 
@@ -148,47 +152,114 @@ class LabResults:
         """Read a file written by :meth:`save`; raises ``TraceError`` on anything else."""
         source = Path(path)
         try:
-            lines = source.read_text(encoding="utf-8").splitlines()
+            lines = read_lines(source).lines
         except OSError as exc:
             raise TraceError(f"cannot read {source}: {exc}") from exc
-        items = [_parse(source, n, line) for n, line in enumerate(lines, 1) if line.strip()]
-        if not items or items[0].get("type") != "header" or items[0].get("format") != FORMAT:
+        if not lines or not isinstance(_parse(source, lines[0], quiet=True), _Header):
             raise TraceError(f"{source} is not a saved toolloop_lab sweep")
+        items = [_parse(source, line) for line in lines]
+        assert isinstance(items[0], _Header)
         records: list[ScenarioRun] = []
-        header: Mapping[str, Any] | None = None
+        header: _RunLine | None = None
         events: list[Event] = []
         for item in items[1:]:
-            if item.get("type") == "run":
+            if isinstance(item, _RunLine):
                 if header is not None:
-                    records.append(ScenarioRun.from_header(header, tuple(events)))
+                    records.append(header.record(source, tuple(events)))
                 header, events = item, []
-            elif item.get("type") == "event" and header is not None:
-                events.append(_event(source, item.get("event")))
+            elif isinstance(item, _EventLine) and header is not None:
+                events.append(item.parsed(source))
             else:
-                raise TraceError(f"{source}: unexpected line of type {item.get('type')!r}")
+                raise TraceError(f"{source}: an event line before any run line")
         if header is not None:
-            records.append(ScenarioRun.from_header(header, tuple(events)))
-        if len(records) != items[0].get("runs"):
-            raise TraceError(
-                f"{source}: expected {items[0].get('runs')} runs, found {len(records)}"
-            )
+            records.append(header.record(source, tuple(events)))
+        if len(records) != items[0].runs:
+            raise TraceError(f"{source}: expected {items[0].runs} runs, found {len(records)}")
         return cls(tuple(records))
 
 
-def _parse(source: Path, number: int, line: str) -> dict[str, Any]:
+_LEGACY_OUTCOMES: Final = {
+    "final": "final_answer",
+    "budget_exhausted": "token_budget_exhausted",
+    "cost_exhausted": "usd_budget_exhausted",
+    "error": "failed",
+}
+"""Outcome names of saves written before the one vocabulary (``events.Outcome``)."""
+
+
+def _outcome(value: Any) -> Any:
+    return _LEGACY_OUTCOMES.get(value, value) if isinstance(value, str) else value
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Header:
+    format: Literal["toolloop_lab.lab/1"]
+    runs: Count
+    type: Literal["header"] = "header"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _RunLine:
+    """A scenario's record without its events (they follow as event lines)."""
+
+    scenario: Text
+    index: Count
+    tags: tuple[Text, ...] = ()
+    description: Text = ""
+    model_name: Text | None = None
+    outcome: Annotated[Outcome, BeforeValidator(_outcome)]
+    error_kind: Text | None = None
+    error_reason: Text | None = None
+    error_message: Text | None = None
+    duration_s: Seconds
+    events: Count
+    type: Literal["run"] = "run"
+
+    def record(self, source: Path, events: tuple[Event, ...]) -> ScenarioRun:
+        if len(events) != self.events:
+            raise TraceError(
+                f"{source}: scenario {self.scenario!r}: expected {self.events} events, "
+                f"found {len(events)}"
+            )
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(ScenarioRun)}
+        return ScenarioRun(**{**fields, "events": events})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _EventLine:
+    event: JsonObject
+    type: Literal["event"] = "event"
+
+    def parsed(self, source: Path) -> Event:
+        try:
+            return event_from_dict(thaw(self.event))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise TraceError(f"{source}: bad event: {where}: {first['msg']}") from exc
+
+
+_LINE: Final[TypeAdapter[_Header | _RunLine | _EventLine]] = TypeAdapter(
+    Annotated[_Header | _RunLine | _EventLine, Field(discriminator="type")]
+)
+
+
+def _parse(
+    source: Path, line: Line, *, quiet: bool = False
+) -> _Header | _RunLine | _EventLine | None:
+    """One line of a save; ``quiet`` gives ``None`` for a JSON object that is no line of
+    a save (the first line decides whether the file is one at all)."""
     try:
-        value = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise TraceError(f"{source}:{number}: not JSON ({exc.msg})") from exc
-    if not isinstance(value, dict):
-        raise TraceError(f"{source}:{number}: expected a JSON object")
-    return value
-
-
-def _event(source: Path, data: Any) -> Event:
+        data = json.loads(line.data)  # Python's parser keeps lone surrogates exactly
+    except ValueError as exc:
+        raise TraceError(f"{source}:{line.number}: not JSON ({exc})") from exc
     if not isinstance(data, dict):
-        raise TraceError(f"{source}: an event line holds no event object")
+        raise TraceError(f"{source}:{line.number}: expected a JSON object")
     try:
-        return event_from_dict(data)
-    except (ValueError, TypeError, KeyError) as exc:
-        raise TraceError(f"{source}: bad event: {exc}") from exc
+        return _LINE.validate_python(data)
+    except ValidationError as exc:
+        if quiet:
+            return None
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise TraceError(f"{source}:{line.number}: {where}: {first['msg']}") from exc

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextvars
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -29,10 +28,11 @@ from tqdm.auto import tqdm
 from toolloop_lab.budget import usd_budget
 from toolloop_lab.errors import ConfigurationError, ExecutionError, ToolLoopError
 from toolloop_lab.events import Event, Observer, notify
-from toolloop_lab.lab.record import Outcome, ScenarioRun, classify_error, outcome_of_result
+from toolloop_lab.lab.record import ScenarioRun, error_fields, outcome_of_events
 from toolloop_lab.lab.results import LabResults
 from toolloop_lab.lab.scenario import Scenario
 from toolloop_lab.pricing import model_name_of
+from toolloop_lab.sync_runner import run_sync
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -70,24 +70,19 @@ async def arun_one(
     try:
         agent = scenario.build_agent(observers)
     except Exception as exc:  # noqa: BLE001 - a scenario that cannot be built is a row
-        outcome, kind, reason = classify_error(exc, building=True)
-        return _record(scenario, index, None, started, (), outcome, kind, reason, str(exc))
+        kind, reason = error_fields(exc, building=True)
+        return _record(scenario, index, None, started, (), kind, reason, str(exc))
     model_name = model_name_of(agent.model)
     try:
         with usd_budget(scenario.usd_limit, prices=scenario.prices):
             result = await agent.arun(scenario.prompt)
     except (ExecutionError, ToolLoopError) as exc:
-        outcome, kind, reason = classify_error(exc)
-        return _record(
-            scenario, index, model_name, started, exc.events, outcome, kind, reason, str(exc)
-        )
+        kind, reason = error_fields(exc)
+        return _record(scenario, index, model_name, started, exc.events, kind, reason, str(exc))
     except Exception as exc:  # noqa: BLE001 - the loop wraps its errors; this is a guard
-        outcome, kind, reason = classify_error(exc)
-        return _record(scenario, index, model_name, started, (), outcome, kind, reason, str(exc))
-    outcome = outcome_of_result(
-        budget_exhausted=result.budget_exhausted, synthesis_was_run=result.synthesis_was_run
-    )
-    return _record(scenario, index, model_name, started, result.events, outcome)
+        kind, reason = error_fields(exc)
+        return _record(scenario, index, model_name, started, (), kind, reason, str(exc))
+    return _record(scenario, index, model_name, started, result.events)
 
 
 def _record(
@@ -96,7 +91,6 @@ def _record(
     model_name: str | None,
     started: float,
     events: Sequence[Event],
-    outcome: Outcome,
     kind: str | None = None,
     reason: str | None = None,
     message: str | None = None,
@@ -107,7 +101,7 @@ def _record(
         tags=scenario.tags,
         description=scenario.description,
         model_name=model_name,
-        outcome=outcome,
+        outcome=outcome_of_events(tuple(events)),
         error_kind=kind,
         error_reason=reason,
         error_message=message,
@@ -117,8 +111,9 @@ def _record(
 
 
 def run_one(scenario: Scenario, index: int = 0) -> ScenarioRun:
-    """Synchronous :func:`arun_one` with no observers: what an executor worker runs."""
-    return asyncio.run(arun_one(scenario, index=index))
+    """Synchronous :func:`arun_one` with no observers: what an executor worker runs (on
+    the one sync bridge, so a reused worker keeps its event loop and its clients' pools)."""
+    return run_sync(lambda: arun_one(scenario, index=index))
 
 
 # -- pieces shared by the executor backend and the Dask sweep ---------------------------
@@ -144,7 +139,7 @@ def executor_failure(
     text = str(exc) or reason
     message = f"{text} (gave up after {attempts} attempts)" if attempts > 1 else text
     kind = executor_error_kind(exc)
-    return _record(scenario, index, None, started, (), "error", kind, reason, message)
+    return _record(scenario, index, None, started, (), kind, reason, message)
 
 
 def replay_events(events: Iterable[Event], observers: Sequence[Observer]) -> None:
@@ -210,16 +205,16 @@ async def _sweep(
 ) -> LabResults:
     slots: list[ScenarioRun | None] = [None] * len(items)
     queue = iter(enumerate(items))
-    errors = 0
+    failed = 0
 
     async def worker() -> None:
-        nonlocal errors
+        nonlocal failed
         for index, scenario in queue:  # one shared iterator: each scenario runs once
             run = await backend(scenario, index)
             slots[index] = run
-            if run.outcome == "error":
-                errors += 1
-                bar.set_postfix(errors=errors, refresh=False)
+            if run.failed:
+                failed += 1  # the same count the spend table's "failed" gives
+                bar.set_postfix(failed=failed, refresh=False)
             bar.update(1)
 
     async with asyncio.TaskGroup() as group:
@@ -303,24 +298,18 @@ def run_scenarios(
 ) -> LabResults:
     """Synchronous :func:`arun_scenarios`, for scripts and notebook cells alike.
 
-    Where an event loop already runs (a notebook cell), the sweep runs on a worker thread
-    with its own loop, like :meth:`LLMAgent.run`; observers are then called on that thread.
-    The progress bar is made here, on the caller's thread, so a notebook shows it in the cell.
-    ``executor`` takes any ``concurrent.futures.Executor``, e.g. a ``ProcessPoolExecutor``
-    or a Dask ``client.get_executor()``; the frames are the same as a local run's.
+    It runs on the one sync bridge :meth:`LLMAgent.run` uses (in a notebook cell, on the
+    background loop; observers are then called on that loop's thread), so sweep after sweep
+    reuses one event loop. ``executor`` takes any ``concurrent.futures.Executor``, e.g. a
+    ``ProcessPoolExecutor`` or a Dask ``client.get_executor()``; the frames are the same as
+    a local run's.
     """
-    items = validate_scenarios(scenarios)
-    slots = _slots(concurrency, executor, len(items))
-    backend = _backend(executor, observers)
-    bar = progress_bar(len(items), progress)
-    try:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(_sweep(items, backend, slots, bar))
-        ctx = contextvars.copy_context()
-        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="toolloop-lab") as pool:
-            future = pool.submit(ctx.run, asyncio.run, _sweep(items, backend, slots, bar))
-            return future.result()
-    finally:
-        bar.close()
+    return run_sync(
+        lambda: arun_scenarios(
+            scenarios,
+            concurrency=concurrency,
+            observers=observers,
+            progress=progress,
+            executor=executor,
+        )
+    )

@@ -4,12 +4,40 @@
 no ipywidgets except :mod:`.debugger`: :mod:`.html` (panels as escaped HTML), :mod:`.text`
 (the plain-text repr), :mod:`.figures` (number formats), :mod:`.coalesce` (redraw pacing)
 and :mod:`.step` (step mode).
+
+The names below are loaded on first use, so importing :mod:`.html` or :mod:`.text` (which
+runs this file first) never loads ipywidgets: the panels work where no widget can.
 """
 
 from __future__ import annotations
 
-from toolloop_lab.widget.coalesce import Coalescer
-from toolloop_lab.widget.debugger import DebuggableAgent, LoopDebugger
-from toolloop_lab.widget.step import PauseMode, StepController
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from toolloop_lab.widget.coalesce import Coalescer
+    from toolloop_lab.widget.debugger import DebuggableAgent, LoopDebugger
+    from toolloop_lab.widget.step import PauseMode, StepController
 
 __all__ = ["Coalescer", "DebuggableAgent", "LoopDebugger", "PauseMode", "StepController"]
+
+_LAZY = {
+    "Coalescer": "toolloop_lab.widget.coalesce",
+    "DebuggableAgent": "toolloop_lab.widget.debugger",
+    "LoopDebugger": "toolloop_lab.widget.debugger",
+    "PauseMode": "toolloop_lab.widget.step",
+    "StepController": "toolloop_lab.widget.step",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'toolloop_lab.widget' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

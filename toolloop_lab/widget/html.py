@@ -5,6 +5,11 @@ a model, a tool, a tool argument or an exception goes through :mod:`toolloop_lab
 here, and the markup around it is ours: a fixed set of tags with inline styles, no links,
 no ``<style>`` blocks, no event attributes. Nothing here imports ipywidgets, so the panels
 are plain functions that tests (and any other HTML consumer) can call directly.
+
+Every such string is clipped too (:func:`~toolloop_lab.escape.clip`): names and ids to a
+few hundred characters, other free text to a few thousand, always; message content to the
+preview length unless "show all" is ticked. A model that sends a 1 MB tool name gets a
+panel of a few kilobytes that says how long the name was.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from toolloop_lab.escape import esc, esc_clip, json_text
+from toolloop_lab.escape import ID_CHARS, NAME_CHARS, TEXT_CHARS, clip, esc, esc_clip, json_text
 from toolloop_lab.events import BudgetGate, Pruned
 from toolloop_lab.runview import GateState, RoundRow, RunView, ToolRow
 from toolloop_lab.widget import figures as fig
@@ -33,6 +38,8 @@ PRUNING_PREVIEW: Final = 300
 """Characters of each original/pruned output the pruning panel shows (unless show all)."""
 RECENT_PRUNINGS: Final = 3
 """Prunings the pruning panel lists (the newest); the inspector shows any round's."""
+PAUSED_TOOLS: Final = 10
+"""Tool names the header lists when the loop is paused before a tool dispatch."""
 
 _STATUS_COLOURS: Final = {
     "idle": "#777",
@@ -59,18 +66,27 @@ def _pre(escaped: str) -> str:
     return f'<pre style="{_PRE}">{escaped}</pre>'
 
 
-def _clip_note(cut: bool, text: str | None) -> str:
-    if not cut or text is None:
-        return ""
-    return (
-        f'<div style="{_MUTED}">… cut at the preview length ({fig.tokens(len(text))} characters '
-        "in all); tick “show all” to see the rest</div>"
-    )
-
-
 def _block(text: str | None, limit: int | None) -> str:
-    escaped, cut = esc_clip(text, limit)
-    return _pre(escaped) + _clip_note(cut, text)
+    """Message content, cut to the preview ``limit`` (the cut says how long it was)."""
+    block = _pre(esc_clip(text, limit))
+    if limit is not None and text is not None and len(text) > limit:
+        block += f'<div style="{_MUTED}">tick “show all” to see the rest</div>'
+    return block
+
+
+def _name(value: str | None) -> str:
+    """A tool, model or error-type name, or a short label such as a finish reason."""
+    return esc_clip(value, NAME_CHARS)
+
+
+def _id(value: str | None) -> str:
+    return esc_clip(value, ID_CHARS)
+
+
+def _tool_names(names: Sequence[str]) -> str:
+    shown = ", ".join(clip(n, NAME_CHARS) for n in names[:PAUSED_TOOLS])
+    more = len(names) - PAUSED_TOOLS
+    return esc(shown + (f" and {more:,} more" if more > 0 else ""))
 
 
 def _gate_badge(state: GateState | str) -> str:
@@ -92,17 +108,17 @@ def header_html(view: RunView, *, limit: int | None, note: str | None = None) ->
         parts.append(f"round {esc(view.tool_rounds)} of {esc(view.max_rounds)}")
     synthesis = next((r for r in view.rounds if r.purpose == "synthesis"), None)
     if synthesis is not None:
-        parts.append(f"synthesis ({esc(synthesis.synthesis_reason)})")
+        parts.append(f"synthesis ({_name(synthesis.synthesis_reason)})")
     if view.started is not None and view.started.model_name:
-        parts.append(f"model {esc(view.started.model_name)}")
+        parts.append(f"model {_name(view.started.model_name)}")
     parts.append(f"{fig.tokens(view.events)} events")
     if view.run_id:
-        parts.append(f'<span style="{_MUTED}">run {esc(view.run_id)}</span>')
+        parts.append(f'<span style="{_MUTED}">run {_id(view.run_id)}</span>')
     out = [f'<div style="{_BOX}"><div><b>Tool loop</b> · {" · ".join(parts)}</div>']
     point = view.paused_at
     if point is not None:
         if point.stage == "tool_dispatch":
-            where = f"tool dispatch ({esc(', '.join(point.detail)) or 'no tools'})"
+            where = f"tool dispatch ({_tool_names(point.detail) or 'no tools'})"
         else:
             where = f"the {esc(point.purpose)} model call"
         out.append(
@@ -110,7 +126,7 @@ def header_html(view: RunView, *, limit: int | None, note: str | None = None) ->
             "Continue, Step or Stop</div>"
         )
     if note:
-        out.append(f'<div style="color:#cf222e">{esc(note)}</div>')
+        out.append(f'<div style="color:#cf222e">{esc_clip(note, TEXT_CHARS)}</div>')
     if view.final_text is not None:
         out.append(f"<div><b>Final answer</b></div>{_block(view.final_text, limit)}")
     out.append("</div>")
@@ -185,7 +201,7 @@ def _tool_status(tool: ToolRow, done: bool) -> str:
     if tool.status == "success":
         return '<span style="color:#1a7f37">✓ success</span>'
     if tool.status == "error":
-        return f'<span style="color:#cf222e">✗ error: {esc(tool.error_reason)}</span>'
+        return f'<span style="color:#cf222e">✗ error: {_name(tool.error_reason)}</span>'
     return "not run" if done else "pending"
 
 
@@ -204,7 +220,7 @@ def _gates_cell(gates: Sequence[BudgetGate]) -> str:
 def _note(view: RunView, row: RoundRow, last: bool) -> str:
     notes: list[str] = []
     if row.purpose == "synthesis":
-        notes.append(f"synthesis: {esc(row.synthesis_reason)}")
+        notes.append(f"synthesis: {_name(row.synthesis_reason)}")
     if row.stuck:
         notes.append("stuck (tool calls, no text)")
     if last and view.status == "finished":
@@ -237,7 +253,7 @@ def timeline_html(view: RunView, rows: Sequence[RoundRow], *, selected: int | No
     last_number = view.rounds[-1].number if view.rounds else None
     for row in rows:
         tools = (
-            "<br>".join(f"{esc(t.name)} {_tool_status(t, view.done)}" for t in row.tools)
+            "<br>".join(f"{_name(t.name)} {_tool_status(t, view.done)}" for t in row.tools)
             or f'<span style="{_MUTED}">none</span>'
         )
         saved = (
@@ -269,7 +285,7 @@ def timeline_html(view: RunView, rows: Sequence[RoundRow], *, selected: int | No
 # -- inspector --------------------------------------------------------------------------
 def _pruning_detail(p: Pruned, limit: int | None) -> str:
     return (
-        f"<div><b>pruned</b> by {esc(p.model_name or 'the pruning model')}: "
+        f"<div><b>pruned</b> by {_name(p.model_name or 'the pruning model')}: "
         f"{fig.tokens(p.tokens_before)} → {fig.tokens(p.tokens_after)} tokens, "
         f"saved {fig.tokens(p.tokens_saved)}, pruning call {fig.tokens(p.usage.total_tokens)} "
         f"tokens, net saving {fig.tokens(p.net_saved)}</div>"
@@ -285,14 +301,14 @@ def inspector_html(view: RunView, row: RoundRow | None, *, limit: int | None) ->
     usage = row.usage
     head = [f"<b>{round_label(row).capitalize()}</b>"]
     if row.purpose == "synthesis":
-        head.append(f"reason {esc(row.synthesis_reason)}")
+        head.append(f"reason {_name(row.synthesis_reason)}")
     if usage.requests:
         head.append(
             f"model call {fig.tokens(usage.input_tokens)} in / {fig.tokens(usage.output_tokens)} "
             f"out · {fig.usd(usage.cost_usd)} · {fig.seconds(row.latency_s)}"
         )
     if row.finish_reason:
-        head.append(f"finish reason {esc(row.finish_reason)}")
+        head.append(f"finish reason {_name(row.finish_reason)}")
     out = [f'<div style="{_BOX}"><div>{" · ".join(head)}</div>']
     if row.synthesis_prompt is not None:
         out.append(f"<div>synthesis prompt</div>{_block(row.synthesis_prompt, limit)}")
@@ -306,8 +322,8 @@ def inspector_html(view: RunView, row: RoundRow | None, *, limit: int | None) ->
     for i, tool in enumerate(row.tools, start=1):
         call = views.get(tool.id)
         line = [
-            f"<b>{i}. {esc(tool.name)}</b>",
-            f"id {esc(tool.id)}",
+            f"<b>{i}. {_name(tool.name)}</b>",
+            f"id {_id(tool.id)}",
             _tool_status(tool, view.done),
         ]
         if tool.duration_s is not None:
@@ -316,7 +332,8 @@ def inspector_html(view: RunView, row: RoundRow | None, *, limit: int | None) ->
             line.append(f"{fig.tokens(tool.output_chars)} chars")
         out.append(f'<div style="margin-top:4px">{" · ".join(line)}</div>')
         if call is not None and not call.valid:
-            out.append(f'<div style="color:#cf222e">invalid call: {esc(call.error)}</div>')
+            error = esc_clip(call.error, TEXT_CHARS)
+            out.append(f'<div style="color:#cf222e">invalid call: {error}</div>')
         out.append(f"<div>arguments</div>{_block(json_text(tool.args), limit)}")
         if tool.status != "pending":
             out.append(f"<div>result</div>{_block(tool.content, limit)}")
@@ -359,7 +376,7 @@ def pruning_html(view: RunView, *, limit: int | None = PRUNING_PREVIEW) -> str:
         )
     for p in reversed(shown):
         out.append(
-            f'<div style="margin-top:4px"><b>round {esc(p.round)} · {esc(p.tool_name)}</b> · '
+            f'<div style="margin-top:4px"><b>round {esc(p.round)} · {_name(p.tool_name)}</b> · '
             f"{fig.tokens(p.tokens_before)} → {fig.tokens(p.tokens_after)} tokens · saved "
             f"{fig.tokens(p.tokens_saved)} · pruning call {fig.tokens(p.usage.total_tokens)} · "
             f"net {fig.tokens(p.net_saved)}</div>"
@@ -378,12 +395,12 @@ def failure_html(view: RunView, *, limit: int | None) -> str:
     if failure is None:
         return ""
     title = "Cancelled" if failure.cancelled else "Failed"
-    facts = [f"error {esc(failure.error_type)}"]
+    facts = [f"error {_name(failure.error_type)}"]
     if failure.error_kind:
-        facts.append(f"kind {esc(failure.error_kind)}")
+        facts.append(f"kind {_name(failure.error_kind)}")
     if failure.reason:
-        facts.append(f"reason {esc(failure.reason)}")
-    facts.append(f"cause {esc(failure.cause_type) if failure.cause_type else '—'}")
+        facts.append(f"reason {_name(failure.reason)}")
+    facts.append(f"cause {_name(failure.cause_type) if failure.cause_type else '—'}")
     usage = failure.usage
     partial = (
         f"rounds {esc(failure.rounds)} · tokens {fig.tokens(usage.input_tokens)} in / "

@@ -2,7 +2,8 @@
 
 nbconvert, terminals and plain IPython show this instead of the widget. It is derived from
 the same :class:`RunView` as the panels; untrusted text goes through
-:func:`toolloop_lab.escape.plain`, so a tool output cannot drive a terminal.
+:func:`toolloop_lab.escape.plain`, so a tool output cannot drive a terminal, and every
+field of it is clipped (with a ``… (N chars)`` marker) to keep the summary a few lines.
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ RECENT_ROUNDS: Final = 5
 """Rounds the text repr lists (the newest)."""
 TEXT_PREVIEW: Final = 200
 """Characters of the final answer and the error message the text repr shows."""
+NAME_PREVIEW: Final = 60
+"""Characters of a tool or model name, a reason or an error type the text repr shows."""
+ID_PREVIEW: Final = 40
+"""Characters of the run id the text repr shows."""
 
 
 def _round_line(row: RoundRow, done: bool) -> str:
@@ -29,7 +34,7 @@ def _round_line(row: RoundRow, done: bool) -> str:
     tools = []
     for t in row.tools:
         status = t.status if t.status != "pending" or not done else "not run"
-        tools.append(f"{plain(t.name, 60)}: {status}")
+        tools.append(f"{plain(t.name, NAME_PREVIEW)}: {status}")
     if tools:
         bits.append(", ".join(tools))
     if row.tokens_saved or any(t.pruning for t in row.tools):
@@ -37,7 +42,7 @@ def _round_line(row: RoundRow, done: bool) -> str:
             f"pruning saved {fig.tokens(row.tokens_saved)} (net {fig.tokens(row.net_saved)})"
         )
     if row.purpose == "synthesis":
-        bits.append(f"reason {plain(row.synthesis_reason)}")
+        bits.append(f"reason {plain(row.synthesis_reason, NAME_PREVIEW)}")
     for kind in ("token", "usd"):
         if row.gate(kind) == "tripped":
             bits.append(f"{'token' if kind == 'token' else 'USD'} gate TRIPPED")
@@ -50,9 +55,9 @@ def summary_text(view: RunView, *, note: str | None = None) -> str:
     if view.max_rounds is not None:
         head.append(f"round {view.tool_rounds} of {view.max_rounds}")
     if view.started is not None and view.started.model_name:
-        head.append(f"model {plain(view.started.model_name, 80)}")
+        head.append(f"model {plain(view.started.model_name, NAME_PREVIEW)}")
     if view.run_id:
-        head.append(f"run {plain(view.run_id, 40)}")
+        head.append(f"run {plain(view.run_id, ID_PREVIEW)}")
     lines = [" · ".join(head)]
     if view.started is None and not view.rounds:
         if note:
@@ -87,11 +92,12 @@ def summary_text(view: RunView, *, note: str | None = None) -> str:
         lines.append(f"final answer: {plain(view.final_text, TEXT_PREVIEW)}")
     failure = view.failure
     if failure is not None:
-        kind = f" kind={plain(failure.error_kind)}" if failure.error_kind else ""
-        reason = f" reason={plain(failure.reason)}" if failure.reason else ""
-        cause = f" cause={plain(failure.cause_type)}" if failure.cause_type else ""
+        kind = f" kind={plain(failure.error_kind, NAME_PREVIEW)}" if failure.error_kind else ""
+        reason = f" reason={plain(failure.reason, NAME_PREVIEW)}" if failure.reason else ""
+        cause = f" cause={plain(failure.cause_type, NAME_PREVIEW)}" if failure.cause_type else ""
+        error = plain(failure.error_type, NAME_PREVIEW)
         lines.append(
-            f"{'cancelled' if failure.cancelled else 'failed'}: {plain(failure.error_type)}"
+            f"{'cancelled' if failure.cancelled else 'failed'}: {error}"
             f"{kind}{reason}{cause} after {failure.rounds} rounds: "
             f"{plain(failure.message, TEXT_PREVIEW)}"
         )

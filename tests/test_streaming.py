@@ -1,0 +1,290 @@
+"""Streaming (issue 14): the loop reads replies as streams when asked, emits coalesced
+``model_delta`` events while they arrive, and ends with the same message, usage and tool
+calls an invoke gives; a stream that fails keeps its partial text, and a stopped one
+leaves a valid transcript. Real ``ChatOpenAI`` and ``ChatAnthropic`` clients stream from
+the loopback stubs, slowly, so fragments are seen before the call ends."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from hostile.hostilekit import check_events, check_messages, check_partial, check_result
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
+from langchain_core.messages import AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGenerationChunk
+from langchain_core.tools import BaseTool, tool
+from loopkit import MODEL, calls, final, tool_call
+from stubs.anthropic_stub import AnthropicStub, AnthropicToolUse, AnthropicUsage
+from stubs.clients import chat_anthropic, chat_openai
+from stubs.openai_stub import OpenAIStub, OpenAIToolCall, OpenAIUsage
+from stubs.sse import StreamFault, StreamPlan
+
+from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopError
+from toolloop_lab.events import (
+    Event,
+    LoopFailed,
+    ModelCalled,
+    ModelCallStarted,
+    ModelDelta,
+    transcript,
+)
+from toolloop_lab.model_call import DELTA_INTERVAL_S, DeltaBuffer
+
+SAFETY_S = 30.0
+"""Only a deadlock guard: turns a hang into a failure, never a timing assertion."""
+
+STREAM = AgentConfig(streaming=True, tool_timeout_s=SAFETY_S)
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Adds two integers."""
+    return a + b
+
+
+def _deltas(events: list[Event] | tuple[Event, ...], call: int) -> list[ModelDelta]:
+    return [e for e in events if isinstance(e, ModelDelta) and e.call == call]
+
+
+# -- the coalescing buffer, on a clock the test controls ---------------------------------
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_thousand_fragments_a_second_make_about_twenty_deltas() -> None:
+    clock = _Clock()
+    sent: list[tuple[str, tuple[Any, ...]]] = []
+    buffer = DeltaBuffer(lambda text, parts: sent.append((text, parts)), clock=clock)
+    for i in range(1_000):  # one fragment per millisecond, for one second
+        clock.now = i / 1_000
+        buffer.feed(AIMessageChunk(content=f"{i % 10}"))
+    buffer.flush()
+    assert len(sent) <= 1 / DELTA_INTERVAL_S + 2  # about 20 a second, whatever the rate
+    assert len(sent) >= 1 / DELTA_INTERVAL_S - 1  # and still steadily, not once at the end
+    assert "".join(text for text, _ in sent) == "".join(f"{i % 10}" for i in range(1_000))
+    assert sent[0][0] == "0"  # the first fragment goes out at once (time to first token)
+
+
+def test_tool_argument_fragments_are_passed_on_by_call_index() -> None:
+    clock = _Clock()
+    sent: list[Any] = []
+    buffer = DeltaBuffer(lambda text, parts: sent.extend(parts), clock=clock)
+    pieces = [
+        {"index": 0, "id": "c1", "name": "add", "args": '{"a": '},
+        {"index": 1, "id": "c2", "name": "add", "args": '{"a": 5'},
+        {"index": 0, "args": '2, "b": 3}'},
+        {"index": 1, "args": ', "b": 1}'},
+    ]
+    for n, piece in enumerate(pieces):
+        clock.now = n * 0.001
+        buffer.feed(
+            AIMessageChunk(content="", tool_call_chunks=[{"type": "tool_call_chunk", **piece}])
+        )
+    buffer.flush()
+    joined: dict[int, str] = {}
+    for part in sent:
+        joined[part.index] = joined.get(part.index, "") + part.args
+    assert {i: json.loads(text) for i, text in joined.items()} == {
+        0: {"a": 2, "b": 3},
+        1: {"a": 5, "b": 1},
+    }
+    assert {(p.index, p.id, p.name) for p in sent if p.id} == {(0, "c1", "add"), (1, "c2", "add")}
+
+
+# -- the scripted model, streamed and invoked --------------------------------------------
+
+
+def _script() -> list[Any]:
+    return [
+        calls(tool_call("add", {"a": 2, "b": 40}, "c1"), text="Adding those up for you now."),
+        final("The sum is 42, as the tool said, and that is the final answer here."),
+    ]
+
+
+async def test_a_streamed_run_equals_an_invoked_one() -> None:
+    invoked = await LLMAgent(ScriptedChatModel(_script(), model_name=MODEL), [add]).arun("sum")
+    events: list[Event] = []
+    agent = LLMAgent(
+        ScriptedChatModel(_script(), model_name=MODEL), [add], STREAM, observers=[events.append]
+    )
+    streamed = await agent.arun("sum")
+
+    check_result(streamed)
+    assert streamed.usage == invoked.usage
+    assert streamed.final_response.text == invoked.final_response.text
+    assert [m.type for m in streamed.messages] == [m.type for m in invoked.messages]
+    assert streamed.messages[1].tool_calls == invoked.messages[1].tool_calls  # type: ignore[attr-defined]
+    starts = [e for e in events if isinstance(e, ModelCallStarted)]
+    assert [s.streaming for s in starts] == [True, True]
+    for called in (e for e in events if isinstance(e, ModelCalled)):
+        deltas = _deltas(events, called.call)
+        assert deltas, "a streamed call shows its text as it arrives"
+        assert "".join(d.text for d in deltas) == called.text
+        assert events.index(deltas[-1]) < events.index(called)  # before the call ends
+        assert called.first_token_s is not None
+        assert 0 <= called.first_token_s <= called.latency_s
+
+
+async def test_streaming_is_off_by_default() -> None:
+    result = await LLMAgent(ScriptedChatModel(_script(), model_name=MODEL), [add]).arun("sum")
+    assert not any(isinstance(e, ModelDelta) for e in result.events)
+    assert all(not e.streaming for e in result.events if isinstance(e, ModelCallStarted))
+
+
+class _Drip(ScriptedChatModel):
+    """Streams its reply a character at a time, then (optionally) fails."""
+
+    fail_after: int | None = None
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        text = "Streaming one character at a time."
+        for i, ch in enumerate(text):
+            if self.fail_after is not None and i == self.fail_after:
+                raise ConnectionError("the provider dropped the stream")
+            await asyncio.sleep(0)
+            yield ChatGenerationChunk(message=AIMessageChunk(content=ch))
+
+    def _stream(self, *args: Any, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
+        raise NotImplementedError
+
+
+async def test_a_stream_that_fails_midway_keeps_its_partial_text() -> None:
+    events: list[Event] = []
+    agent = LLMAgent(
+        _Drip([], fail_after=12, model_name=MODEL), [], STREAM, observers=[events.append]
+    )
+    with pytest.raises(ToolLoopError) as info:
+        await agent.arun("go")
+    failed = check_partial(info.value)
+    assert isinstance(info.value.cause, ConnectionError)
+    assert info.value.partial_text == "Streaming on"
+    assert failed.partial_text == "Streaming on"
+    assert "".join(d.text for d in _deltas(events, 1)) == "Streaming on"
+
+
+async def test_cancelling_during_a_stream_leaves_a_valid_transcript(echo_tool: BaseTool) -> None:
+    events: list[Event] = []
+    first = calls(tool_call("echo", {"text": "a"}, "e1"), text="one")
+    agent = LLMAgent(
+        _Hold([first], model_name=MODEL), [echo_tool], STREAM, observers=[events.append]
+    )
+    task = asyncio.create_task(agent.arun("go"))
+    while not _deltas(events, 2):  # round 2's stream has begun
+        await asyncio.sleep(0.001)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, SAFETY_S)
+    failed = check_events(events)
+    assert isinstance(failed, LoopFailed)
+    assert failed.cancelled
+    assert failed.partial_text == "partial"
+    check_messages(transcript(events), events)  # every call answered, nothing half-sent
+
+
+class _Hold(ScriptedChatModel):
+    """Plays its script, then streams a few characters and waits forever."""
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        if self.remaining:
+            async for chunk in super()._astream(messages, stop, run_manager, **kwargs):
+                yield chunk
+            return
+        yield ChatGenerationChunk(message=AIMessageChunk(content="partial"))
+        await asyncio.Event().wait()
+
+
+# -- real clients over slow server-sent events ---------------------------------------------
+
+
+async def test_chat_openai_streams_deltas_before_the_call_ends(oai: OpenAIStub) -> None:
+    args = {"a": 2, "b": 40}
+    ids = oai.reply(
+        text="Adding them up now, one moment.",
+        tool_calls=[OpenAIToolCall("add", args, fragments=('{"a"', ": 2, ", '"b": 4', "0}"))],
+        usage=OpenAIUsage(321, 17, cached_tokens=128),
+        stream=StreamPlan(interval=0.0, hold_after=4),
+    )
+    oai.reply(text="42.", usage=OpenAIUsage(400, 3), stream=StreamPlan(interval=0.0))
+    events: list[Event] = []
+    agent = LLMAgent(chat_openai(oai), [add], STREAM, observers=[events.append])
+    task = asyncio.create_task(agent.arun("Add 2 and 40."))
+    assert await asyncio.to_thread(oai.wait_held, SAFETY_S)
+    while not _deltas(events, 1):
+        await asyncio.sleep(0.005)
+    assert not task.done()
+    assert not any(isinstance(e, ModelCalled) for e in events)  # the call is still running
+    oai.release()
+    result = await asyncio.wait_for(task, SAFETY_S)
+
+    check_result(result)
+    assert result.messages[1].tool_calls == [  # type: ignore[attr-defined]
+        {"name": "add", "args": args, "id": ids[0], "type": "tool_call"}
+    ]
+    first = next(e for e in result.events if isinstance(e, ModelCalled))
+    assert (first.usage.input_tokens, first.usage.output_tokens) == (321, 17)
+    assert first.usage.cache_read_tokens == 128
+    assert first.usage.estimated is False  # exact, from the provider's final chunk
+    streamed_args = "".join(p.args for d in _deltas(result.events, 1) for p in d.tool_calls)
+    assert json.loads(streamed_args) == args
+    assert oai.bodies[0]["stream"] is True
+    assert oai.bodies[0]["stream_options"] == {"include_usage": True}
+
+
+async def test_chat_anthropic_streams_tool_arguments_and_usage_exactly(
+    ant: AnthropicStub,
+) -> None:
+    args = {"a": 7, "b": 35}
+    ids = ant.reply(
+        text="Let me add.",
+        tool_uses=[AnthropicToolUse("add", args, fragments=('{"a": ', '7, "b"', ": 35}"))],
+        usage=AnthropicUsage(300, 60, cache_read_input_tokens=100),
+        stream=StreamPlan(interval=0.0),
+    )
+    ant.reply(text="42.", usage=AnthropicUsage(420, 4), stream=StreamPlan(interval=0.0))
+    result = await LLMAgent(chat_anthropic(ant), [add], STREAM).arun("Add 7 and 35.")
+
+    check_result(result)
+    assert [(c["id"], c["args"]) for c in result.messages[1].tool_calls] == [(ids[0], args)]  # type: ignore[attr-defined]
+    first = next(e for e in result.events if isinstance(e, ModelCalled))
+    # langchain-core counts cached input inside the input tokens: 300 + 100 read
+    assert (first.usage.input_tokens, first.usage.output_tokens) == (400, 60)
+    assert first.usage.cache_read_tokens == 100
+    assert first.usage.estimated is False
+    assert result.final_response.text == "42."
+
+
+async def test_a_real_stream_dropped_midway_keeps_the_text_so_far(oai: OpenAIStub) -> None:
+    oai.reply(
+        text="This answer will not arrive in full.",
+        usage=OpenAIUsage(50, 9),
+        stream=StreamPlan(interval=0.0, fault=StreamFault(after=4, how="drop")),
+    )
+    with pytest.raises(ToolLoopError) as info:
+        await LLMAgent(chat_openai(oai), [add], STREAM).arun("go")
+    failed = check_partial(info.value)
+    assert info.value.partial_text
+    assert "This answer will not arrive in full.".startswith(info.value.partial_text)
+    assert failed.partial_text == info.value.partial_text
+    check_messages(info.value.messages, info.value.events)

@@ -1,0 +1,55 @@
+"""The panel renderers and the report import no ipywidgets.
+
+The panels are plain functions from a ``RunView`` to text, and the report is a file: both
+must work (and stay cheap to import) where no widget frontend exists. Each import runs in
+a fresh interpreter, so modules other tests loaded cannot hide an import.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+RENDERERS = ["toolloop_lab.widget.html", "toolloop_lab.widget.text", "toolloop_lab.lab.report"]
+
+
+def _run(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+@pytest.mark.parametrize("module", RENDERERS)
+def test_importing_a_renderer_loads_no_ipywidgets(module: str) -> None:
+    done = _run(
+        f"import sys, {module}\n"
+        "assert 'ipywidgets' not in sys.modules, 'ipywidgets loaded'\n"
+        "print('clean')"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "clean"
+
+
+def test_the_debugger_is_still_importable_from_the_widget_package() -> None:
+    done = _run(
+        "import sys\n"
+        "import toolloop_lab.widget as w\n"
+        "assert 'ipywidgets' not in sys.modules, 'loaded before use'\n"
+        "from toolloop_lab.widget import LoopDebugger\n"
+        "from toolloop_lab.widget.debugger import LoopDebugger as Direct\n"
+        "assert LoopDebugger is Direct and w.LoopDebugger is Direct\n"
+        "assert 'ipywidgets' in sys.modules\n"
+        "assert 'LoopDebugger' in dir(w)\n"
+        "print('ok')"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    import toolloop_lab.widget
+
+    with pytest.raises(AttributeError, match="NoSuchThing"):
+        getattr(toolloop_lab.widget, "NoSuchThing")  # noqa: B009 - the name is made up

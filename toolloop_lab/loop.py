@@ -1,0 +1,457 @@
+"""``ToolLoop``: one run of the tool loop, in four steps that each read on one screen.
+
+``start`` resolves the budgets and announces the run; ``rounds`` is a plain bounded ``for``
+over tool rounds (a model call with tools bound, then dispatch of its calls, then
+pruning); ``synthesise`` asks once, without tools, for a final answer when the loop must
+stop early (round cap, a stuck model, a spent token budget); ``finish`` announces the
+outcome. Everything a user sees is derived from the events emitted here, in order; the
+loop knows nothing about widgets, files, pandas or matplotlib.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from toolloop_lab.budget import GateCheck, RunBudget
+from toolloop_lab.config import AgentConfig
+from toolloop_lab.errors import PaidCallError
+from toolloop_lab.events import (
+    BudgetGate,
+    LoopFinished,
+    LoopStarted,
+    ModelCalled,
+    ModelCallStarted,
+    ModelDelta,
+    Pruned,
+    RoundStarted,
+    SynthesisReason,
+    SynthesisStarted,
+    ToolCallDelta,
+    ToolStarted,
+    finish_outcome,
+    message_dicts,
+)
+from toolloop_lab.hooks import PauseEditor, PausePoint
+from toolloop_lab.interventions import MessageEdits, ToolCallEdits
+from toolloop_lab.jsonsafe import freeze, json_safe
+from toolloop_lab.model_call import (
+    CallTiming,
+    DeltaBuffer,
+    call_signature,
+    call_views,
+    finish_reason,
+    invoke,
+    is_empty,
+    is_truncated,
+    should_stream,
+    stream_kwargs,
+)
+from toolloop_lab.pricing import model_name_of
+from toolloop_lab.pruning import PruneResult, prune_output, pruning_prompt
+from toolloop_lab.run_state import RunState
+from toolloop_lab.tools import (
+    DispatchHooks,
+    DispatchOutcome,
+    ToolBox,
+    dispatch,
+    invalid_outcomes,
+    normalize_tool_call_ids,
+    skipped_outcomes,
+)
+from toolloop_lab.usage import Usage
+
+if TYPE_CHECKING:
+    from toolloop_lab.agent import LLMAgent, ToolLoopResult
+
+__all__ = ["TRUNCATED_TEXT", "ToolLoop"]
+
+TRUNCATED_TEXT: Final = (
+    "not run: the reply was cut off by the output-token limit, so this call's arguments "
+    "may be incomplete. Make the call again (shorter, or fewer calls at once)."
+)
+Purpose = Literal["round", "synthesis"]
+
+
+class ToolLoop:
+    """One run of ``agent`` under ``config``, changing ``run`` as it goes."""
+
+    def __init__(self, agent: LLMAgent, config: AgentConfig, run: RunState) -> None:
+        self.agent = agent
+        self.cfg = config
+        self.run = run
+        self.tools: ToolBox = agent.toolbox()
+        self.model_name = model_name_of(agent.model)
+        self.budget: RunBudget | None = None
+        self._last_calls: tuple[tuple[str, str], ...] | None = None
+        self._repeats = 0
+
+    async def execute(self) -> ToolLoopResult:
+        """Run to the end and return the result (errors propagate to the agent's guard)."""
+        budget = self.start()
+        final, reason = await self.rounds(budget)
+        if reason is not None:
+            final = await self.synthesise(budget, reason)
+        assert final is not None
+        return self.finish(final, reason)
+
+    # -- the four steps ---------------------------------------------------------------
+    def start(self) -> RunBudget:
+        """Resolve the budgets (refusing an unpriceable model under a USD cap before
+        anything is spent) and announce the run."""
+        cfg, agent, run = self.cfg, self.agent, self.run
+        budget = self.budget = RunBudget.resolve(
+            percent=cfg.token_budget_percent,
+            context_window=cfg.context_window,
+            model=agent.model,
+            agent_prices=agent.prices,
+        )
+        run.release = budget.release
+        budget.require_price(self.model_name)
+        if agent.pruning_model is not None and cfg.prune_tools:
+            budget.require_price(model_name_of(agent.pruning_model))
+        run.emit(
+            LoopStarted,
+            model_name=self.model_name,
+            tools=tuple(self.tools),
+            max_rounds=cfg.tool_max_rounds,
+            token_budget=budget.token_limit,
+            context_window=budget.context_window,
+            usd_limit=budget.usd_limit,
+            prune_tools=cfg.prune_tools,
+            input_messages=len(run.messages),
+            started_at=datetime.now(UTC).isoformat(),
+        )
+        return budget
+
+    async def rounds(self, budget: RunBudget) -> tuple[AIMessage | None, SynthesisReason | None]:
+        """Tool rounds until the model answers (its reply) or the loop must stop early
+        (the synthesis reason)."""
+        cfg, run = self.cfg, self.run
+        for number in range(1, cfg.tool_max_rounds + 1):
+            run.round = number
+            run.emit(RoundStarted, max_rounds=cfg.tool_max_rounds)
+            reply = await self.call(budget, "round")
+            if not reply.tool_calls and not reply.invalid_tool_calls:
+                run.rounds_done = number
+                return reply, None
+            await self.answer(budget, reply)
+            run.rounds_done = number
+            if budget.token_tripped:
+                return None, "token_budget"
+            if cfg.max_stuck_rounds is not None and self._repeats >= cfg.max_stuck_rounds:
+                return None, "stuck"
+        return None, "round_cap"
+
+    async def synthesise(self, budget: RunBudget, reason: SynthesisReason) -> AIMessage:
+        """One call without tools asking for a final answer."""
+        run = self.run
+        run.round = run.rounds_done + 1
+        run.emit(SynthesisStarted, reason=reason, prompt=self.cfg.synthesis_prompt)
+        run.messages.append(HumanMessage(self.cfg.synthesis_prompt))
+        final = await self.call(budget, "synthesis")
+        # A model may still ask for tools here; they are not run, but every call id gets
+        # its ToolMessage so the transcript stays valid to continue.
+        text = "not run: a final answer without tools was requested"
+        for outcome in skipped_outcomes(final, "synthesis", text):
+            run.messages.append(outcome.message)
+            self.emit_dispatch(outcome)
+        return final
+
+    def finish(self, final: AIMessage, reason: SynthesisReason | None) -> ToolLoopResult:
+        """Announce the outcome and hand back the result."""
+        from toolloop_lab.agent import ToolLoopResult
+
+        run = self.run
+        exhausted = reason == "token_budget"
+        run.emit(
+            LoopFinished,
+            final_text=final.text,
+            rounds=run.rounds_done,
+            usage=run.usage,
+            budget_exhausted=exhausted,
+            synthesis_was_run=reason is not None,
+            synthesis_reason=reason,
+            outcome=finish_outcome(
+                budget_exhausted=exhausted, synthesis_was_run=reason is not None
+            ),
+            final_empty=is_empty(final),
+            final_truncated=is_truncated(final),
+            messages=run.unsent_messages(),
+        )
+        return ToolLoopResult(final, tuple(run.messages), tuple(run.events))
+
+    # -- a model call -----------------------------------------------------------------
+    async def call(self, budget: RunBudget, purpose: Purpose) -> AIMessage:
+        """One model call of the conversation: pause, gate, send, account, gate."""
+        run, agent = self.run, self.agent
+        await self.pause("model_call", purpose, (), MessageEdits(run))
+        budget.before_call(run.usage, self.gate)
+        tools_bound = purpose == "round" and bool(self.tools)
+        stream = should_stream(self.cfg.streaming, agent.model, tools_bound=tools_bound)
+        number = run.next_call()
+        run.emit(
+            ModelCallStarted,
+            call=number,
+            purpose=purpose,
+            model_name=self.model_name,
+            tools=tuple(self.tools) if tools_bound else (),
+            messages=run.unsent_messages(),
+            streaming=stream,
+        )
+        deltas = DeltaBuffer(self._delta_sink(number)) if stream else None
+        prompt = list(run.messages)
+        runnable = agent.bound_model() if purpose == "round" else agent.model
+        try:
+            reply, timing = await invoke(
+                runnable, prompt, stream=stream, kwargs=stream_kwargs(agent.model), deltas=deltas
+            )
+        except PaidCallError as exc:
+            if isinstance(exc.reply, AIMessage):  # paid for: counted and kept, then raised
+                self.account(budget, exc.reply, prompt, number, purpose, CallTiming(0.0))
+            raise
+        except BaseException:
+            run.partial_text = deltas.partial_text if deltas and deltas.text else None
+            raise
+        if not isinstance(reply, AIMessage):
+            raise TypeError(f"model returned {type(reply).__name__}, not an AIMessage")
+        return self.account(budget, reply, prompt, number, purpose, timing)
+
+    def account(
+        self,
+        budget: RunBudget,
+        reply: AIMessage,
+        prompt: Sequence[BaseMessage],
+        number: int,
+        purpose: Purpose,
+        timing: CallTiming,
+    ) -> AIMessage:
+        """Keep a paid reply: transcript, usage and cost, its event, then the gates."""
+        run, agent = self.run, self.agent
+        reply = normalize_tool_call_ids(reply, run.tool_call_ids())
+        run.messages.append(reply)  # paid for, so kept even if a gate below raises
+        name = model_name_of(agent.model, reply.response_metadata)
+        usage = budget.price(Usage.from_ai_message(reply, prompt=prompt), name, self.model_name)
+        run.usage = run.usage + usage
+        stuck = purpose == "round" and self._repeated(reply)
+        run.emit(
+            ModelCalled,
+            call=number,
+            purpose=purpose,
+            model_name=name,
+            usage=usage,
+            accumulated=run.usage,
+            latency_s=timing.latency_s,
+            first_token_s=timing.first_token_s,
+            text=reply.text,
+            tool_calls=call_views(reply),
+            finish_reason=finish_reason(reply.response_metadata),
+            stuck=stuck,
+            empty=is_empty(reply),
+            truncated=is_truncated(reply),
+        )
+        budget.after_call(run.usage, name, self.gate)
+        return reply
+
+    def _repeated(self, reply: AIMessage) -> bool:
+        """True when ``reply`` makes exactly the previous round's calls again."""
+        calls = call_signature(reply)
+        repeated = bool(calls) and calls == self._last_calls
+        self._repeats = self._repeats + 1 if repeated else 0
+        self._last_calls = calls
+        return repeated
+
+    def _delta_sink(self, number: int) -> Any:
+        def sink(text: str, calls: tuple[ToolCallDelta, ...]) -> None:
+            self.run.emit(ModelDelta, call=number, text=text, tool_calls=calls)
+
+        return sink
+
+    def gate(self, check: GateCheck) -> None:
+        """Emit one budget check as a ``BudgetGate`` event."""
+        self.run.emit(
+            BudgetGate,
+            gate=check.gate,
+            stage=check.stage,
+            limit=check.limit,
+            spent=check.spent,
+            passed=check.passed,
+        )
+
+    async def pause(
+        self,
+        stage: Literal["model_call", "tool_dispatch"],
+        purpose: str,
+        detail: tuple[str, ...],
+        editor: PauseEditor | None,
+    ) -> None:
+        """Let every pause hook hold the loop here (and change the run through the point)."""
+        hooks = self.agent.pause_hooks
+        if not hooks:
+            return
+        point = PausePoint(self.run.run_id, self.run.round, stage, purpose, detail, editor)
+        try:
+            for hook in hooks:
+                await hook(point)
+        finally:
+            if isinstance(editor, (MessageEdits, ToolCallEdits)):
+                editor.close()
+
+    # -- a round's calls --------------------------------------------------------------
+    async def answer(self, budget: RunBudget, reply: AIMessage) -> None:
+        """Give every call of ``reply`` its ``ToolMessage`` (run, skipped or refused),
+        then prune what needs pruning."""
+        run = self.run
+        if budget.token_tripped:
+            outcomes = self.skip_all(reply, "token_budget", "not run: the token budget is spent")
+        elif is_truncated(reply):
+            # A reply cut off by the output-token limit may hold half-parsed calls
+            # (a streamed '{"path": "rep' parses as {"path": "rep"}): none of them runs.
+            outcomes = self.skip_all(reply, "truncated", TRUNCATED_TEXT)
+        else:
+            outcomes = await self.dispatch(len(run.messages) - 1)
+        first = len(run.messages)
+        run.messages.extend(o.message for o in outcomes)
+        if not budget.token_tripped:
+            await self.prune(budget, outcomes, first)
+
+    def skip_all(self, reply: AIMessage, reason: str, text: str) -> list[DispatchOutcome]:
+        outcomes = skipped_outcomes(reply, reason, text)
+        for outcome in outcomes:
+            self.emit_dispatch(outcome)
+        return outcomes
+
+    async def dispatch(self, index: int) -> list[DispatchOutcome]:
+        """Pause (a person may edit or answer calls), then run the rest; outcomes come
+        back in call order, events in completion order."""
+        run = self.run
+        edits = ToolCallEdits(run, index, self.tools)
+        names = tuple(str(c.get("name") or "") for c in edits.reply.tool_calls)
+        await self.pause("tool_dispatch", "tools", names, edits)
+        reply = edits.reply
+        for outcome in edits.written.values():
+            self.emit_dispatch(outcome)
+        run.finished = dict(edits.written)
+        pending = [c for c in reply.tool_calls if c.get("id") not in edits.written]
+        hooks = DispatchHooks(started=self._tool_started, done=self.emit_dispatch)
+        cfg = self.cfg
+        await dispatch(
+            pending,
+            self.tools,
+            timeout_s=cfg.tool_timeout_s,
+            parallel=cfg.parallel_tool_calls,
+            hooks=hooks,
+            finished=run.finished,
+        )
+        invalid = invalid_outcomes(reply)
+        for outcome in invalid:
+            self.emit_dispatch(outcome)
+        by_id, run.finished = run.finished, {}
+        return [by_id[str(c.get("id"))] for c in reply.tool_calls] + invalid
+
+    def _tool_started(self, call: Any) -> None:
+        args = freeze(json_safe(call.get("args") or {}))
+        self.run.emit(ToolStarted, tool_call_id=call.get("id") or "", name=call["name"], args=args)
+
+    def emit_dispatch(self, outcome: DispatchOutcome) -> None:
+        """Emit one call's ``ToolDispatched`` event."""
+        self.run.emit_dispatch(outcome)
+
+    # -- pruning ----------------------------------------------------------------------
+    async def prune(self, budget: RunBudget, outcomes: list[DispatchOutcome], first: int) -> None:
+        """Shorten large outputs of ``prune_tools``; their messages sit at ``first + i``."""
+        cfg, model = self.cfg, self.agent.pruning_model
+        if model is None or not cfg.prune_tools:
+            return
+        todo = [
+            i
+            for i, o in enumerate(outcomes)
+            if o.status == "success"
+            and o.name in cfg.prune_tools
+            and len(str(o.message.content)) > cfg.prune_min_chars
+        ]
+        if not todo:
+            return
+        await self.pause("model_call", "pruning", (), None)
+        budget.before_call(self.run.usage, self.gate)
+        calls = [(i, *self._pruning_call(outcomes[i])) for i in todo]
+        # return_exceptions: a failed pruning call must neither orphan its siblings nor
+        # lose their spend; the first failure is raised once every success is counted.
+        results = await asyncio.gather(
+            *(prune_output(model, p, str(outcomes[i].message.content)) for i, _, p in calls),
+            return_exceptions=True,
+        )
+        failure: BaseException | None = None
+        for (i, number, _prompt), res in zip(calls, results, strict=True):
+            if isinstance(res, BaseException):
+                failure = failure or res
+                continue
+            self._keep_pruned(budget, outcomes[i], first + i, number, res)
+        if failure is not None:
+            raise failure
+        budget.after_call(self.run.usage, model_name_of(model), self.gate)
+
+    def _pruning_call(self, outcome: DispatchOutcome) -> tuple[int, list[BaseMessage]]:
+        """Number and announce one pruning call; its prompt."""
+        run = self.run
+        prompt = pruning_prompt(
+            outcome.name,
+            str(outcome.message.content),
+            instruction=self.cfg.pruning_prompt,
+            request=_first_human_text(run.messages),
+        )
+        number = run.next_call()
+        run.emit(
+            ModelCallStarted,
+            call=number,
+            purpose="pruning",
+            model_name=model_name_of(self.agent.pruning_model),
+            tools=(),
+            messages=message_dicts(prompt),
+            tool_call_id=outcome.message.tool_call_id,
+        )
+        return number, prompt
+
+    def _keep_pruned(
+        self,
+        budget: RunBudget,
+        outcome: DispatchOutcome,
+        index: int,
+        number: int,
+        res: PruneResult,
+    ) -> None:
+        """Count a pruning call's spend, emit its saving, and put the shorter text in the
+        transcript (the original stays in the message's artifact)."""
+        run, name = self.run, model_name_of(self.agent.pruning_model)
+        reported = model_name_of(self.agent.pruning_model, res.reply.response_metadata) or name
+        usage = budget.price(res.usage, reported, name)
+        run.usage = run.usage + usage
+        original = outcome.message
+        run.emit(
+            Pruned,
+            call=number,
+            tool_call_id=original.tool_call_id,
+            tool_name=outcome.name,
+            model_name=reported,
+            tokens_before=res.tokens_before,
+            tokens_after=res.tokens_after,
+            usage=usage,
+            latency_s=res.latency_s,
+            original=str(original.content),
+            pruned=res.pruned,
+        )
+        artifact = {"original": original.content, "artifact": original.artifact, "pruned": True}
+        run.messages[index] = original.model_copy(
+            update={"content": res.pruned, "artifact": artifact}
+        )
+
+
+def _first_human_text(messages: Sequence[BaseMessage]) -> str:
+    for message in messages:
+        if isinstance(message, HumanMessage):
+            return message.text
+    return ""

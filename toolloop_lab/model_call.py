@@ -1,0 +1,256 @@
+"""One model call, invoked or streamed, and what the loop reads off its reply.
+
+Streaming goes through langchain-core's own ``astream``: chunks are merged with ``+`` and
+turned into the same ``AIMessage`` an invoke returns (usage from the provider's final
+chunk). While chunks arrive, :class:`DeltaBuffer` hands the new text and tool-argument
+fragments to the loop at most every 50 ms, so a view sees the reply grow without one
+event per token.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    InvalidToolCall,
+    ToolCall,
+)
+from langchain_core.messages.tool import invalid_tool_call, tool_call
+from langchain_core.messages.utils import message_chunk_to_message
+
+from toolloop_lab.events import ToolCallDelta, ToolCallView
+from toolloop_lab.jsonsafe import freeze, json_safe
+
+__all__ = [
+    "DELTA_INTERVAL_S",
+    "CallTiming",
+    "DeltaBuffer",
+    "DeltaSink",
+    "call_signature",
+    "call_view",
+    "call_views",
+    "finish_reason",
+    "invoke",
+    "is_empty",
+    "is_truncated",
+    "should_stream",
+    "stream_kwargs",
+]
+
+DELTA_INTERVAL_S: Final = 0.05
+"""Least time between two ``model_delta`` events of one call (about 20 a second)."""
+
+_FINISH_KEYS: Final = ("finish_reason", "stop_reason", "stopReason", "done_reason")
+"""Where providers put why a reply ended (OpenAI, Anthropic, Bedrock, Ollama)."""
+_LENGTH_STOPS: Final = frozenset({"length", "max_tokens", "max_output_tokens"})
+"""Finish reasons meaning "cut off by the output-token limit", lower-cased."""
+
+DeltaSink = Callable[[str, tuple[ToolCallDelta, ...]], None]
+
+
+def should_stream(setting: bool, model: BaseChatModel, *, tools_bound: bool) -> bool:
+    """Whether to read this call as a stream: asked for, and the model implements streaming
+    itself and does not turn it off (otherwise ``astream`` would only yield the whole reply
+    at the end, through a slower path)."""
+    if not setting:
+        return False
+    kind = type(model)
+    native = (
+        kind._astream is not BaseChatModel._astream or kind._stream is not BaseChatModel._stream
+    )
+    disabled = model.disable_streaming
+    return native and not (disabled is True or (disabled == "tool_calling" and tools_bound))
+
+
+def stream_kwargs(model: BaseChatModel) -> dict[str, Any]:
+    """Ask for usage in the final chunk where the client needs asking (OpenAI-style
+    ``stream_usage``); others send it anyway."""
+    return {"stream_usage": True} if "stream_usage" in type(model).model_fields else {}
+
+
+@dataclass(slots=True)
+class DeltaBuffer:
+    """Collects a stream's fragments and passes them on, coalesced, to ``sink``."""
+
+    sink: DeltaSink
+    clock: Callable[[], float] = time.perf_counter
+    interval_s: float = DELTA_INTERVAL_S
+    text: list[str] = field(default_factory=list)
+    """Every text fragment so far (what a failed stream leaves behind)."""
+    _pending: list[str] = field(default_factory=list)
+    _calls: dict[int, list[Any]] = field(default_factory=dict)
+    _last: float | None = None
+
+    def feed(self, chunk: AIMessageChunk) -> None:
+        """Take one chunk; pass the fragments on if the last delta is old enough."""
+        piece = chunk.text
+        if piece:
+            self.text.append(piece)
+            self._pending.append(piece)
+        for part in chunk.tool_call_chunks:
+            index = part.get("index")
+            slot = self._calls.setdefault(index if isinstance(index, int) else 0, [None, None, []])
+            slot[0] = slot[0] or part.get("id")
+            slot[1] = slot[1] or part.get("name")
+            if part.get("args"):
+                slot[2].append(str(part.get("args")))
+        if (self._pending or self._calls) and (
+            self._last is None or self.clock() - self._last >= self.interval_s
+        ):
+            self.flush()
+
+    def flush(self) -> None:
+        """Pass on whatever is pending now."""
+        if not self._pending and not self._calls:
+            return
+        calls = tuple(
+            ToolCallDelta(index=i, id=s[0], name=s[1], args="".join(s[2]))
+            for i, s in sorted(self._calls.items())
+        )
+        text = "".join(self._pending)
+        self._pending, self._calls = [], {}
+        self._last = self.clock()
+        self.sink(text, calls)
+
+    @property
+    def partial_text(self) -> str:
+        return "".join(self.text)
+
+
+@dataclass(frozen=True, slots=True)
+class CallTiming:
+    """How long a call took: to the whole reply, and (streams) to the first fragment."""
+
+    latency_s: float
+    first_token_s: float | None = None
+
+
+async def invoke(
+    runnable: Any,
+    prompt: Sequence[BaseMessage],
+    *,
+    stream: bool,
+    kwargs: Mapping[str, Any],
+    deltas: DeltaBuffer | None,
+) -> tuple[Any, CallTiming]:
+    """Call ``runnable`` once (``ainvoke``, or ``astream`` merged into one message)."""
+    started = time.perf_counter()
+    if not stream or deltas is None:
+        reply = await runnable.ainvoke(list(prompt))
+        return reply, CallTiming(time.perf_counter() - started)
+    merged: Any = None
+    first: float | None = None
+    try:
+        async for chunk in runnable.astream(list(prompt), **kwargs):
+            if first is None:
+                first = time.perf_counter() - started
+            if isinstance(chunk, AIMessageChunk):
+                deltas.feed(chunk)
+            merged = chunk if merged is None else merged + chunk
+    finally:
+        deltas.flush()  # what arrived is shown, however the stream ended
+    latency = time.perf_counter() - started
+    if merged is None:
+        return AIMessage(content=""), CallTiming(latency, first)
+    if isinstance(merged, AIMessageChunk):
+        merged = _strict(merged)
+    return merged, CallTiming(latency, first)
+
+
+def _strict(chunk: AIMessageChunk) -> Any:
+    """The merged stream as a message, its tool calls parsed strictly.
+
+    langchain-core parses streamed arguments with a lenient partial-JSON parser, made for
+    showing calls as they grow: on a whole stream it would turn ``{"path": "rep`` (a reply
+    cut off) or ``{"a": 1} trailing`` into a call. Here the complete argument text must be
+    one JSON object, exactly as an invoked reply's must; anything else is an invalid call.
+    """
+    message = message_chunk_to_message(chunk)
+    if not chunk.tool_call_chunks or not isinstance(message, AIMessage):
+        return message
+    calls: list[ToolCall] = []
+    invalid: list[InvalidToolCall] = []
+    for part in chunk.tool_call_chunks:
+        raw = part.get("args") or ""
+        name, call_id = part.get("name"), part.get("id")
+        try:
+            value = json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            value = None
+        if isinstance(value, dict) and isinstance(name, str) and name:
+            calls.append(tool_call(name=name, args=value, id=call_id))
+        else:
+            invalid.append(invalid_tool_call(name=name, args=raw, id=call_id, error=None))
+    return message.model_copy(update={"tool_calls": calls, "invalid_tool_calls": invalid})
+
+
+def finish_reason(meta: Mapping[str, Any]) -> str | None:
+    """Why the provider says the reply ended, as it spells it."""
+    for key in _FINISH_KEYS:
+        value = meta.get(key)
+        if isinstance(value, str) and value:
+            return value
+    details = meta.get("incomplete_details")  # OpenAI Responses API
+    reason = details.get("reason") if isinstance(details, Mapping) else None
+    return reason if isinstance(reason, str) and reason else None
+
+
+def is_truncated(reply: AIMessage) -> bool:
+    """The provider cut the reply off at its output-token limit."""
+    reason = finish_reason(reply.response_metadata)
+    return reason is not None and reason.lower() in _LENGTH_STOPS
+
+
+def is_empty(reply: AIMessage) -> bool:
+    """No text a person can read and no tool call (a thinking-only reply is empty too)."""
+    return not reply.text.strip() and not reply.tool_calls and not reply.invalid_tool_calls
+
+
+def _text_or_empty(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _frozen_args(args: Any) -> Any:
+    """Arguments as frozen JSON data; anything that is not an object is kept under "raw"."""
+    return freeze(json_safe(args if isinstance(args, Mapping) else {"raw": args}))
+
+
+def call_view(call: ToolCall) -> ToolCallView:
+    """A tool call as the model asked for it; odd names or arguments are shown, not trusted."""
+    return ToolCallView(
+        _text_or_empty(call.get("id")),
+        _text_or_empty(call.get("name")),
+        _frozen_args(call.get("args")),
+    )
+
+
+def call_views(reply: AIMessage) -> tuple[ToolCallView, ...]:
+    """Every call of ``reply``, valid ones first, then the ones that could not be parsed."""
+    valid = tuple(call_view(c) for c in reply.tool_calls)
+    invalid = tuple(
+        ToolCallView(
+            _text_or_empty(c.get("id")),
+            _text_or_empty(c.get("name")),
+            _frozen_args({"raw": c.get("args")}),
+            False,
+            c.get("error") if isinstance(c.get("error"), str) else None,
+        )
+        for c in reply.invalid_tool_calls
+    )
+    return valid + invalid
+
+
+def call_signature(reply: AIMessage) -> tuple[tuple[str, str], ...]:
+    """What a repeat is judged on: each call's name and arguments, in order."""
+    return tuple(
+        (str(c.get("name")), json.dumps(json_safe(c.get("args")), sort_keys=True))
+        for c in reply.tool_calls
+    ) + tuple((str(c.get("name")), str(c.get("args"))) for c in reply.invalid_tool_calls)
