@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    messages_from_dict,
+)
 
 from toolloop_lab.events import (
     BudgetGate,
@@ -32,6 +39,7 @@ from toolloop_lab.events import (
     ToolStarted,
     message_dicts,
 )
+from toolloop_lab.jsonsafe import thaw
 from toolloop_lab.usage import Usage
 
 __all__ = ["Stream", "ToolSpec", "long_run", "sample_run"]
@@ -358,6 +366,28 @@ def slow_run() -> list[Event]:
     return [*s.finish("Revenue rose 12% this quarter.", 2).events]
 
 
+@dataclass
+class _Editor:
+    """What a pause point of a played run can show (nothing here can be changed)."""
+
+    messages_: tuple[BaseMessage, ...] = ()
+    calls_: tuple[ToolCallView, ...] = ()
+
+    def __init__(
+        self,
+        messages: tuple[BaseMessage, ...] = (),
+        calls: tuple[ToolCallView, ...] = (),
+    ) -> None:
+        self.messages_ = messages
+        self.calls_ = calls
+
+    def messages(self) -> tuple[BaseMessage, ...]:
+        return self.messages_
+
+    def calls(self) -> tuple[ToolCallView, ...]:
+        return self.calls_
+
+
 class PlaybackAgent:
     """Plays a stream in real time through the debugger's agent API (observers, pause
     hooks, ``arun``), restamping each event with the time it is really emitted, so step
@@ -403,27 +433,38 @@ class PlaybackAgent:
         emitted: list[Event] = []
         spent = Usage()
         dispatched: set[int] = set()
+        sent: list[Any] = []
         try:
             for event in self.events:
                 await asyncio.sleep(max(0.0, (event.t - script_prev) / self.speed))
                 script_prev = event.t
-                if isinstance(event, ModelCallStarted):
-                    # what is about to be sent is known (and shown) while the loop waits
-                    self._emit(dataclasses.replace(event, t=round_t(loop.time() - start)))
-                    emitted.append(event)
-                    point = PausePoint(event.run_id, event.round, "model_call", event.purpose)
+                if isinstance(event, ModelCallStarted):  # as the loop: pause, then send
+                    sent.extend(event.messages)
+                    editor = _Editor(messages=tuple(messages_from_dict(thaw(list(sent)))))
+                    point = PausePoint(
+                        event.run_id, event.round, "model_call", event.purpose, (), editor
+                    )
                     await self._pause(point)
-                    continue
                 if isinstance(event, ToolStarted) and event.round not in dispatched:
                     dispatched.add(event.round)
-                    names = tuple(
-                        e.name
+                    starts = [
+                        e
                         for e in self.events
                         if isinstance(e, ToolStarted) and e.round == event.round
+                    ]
+                    calls = tuple(
+                        ToolCallView(id=e.tool_call_id, name=e.name, args=e.args) for e in starts
                     )
-                    await self._pause(
-                        PausePoint(event.run_id, event.round, "tool_dispatch", "tools", names)
+                    names = tuple(e.name for e in starts)
+                    point = PausePoint(
+                        event.run_id,
+                        event.round,
+                        "tool_dispatch",
+                        "tools",
+                        names,
+                        _Editor(calls=calls),
                     )
+                    await self._pause(point)
                 event = dataclasses.replace(event, t=round_t(loop.time() - start))
                 if isinstance(event, ModelCalled):
                     spent = event.accumulated

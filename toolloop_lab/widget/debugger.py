@@ -33,15 +33,29 @@ import comm
 import traitlets
 
 from toolloop_lab.errors import describe
-from toolloop_lab.events import Event, LoopFailed, LoopFinished, LoopStarted, Observer
+from toolloop_lab.events import (
+    Event,
+    LoopFailed,
+    LoopFinished,
+    LoopStarted,
+    Observer,
+    message_dicts,
+)
 from toolloop_lab.hooks import PauseHook, PausePoint
+from toolloop_lab.jsonsafe import thaw
 from toolloop_lab.runview import RunView
 from toolloop_lab.trace import TraceRead, read_trace
 from toolloop_lab.widget.coalesce import Clock, Coalescer, Scheduler, loop_scheduler
 from toolloop_lab.widget.snapshot import snapshot_html
 from toolloop_lab.widget.step import PAUSE_MODES, PauseMode, StepController
 from toolloop_lab.widget.text import summary_text
-from toolloop_lab.widget.wire import MAX_BATCH_EVENTS, event_payload, saved_tail
+from toolloop_lab.widget.wire import (
+    MAX_BATCH_EVENTS,
+    clip,
+    compact_messages,
+    event_payload,
+    saved_tail,
+)
 
 __all__ = ["DebuggableAgent", "LoopDebugger"]
 
@@ -65,16 +79,30 @@ class DebuggableAgent(Protocol[R_co]):
     async def arun(self, prompt_or_messages: str | Sequence[Any]) -> R_co: ...
 
 
-def _point_dict(point: PausePoint | None) -> dict[str, Any] | None:
+PAUSE_MESSAGES: Final = 40
+"""Newest messages of the conversation a model-call pause shows (what is about to be sent)."""
+
+
+def _point_dict(point: PausePoint | None, max_chars: int) -> dict[str, Any] | None:
+    """Where the loop waits, with exactly what it is about to send or run."""
     if point is None:
         return None
-    return {
+    data: dict[str, Any] = {
         "run_id": point.run_id,
         "round": point.round,
         "stage": point.stage,
         "purpose": point.purpose,
         "detail": list(point.detail),
     }
+    if point.stage == "model_call":
+        messages = point.messages
+        data["message_count"] = len(messages)
+        data["messages"] = compact_messages(message_dicts(messages[-PAUSE_MESSAGES:]), max_chars)
+    else:
+        data["calls"] = clip(
+            [{"id": c.id, "name": c.name, "args": thaw(c.args)} for c in point.calls], max_chars
+        )
+    return data
 
 
 def _cell_of_request() -> tuple[str, str] | None:
@@ -226,7 +254,7 @@ class LoopDebugger(anywidget.AnyWidget):
     def _control(self) -> dict[str, Any]:
         task = self._task
         return {
-            "paused_at": _point_dict(self._controller.paused_at),
+            "paused_at": _point_dict(self._controller.paused_at, self.max_text_chars),
             "running": task is not None and not task.done(),
             "note": self._note,
             "stopped_by_user": self._stopped_by_user,

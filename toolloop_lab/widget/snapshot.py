@@ -56,12 +56,12 @@ def _tool(tool: ToolRow) -> str:
         state = "not run"
     else:
         state = tool.status
-    return f"{esc_clip(tool.name, 60)[0]}: {esc(state)}"
+    return f"{esc_clip(tool.name, 60)}: {esc(state)}"
 
 
 def _row(row: RoundRow) -> str:
     label = "final answer call" if row.purpose == "synthesis" else f"{row.number:,}"
-    text, _cut = esc_clip(row.text, _PREVIEW)
+    text = esc_clip(row.text, _PREVIEW)
     reply = text or "<i>(no text)</i>"
     tools = ", ".join(_tool(t) for t in row.tools)
     usage = row.usage
@@ -81,7 +81,7 @@ def snapshot_html(view: RunView, *, note: str | None = None) -> str:
     parts = ["<div>"]
     head = [f"<b>Agent loop debugger: {esc(_STATUS.get(view.status, view.status))}</b>"]
     if view.started is not None and view.started.model_name:
-        head.append(esc_clip(view.started.model_name, 80)[0])
+        head.append(esc_clip(view.started.model_name, 80))
     if view.max_rounds is not None:
         head.append(f"round {view.tool_rounds:,} of {view.max_rounds:,}")
     parts.append(" · ".join(head))
@@ -108,14 +108,14 @@ def snapshot_html(view: RunView, *, note: str | None = None) -> str:
         parts.extend(_row(r) for r in rows)
         parts.append("</table>")
     if view.final_text is not None:
-        final, _cut = esc_clip(view.final_text, 2_000)
+        final = esc_clip(view.final_text, 2_000)
         parts.append(f"<b>Final answer:</b> {final or '<i>(no text)</i>'}")
     if view.failure is not None:
         f = view.failure
-        what = "stopped" if f.cancelled else f"failed: {esc_clip(f.error_type, 80)[0]}"
-        message = "" if f.cancelled else f" · {esc_clip(f.message, 500)[0]}"
+        what = "stopped" if f.cancelled else f"failed: {esc_clip(f.error_type, 80)}"
+        message = "" if f.cancelled else f" · {esc_clip(f.message, 500)}"
         parts.append(f"<br><b>{what}</b> after {f.rounds:,} rounds{message}")
     if note:
-        parts.append(f"<br><i>{esc_clip(note, 300)[0]}</i>")
+        parts.append(f"<br><i>{esc_clip(note, 300)}</i>")
     parts.append("</div>")
     return "\n".join(parts)

@@ -25,8 +25,9 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from toolloop_lab.events import Event, LoopFailed, LoopFinished, LoopStarted
+from toolloop_lab.jsonsafe import thaw
 
-__all__ = ["MAX_BATCH_EVENTS", "clip", "event_payload", "saved_tail"]
+__all__ = ["MAX_BATCH_EVENTS", "clip", "compact_messages", "event_payload", "saved_tail"]
 
 MAX_BATCH_EVENTS: Final = 4_000
 """Events in one message at most; a long replay goes out as several paced messages."""
@@ -63,6 +64,11 @@ def event_payload(event: Event, max_chars: int) -> dict[str, Any]:
     if data.get("messages"):
         data["messages"] = [_compact(m) for m in data["messages"]]
     return data
+
+
+def compact_messages(messages: Any, max_chars: int) -> list[Any]:
+    """Message dicts as the browser gets them: thawed, clipped, without empty fields."""
+    return [_compact(m) for m in clip(thaw(list(messages)), max_chars)]
 
 
 def saved_tail(

@@ -1312,6 +1312,7 @@ function createView(el, s, host) {
     const newest = r === s.rounds[s.rounds.length - 1];
     const pausedBeforeCall = paused && s.control.paused_at.stage === "model_call" && newest;
     if (pausedBeforeCall && !(c && !c.done && c.msgFrom !== null)) detailBody.append(aboutToSend(r));
+    if (paused && s.control.paused_at.stage === "tool_dispatch" && newest && s.control.paused_at.calls) detailBody.append(aboutToRun());
     if (r.synthesis) detailBody.append(block(s, `r${r.n}:synth`, "Why a final-answer call", () => h("div", null, h("div", "tl-meta", `Reason: ${SYNTH[r.synthesis.reason] || r.synthesis.reason}`), longText(r.synthesis.prompt)), { copy: r.synthesis.prompt, open: false }));
     if (c && c.msgFrom !== null) {
       const n = c.msgTo - c.msgFrom;
@@ -1329,6 +1330,17 @@ function createView(el, s, host) {
   }
 
   function aboutToSend(r) {
+    const p = s.control.paused_at || {};
+    if (Array.isArray(p.messages)) {
+      // exactly what the loop will send (its newest messages), as the pause point says
+      const total = p.message_count || p.messages.length;
+      return block(s, "pause:send", `About to send (${plural(total, "message")})`, () => {
+        const box = h("div", "tl-chat");
+        if (total > p.messages.length) box.append(h("div", "tl-meta", `the newest ${nf.format(p.messages.length)} of ${plural(total, "message")}:`));
+        for (const m of p.messages) box.append(chatMessage(m));
+        return box;
+      }, { copy: () => prettyJson(p.messages) });
+    }
     const pending = pendingMessages(s);
     return block(s, "pause:send", "About to send", () => {
       const box = h("div", "tl-chat");
@@ -1339,6 +1351,16 @@ function createView(el, s, host) {
       for (const m of pending) box.append(chatMessage(m));
       return box;
     }, { copy: () => prettyJson([...s.conversation, ...pending]) });
+  }
+
+  function aboutToRun() {
+    const p = s.control.paused_at || {};
+    const calls = p.calls || [];
+    return block(s, "pause:run", `About to run (${plural(calls.length, "tool call")})`, () => {
+      const box = h("div");
+      for (const c of calls) box.append(h("div", "tl-msg-call", h("span", "tl-msg-meta", `${c.name} · ${c.id}`), jsonView(c.args || {}, 1)));
+      return box;
+    }, { copy: () => prettyJson(calls) });
   }
 
   function replyBlock(r, c) {
