@@ -1,13 +1,18 @@
 """The widget's ES module on a static page: the same view, fed from embedded events.
 
-The HTML report and standalone snapshots use this, so a saved report and the live widget
-look alike. The events go in a ``<script type="application/json">`` block with ``<``,
-``>`` and ``&`` written as JSON escapes, so no string in them can close the block or open
-a tag; the module reads them with ``JSON.parse`` and renders every string as DOM text.
+The HTML report and standalone pages use this, so a saved report and the live widget look
+alike. A page holds the stylesheet and the module once (:func:`view_assets`) and one slot
+per run (:func:`view_slot`). A slot's events sit in a ``<script type="application/json">``
+block with ``<``, ``>`` and ``&`` written as JSON escapes, so no string in them can close
+the block or open a tag; the module reads them with ``JSON.parse`` and renders every
+string as DOM text. The one executable script is :data:`LOADER`, whose hash
+(:data:`LOADER_CSP`) a Content-Security-Policy can allow alone.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 from collections.abc import Iterable
 from functools import cache
@@ -18,9 +23,34 @@ from toolloop_lab.escape import esc
 from toolloop_lab.events import Event
 from toolloop_lab.widget.wire import event_payload
 
-__all__ = ["module_source", "static_page", "view_block"]
+__all__ = [
+    "LOADER",
+    "LOADER_CSP",
+    "module_source",
+    "static_page",
+    "view_assets",
+    "view_slot",
+]
 
 STATIC: Final = Path(__file__).with_name("static")
+
+LOADER: Final = (
+    "const src = document.getElementById('toolloop-module').textContent;\n"
+    "const code = new Blob([src], {type: 'text/javascript'});\n"
+    "const mod = await import(URL.createObjectURL(code));\n"
+    "for (const box of document.querySelectorAll('.toolloop-view')) {\n"
+    "  const read = (role) => box.querySelector(`script[data-role=${role}]`).textContent;\n"
+    "  const el = document.createElement('div');\n"
+    "  box.append(el);\n"
+    "  mod.mount(el, JSON.parse(read('events')), JSON.parse(read('options')));\n"
+    "}\n"
+)
+"""The page's only script: it imports the embedded module and mounts every slot."""
+
+LOADER_CSP: Final = (
+    "'sha256-" + base64.b64encode(hashlib.sha256(LOADER.encode()).digest()).decode() + "' blob:"
+)
+"""``script-src`` sources that allow :data:`LOADER` and the module it imports, nothing else."""
 
 
 @cache
@@ -34,39 +64,29 @@ def module_source() -> tuple[str, str]:
 
 
 def _json_block(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False, sort_keys=True)
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 
-def view_block(events: Iterable[Event], *, note: str | None = None, max_chars: int = 20_000) -> str:
-    """An HTML fragment that draws the debugger view of ``events`` where it stands.
-
-    Include it in a page once per run; the module and stylesheet come along in each
-    fragment (a few tens of kilobytes), so a fragment stands alone.
-    """
+def view_assets() -> str:
+    """The stylesheet, the module (as inert text) and the loader: once per page."""
     js, css = module_source()
+    return (
+        f"<style>{css}</style>\n"
+        f'<script type="text/plain" id="toolloop-module">{js}</script>\n'
+        f'<script type="module">{LOADER}</script>\n'
+    )
+
+
+def view_slot(events: Iterable[Event], *, note: str | None = None, max_chars: int = 20_000) -> str:
+    """Where one run's view is drawn: its events and options as JSON data blocks."""
     payload = [event_payload(e, max_chars) for e in events]
     options = {"note": note} if note else {}
     return (
-        f"<style>{css}</style>\n"
         '<div class="toolloop-view">'
         f'<script type="application/json" data-role="events">{_json_block(payload)}</script>'
         f'<script type="application/json" data-role="options">{_json_block(options)}</script>'
-        f'<script type="text/plain" data-role="module">{js}</script>'
-        "<noscript>This view needs JavaScript.</noscript>"
         "</div>\n"
-        '<script type="module">\n'
-        "for (const box of document.querySelectorAll('.toolloop-view:not([data-mounted])')) {\n"
-        "  box.dataset.mounted = '1';\n"
-        "  const read = (role) => box.querySelector(`script[data-role=${role}]`).textContent;\n"
-        "  const code = new Blob([read('module')], {type: 'text/javascript'});\n"
-        "  const url = URL.createObjectURL(code);\n"
-        "  const mod = await import(url);\n"
-        "  const el = document.createElement('div');\n"
-        "  box.append(el);\n"
-        "  mod.mount(el, JSON.parse(read('events')), JSON.parse(read('options')));\n"
-        "}\n"
-        "</script>\n"
     )
 
 
@@ -79,6 +99,8 @@ def static_page(
         f"<title>{esc(title)}</title>"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         "</head><body>\n"
-        f"{view_block(events, note=note)}"
+        f"{view_slot(events, note=note)}"
+        "<noscript>This view needs JavaScript.</noscript>\n"
+        f"{view_assets()}"
         "</body></html>\n"
     )

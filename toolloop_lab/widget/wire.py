@@ -24,6 +24,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, Final
 
+from toolloop_lab.escape import scrub
 from toolloop_lab.events import Event, LoopFailed, LoopFinished, LoopStarted
 from toolloop_lab.jsonsafe import thaw
 
@@ -34,8 +35,10 @@ MAX_BATCH_EVENTS: Final = 4_000
 
 
 def clip(value: Any, max_chars: int) -> Any:
-    """``value`` with every string longer than ``max_chars`` cut, saying how much was cut."""
+    """``value`` with every string longer than ``max_chars`` cut, saying how much was cut,
+    and lone surrogates replaced (U+FFFD)."""
     if isinstance(value, str):
+        value = scrub(value)  # a lone surrogate (half an emoji) cannot be sent as UTF-8
         if len(value) <= max_chars:
             return value
         return f"{value[:max_chars]}… [{len(value) - max_chars:,} more characters not shown]"
