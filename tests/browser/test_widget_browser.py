@@ -428,6 +428,25 @@ def test_ten_thousand_rounds_stay_fast_and_small(page_for: Any, jupyter: Jupyter
         assert busiest <= 10
         assert len(state) < 1_000_000
         assert file_size < 1_000_000
+
+        # re-running the cell replaces the debugger: the old one's state leaves the file
+        page.locator(".jp-Notebook .jp-Cell >> visible=true").nth(1).click()
+        page.keyboard.press("Shift+Enter")
+        page.wait_for_timeout(1000)
+        wait_idle(page)
+        page.keyboard.press("Control+s")
+        page.wait_for_timeout(1500)
+        saved = jupyter.api(f"/api/contents/{name}?content=1")["content"]
+        models = saved["metadata"]["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+        debuggers = [
+            m
+            for m in models.values()
+            if m["state"].get("_anywidget_id") == "toolloop_lab.widget.debugger.LoopDebugger"
+        ]
+        rerun_state = len(json.dumps(saved["metadata"]["widgets"]))
+        print(f"[re-run] debuggers in the saved state: {len(debuggers)}, {rerun_state:,} bytes")
+        assert len(debuggers) == 1
+        assert rerun_state < len(state)
     except BaseException:
         shot(page, "long_failure")
         print(jupyter.log_tail())

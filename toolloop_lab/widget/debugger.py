@@ -190,8 +190,13 @@ class LoopDebugger(anywidget.AnyWidget):
         self._controller = StepController(
             mode=pause_on, on_pause=self._on_pause, on_resume=self._on_resume
         )
+        # 1% slower than asked, so drift between the pacing clock (monotonic) and the wall
+        # clock that stamps kernel messages never shows max + 1 messages in one second
         self._pacer = Coalescer(
-            self._flush, max_per_second=max_messages_per_second, clock=clock, schedule=schedule
+            self._flush,
+            max_per_second=max_messages_per_second * 0.99,
+            clock=clock,
+            schedule=schedule,
         )
         self._pause_on = pause_on
         self.observe(self._on_pause_trait, names="_pause_on")

@@ -1249,6 +1249,7 @@ function createView(el, s, host) {
     row.setAttribute("aria-selected", String(sel === r));
     const c = r.call;
     const sum = h("span", "tl-c-sum");
+    if (!c && !isDone(s)) sum.append(h("span", "tl-muted", st === "paused" ? "paused before the model call" : "about to call the model"));
     if (c) {
       const text = c.text || (c.fragments.length ? "" : "");
       if (text) sum.append(h("span", "tl-sum-text", text.slice(0, 160)));
@@ -1273,7 +1274,7 @@ function createView(el, s, host) {
       const fn = () => duration(runNow(s) - (r.t0 || 0));
       dur.textContent = fn();
       liveRows.push([dur, fn]);
-    } else dur.textContent = r.t0 === null ? "—" : duration(roundEnd(s, r) - r.t0);
+    } else dur.textContent = r.t0 === null || (!c && !r.tools.length) ? "—" : duration(roundEnd(s, r) - r.t0);
     row.append(
       h("span", "tl-c-n tl-num", roundLabel(r)),
       h("span", "tl-c-state", dot(st), h("span", null, STATE_WORD[st])),
