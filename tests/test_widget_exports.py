@@ -15,6 +15,7 @@ MODULES = [
     "toolloop_lab.widget.coalesce",
     "toolloop_lab.widget.debugger",
     "toolloop_lab.widget.figures",
+    "toolloop_lab.widget.html",
     "toolloop_lab.widget.page",
     "toolloop_lab.widget.snapshot",
     "toolloop_lab.widget.step",
