@@ -1218,6 +1218,10 @@ function createView(el, s, host) {
 
   function drawRows() {
     const n = listLength();
+    if (s.source === "static" && isDone(s) && !s.draining) {
+      // a finished run on a page: nothing will grow, so no empty rows below the last
+      scroller.style.height = `${ROW_H * Math.max(2, Math.min(TIMELINE_ROWS, s.rounds.length))}px`;
+    }
     spacer.style.height = `${n * ROW_H}px`;
     let top = lastTop;
     if (s.ui.follow && !userScrolled) {
