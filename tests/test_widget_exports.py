@@ -16,8 +16,11 @@ MODULES = [
     "toolloop_lab.widget.debugger",
     "toolloop_lab.widget.figures",
     "toolloop_lab.widget.html",
+    "toolloop_lab.widget.page",
+    "toolloop_lab.widget.snapshot",
     "toolloop_lab.widget.step",
     "toolloop_lab.widget.text",
+    "toolloop_lab.widget.wire",
 ]
 
 

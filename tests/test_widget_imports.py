@@ -12,7 +12,12 @@ import sys
 
 import pytest
 
-RENDERERS = ["toolloop_lab.widget.html", "toolloop_lab.widget.text", "toolloop_lab.lab.report"]
+RENDERERS = [
+    "toolloop_lab.widget.html",
+    "toolloop_lab.widget.text",
+    "toolloop_lab.widget.page",
+    "toolloop_lab.lab.report",
+]
 
 
 def _run(code: str) -> subprocess.CompletedProcess[str]:

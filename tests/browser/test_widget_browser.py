@@ -1,19 +1,10 @@
-"""The debugger in a real JupyterLab, driven through Debian's chromium with Playwright.
+"""The debugger in a real JupyterLab and Notebook 7, driven through Debian's chromium.
 
-The test starts JupyterLab on 127.0.0.1 (free port, temporary config, data, runtime and
-root directories, a random token, no browser launch) with a kernelspec pointing at this
-interpreter, opens a notebook, runs all its cells through the Run menu, and asserts on the
-text a person would see: round rows, a tool dispatch, a pruning saving, a tripped budget
-gate, the final answer, and a tool output holding an ``<img onerror>`` payload shown as
-text without running. A screenshot goes to ``test-artifacts/``.
-
-The notebook is a parameter: the test runs one it writes into its temporary root (with exact
-expectations and a positive control for the payload check) and the tutorial
-``notebooks/01_quickstart.ipynb``, which must show the same things (see
-:func:`generic_expectations`). ``TOOLLOOP_BROWSER_NOTEBOOK`` swaps the tutorial for another.
-
-It never downloads a browser. Without ``/usr/bin/chromium`` (or Playwright) the test skips,
-except under ``CI=true``, where it fails.
+Each test writes a notebook, runs its cells through the Run menu as a person would, and
+asserts on what the page shows. Runs are played by :class:`PlaybackAgent` (a real-time
+player behind the debugger's agent API: observers, pause hooks, ``arun``), so step mode,
+Stop and the browser's timers behave as with a live loop. Screenshots go to
+``test-artifacts/``; the figures the suite measures are printed (``-s`` shows them).
 """
 
 from __future__ import annotations
@@ -21,68 +12,58 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
-import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import pytest
+from conftest import ARTIFACTS, Jupyter, run_all_cells, shot, wait_idle, write_notebook
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-REPO = Path(__file__).resolve().parents[2]
-ARTIFACTS = REPO / "test-artifacts"
-KERNEL = "toolloop-browser-test"
-NOTEBOOK_ENV = "TOOLLOOP_BROWSER_NOTEBOOK"
-TIMEOUT_MS = int(os.environ.get("TOOLLOOP_BROWSER_TIMEOUT_MS", "90000"))
-
 XSS_FLAG = "__toolloopXss"
 CONTROL_FLAG = "__toolloopControl"
-REPORT = "quarterly figures: revenue up 12%. " * 200
-PRUNED = "revenue up 12% (quarterly figures)"
-FINAL = "ALL DONE: revenue is up 12% this quarter."
-XSS = f'<img src=x onerror="window.{XSS_FLAG}=1">'
+PROMPT = "How did revenue and churn do last quarter?"
+SETUP = """\
+import asyncio
+import ipywidgets
+from toolloop_lab import LoopDebugger
+from browser.streams import PlaybackAgent, long_run, sample_run, slow_run, failed_run
+"""
+REAL_AGENT = f"""\
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.tools import tool
+from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
+
+PROMPT = {PROMPT!r}
+SYSTEM = "You are a careful analyst."
+XSS = '<img src=x onerror="window.{XSS_FLAG}=1">'
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"browser test cannot run under CI: {reason}")
-    pytest.skip(reason)
+class SlowModel(ScriptedChatModel):
+    \"\"\"Each reply takes 1.5 s to come back (the event loop stays free meanwhile).\"\"\"
+
+    async def _agenerate(self, *args, **kwargs):
+        await asyncio.sleep(1.5)
+        return await super()._agenerate(*args, **kwargs)
+
+    async def _astream(self, *args, **kwargs):
+        await asyncio.sleep(1.5)
+        async for chunk in super()._astream(*args, **kwargs):
+            yield chunk
 
 
-# -- the notebook -------------------------------------------------------------------------
-SETUP = f"""\
-import pathlib
-import tempfile
+@tool
+async def file_read(path: str) -> str:
+    \"\"\"Read a file (slowly).\"\"\"
+    await asyncio.sleep(3.0)
+    return "revenue up 12%. " * 40
 
-from langchain_core.messages import AIMessage
 
-from toolloop_lab import AgentConfig, LLMAgent, LoopDebugger, ScriptedChatModel
-from toolloop_lab.builtin_tools import echo_tool, file_read_tool
-
-root = pathlib.Path(tempfile.mkdtemp())
-(root / "report.txt").write_text({REPORT!r})
-XSS = {XSS!r}
+@tool
+def echo(text: str) -> str:
+    \"\"\"Echo the text back.\"\"\"
+    return text
 
 
 def usage(i, o):
@@ -93,7 +74,7 @@ def call(name, args, call_id):
     return {{"name": name, "args": args, "id": call_id, "type": "tool_call"}}
 
 
-model = ScriptedChatModel(
+model = SlowModel(
     [
         AIMessage(
             "Reading the report and echoing a note.",
@@ -103,329 +84,370 @@ model = ScriptedChatModel(
             ],
             usage_metadata=usage(1000, 50),
         ),
-        AIMessage(
-            "One more look.",
-            tool_calls=[call("echo", {{"text": "again"}}, "call_again")],
-            usage_metadata=usage(3500, 100),
-        ),
-        AIMessage({FINAL!r}, usage_metadata=usage(600, 40)),
+        AIMessage("Revenue rose 12% this quarter.", usage_metadata=usage(1800, 40)),
     ],
     model_name="gpt-4o-mini",
 )
-pruner = ScriptedChatModel(
-    [AIMessage({PRUNED!r}, usage_metadata=usage(900, 40))], model_name="gpt-4o-mini"
-)
-config = AgentConfig(
-    tool_max_rounds=6,
-    token_budget_percent=50,
-    context_window=10_000,
-    prune_tools=("file_read",),
-    prune_min_chars=1_000,
-)
-agent = LLMAgent(model, [file_read_tool(root), echo_tool()], config, pruning_model=pruner)
+agent = LLMAgent(model, [file_read, echo], AgentConfig(tool_max_rounds=6, streaming=True))
+"""
+CONTROL = f"ipywidgets.HTML('<img src=x onerror=\"window.{CONTROL_FLAG}=1\">')"
+
+ROOT = ".tl-root"
+CHECKS = (Path(__file__).with_name("checks.js")).read_text()
+
+
+def widget(page: Any, index: int = 0) -> Any:
+    return page.locator(ROOT).nth(index)
+
+
+def layout_problems(page: Any) -> list[str]:
+    """Horizontal overflow of any debugger, and controls that are clipped or cut."""
+    result: list[str] = page.evaluate(f"(() => {{ {CHECKS}; return layoutProblems(); }})()")
+    return result
+
+
+def texts_over_time(page: Any, seconds: float, every: float = 0.2) -> list[tuple[float, str]]:
+    samples = []
+    start = time.monotonic()
+    while time.monotonic() - start < seconds:
+        samples.append((time.monotonic() - start, widget(page).inner_text()))
+        page.wait_for_timeout(every * 1000)
+    return samples
+
+
+def longest_still(samples: list[tuple[float, str]]) -> float:
+    """The longest time the widget's text stayed the same."""
+    longest, since, last = 0.0, samples[0][0], samples[0][1]
+    for t, text in samples[1:]:
+        if text != last:
+            longest = max(longest, t - since)
+            since, last = t, text
+    return max(longest, samples[-1][0] - since)
+
+
+def sent_at(frame: str) -> float:
+    """Seconds (epoch) at which the kernel sent a message, from its header's date."""
+    from datetime import datetime
+
+    stamp = re.search(r'"msg_type":"comm_msg"[^}]*?"date":"([^"]+)"', frame) or re.search(
+        r'"date":"([^"]+)"', frame
+    )
+    assert stamp, frame[:400]
+    return datetime.fromisoformat(stamp.group(1).replace("Z", "+00:00")).timestamp()
+
+
+def sidebar_open(page: Any) -> None:
+    opened = page.evaluate(
+        "() => { const s = document.querySelector('#jp-left-stack');"
+        " return !!s && !s.classList.contains('lm-mod-hidden')"
+        " && s.getBoundingClientRect().width > 0; }"
+    )
+    if not opened:
+        page.locator("#jp-left-stack, .jp-SideBar.jp-mod-left li[role='tab']").first.wait_for()
+        page.locator(".jp-SideBar.jp-mod-left li[role='tab']").first.click()
+
+
+@pytest.mark.parametrize("ui", ["lab", "notebook"])
+def test_live_run_steps_ticks_and_inspects(page_for: Any, jupyter: Jupyter, ui: str) -> None:
+    name = write_notebook(
+        jupyter.root,
+        f"live_{ui}.ipynb",
+        [
+            SETUP,
+            REAL_AGENT,
+            'dbg = LoopDebugger(pause_on="model")\ndbg',
+            "task = dbg.start(agent, [SystemMessage(SYSTEM), HumanMessage(PROMPT)])",
+            "LoopDebugger.from_trace(sample_run())",
+            CONTROL,
+        ],
+    )
+    page = page_for(name, ui)
+    tag = f"{ui}"
+    try:
+        run_all_cells(page)
+        live = widget(page, 0)
+        live.get_by_text("Paused before calling the model in round 1.").wait_for()
+        # the prompt about to be sent is on the page
+        live.locator(".tl-block", has_text="About to send").get_by_text(PROMPT).first.wait_for()
+        live.scroll_into_view_if_needed()
+        shot(live, f"{tag}_paused")
+
+        # narrow widths: nothing overflows, no control is cut
+        page.set_viewport_size({"width": 600, "height": 1400})
+        page.wait_for_timeout(400)
+        assert layout_problems(page) == []
+        shot(page, f"{tag}_600px")
+        if ui == "lab":
+            page.set_viewport_size({"width": 800, "height": 1400})
+            sidebar_open(page)
+            page.wait_for_timeout(400)
+            assert page.locator("#jp-left-stack").bounding_box()["width"] > 100
+            assert layout_problems(page) == []
+            shot(page, f"{tag}_800px_sidebar")
+        page.set_viewport_size({"width": 1400, "height": 1800})
+        page.wait_for_timeout(300)
+
+        # Continue: a 1.5 s streamed model call, then a 3 s tool; timers tick in the page
+        live.get_by_role("button", name="Continue").click()
+        samples = texts_over_time(page, 4.4)
+        still = longest_still(samples)
+        print(f"\n[{ui}] longest time the live widget's text stood still: {still:.2f} s")
+        assert still < 1.0, samples
+        assert any("calling gpt-4o-mini…" in t for _s, t in samples)
+        assert any("running file_read…" in t for _s, t in samples)
+        assert any("Reading the report" in t for _s, t in samples)  # streamed text
+        live.locator(".tl-badge", has_text="Finished").wait_for()
+        shot(live, f"{tag}_finished")
+
+        # clicking a round shows that round, with what its call was sent
+        live.locator(".tl-row[data-n='1']").click()
+        detail = live.locator(".tl-detail")
+        detail.locator(".tl-detail-title", has_text="Round 1").wait_for()
+        sent = detail.locator(".tl-block", has_text="Sent to the model")
+        sent.get_by_text(PROMPT).wait_for()
+        sent.get_by_text("You are a careful analyst.").wait_for()
+        detail.locator(".tl-block", has_text="Tool file_read").wait_for()
+        shot(live, f"{tag}_round1")
+
+        replay = widget(page, 1)
+        assert (
+            replay.get_by_role("button", name="Step").count() == 0
+            or not replay.get_by_role("button", name="Step").is_visible()
+        )
+        replay.scroll_into_view_if_needed()
+        shot(replay, f"{tag}_replay")
+
+        # the payload shows as text and never runs; the control proves it would have
+        assert page.get_by_text('<img src=x onerror="window.__toolloopXss=1">').count() >= 1
+        page.wait_for_function(f"window.{CONTROL_FLAG} === 1")
+        assert page.locator(".tl-root img").count() == 0
+        assert page.evaluate(f"window.{XSS_FLAG}") is None
+        assert not [e for e in page.errors if "toolloop" in e.lower() or XSS_FLAG in e]
+    except BaseException:
+        shot(page, f"{tag}_failure")
+        print("\n".join(page.errors))
+        print(jupyter.log_tail())
+        raise
+
+
+def switch_theme(page: Any, theme: str) -> None:
+    page.get_by_role("menuitem", name="Settings", exact=True).click()
+    page.locator(
+        ".lm-Menu-item", has=page.locator(".lm-Menu-itemLabel", has_text="Theme")
+    ).first.hover()
+    page.locator(
+        ".lm-Menu-item", has=page.locator(".lm-Menu-itemLabel", has_text=theme)
+    ).first.click()
+    page.wait_for_function(f"document.body.dataset.jpThemeName === {theme!r}")
+    page.wait_for_timeout(500)
+
+
+def test_dark_theme_contrast_failure_and_stop(page_for: Any, jupyter: Jupyter) -> None:
+    name = write_notebook(
+        jupyter.root,
+        "dark.ipynb",
+        [
+            SETUP,
+            "LoopDebugger.from_trace(sample_run())",
+            "LoopDebugger.from_trace(failed_run())",
+            'stopper = LoopDebugger(pause_on="tools")\nstopper',
+            f"task = stopper.start(PlaybackAgent(slow_run()), {PROMPT!r})",
+        ],
+    )
+    page = page_for(name, "lab")
+    try:
+        run_all_cells(page)
+        stopper = widget(page, 2)
+        stopper.get_by_text("Paused before running file_read, echo in round 1.").wait_for()
+        stopper.get_by_role("button", name="Stop").click()
+        stopper.locator(".tl-badge", has_text="Stopped").wait_for()
+        # the header and the partial counts agree, and a Stop is no red failure
+        assert "round 1 of 6" in stopper.locator(".tl-head").inner_text()
+        assert "Stopped by you after 1 round" in stopper.locator(".tl-failure").inner_text()
+        assert "tl-error-box" not in (stopper.locator(".tl-failure").get_attribute("class") or "")
+        wait_idle(page)
+        for index, label in ((0, "finished"), (1, "failed"), (2, "stopped")):
+            widget(page, index).scroll_into_view_if_needed()
+            shot(widget(page, index), f"lab_light_{label}")
+        switch_theme(page, "JupyterLab Dark")
+        result = page.evaluate(f"(() => {{ {CHECKS}; return contrastReport(); }})()")
+        print(f"\n[dark] text nodes checked: {result['count']}, below 4.5:1: {result['worst']}")
+        assert result["count"] > 100
+        assert result["worst"] == []
+        for index, label in ((0, "finished"), (1, "failed"), (2, "stopped")):
+            widget(page, index).scroll_into_view_if_needed()
+            shot(widget(page, index), f"lab_dark_{label}")
+        switch_theme(page, "JupyterLab Light")
+        light = page.evaluate(f"(() => {{ {CHECKS}; return contrastReport(); }})()")
+        print(f"[light] text nodes checked: {light['count']}, below 4.5:1: {light['worst']}")
+        assert light["worst"] == []
+    except BaseException:
+        shot(page, "dark_failure")
+        print(jupyter.log_tail())
+        raise
+
+
+FEED = """\
+async def feed(dbg, events):
+    # about as fast as LLMAgent on an instant scripted model: a round a millisecond
+    for i, event in enumerate(events):
+        dbg(event)
+        if i % 6 == 0:
+            await asyncio.sleep(0.001)
+
+events = long_run(10_000)
 """
 
 
-def generated_notebook() -> nbformat.NotebookNode:
-    """A notebook that runs one scripted loop under the debugger, in the background."""
-    cells = [
-        nbformat.v4.new_markdown_cell("# LoopDebugger browser check"),
-        nbformat.v4.new_code_cell(SETUP),
-        nbformat.v4.new_code_cell("dbg = LoopDebugger()\ndbg"),
-        nbformat.v4.new_code_cell('task = dbg.start(agent, "How did revenue do?")'),
-        nbformat.v4.new_code_cell("result = await task\nprint(result.final_response.text)"),
-        nbformat.v4.new_markdown_cell(
-            "Control: raw HTML from trusted code, to prove an unescaped `onerror` would run."
-        ),
-        nbformat.v4.new_code_cell(
-            f"import ipywidgets\nipywidgets.HTML('<img src=x onerror=\"window.{CONTROL_FLAG}=1\">')"
-        ),
-    ]
-    return nbformat.v4.new_notebook(cells=cells)
-
-
-@dataclass(frozen=True)
-class Expectations:
-    """Visible texts the run must show, and the window flags to check."""
-
-    texts: tuple[str, ...]
-    final_answer: str
-    control: bool = False
-    rows: tuple[str, ...] = field(default=("round 1",))
-
-
-def exact_expectations() -> Expectations:
-    """Figures of the generated notebook, computed here from its script."""
-    from toolloop_lab.pruning import text_tokens
-
-    saved = text_tokens(REPORT) - text_tokens(PRUNED)
-    net = saved - (900 + 40)
-    spent = 1000 + 50 + 900 + 40 + 3500 + 100 + 600 + 40
-    return Expectations(
-        texts=(
-            "file_read ✓ success",
-            "echo ✓ success",
-            f"net saving {net:,} tokens",
-            f"saved {saved:,} · net {net:,}",
-            f"{spent:,} / 5,000 tokens",
-            "token gate TRIPPED",
-            "tokens ✗ TRIPPED",
-            "synthesis: token_budget",
-            "● FINISHED",
-            XSS,
-        ),
-        final_answer=FINAL,
-        control=True,
-        rows=("round 1", "round 2", "synthesis"),
+def test_ten_thousand_rounds_stay_fast_and_small(page_for: Any, jupyter: Jupyter) -> None:
+    name = write_notebook(
+        jupyter.root,
+        "long.ipynb",
+        [
+            SETUP + FEED,
+            "big = LoopDebugger()\nbig",
+            "print('MODEL_ID=' + big.model_id)",
+            "task = asyncio.get_running_loop().create_task(feed(big, events))",
+            "await task\nprint(big.draws, big.redraw_requests)",
+        ],
     )
+    frames: list[tuple[float, str]] = []
 
+    page = page_for(name, "lab")
 
-def generic_expectations() -> Expectations:
-    """What any notebook run under this test must show (for ``TOOLLOOP_BROWSER_NOTEBOOK``)."""
-    return Expectations(
-        texts=("✓ success", "net saving", "TRIPPED", "Final answer", "<img src=x onerror="),
-        final_answer="Final answer",
-    )
-
-
-# -- JupyterLab ---------------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@dataclass
-class Lab:
-    url: str
-    token: str
-    process: subprocess.Popen[bytes]
-    log: Path
-
-    def api(self, path: str, method: str = "GET") -> Any:
-        request = urllib.request.Request(
-            f"{self.url}{path}",
-            method=method,
-            headers={"Authorization": f"token {self.token}"},
-            data=b"" if method == "POST" else None,
+    def on_ws(ws: Any) -> None:
+        ws.on(
+            "framereceived",
+            lambda payload: frames.append(
+                (
+                    time.monotonic(),
+                    payload if isinstance(payload, str) else payload.decode("latin-1"),
+                )
+            ),
         )
-        with urllib.request.urlopen(request, timeout=10) as response:  # only ever 127.0.0.1
-            body = response.read()
-        return json.loads(body) if body else None
 
-    def log_tail(self) -> str:
-        return self.log.read_text(errors="replace")[-4_000:]
-
-
-def install_kernel(prefix: Path) -> Path:
-    """A kernelspec running this very interpreter (so the kernel sees this venv)."""
-    from ipykernel.kernelspec import install
-
-    install(kernel_name=KERNEL, display_name="toolloop (test interpreter)", prefix=str(prefix))
-    spec = prefix / "share" / "jupyter" / "kernels" / KERNEL / "kernel.json"
-    assert json.loads(spec.read_text())["argv"][0] == sys.executable
-    return prefix / "share" / "jupyter"
-
-
-@pytest.fixture
-def chromium() -> Any:
-    """Playwright's sync API, once the browser is known to be there (else skip, or fail
-    under CI)."""
-    if not CHROMIUM.exists() or shutil.which(str(CHROMIUM)) is None:
-        _unavailable(f"{CHROMIUM} is not installed (apt-get install chromium)")
+    page.on("websocket", on_ws)
+    page.reload()
+    page.wait_for_selector(".jp-Notebook .jp-Cell")
+    wait_idle(page)
     try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _unavailable("the playwright package is not installed")
-    return sync_playwright
-
-
-@pytest.fixture
-def lab(chromium: Any, tmp_path: Path) -> Iterator[Lab]:
-    root = tmp_path / "root"
-    config = tmp_path / "config"
-    for d in (root, config / "labconfig"):
-        d.mkdir(parents=True)
-    # no news toasts, no extension manager (it would query a package registry)
-    (config / "labconfig" / "page_config.json").write_text(
-        json.dumps(
-            {
-                "disabledExtensions": {
-                    "@jupyterlab/apputils-extension:announcements": True,
-                    "@jupyterlab/extensionmanager-extension": True,
-                }
-            }
+        run_all_cells(page)
+        big = widget(page)
+        page.wait_for_function("/MODEL_ID=[0-9a-f]{32}/.test(document.body.innerText)")
+        found = re.search(r"MODEL_ID=([0-9a-f]{32})", page.locator("body").inner_text())
+        assert found
+        model_id = found.group(1)
+        big.locator(".tl-badge", has_text="Running").wait_for()
+        t0 = page.evaluate("performance.now()")
+        start = time.monotonic()
+        big.locator(".tl-badge", has_text="Finished").wait_for(timeout=300_000)
+        page.wait_for_timeout(1500)  # the last batches fold in
+        end = time.monotonic()
+        t1 = page.evaluate("performance.now()")
+        assert "10,001 rounds" in big.locator(".tl-toolbar").inner_text()
+        long_tasks = page.evaluate(
+            f"window.__longtasks.filter(t => t.start >= {t0} && t.start <= {t1})"
         )
-    )
-    token = uuid.uuid4().hex
-    port = free_port()
-    env = {
-        **os.environ,
-        "JUPYTER_CONFIG_DIR": str(config),
-        "JUPYTER_DATA_DIR": str(tmp_path / "data"),
-        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
-        "JUPYTER_PATH": str(install_kernel(tmp_path / "kernel")),
-        "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "lab-settings"),
-        "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "lab-workspaces"),
-        "IPYTHONDIR": str(tmp_path / "ipython"),
-        "JUPYTER_PLATFORM_DIRS": "1",
-    }
-    log = tmp_path / "jupyterlab.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "jupyterlab",
-                "--no-browser",
-                "--ServerApp.ip=127.0.0.1",
-                f"--ServerApp.port={port}",
-                "--ServerApp.port_retries=0",
-                f"--IdentityProvider.token={token}",
-                f"--ServerApp.root_dir={root}",
-                "--LabApp.news_url=",
-                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-                "--LabApp.extension_manager=readonly",
-                *(["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []),
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-            cwd=root,
+        nodes = page.evaluate("document.querySelector('.tl-root').querySelectorAll('*').length")
+        # when the kernel sent each of the widget's messages (the iopub header's date)
+        ours = [
+            sent_at(data)
+            for t, data in frames
+            if model_id in data and '"comm_msg"' in data and start - 0.5 <= t <= end
+        ]
+        first_sent = min(ours, default=0.0)
+        frames_long = page.evaluate(
+            f"window.__loaf.filter(t => t.start >= {t0} && t.start <= {t1})"
         )
-    server = Lab(f"http://127.0.0.1:{port}", token, process, log)
-    try:
-        for _ in range(600):
-            if process.poll() is not None:
-                pytest.fail(f"JupyterLab exited ({process.returncode}):\n{server.log_tail()}")
-            try:
-                server.api("/api/status")
-                break
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                time.sleep(0.1)
-        else:
-            pytest.fail(f"JupyterLab never answered:\n{server.log_tail()}")
-        yield server
-    finally:
-        try:
-            for kernel in server.api("/api/kernels") or []:
-                server.api(f"/api/kernels/{kernel['id']}", method="DELETE")
-            server.api("/api/shutdown", method="POST")
-            process.wait(timeout=20)
-        except Exception:  # noqa: BLE001 - the server may already be gone; stop it by its pid
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
-
-
-def notebook_under_test(root: Path, chosen: str | None) -> tuple[str, Expectations]:
-    """Put the notebook to run into ``root``; returns its name and what it must show."""
-    if chosen:
-        source = (REPO / chosen).resolve()
-        notebook = nbformat.read(source, as_version=4)
-        expectations = generic_expectations()
-        name = source.name
-    else:
-        notebook = generated_notebook()
-        expectations = exact_expectations()
-        name = "widget_check.ipynb"
-    for cell in notebook.cells:
-        if cell.cell_type == "code":
-            cell.outputs = []
-            cell.execution_count = None
-    notebook.metadata["kernelspec"] = {
-        "name": KERNEL,
-        "display_name": "toolloop (test interpreter)",
-        "language": "python",
-    }
-    nbformat.write(notebook, root / name)
-    return name, expectations
-
-
-def run_all_cells(page: Any) -> None:
-    """Run ▸ Run All Cells, as a person would; retried while Lab is still settling (the
-    command does nothing until the notebook is the current widget)."""
-    started = page.locator(".jp-InputPrompt", has_text=re.compile(r"\[(\*|\d+)\]"))
-    for _attempt in range(6):
-        page.locator(".jp-NotebookPanel .jp-Cell").first.click()
-        page.get_by_role("menuitem", name="Run", exact=True).click()
-        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
-        try:
-            started.first.wait_for(timeout=10_000)
-            return
-        except Exception:  # noqa: BLE001 - playwright's TimeoutError: try the menu again
-            page.keyboard.press("Escape")
-    pytest.fail("Run All Cells never started the cells")
-
-
-# -- the test -----------------------------------------------------------------------------
-TUTORIAL = os.environ.get(NOTEBOOK_ENV, "notebooks/01_quickstart.ipynb")
-
-
-@pytest.mark.parametrize("chosen", [None, TUTORIAL], ids=["generated", "tutorial"])
-def test_widget_runs_live_in_jupyterlab(
-    chromium: Any, lab: Lab, tmp_path: Path, chosen: str | None
-) -> None:
-    name, expect = notebook_under_test(tmp_path / "root", chosen)
-    shot = "widget_browser" if chosen is None else f"widget_browser_{Path(chosen).stem}"
-    ARTIFACTS.mkdir(exist_ok=True)
-
-    with chromium() as pw:
-        browser = pw.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+        # script time of this widget's module (a blob: URL) in any long frame
+        # the widget's module is loaded from a blob: URL; its script time in any long frame
+        module_ms = max(
+            (
+                sum(x["duration"] for x in f["scripts"] if x["source"].startswith("blob:"))
+                for f in frames_long
+            ),
+            default=0.0,
         )
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 3000})
-            page.set_default_timeout(TIMEOUT_MS)
-            errors: list[str] = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.goto(f"{lab.url}/lab/tree/{name}?token={lab.token}")
-            page.wait_for_selector(".jp-NotebookPanel .jp-Cell")
-            # the kernel must be ours and ready before the cells run
-            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
-            run_all_cells(page)
+        per_second: dict[int, int] = {}
+        for t in ours:
+            second = int(t - first_sent)
+            per_second[second] = per_second.get(second, 0) + 1
+        busiest = max(per_second.values()) if per_second else 0
+        shot(big, "lab_10000_rounds")
+        # navigation at scale: jump to a round, errors only
+        big.locator(".tl-jump").fill("4850")
+        big.get_by_role("button", name="Go").click()
+        big.locator(".tl-detail-title", has_text="Round 4,850").wait_for()
+        big.locator(".tl-toolbar select").first.select_option("errors")
+        big.get_by_text("103 rounds of 10,001").wait_for()
+        shot(big, "lab_10000_errors_only")
+        nodes_after = page.evaluate(
+            "document.querySelector('.tl-root').querySelectorAll('*').length"
+        )
+        # saved notebook state
+        page.keyboard.press("Control+s")
+        page.wait_for_timeout(1500)
+        saved = jupyter.api(f"/api/contents/{name}?content=1")["content"]
+        state = json.dumps(saved["metadata"].get("widgets", {}))
+        file_size = len(json.dumps(saved))
+        print(
+            f"\n[10,000 rounds] long tasks: {len(long_tasks)} (longest "
+            f"{max((t['duration'] for t in long_tasks), default=0):.0f} ms; this module's longest "
+            f"script time in one frame {module_ms:.0f} ms) over "
+            f"{end - start:.1f} s; widget DOM nodes {nodes} (after filtering {nodes_after}); "
+            f"kernel-to-browser messages of the widget: {len(ours)}, busiest second {busiest}; "
+            f"saved widget state {len(state):,} bytes, notebook {file_size:,} bytes"
+        )
+        (ARTIFACTS / "figures_10000_rounds.json").write_text(
+            json.dumps(
+                {
+                    "long_tasks": long_tasks,
+                    "long_frames": frames_long,
+                    "module_ms_max": module_ms,
+                    "seconds": end - start,
+                    "dom_nodes": nodes,
+                    "dom_nodes_filtered": nodes_after,
+                    "messages": len(ours),
+                    "messages_per_second": per_second,
+                    "saved_widget_state_bytes": len(state),
+                    "notebook_bytes": file_size,
+                },
+                indent=1,
+            )
+        )
+        # Long tasks are a timing figure: printed and written to test-artifacts/ always,
+        # asserted only where the machine is quiet enough to mean something
+        # (TOOLLOOP_STRICT_TIMING=1): on a 2-core machine shared with other test runs,
+        # even frames with no script at all go over 50 ms.
+        if os.environ.get("TOOLLOOP_STRICT_TIMING") == "1":
+            assert long_tasks == []
+            assert module_ms < 50
+        assert nodes < 3_000
+        assert nodes_after < 3_000
+        assert len(ours) >= 10  # the run streamed in, batch by batch
+        assert busiest <= 10
+        assert len(state) < 1_000_000
+        assert file_size < 1_000_000
 
-            widget = page.locator(".jp-OutputArea-output .widget-vbox").first
-            widget.get_by_text("● FINISHED").wait_for()
-            page.get_by_text(expect.final_answer).first.wait_for()
-            if expect.control:
-                page.wait_for_function(f"window.{CONTROL_FLAG} === 1")
-            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
-
-            # pick round 1 in the inspector, as a person would: its tool results show
-            widget.locator("select").select_option(label="round 1")
-            widget.get_by_text("Round 1 · model call").wait_for()
-
-            widget.scroll_into_view_if_needed()
-            page.screenshot(path=str(ARTIFACTS / f"{shot}.png"))
-            widget.screenshot(path=str(ARTIFACTS / f"{shot}_widget.png"))
-
-            shown = widget.inner_text()
-            for text in expect.texts:
-                assert text in shown, f"{text!r} is not visible in the widget:\n{shown}"
-            rows = widget.locator("tr")
-            for label in expect.rows:
-                assert rows.filter(has_text=label).count() >= 1, f"no {label!r} row"
-            assert expect.final_answer in shown
-
-            # the payload shows as text, and no element came of it
-            assert widget.get_by_text(XSS.split('"')[0], exact=False).count() >= 1
-            assert page.locator(".jp-OutputArea-output img[src='x']").count() == (
-                1 if expect.control else 0
-            )  # only the control's own image
-            assert page.evaluate(f"window.{XSS_FLAG}") is None
-            assert not [e for e in errors if XSS_FLAG in e]
-        except BaseException:
-            # what the page showed when it went wrong, for the CI log and artifacts
-            page.screenshot(path=str(ARTIFACTS / f"{shot}_failure.png"))
-            print(page.locator("body").inner_text()[-6_000:])
-            print(lab.log_tail())
-            raise
-        finally:
-            browser.close()
-    kernel = lab.api("/api/kernels")
-    assert kernel
-    assert kernel[0]["name"] == KERNEL
+        # re-running the cell replaces the debugger: the old one's state leaves the file
+        page.locator(".jp-Notebook .jp-Cell >> visible=true").nth(1).click()
+        page.keyboard.press("Shift+Enter")
+        page.wait_for_timeout(1000)
+        wait_idle(page)
+        page.keyboard.press("Control+s")
+        page.wait_for_timeout(1500)
+        saved = jupyter.api(f"/api/contents/{name}?content=1")["content"]
+        models = saved["metadata"]["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+        debuggers = [
+            m
+            for m in models.values()
+            if m["state"].get("_anywidget_id") == "toolloop_lab.widget.debugger.LoopDebugger"
+        ]
+        rerun_state = len(json.dumps(saved["metadata"]["widgets"]))
+        print(f"[re-run] debuggers in the saved state: {len(debuggers)}, {rerun_state:,} bytes")
+        assert len(debuggers) == 1
+        assert rerun_state < len(state)
+    except BaseException:
+        shot(page, "long_failure")
+        print(jupyter.log_tail())
+        raise

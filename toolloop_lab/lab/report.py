@@ -26,6 +26,7 @@ from toolloop_lab.events import BudgetGate
 from toolloop_lab.jsonsafe import dumps
 from toolloop_lab.lab.record import ScenarioRun
 from toolloop_lab.runview import RoundRow, ToolRow
+from toolloop_lab.widget.page import LOADER_CSP, view_assets, view_slot
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -34,8 +35,12 @@ if TYPE_CHECKING:
 
 __all__ = ["CSP", "render_report"]
 
-CSP: Final = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'"
-"""The report's Content-Security-Policy: inline CSS and data: images only."""
+CSP: Final = (
+    "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
+    f"script-src {LOADER_CSP}; base-uri 'none'"
+)
+"""The report's Content-Security-Policy: inline CSS, data: images, and one script (by its
+hash) that mounts the debugger's module on each run's embedded events."""
 
 TEXT_LIMIT: Final = 600
 """Characters of model text, tool output, pruned text or an error message shown."""
@@ -274,10 +279,15 @@ def _timeline(i: int, record: ScenarioRun) -> str:
     ]
     if record.description:
         parts.append(f"<p>{esc_clip(record.description, TEXT_CHARS)}</p>")
+    # the debugger's own view of the run (the widget's module), and the same run as plain
+    # HTML for readers without scripts
+    parts.append(view_slot(record.events, max_chars=TEXT_LIMIT))
+    parts.append("<noscript>")
     if view.rounds:
         parts.append('<ol class="timeline">' + "".join(_round(r) for r in view.rounds) + "</ol>")
     if view.finished is not None:
         parts.append(f"<p><b>Final answer</b></p><pre>{_cut(view.finished.final_text)}</pre>")
+    parts.append("</noscript>")
     if record.error_kind is not None:
         kind = _error(record.error_kind, record.error_reason)
         parts.append(
@@ -309,6 +319,7 @@ def render_report(
         _plots(results),
         "<h2>Timelines</h2>",
         *(_timeline(i, r) for i, r in enumerate(results.records)),
+        view_assets(),
         "</body></html>",
     ]
     return "\n".join(body) + "\n"

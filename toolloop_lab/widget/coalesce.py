@@ -70,6 +70,11 @@ class Coalescer:
         """True while a request has not been drawn yet."""
         return self._dirty
 
+    @property
+    def armed(self) -> bool:
+        """True while a timer will draw the pending request."""
+        return self._armed
+
     def request(self) -> None:
         """Ask for a redraw: now if the interval has passed, else once it has."""
         with self._lock:

@@ -1,14 +1,16 @@
-"""``LoopDebugger``: the live ipywidgets view of one tool-loop run.
+"""``LoopDebugger``: the live view of one tool-loop run, drawn in the browser (anywidget).
 
-It is an observer (``LLMAgent(..., observers=[dbg])`` or ``dbg.attach(agent)``): each
-event is folded into a :class:`RunView`, and the panels are redrawn from that view alone,
-at most ``max_redraws_per_second`` times (see :mod:`.coalesce`), each redraw inside
-``hold_sync`` so a child widget sends one message per redraw. Finishing, failing and
-pausing always draw the complete state at once.
+It is an observer (``LLMAgent(..., observers=[dbg])`` or ``dbg.attach(agent)``). Python
+sends only new events, at most ``max_messages_per_second`` messages a second (see
+:mod:`.coalesce` and :mod:`.wire`); the ES module ``static/debugger.js``, shipped in the
+package, folds them into the view, ticks the timers of work in progress and renders every
+untrusted string as DOM text. Python keeps its own fold (:class:`RunView`) for the text
+summary (frontends without widgets: nbconvert, nbval, a terminal) and a static HTML
+snapshot (a notebook rendered on GitHub).
 
-Saved notebook state stays small and the DOM bounded whatever the run's length: the
-timeline shows one page of rows (``page_size``), the inspector renders only the selected
-round, and long texts are cut to ``preview_chars`` unless "show all" is ticked.
+Saved notebook state stays small whatever the run's length: live events are messages, not
+traits; at the end of a run the newest rounds that fit in ``saved_state_bytes`` are kept
+in one trait, so a notebook reopened without a kernel still shows the run.
 
 Only the public agent API is used: ``observers``, ``subscribe``, ``add_pause_hook`` and
 ``arun`` (see :class:`DebuggableAgent`); the loop itself never imports this package.
@@ -17,48 +19,51 @@ Only the public agent API is used: ``observers``, ``subscribe``, ``add_pause_hoo
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import threading
 import time
+import uuid
+import weakref
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final, Protocol, TypeVar
+from pathlib import Path
+from typing import Any, ClassVar, Final, Protocol, TypeVar
 
-import ipywidgets as widgets
+import anywidget
+import comm
+import traitlets
 
 from toolloop_lab.errors import describe
-from toolloop_lab.events import Event, LoopFailed, LoopFinished, LoopStarted, Observer
+from toolloop_lab.events import (
+    Event,
+    LoopFailed,
+    LoopFinished,
+    LoopStarted,
+    Observer,
+    message_dicts,
+)
 from toolloop_lab.hooks import PauseHook, PausePoint
-from toolloop_lab.runview import RoundRow, RunView
+from toolloop_lab.jsonsafe import thaw
+from toolloop_lab.runview import RunView
 from toolloop_lab.trace import TraceRead, read_trace
 from toolloop_lab.widget.coalesce import Clock, Coalescer, Scheduler, loop_scheduler
-from toolloop_lab.widget.html import (
-    PRUNING_PREVIEW,
-    failure_html,
-    gauges_html,
-    header_html,
-    inspector_html,
-    pruning_html,
-    round_label,
-    timeline_html,
-)
-from toolloop_lab.widget.step import PauseMode, StepController
+from toolloop_lab.widget.snapshot import snapshot_html
+from toolloop_lab.widget.step import PAUSE_MODES, PauseMode, StepController
 from toolloop_lab.widget.text import summary_text
+from toolloop_lab.widget.wire import (
+    MAX_BATCH_EVENTS,
+    clip,
+    compact_messages,
+    event_payload,
+    saved_tail,
+)
 
 __all__ = ["DebuggableAgent", "LoopDebugger"]
 
 R_co = TypeVar("R_co", covariant=True)
 R = TypeVar("R")
 
-NEWEST: Final = -1
-"""Inspector choice meaning "follow the newest round"."""
-
-_PAUSE_OPTIONS: Final = (
-    ("off", "off"),
-    ("model calls", "model"),
-    ("tool dispatch", "tools"),
-    ("both", "both"),
-)
+STATIC: Final = Path(__file__).with_name("static")
+"""The front end: ``debugger.js`` (an ES module) and ``debugger.css``, shipped as files."""
 
 
 class DebuggableAgent(Protocol[R_co]):
@@ -74,123 +79,137 @@ class DebuggableAgent(Protocol[R_co]):
     async def arun(self, prompt_or_messages: str | Sequence[Any]) -> R_co: ...
 
 
-def _title(text: str) -> Any:
-    return widgets.HTML(f'<b style="font-size:13px">{text}</b>')
+PAUSE_MESSAGES: Final = 40
+"""Newest messages of the conversation a model-call pause shows (what is about to be sent)."""
 
 
-class LoopDebugger(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
+def _point_dict(point: PausePoint | None, max_chars: int) -> dict[str, Any] | None:
+    """Where the loop waits, with exactly what it is about to send or run."""
+    if point is None:
+        return None
+    data: dict[str, Any] = {
+        "run_id": point.run_id,
+        "round": point.round,
+        "stage": point.stage,
+        "purpose": point.purpose,
+        "detail": list(point.detail),
+    }
+    if point.stage == "model_call":
+        messages = point.messages
+        data["message_count"] = len(messages)
+        data["messages"] = compact_messages(message_dicts(messages[-PAUSE_MESSAGES:]), max_chars)
+    else:
+        data["calls"] = clip(
+            [{"id": c.id, "name": c.name, "args": thaw(c.args)} for c in point.calls], max_chars
+        )
+    return data
+
+
+def _cell_of_request() -> tuple[str, str] | None:
+    """The notebook cell and the execute request being run now, when a front end says
+    (JupyterLab and Notebook 7 put ``cellId`` in the request's metadata)."""
+    try:
+        from IPython.core.getipython import get_ipython
+
+        shell: Any = get_ipython()  # type: ignore[no-untyped-call]
+        kernel = getattr(shell, "kernel", None)
+        parent = kernel.get_parent() if kernel is not None else None
+    except Exception:  # noqa: BLE001 - no IPython, no kernel: nothing to tell
+        return None
+    if not isinstance(parent, dict):
+        return None
+    cell = (parent.get("metadata") or {}).get("cellId")
+    msg_id = (parent.get("header") or {}).get("msg_id")
+    if isinstance(cell, str) and isinstance(msg_id, str):
+        return cell, msg_id
+    return None
+
+
+class _SnapshotSlot(anywidget.AnyWidget):
+    """An invisible widget that holds the output slot of the static snapshot.
+
+    The snapshot output carries this widget's view and the snapshot's ``text/html``: a
+    widget front end shows the (empty) widget, a renderer without widgets (GitHub) shows
+    the HTML. Updating that output at the end of a run re-renders this empty widget only,
+    never the debugger's own view.
+    """
+
+    _esm = "export default { render({ el }) { el.hidden = true; } };"
+
+
+class LoopDebugger(anywidget.AnyWidget):
     """Live debugger for one tool-loop run: display it, then run the agent."""
+
+    _esm = STATIC / "debugger.js"
+    _css = STATIC / "debugger.css"
+
+    live = traitlets.Bool(True).tag(sync=True)
+    """True when Continue, Step and Stop can act (a replay has nothing to step)."""
+    _pause_on = traitlets.Unicode("off").tag(sync=True)
+    saved_events: traitlets.List[Any] = traitlets.List().tag(sync=True)
+    """The newest rounds of the last finished run, kept in the notebook file."""
+    saved_omitted = traitlets.Int(0).tag(sync=True)
+    """Rounds of that run left out of ``saved_events`` (they are in the trace)."""
+
+    _displayed: ClassVar[dict[str, tuple[str, weakref.ref[LoopDebugger]]]] = {}
+    """Cell id -> (execute request, debugger) of the last debugger each cell displayed."""
 
     def __init__(
         self,
         *,
-        page_size: int = 20,
-        preview_chars: int = 1_000,
-        max_redraws_per_second: float = 10.0,
+        max_text_chars: int = 20_000,
+        max_messages_per_second: float = 10.0,
+        saved_state_bytes: int = 256_000,
         pause_on: PauseMode = "off",
         clock: Clock = time.monotonic,
         schedule: Scheduler = loop_scheduler,
     ) -> None:
-        if page_size < 1 or preview_chars < 1:
-            raise ValueError("page_size and preview_chars must be >= 1")
-        self.page_size = page_size
-        self.preview_chars = preview_chars
+        if max_text_chars < 1 or saved_state_bytes < 1:
+            raise ValueError("max_text_chars and saved_state_bytes must be >= 1")
+        if pause_on not in PAUSE_MODES:
+            raise ValueError(f"pause_on must be one of {', '.join(PAUSE_MODES)}; got {pause_on!r}")
+        super().__init__()
+        self.max_text_chars = max_text_chars
+        self.saved_state_bytes = saved_state_bytes
         self._lock = threading.RLock()
+        self._clock = clock
         self._view = RunView()
+        self._events: list[Event] = []
+        self._sent = 0
+        self._epoch = 0
+        self._zero: float | None = None
         self._note: str | None = None
         self._last_event: Event | None = None
-        self._selected: int | None = None
-        self._anchor: int | None = None
-        self._syncing = False
+        self._stopped_by_user = False
+        self._save_pending = False
+        self._frontend = False
+        self._display_id = uuid.uuid4().hex
+        self._slot: _SnapshotSlot | None = None
         self._task: asyncio.Task[Any] | None = None
         self._detachers: dict[int, Callable[[], None]] = {}
         self._controller = StepController(
             mode=pause_on, on_pause=self._on_pause, on_resume=self._on_resume
         )
-        self._coalescer = Coalescer(
-            self._draw, max_per_second=max_redraws_per_second, clock=clock, schedule=schedule
+        # 1% slower than asked, so drift between the pacing clock (monotonic) and the wall
+        # clock that stamps kernel messages never shows max + 1 messages in one second
+        self._pacer = Coalescer(
+            self._flush,
+            max_per_second=max_messages_per_second * 0.99,
+            clock=clock,
+            schedule=schedule,
         )
-
-        self._header = widgets.HTML()
-        self._gauges = widgets.HTML()
-        self._pause_on = widgets.ToggleButtons(
-            options=_PAUSE_OPTIONS,
-            value=pause_on,
-            description="Pause before",
-            style={"button_width": "8.5em"},
-        )
-        self._continue = widgets.Button(description="Continue", icon="play", disabled=True)
-        self._step = widgets.Button(description="Step", icon="step-forward", disabled=True)
-        self._stop = widgets.Button(description="Stop", icon="stop", disabled=True)
-        self._timeline = widgets.HTML()
-        self._older = widgets.Button(description="◀ older", disabled=True)
-        self._newer = widgets.Button(description="newer ▶", disabled=True)
-        self._latest = widgets.Button(description="newest", disabled=True)
-        self._page_label = widgets.HTML()
-        self._pick = widgets.Dropdown(
-            options=(("newest", NEWEST),), value=NEWEST, description="Inspect"
-        )
-        self._show_all = widgets.Checkbox(value=False, description="show all", indent=False)
-        self._inspector = widgets.HTML()
-        self._pruning = widgets.HTML()
-        self._failure = widgets.HTML()
-        controls = widgets.HBox([self._pause_on, self._continue, self._step, self._stop])
-        pager = widgets.HBox([self._older, self._newer, self._latest, self._page_label])
-        inspect_bar = widgets.HBox([self._pick, self._show_all])
-        titles = [_title("Round timeline"), _title("Message inspector")]
-        super().__init__(
-            [
-                self._header,
-                self._gauges,
-                controls,
-                titles[0],
-                self._timeline,
-                pager,
-                titles[1],
-                inspect_bar,
-                self._inspector,
-                self._pruning,
-                self._failure,
-            ]
-        )
-        self._drawn = [
-            self._header,
-            self._gauges,
-            self._pause_on,
-            self._continue,
-            self._step,
-            self._stop,
-            self._timeline,
-            self._older,
-            self._newer,
-            self._latest,
-            self._page_label,
-            self._pick,
-            self._inspector,
-            self._pruning,
-            self._failure,
-            self._pruning.layout,
-            self._failure.layout,
-        ]
-        self._pause_on.observe(self._on_mode, names="value")
-        self._pick.observe(self._on_pick, names="value")
-        self._show_all.observe(self._on_show_all, names="value")
-        self._continue.on_click(lambda _b: self.continue_())
-        self._step.on_click(lambda _b: self.step())
-        self._stop.on_click(lambda _b: self.stop())
-        self._older.on_click(lambda _b: self.page_older())
-        self._newer.on_click(lambda _b: self.page_newer())
-        self._latest.on_click(lambda _b: self.page_newest())
-        self._coalescer.force()
+        self._pause_on = pause_on
+        self.observe(self._on_pause_trait, names="_pause_on")
+        self.on_msg(self._on_frontend_msg)
 
     # -- observer ---------------------------------------------------------------------
     def __call__(self, event: Event) -> None:
-        """Fold one event in and ask for a (coalesced) redraw; final events draw at once."""
+        """Fold one event in and queue it for the browser (sent in paced batches)."""
         if not self._apply(event):
             return
-        self._coalescer.request()
         if isinstance(event, (LoopFinished, LoopFailed)):
-            self._coalescer.flush()
+            self._save_pending = True  # sent in its own paced slot, after the last batch
+        self._request()
 
     def _apply(self, event: Event) -> bool:
         with self._lock:
@@ -204,16 +223,109 @@ class LoopDebugger(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no t
                 and (view.done or view.status == "idle")
             ):
                 self._reset()
-            self._view.apply(event)
+                view = self._view
+            if view.run_id is not None and event.run_id != view.run_id:
+                return False  # another run (a nested agent, say): not this view's
+            view.apply(event)
+            if self._zero is None:
+                self._zero = self._clock() - event.t
+            self._events.append(event)
             return True
 
     def _reset(self) -> None:
         with self._lock:
             self._view = RunView()
+            self._events = []
+            self._sent = 0
+            self._epoch += 1
+            self._zero = None
             self._note = None
             self._last_event = None
-            self._selected = None
-            self._anchor = None
+            self._stopped_by_user = False
+
+    # -- sending ----------------------------------------------------------------------
+    def _request(self) -> None:
+        """Ask for a send at the paced rate; send at once when no timer can be armed."""
+        pacer = self._pacer
+        pacer.request()
+        if pacer.dirty and not pacer.armed:
+            pacer.flush()
+
+    def _silent(self) -> bool:
+        """True when no front end can ever receive a message (no kernel, or closed)."""
+        channel = getattr(self, "comm", None)
+        return channel is None or isinstance(channel, comm.DummyComm)
+
+    def _control(self) -> dict[str, Any]:
+        task = self._task
+        return {
+            "paused_at": _point_dict(self._controller.paused_at, self.max_text_chars),
+            "running": task is not None and not task.done(),
+            "note": self._note,
+            "stopped_by_user": self._stopped_by_user,
+        }
+
+    def _flush(self) -> None:
+        """One message: the next batch of events, else the saved state of a finished run,
+        else the step state alone (a pause, a resume)."""
+        with self._lock:
+            if self._sent >= len(self._events) and self._save_pending:
+                self._save_pending = False
+                self._keep_saved()
+                return
+            if self._silent():
+                return
+            first = self._sent
+            batch = self._events[first : first + MAX_BATCH_EVENTS]
+            self._sent = first + len(batch)
+            done = self._view.done
+            now = None if done or self._zero is None else self._clock() - self._zero
+            message = {
+                "type": "events",
+                "epoch": self._epoch,
+                "first": first,
+                "reset": first == 0,
+                "events": [event_payload(e, self.max_text_chars) for e in batch],
+                "now": now,
+                "control": self._control(),
+            }
+            more = self._sent < len(self._events) or self._save_pending
+        self.send(message)
+        if more:
+            self._request()
+
+    def flush(self) -> None:
+        """Send whatever is pending now, ignoring the pace (tests, the end of a script)."""
+        self._pacer.flush()
+
+    def _on_frontend_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if not isinstance(content, dict):
+            return
+        kind = content.get("type")
+        if kind == "hello":  # a new page or view: send everything again, from the start
+            with self._lock:
+                self._frontend = True
+                self._sent = 0
+            self._request()
+        elif kind == "control":
+            action = content.get("action")
+            if action == "continue":
+                self.continue_()
+            elif action == "step":
+                self.step()
+            elif action == "stop":
+                self.stop()
+
+    def _keep_saved(self) -> None:
+        """Keep the end of the finished run in the saved notebook state (bounded)."""
+        with self._lock:
+            events = list(self._events)
+        saved, omitted = saved_tail(events, self.max_text_chars, self.saved_state_bytes)
+        with self.hold_sync():
+            self.saved_events = saved
+            self.saved_omitted = omitted
+        if self._frontend:
+            self._update_display()
 
     # -- wiring -----------------------------------------------------------------------
     def attach(self, agent: DebuggableAgent[Any]) -> Callable[[], None]:
@@ -255,10 +367,8 @@ class LoopDebugger(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no t
         temporary = id(agent) not in self._detachers
         detach = self.attach(agent)
         self._reset()
-        task: asyncio.Task[R] = loop.create_task(
-            agent.arun(prompt),
-            name="toolloop-debugger-run",
-        )
+        self.live = True
+        task: asyncio.Task[R] = loop.create_task(agent.arun(prompt), name="toolloop-debugger-run")
         self._task = task
         self._controller.arm(task)
 
@@ -274,10 +384,10 @@ class LoopDebugger(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no t
                 exc = finished.exception()  # marks it retrieved; the task still raises it
                 if exc is not None and self._view.failure is None:
                     self._note = f"the run raised {type(exc).__name__}: {describe(exc)}"
-            self._coalescer.force()
+            self._request()
 
         task.add_done_callback(done)
-        self._coalescer.force()
+        self._request()
         return task
 
     @property
@@ -293,10 +403,18 @@ class LoopDebugger(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no t
 
     @pause_on.setter
     def pause_on(self, mode: PauseMode) -> None:
-        if mode not in dict(_PAUSE_OPTIONS).values():
-            raise ValueError(f"pause_on must be one of off, model, tools, both; got {mode!r}")
+        if mode not in PAUSE_MODES:
+            raise ValueError(f"pause_on must be one of {', '.join(PAUSE_MODES)}; got {mode!r}")
         self._controller.mode = mode
-        self._coalescer.force()
+        if self._pause_on != mode:
+            self._pause_on = mode
+
+    def _on_pause_trait(self, change: dict[str, Any]) -> None:
+        new = change["new"]
+        if new in PAUSE_MODES:
+            self._controller.mode = new
+        else:  # a front end sent something else: keep the mode, show it again
+            self._pause_on = self._controller.mode
 
     @property
     def paused_at(self) -> PausePoint | None:
@@ -306,27 +424,28 @@ class LoopDebugger(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no t
     def _on_pause(self, point: PausePoint) -> None:
         with self._lock:
             self._view.pause(point)
-        self._coalescer.force()
+        self._request()
 
     def _on_resume(self) -> None:
         with self._lock:
             self._view.resume()
-        self._coalescer.request()
+        self._request()
 
     def step(self) -> bool:
         """Let the paused loop go on to the next pause point."""
         return self._controller.step()
 
     def continue_(self) -> bool:
-        """Turn step mode off and let the loop run to its end."""
+        """Let this run go on to its end without pausing (the next run pauses again)."""
         released = self._controller.continue_()
-        self._coalescer.force()
+        self._request()
         return released
 
     def stop(self) -> bool:
-        """Cancel the run cleanly; the view then shows the partial counts."""
+        """Cancel the run cleanly; the view then shows the partial counts, as stopped."""
         task = self._task
         if task is not None and not task.done():
+            self._stopped_by_user = True
             loop = task.get_loop()
             try:
                 same = asyncio.get_running_loop() is loop
@@ -337,68 +456,12 @@ class LoopDebugger(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no t
             else:
                 loop.call_soon_threadsafe(task.cancel)
             return True
-        return self._controller.stop()
+        stopped = self._controller.stop()
+        if stopped:
+            self._stopped_by_user = True
+        return stopped
 
-    # -- navigation -------------------------------------------------------------------
-    def _page(self) -> tuple[list[RoundRow], int]:
-        rows = self._view.rounds
-        last_start = max(0, len(rows) - self.page_size)
-        start = last_start if self._anchor is None else min(self._anchor, last_start)
-        return rows[start : start + self.page_size], start
-
-    def page_older(self) -> None:
-        """Show the page of rows before the one shown."""
-        with self._lock:
-            _rows, start = self._page()
-            self._anchor = max(0, start - self.page_size)
-        self._coalescer.force()
-
-    def page_newer(self) -> None:
-        """Show the page of rows after the one shown (the newest page follows the run)."""
-        with self._lock:
-            _rows, start = self._page()
-            nxt = start + self.page_size
-            self._anchor = None if nxt >= len(self._view.rounds) - self.page_size else nxt
-        self._coalescer.force()
-
-    def page_newest(self) -> None:
-        """Follow the newest rows again."""
-        with self._lock:
-            self._anchor = None
-        self._coalescer.force()
-
-    @property
-    def selected_round(self) -> int | None:
-        """The round the inspector shows; ``None`` follows the newest."""
-        return self._selected
-
-    @selected_round.setter
-    def selected_round(self, number: int | None) -> None:
-        with self._lock:
-            self._selected = None if number is None or number == NEWEST else int(number)
-        self._coalescer.force()
-
-    @property
-    def show_all(self) -> bool:
-        """True shows long texts whole instead of cut to ``preview_chars``."""
-        return bool(self._show_all.value)
-
-    @show_all.setter
-    def show_all(self, value: bool) -> None:
-        self._show_all.value = bool(value)
-
-    def _on_mode(self, change: dict[str, Any]) -> None:
-        if not self._syncing:
-            self.pause_on = change["new"]
-
-    def _on_pick(self, change: dict[str, Any]) -> None:
-        if not self._syncing:
-            self.selected_round = change["new"]
-
-    def _on_show_all(self, _change: dict[str, Any]) -> None:
-        self._coalescer.force()
-
-    # -- drawing ----------------------------------------------------------------------
+    # -- figures for Python-side readers ----------------------------------------------
     @property
     def view(self) -> RunView:
         """The fold of the events seen so far (read it, do not change it)."""
@@ -406,92 +469,17 @@ class LoopDebugger(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no t
 
     @property
     def draws(self) -> int:
-        """Redraws so far."""
-        return self._coalescer.draws
+        """Messages sent (or that would have been, headless) so far."""
+        return self._pacer.draws
 
     @property
     def redraw_requests(self) -> int:
-        """Redraws asked for so far (one per event, plus UI actions)."""
-        return self._coalescer.requests
-
-    def _selected_row(self) -> RoundRow | None:
-        view = self._view
-        if self._selected is not None:
-            row = view.row(self._selected)
-            if row is not None:
-                return row
-        return view.rounds[-1] if view.rounds else None
-
-    def _draw(self) -> None:
-        with self._lock:
-            view = self._view
-            limit = None if self._show_all.value else self.preview_chars
-            rows, start = self._page()
-            total = len(view.rounds)
-            selected = self._selected_row()
-            options: list[tuple[str, int]] = [("newest", NEWEST)]
-            options += [(round_label(r), r.number) for r in rows]
-            if self._selected is not None and self._selected not in {n for _l, n in options}:
-                row = view.row(self._selected)
-                if row is not None:
-                    options.insert(1, (round_label(row), row.number))
-            if rows:
-                page = f"rows {start + 1} to {start + len(rows)} of {total}"
-                page += " · following the newest" if self._anchor is None else ""
-            else:
-                page = "no rows yet"
-            pruning = pruning_html(view, limit=None if self._show_all.value else PRUNING_PREVIEW)
-            failure = failure_html(view, limit=limit)
-            paused = self._controller.paused
-            running = self._task is not None and not self._task.done()
-            with contextlib.ExitStack() as stack:
-                for widget in self._drawn:
-                    stack.enter_context(widget.hold_sync())
-                self._syncing = True
-                try:
-                    self._header.value = header_html(view, limit=limit, note=self._note)
-                    self._gauges.value = gauges_html(view)
-                    self._pause_on.value = self._controller.mode
-                    self._continue.disabled = not paused
-                    self._step.disabled = not paused
-                    self._stop.disabled = not (paused or running)
-                    self._stop.button_style = "" if self._stop.disabled else "danger"
-                    self._timeline.value = timeline_html(
-                        view, rows, selected=selected.number if selected else None
-                    )
-                    self._older.disabled = start == 0
-                    self._newer.disabled = self._anchor is None
-                    self._latest.disabled = self._anchor is None
-                    self._page_label.value = page
-                    if tuple(self._pick.options) != tuple(options):
-                        self._pick.options = tuple(options)
-                    values = {n for _label, n in options}
-                    self._pick.value = self._selected if self._selected in values else NEWEST
-                    self._inspector.value = inspector_html(view, selected, limit=limit)
-                    self._pruning.value = pruning
-                    self._pruning.layout.display = "" if pruning else "none"
-                    self._failure.value = failure
-                    self._failure.layout.display = "" if failure else "none"
-                finally:
-                    self._syncing = False
+        """Sends asked for so far (one per event, plus pauses and clicks)."""
+        return self._pacer.requests
 
     def redraw(self) -> None:
-        """Draw the complete current state now."""
-        self._coalescer.force()
-
-    @property
-    def panels(self) -> dict[str, str]:
-        """Every panel's current widget value, by name (what the frontend shows)."""
-        return {
-            "header": self._header.value,
-            "gauges": self._gauges.value,
-            "timeline": self._timeline.value,
-            "pager": self._page_label.value,
-            "picker": " | ".join(label for label, _n in self._pick.options),
-            "inspector": self._inspector.value,
-            "pruning": self._pruning.value,
-            "failure": self._failure.value,
-        }
+        """Send the pending state now."""
+        self._pacer.force()
 
     # -- replay -----------------------------------------------------------------------
     @classmethod
@@ -505,7 +493,8 @@ class LoopDebugger(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no t
         """A debugger showing a finished run, from its events or a saved JSONL trace.
 
         With several runs in the source, ``run_id`` picks one (default: the last that
-        started), just as a live debugger ends up showing the last run it saw.
+        started), just as a live debugger ends up showing the last run it saw. A replay
+        has no step controls: there is nothing to step.
         """
         note = None
         if isinstance(source, (str, os.PathLike)):
@@ -524,17 +513,25 @@ class LoopDebugger(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no t
                 wanted = starts[-1] if starts else (events[-1].run_id if events else None)
             events = [e for e in events if e.run_id == wanted]
         debugger = cls(**options)
+        debugger.live = False
         for event in events:
             debugger._apply(event)
-        debugger._note = note
-        debugger.redraw()
+        debugger._keep_saved()
+        if note:
+            debugger._note = note if debugger._note is None else f"{note}; {debugger._note}"
+        debugger._request()
         return debugger
 
-    # -- text -------------------------------------------------------------------------
+    # -- text, snapshot and display ---------------------------------------------------
     def summary(self) -> str:
         """A concise plain-text summary (what frontends without widgets show)."""
         with self._lock:
             return summary_text(self._view, note=self._note)
+
+    def snapshot_html(self) -> str:
+        """The run as static, escaped HTML (what a notebook rendered on GitHub shows)."""
+        with self._lock:
+            return snapshot_html(self._view, note=self._note)
 
     def __repr__(self) -> str:
         if "_view" not in self.__dict__:  # during construction
@@ -544,30 +541,67 @@ class LoopDebugger(widgets.VBox):  # type: ignore[misc]  # ipywidgets ships no t
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text("LoopDebugger(...)" if cycle else self.summary())
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any] | None:
-        data: dict[str, Any] | None = super()._repr_mimebundle_(**kwargs)
-        if data is not None:
-            data["text/plain"] = self.summary()
+    def _bundle(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        bundle = super()._repr_mimebundle_()
+        data, metadata = bundle if bundle is not None else ({}, {})
+        data = dict(data)
+        data["text/plain"] = self.summary()
+        return data, dict(metadata or {})
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        return self._bundle()
+
+    def _snapshot_bundle(self) -> dict[str, Any]:
+        if self._slot is None:
+            self._slot = _SnapshotSlot()
+        slot = self._slot._repr_mimebundle_()
+        data = dict(slot[0]) if slot is not None else {}
+        data.pop("text/plain", None)
+        data["text/html"] = self.snapshot_html()
         return data
+
+    def _ipython_display_(self) -> None:
+        """Show the widget, then the static snapshot as a second output with a display id
+        (updated at the end of each run a widget front end watched, so a saved notebook
+        rendered without widgets shows the run); close the debugger an earlier run of the
+        same cell displayed (its state would stay in the notebook file)."""
+        from IPython import display
+
+        self._forget_earlier_in_cell()
+        data, metadata = self._bundle()
+        show: Any = display.display
+        show(data, raw=True, metadata=metadata)
+        show(self._snapshot_bundle(), raw=True, display_id=self._display_id)
+
+    def _update_display(self) -> None:
+        if self._slot is None:
+            return
+        from IPython import display
+
+        update: Any = display.update_display
+        update(self._snapshot_bundle(), raw=True, display_id=self._display_id)
+
+    def _forget_earlier_in_cell(self) -> None:
+        where = _cell_of_request()
+        if where is None:
+            return
+        cell, request = where
+        known = LoopDebugger._displayed.get(cell)
+        LoopDebugger._displayed[cell] = (request, weakref.ref(self))
+        if known is None or known[0] == request:
+            return
+        old = known[1]()
+        if old is None or old is self or old.comm is None:
+            return
+        running = old._task is not None and not old._task.done()
+        if not running:
+            old.close()
 
     # -- lifecycle --------------------------------------------------------------------
     def close(self) -> None:
-        """Close every child widget (and their layouts and styles) and detach."""
+        """Detach from every agent and close the widget (its state leaves the notebook)."""
         for detach in list(self._detachers.values()):
             detach()
-        for widget in _descendants(self):
-            for part in ("layout", "style"):
-                sub = getattr(widget, part, None)
-                if isinstance(sub, widgets.Widget):
-                    sub.close()
-            if widget is not self:
-                widget.close()
+        if self._slot is not None:
+            self._slot.close()
         super().close()
-
-
-def _descendants(root: Any) -> list[Any]:
-    """``root`` and every widget inside it, depth first."""
-    out = [root]
-    for child in getattr(root, "children", ()):
-        out.extend(_descendants(child))
-    return out

@@ -38,6 +38,7 @@ class StepController:
         self._on_pause = on_pause
         self._on_resume = on_resume
         self._task: asyncio.Task[object] | None = None
+        self._released: asyncio.Task[object] | None = None
         self._lock = threading.Lock()
         self._waiter: asyncio.Future[None] | None = None
         self._waiter_loop: asyncio.AbstractEventLoop | None = None
@@ -48,6 +49,7 @@ class StepController:
     def arm(self, task: asyncio.Task[object] | None) -> None:
         """Hold only this task's run (``None``: hold nothing)."""
         self._task = task
+        self._released = None
 
     def matches(self, point: PausePoint) -> bool:
         """True when the current mode pauses at ``point``."""
@@ -63,7 +65,7 @@ class StepController:
         """The pause hook: wait here until released; a stop raises ``CancelledError``."""
         if self._task is None or asyncio.current_task() is not self._task:
             return
-        if not self.matches(point):
+        if self._released is self._task or not self.matches(point):
             return
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[None] = loop.create_future()
@@ -116,8 +118,9 @@ class StepController:
         return self._release(cancel=False)
 
     def continue_(self) -> bool:
-        """Stop pausing (mode off) and let the run go on to its end."""
-        self.mode = "off"
+        """Let this run go on to its end without pausing again; ``mode`` stays as it is,
+        so the next run pauses where the person asked it to."""
+        self._released = self._task
         return self._release(cancel=False)
 
     def stop(self) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Final
 
 from toolloop_lab.escape import plain
-from toolloop_lab.runview import RoundRow, RunView
+from toolloop_lab.runview import RoundRow, RunView, ToolRow
 from toolloop_lab.widget import figures as fig
 
 __all__ = ["summary_text"]
@@ -26,15 +26,35 @@ ID_PREVIEW: Final = 40
 """Characters of the run id the text repr shows."""
 
 
+_NOT_RUN: Final = {
+    "token_budget": "token budget",
+    "cancelled": "stopped",
+    "truncated": "reply cut off",
+    "skipped": "skipped by you",
+}
+_SYNTHESIS: Final = {
+    "round_cap": "round cap",
+    "stuck": "model repeating itself",
+    "token_budget": "token budget",
+}
+
+
+def _tool_status(tool: ToolRow, done: bool) -> str:
+    """A call that never ran reads "not run (why)", never as a failure."""
+    if not tool.ran or (tool.status == "pending" and done):
+        why = _NOT_RUN.get(tool.error_reason or "", tool.error_reason)
+        return f"not run ({plain(why, NAME_PREVIEW)})" if why else "not run"
+    return tool.status
+
+
 def _round_line(row: RoundRow, done: bool) -> str:
-    label = "synthesis" if row.purpose == "synthesis" else f"round {row.number}"
+    label = "final-answer call" if row.purpose == "synthesis" else f"round {row.number}"
     usage = row.usage
     bits = [f"{fig.tokens(usage.input_tokens)} in / {fig.tokens(usage.output_tokens)} out"]
     bits.append(fig.usd(row.cost_usd))
     tools = []
     for t in row.tools:
-        status = t.status if t.status != "pending" or not done else "not run"
-        tools.append(f"{plain(t.name, NAME_PREVIEW)}: {status}")
+        tools.append(f"{plain(t.name, NAME_PREVIEW)}: {_tool_status(t, done)}")
     if tools:
         bits.append(", ".join(tools))
     if row.tokens_saved or any(t.pruning for t in row.tools):
@@ -42,7 +62,8 @@ def _round_line(row: RoundRow, done: bool) -> str:
             f"pruning saved {fig.tokens(row.tokens_saved)} (net {fig.tokens(row.net_saved)})"
         )
     if row.purpose == "synthesis":
-        bits.append(f"reason {plain(row.synthesis_reason, NAME_PREVIEW)}")
+        why = _SYNTHESIS.get(row.synthesis_reason or "", row.synthesis_reason)
+        bits.append(f"because of the {plain(why, NAME_PREVIEW)}")
     for kind in ("token", "usd"):
         if row.gate(kind) == "tripped":
             bits.append(f"{'token' if kind == 'token' else 'USD'} gate TRIPPED")

@@ -1,0 +1,505 @@
+"""Event streams built from the event dataclasses, for the widget's tests.
+
+The widget must render streams of the new contract (``model_call_start``, ``model_delta``,
+``tool_start``, ``tool_dispatch(ran=False)``, ``intervention``, outcomes) and old traces
+without start events alike. :class:`Stream` writes either kind, with a clock the caller
+moves, so a test says exactly what a run did and when.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Literal
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    messages_from_dict,
+)
+
+from toolloop_lab.events import (
+    BudgetGate,
+    Event,
+    LoopFailed,
+    LoopFinished,
+    LoopStarted,
+    ModelCalled,
+    ModelCallStarted,
+    ModelDelta,
+    Pruned,
+    RoundStarted,
+    SynthesisStarted,
+    ToolCallView,
+    ToolDispatched,
+    ToolStarted,
+    message_dicts,
+)
+from toolloop_lab.jsonsafe import thaw
+from toolloop_lab.usage import Usage
+
+__all__ = ["Stream", "ToolSpec", "long_run", "sample_run"]
+
+MODEL = "gpt-4o-mini"
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool call of a round and what came of it."""
+
+    id: str
+    name: str
+    args: dict[str, Any]
+    content: str = "ok"
+    duration: float = 0.05
+    status: Literal["success", "error"] = "success"
+    ran: bool = True
+    reason: str | None = None
+
+
+@dataclass
+class Stream:
+    """Builds one run's events; ``modern=False`` writes the old contract (no start events)."""
+
+    run_id: str = "a1b2c3d4e5f6"
+    modern: bool = True
+    t: float = 0.0
+    events: list[Event] = field(default_factory=list)
+    spent: Usage = field(default_factory=Usage)
+    calls: int = 0
+    pending: list[BaseMessage] = field(default_factory=list)
+
+    def _base(self, round: int) -> dict[str, Any]:
+        return {"run_id": self.run_id, "round": round, "t": round_t(self.t)}
+
+    def start(
+        self,
+        prompt: str,
+        *,
+        system: str | None = "You are a careful analyst.",
+        tools: Sequence[str] = ("file_read", "echo"),
+        max_rounds: int | None = 6,
+        token_budget: int | None = None,
+        context_window: int | None = 128_000,
+        usd_limit: Decimal | None = None,
+    ) -> Stream:
+        self.pending = [*([SystemMessage(system)] if system else []), HumanMessage(prompt)]
+        self.events.append(
+            LoopStarted(
+                **self._base(0),
+                model_name=MODEL,
+                tools=tuple(tools),
+                max_rounds=max_rounds,
+                token_budget=token_budget,
+                context_window=context_window,
+                usd_limit=usd_limit,
+                prune_tools=(),
+                input_messages=len(self.pending),
+                started_at="2025-01-01T00:00:00+00:00",
+            )
+        )
+        return self
+
+    def round_start(self, n: int, max_rounds: int | None = 6) -> Stream:
+        self.events.append(RoundStarted(**self._base(n), max_rounds=max_rounds))
+        return self
+
+    def call_start(
+        self, n: int, purpose: Literal["round", "synthesis"] = "round", streaming: bool = False
+    ) -> int:
+        self.calls += 1
+        if self.modern:
+            self.events.append(
+                ModelCallStarted(
+                    **self._base(n),
+                    call=self.calls,
+                    purpose=purpose,
+                    model_name=MODEL,
+                    tools=("file_read", "echo") if purpose == "round" else (),
+                    messages=message_dicts(self.pending),
+                    streaming=streaming,
+                )
+            )
+        self.pending = []
+        return self.calls
+
+    def delta(self, n: int, text: str) -> Stream:
+        if self.modern:
+            self.events.append(ModelDelta(**self._base(n), call=self.calls, text=text))
+        return self
+
+    def call_end(
+        self,
+        n: int,
+        text: str,
+        tools: Sequence[ToolSpec] = (),
+        *,
+        tokens: tuple[int, int] = (1000, 50),
+        cost: Decimal | None = Decimal("0.000180"),
+        latency: float = 0.8,
+        purpose: Literal["round", "synthesis"] = "round",
+        truncated: bool = False,
+    ) -> Stream:
+        usage = Usage(input_tokens=tokens[0], output_tokens=tokens[1], requests=1, cost_usd=cost)
+        self.spent = self.spent + usage
+        views = tuple(ToolCallView(id=s.id, name=s.name, args=s.args) for s in tools)
+        self.events.append(
+            ModelCalled(
+                **self._base(n),
+                purpose=purpose,
+                model_name=MODEL,
+                usage=usage,
+                accumulated=self.spent,
+                latency_s=latency,
+                text=text,
+                tool_calls=views,
+                finish_reason="length" if truncated else ("tool_calls" if tools else "stop"),
+                stuck=False,
+                truncated=truncated,
+                call=self.calls if self.modern else 0,
+            )
+        )
+        calls = [{"name": s.name, "args": s.args, "id": s.id, "type": "tool_call"} for s in tools]
+        self.pending.append(AIMessage(text, tool_calls=calls))
+        return self
+
+    def tool_begin(self, n: int, spec: ToolSpec) -> Stream:
+        if self.modern and spec.ran:
+            self.events.append(
+                ToolStarted(**self._base(n), tool_call_id=spec.id, name=spec.name, args=spec.args)
+            )
+        return self
+
+    def tool_end(self, n: int, spec: ToolSpec) -> Stream:
+        self.events.append(
+            ToolDispatched(
+                **self._base(n),
+                tool_call_id=spec.id,
+                name=spec.name,
+                args=spec.args,
+                status=spec.status,
+                error_reason=spec.reason,
+                duration_s=spec.duration if spec.ran else 0.0,
+                output_chars=len(spec.content) if spec.ran else 0,
+                content=spec.content,
+                ran=spec.ran,
+            )
+        )
+        self.pending.append(
+            ToolMessage(spec.content, tool_call_id=spec.id, name=spec.name, status=spec.status)
+        )
+        return self
+
+    def pruned(self, n: int, spec: ToolSpec, pruned: str, before: int, after: int) -> Stream:
+        cost = Decimal("0.00002")
+        usage = Usage(input_tokens=before, output_tokens=after, requests=1, cost_usd=cost)
+        self.spent = self.spent + usage
+        self.events.append(
+            Pruned(
+                **self._base(n),
+                tool_call_id=spec.id,
+                tool_name=spec.name,
+                model_name=MODEL,
+                tokens_before=before,
+                tokens_after=after,
+                usage=usage,
+                latency_s=0.3,
+                original=spec.content,
+                pruned=pruned,
+            )
+        )
+        self.pending[-1] = ToolMessage(pruned, tool_call_id=spec.id, name=spec.name)
+        return self
+
+    def gate(self, n: int, *, limit: int, spent: int, passed: bool) -> Stream:
+        self.events.append(
+            BudgetGate(
+                **self._base(n),
+                gate="token",
+                stage="after_call",
+                limit=Decimal(limit),
+                spent=Decimal(spent),
+                passed=passed,
+            )
+        )
+        return self
+
+    def synthesis(self, n: int, reason: Literal["round_cap", "stuck", "token_budget"]) -> Stream:
+        prompt = "Answer now with what you have."
+        self.events.append(SynthesisStarted(**self._base(n), reason=reason, prompt=prompt))
+        self.pending.append(HumanMessage(prompt))
+        return self
+
+    def finish(self, text: str, rounds: int, *, synthesis: bool = False) -> Stream:
+        self.events.append(
+            LoopFinished(
+                **self._base(rounds + (1 if synthesis else 0)),
+                final_text=text,
+                rounds=rounds,
+                usage=self.spent,
+                budget_exhausted=False,
+                synthesis_was_run=synthesis,
+                synthesis_reason="round_cap" if synthesis else None,
+                outcome="synthesis" if synthesis else "final_answer",
+            )
+        )
+        return self
+
+    def fail(self, rounds: int, *, cancelled: bool = False, message: str = "boom") -> Stream:
+        self.events.append(
+            LoopFailed(
+                **self._base(rounds),
+                error_type="CancelledError" if cancelled else "RuntimeError",
+                error_kind=None,
+                reason=None,
+                message="" if cancelled else message,
+                cause_type=None,
+                rounds=rounds,
+                usage=self.spent,
+                any_invocation_made=True,
+                cancelled=cancelled,
+                outcome="cancelled" if cancelled else "failed",
+            )
+        )
+        return self
+
+    def full_round(self, n: int, text: str, tools: Sequence[ToolSpec], **call: Any) -> Stream:
+        """A whole round: start, call, every tool (started together, ended in order)."""
+        self.round_start(n)
+        self.call_start(n)
+        self.t += call.get("latency", 0.8)
+        self.call_end(n, text, tools, **call)
+        for spec in tools:
+            self.tool_begin(n, spec)
+        for spec in tools:
+            self.t += spec.duration if spec.ran else 0.0
+            self.tool_end(n, spec)
+        return self
+
+
+def round_t(t: float) -> float:
+    return round(t, 6)
+
+
+XSS = '<img src=x onerror="window.__toolloopXss=1">'
+
+
+def sample_run(modern: bool = True, *, xss: str = XSS) -> list[Event]:
+    """Three rounds: parallel tools, an error, a not-run call, pruning, then an answer."""
+    s = Stream(modern=modern).start("How did revenue and churn do last quarter?")
+    read = ToolSpec("call_read", "file_read", {"path": "report.txt"}, "revenue up 12%. " * 300, 1.4)
+    note = ToolSpec("call_echo", "echo", {"text": xss}, xss, 0.2)
+    s.full_round(1, "Reading the report and echoing a note.", [read, note], tokens=(1200, 60))
+    s.pruned(1, read, "revenue up 12% (quarterly figures)", 1300, 12)
+    broken = ToolSpec(
+        "call_churn",
+        "churn",
+        {"quarter": "Q3"},
+        "KeyError: 'Q3'",
+        0.4,
+        status="error",
+        reason="tool_error",
+    )
+    skipped = ToolSpec(
+        "call_more",
+        "echo",
+        {"text": "more"},
+        "not run: token budget spent",
+        ran=False,
+        status="error",
+        reason="token_budget",
+    )
+    s.full_round(2, "", [broken, skipped], tokens=(2600, 40))
+    s.round_start(3)
+    s.call_start(3)
+    s.t += 0.9
+    answer = '{"revenue": "+12%", "churn": "unknown"}\nRevenue rose 12%; churn is unknown.'
+    s.call_end(3, answer, (), tokens=(2800, 90))
+    return [*s.finish("Revenue rose 12%; churn is unknown.", 3).events]
+
+
+def long_run(rounds: int) -> list[Event]:
+    """A long run: one echo per round, an error every 97th round."""
+    s = Stream().start("Count to a big number.", max_rounds=rounds + 1)
+    for n in range(1, rounds + 1):
+        bad = n % 97 == 0
+        spec = ToolSpec(
+            f"c{n}",
+            "echo",
+            {"n": n},
+            "error: flaky" if bad else str(n),
+            0.001,
+            status="error" if bad else "success",
+            reason="tool_error" if bad else None,
+        )
+        s.full_round(n, f"step {n}", [spec], tokens=(100 + n, 5), latency=0.002)
+    s.round_start(rounds + 1)
+    s.call_start(rounds + 1)
+    s.call_end(rounds + 1, "done", (), tokens=(200, 5))
+    return [*s.finish("done", rounds + 1).events]
+
+
+def slow_run() -> list[Event]:
+    """A live-looking run: a 1.5 s streamed model call, then a 3 s tool beside a fast one."""
+    s = Stream().start("How did revenue and churn do last quarter?")
+    read = ToolSpec("call_read", "file_read", {"path": "report.txt"}, "revenue up 12%. " * 40, 3.0)
+    note = ToolSpec("call_echo", "echo", {"text": XSS}, XSS, 0.2)
+    s.round_start(1)
+    s.call_start(1, streaming=True)
+    for word in ("Reading ", "the report ", "and echoing ", "a note."):
+        s.t += 0.375
+        s.delta(1, word)
+    s.call_end(1, "Reading the report and echoing a note.", [read, note], latency=1.5)
+    s.tool_begin(1, read).tool_begin(1, note)
+    s.t += 0.2
+    s.tool_end(1, note)
+    s.t += 2.8
+    s.tool_end(1, read)
+    s.round_start(2)
+    s.call_start(2)
+    s.t += 0.5
+    s.call_end(2, "Revenue rose 12% this quarter.", (), tokens=(1800, 40), latency=0.5)
+    return [*s.finish("Revenue rose 12% this quarter.", 2).events]
+
+
+@dataclass
+class _Editor:
+    """What a pause point of a played run can show (nothing here can be changed)."""
+
+    messages_: tuple[BaseMessage, ...] = ()
+    calls_: tuple[ToolCallView, ...] = ()
+
+    def __init__(
+        self,
+        messages: tuple[BaseMessage, ...] = (),
+        calls: tuple[ToolCallView, ...] = (),
+    ) -> None:
+        self.messages_ = messages
+        self.calls_ = calls
+
+    def messages(self) -> tuple[BaseMessage, ...]:
+        return self.messages_
+
+    def calls(self) -> tuple[ToolCallView, ...]:
+        return self.calls_
+
+
+class PlaybackAgent:
+    """Plays a stream in real time through the debugger's agent API (observers, pause
+    hooks, ``arun``), restamping each event with the time it is really emitted, so step
+    mode, Stop and the browser's timers work as with a live loop."""
+
+    __test__ = False
+
+    def __init__(self, events: Sequence[Event], *, speed: float = 1.0) -> None:
+        self.events = list(events)
+        self.speed = speed
+        self._observers: list[Any] = []
+        self._hooks: list[Any] = []
+
+    @property
+    def observers(self) -> tuple[Any, ...]:
+        return tuple(self._observers)
+
+    def subscribe(self, callback: Any) -> Any:
+        self._observers.append(callback)
+        return lambda: self._observers.remove(callback)
+
+    def add_pause_hook(self, hook: Any) -> Any:
+        self._hooks.append(hook)
+        return lambda: self._hooks.remove(hook)
+
+    async def _pause(self, point: Any) -> None:
+        for hook in list(self._hooks):
+            await hook(point)
+
+    def _emit(self, event: Event) -> None:
+        for observer in list(self._observers):
+            observer(event)
+
+    async def arun(self, prompt: Any) -> list[Event]:
+        import asyncio
+        import dataclasses
+
+        from toolloop_lab.hooks import PausePoint
+
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        script_prev = 0.0
+        emitted: list[Event] = []
+        spent = Usage()
+        dispatched: set[int] = set()
+        sent: list[Any] = []
+        try:
+            for event in self.events:
+                await asyncio.sleep(max(0.0, (event.t - script_prev) / self.speed))
+                script_prev = event.t
+                if isinstance(event, ModelCallStarted):  # as the loop: pause, then send
+                    sent.extend(event.messages)
+                    editor = _Editor(messages=tuple(messages_from_dict(thaw(list(sent)))))
+                    point = PausePoint(
+                        event.run_id, event.round, "model_call", event.purpose, (), editor
+                    )
+                    await self._pause(point)
+                if isinstance(event, ToolStarted) and event.round not in dispatched:
+                    dispatched.add(event.round)
+                    starts = [
+                        e
+                        for e in self.events
+                        if isinstance(e, ToolStarted) and e.round == event.round
+                    ]
+                    calls = tuple(
+                        ToolCallView(id=e.tool_call_id, name=e.name, args=e.args) for e in starts
+                    )
+                    names = tuple(e.name for e in starts)
+                    point = PausePoint(
+                        event.run_id,
+                        event.round,
+                        "tool_dispatch",
+                        "tools",
+                        names,
+                        _Editor(calls=calls),
+                    )
+                    await self._pause(point)
+                event = dataclasses.replace(event, t=round_t(loop.time() - start))
+                if isinstance(event, ModelCalled):
+                    spent = event.accumulated
+                emitted.append(event)
+                self._emit(event)
+        except asyncio.CancelledError:
+            last = emitted[-1] if emitted else self.events[0]
+            rounds = sum(1 for e in emitted if isinstance(e, RoundStarted))
+            self._emit(
+                LoopFailed(
+                    run_id=last.run_id,
+                    round=last.round,
+                    t=round_t(loop.time() - start),
+                    error_type="CancelledError",
+                    error_kind=None,
+                    reason=None,
+                    message="",
+                    cause_type=None,
+                    rounds=rounds,
+                    usage=spent,
+                    any_invocation_made=bool(rounds),
+                    cancelled=True,
+                    outcome="cancelled",
+                )
+            )
+            raise
+        return emitted
+
+
+def failed_run() -> list[Event]:
+    """Two rounds, then the model call of round 2 raises."""
+    s = Stream().start("Look up the order status of order 5.")
+    spec = ToolSpec("c1", "order_status", {"order": 5}, '{"status": "shipped", "eta": "2 days"}')
+    s.full_round(1, "Looking it up.", [spec], tokens=(400, 30))
+    s.round_start(2)
+    s.call_start(2)
+    s.t += 1.2
+    return [*s.fail(1, message="RuntimeError: upstream model returned HTTP 500").events]

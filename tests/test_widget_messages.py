@@ -1,0 +1,412 @@
+"""What the debugger sends the browser, read off a mock comm (no browser, no kernel).
+
+The widget's contract with its ES module is a stream of small messages (see
+``toolloop_lab.widget.wire``): each event once, in order, in paced batches; everything
+again after a front end says hello; the step state with each batch; a bounded tail of the
+run in the saved state. Time is a fake clock with a timer queue the test advances, so the
+pacing figures are exact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import Callable
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import comm
+import pytest
+from browser.streams import XSS, PlaybackAgent, Stream, ToolSpec, long_run, sample_run, slow_run
+from comm.base_comm import BaseComm
+
+from toolloop_lab.events import Event, LoopFinished
+from toolloop_lab.trace import write_trace
+from toolloop_lab.widget import LoopDebugger
+from toolloop_lab.widget.coalesce import Coalescer
+from toolloop_lab.widget.wire import event_payload
+
+
+class MockComm(BaseComm):
+    """A comm that keeps what the widget publishes, and lets a test answer as a browser."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.published: list[tuple[str, dict[str, Any]]] = []
+        super().__init__(*args, **kwargs)
+
+    def publish_msg(self, msg_type: str, data: Any = None, *args: Any, **kwargs: Any) -> None:
+        self.published.append((msg_type, data or {}))
+
+    def custom(self) -> list[dict[str, Any]]:
+        """The custom messages sent so far (the event batches)."""
+        return [
+            d["content"]
+            for kind, d in self.published
+            if kind == "comm_msg" and d.get("method") == "custom"
+        ]
+
+    def updates(self) -> list[dict[str, Any]]:
+        return [
+            d["state"]
+            for kind, d in self.published
+            if kind == "comm_msg" and d.get("method") == "update"
+        ]
+
+    def from_browser(self, content: dict[str, Any]) -> None:
+        self.handle_msg(
+            {"content": {"data": {"method": "custom", "content": content}}, "buffers": []}
+        )
+
+
+class FakeTime:
+    """A clock and a timer queue the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.timers: list[tuple[float, Callable[[], None]]] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def schedule(self, delay: float, callback: Callable[[], None]) -> bool:
+        self.timers.append((self.now + delay, callback))
+        return True
+
+    def advance(self, seconds: float) -> None:
+        end = self.now + seconds
+        while True:
+            due = sorted((t for t in self.timers if t[0] <= end), key=lambda t: t[0])
+            if not due:
+                break
+            at, callback = due[0]
+            self.timers.remove(due[0])
+            self.now = max(self.now, at)
+            callback()
+        self.now = end
+
+
+@pytest.fixture(autouse=True)
+def mock_comm(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(comm, "create_comm", MockComm)
+
+
+@pytest.fixture
+def fake() -> FakeTime:
+    return FakeTime()
+
+
+def make(fake: FakeTime, **options: Any) -> LoopDebugger:
+    return LoopDebugger(clock=fake.clock, schedule=fake.schedule, **options)
+
+
+def channel(dbg: LoopDebugger) -> MockComm:
+    assert isinstance(dbg.comm, MockComm)
+    return dbg.comm
+
+
+def received(dbg: LoopDebugger) -> list[dict[str, Any]]:
+    """The events a browser folding every batch in order ends up with (resets honoured)."""
+    events: list[dict[str, Any]] = []
+    for msg in channel(dbg).custom():
+        assert msg["type"] == "events"
+        if msg["reset"]:
+            events = []
+        assert msg["first"] == len(events), "a batch must start where the last one ended"
+        events.extend(msg["events"])
+    return events
+
+
+def expected(events: list[Event], max_chars: int = 20_000) -> list[dict[str, Any]]:
+    return [event_payload(e, max_chars) for e in events]
+
+
+# -- each event once, in order, paced ----------------------------------------------------
+def test_every_event_reaches_the_browser_once_in_order(fake: FakeTime) -> None:
+    dbg = make(fake)
+    events = sample_run()
+    for event in events:
+        dbg(event)
+        fake.advance(0.013)
+    fake.advance(1.0)
+    assert received(dbg) == expected(events)
+    dbg.close()
+
+
+def test_at_most_ten_messages_a_second_whatever_the_event_rate(fake: FakeTime) -> None:
+    dbg = make(fake)
+    mock = channel(dbg)
+    stamps: list[float] = []
+    publish = mock.publish_msg
+
+    def stamped(msg_type: str, data: Any = None, *args: Any, **kwargs: Any) -> None:
+        stamps.append(fake.now)
+        publish(msg_type, data, *args, **kwargs)
+
+    mock.publish_msg = stamped  # type: ignore[method-assign]
+    events = long_run(400)  # 2,400 events, one every millisecond: 2.4 s
+    for event in events:
+        dbg(event)
+        fake.advance(0.001)
+    fake.advance(2.0)
+    assert received(dbg) == expected(events)
+    # every window of one second holds at most ten messages of any kind
+    assert len(stamps) >= 20
+    worst = max(sum(1 for t in stamps if s <= t < s + 1.0 - 1e-6) for s in stamps)
+    assert worst <= 10, worst
+    assert len(stamps) < len(events) / 20  # batched, not one per event
+    dbg.close()
+
+
+def test_a_hello_sends_everything_again_from_the_start(fake: FakeTime) -> None:
+    dbg = make(fake)
+    events = sample_run()
+    for event in events:
+        dbg(event)
+    fake.advance(1.0)
+    sent = len(channel(dbg).custom())
+    channel(dbg).from_browser({"type": "hello"})
+    fake.advance(1.0)
+    again = channel(dbg).custom()[sent:]
+    assert again
+    assert again[0]["reset"] is True
+    assert again[0]["first"] == 0
+    assert [e for m in again for e in m["events"]] == expected(events)
+    dbg.close()
+
+
+def test_a_new_run_starts_the_browser_fold_over(fake: FakeTime) -> None:
+    dbg = make(fake)
+    first = sample_run()
+    second = Stream(run_id="f6e5d4c3b2a1").start("Again?")
+    second.full_round(1, "once more", [ToolSpec("x1", "echo", {"text": "x"})])
+    second_events = second.finish("done", 1).events
+    for event in [*first, *second_events]:
+        dbg(event)
+        fake.advance(0.05)
+    fake.advance(1.0)
+    assert received(dbg) == expected(second_events)
+    assert dbg.view.run_id == "f6e5d4c3b2a1"
+    dbg.close()
+
+
+def test_long_strings_are_clipped_before_they_are_sent(fake: FakeTime) -> None:
+    dbg = make(fake, max_text_chars=1_000)
+    s = Stream().start("read it")
+    huge = "x" * 50_000
+    s.full_round(1, "reading", [ToolSpec("r1", "file_read", {"path": "big"}, huge)])
+    for event in s.finish("ok", 1).events:
+        dbg(event)
+    fake.advance(1.0)
+    dispatch = next(e for e in received(dbg) if e["kind"] == "tool_dispatch")
+    assert dispatch["content"].startswith("x" * 1_000)
+    assert len(dispatch["content"]) < 1_100
+    assert "49,000 more characters" in dispatch["content"]
+    dbg.close()
+
+
+def test_old_traces_without_start_events_are_sent_as_they_are(fake: FakeTime) -> None:
+    dbg = make(fake)
+    events = sample_run(modern=False)
+    assert not [e for e in events if e.kind in ("model_call_start", "tool_start")]
+    for event in events:
+        dbg(event)
+    fake.advance(1.0)
+    assert received(dbg) == expected(events)
+    assert dbg.view.status == "finished"
+    dbg.close()
+
+
+# -- saved state -------------------------------------------------------------------------
+def test_saved_state_keeps_the_newest_whole_rounds_within_its_budget(fake: FakeTime) -> None:
+    dbg = make(fake, saved_state_bytes=60_000)
+    events = long_run(2_000)
+    for event in events:
+        dbg(event)
+    fake.advance(5.0)
+    saved = dbg.saved_events
+    assert len(json.dumps(saved)) <= 60_000
+    assert saved[0]["kind"] == "loop_start"
+    assert saved[-1]["kind"] == "loop_finish"
+    rounds = {e["round"] for e in saved[1:-1]}
+    assert dbg.saved_omitted == 2_001 - len(rounds)
+    assert dbg.saved_omitted > 0
+    for number in rounds:  # whole rounds only
+        kinds = [e["kind"] for e in saved if e["round"] == number]
+        assert kinds[0] == "round_start"
+        assert "model_call" in kinds
+    # the saved state reached the browser in one message of its own, after the last batch
+    updates = [u for u in channel(dbg).updates() if "saved_events" in u]
+    assert len(updates) == 1
+    dbg.close()
+
+
+def test_a_short_run_is_saved_whole(fake: FakeTime) -> None:
+    dbg = make(fake)
+    events = sample_run()
+    for event in events:
+        dbg(event)
+    fake.advance(1.0)
+    assert dbg.saved_events == expected(events)
+    assert dbg.saved_omitted == 0
+    dbg.close()
+
+
+# -- replays -----------------------------------------------------------------------------
+def test_a_replay_has_no_step_controls_and_shows_the_run(tmp_path: Path) -> None:
+    path = write_trace(tmp_path / "run.jsonl", sample_run())
+    dbg = LoopDebugger.from_trace(path)
+    assert dbg.live is False
+    assert dbg.view.status == "finished"
+    assert dbg.saved_events == expected(sample_run())
+    dbg.close()
+
+
+def test_a_replay_of_a_cut_trace_says_so(tmp_path: Path) -> None:
+    path = write_trace(tmp_path / "run.jsonl", sample_run())
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 40])
+    dbg = LoopDebugger.from_trace(path)
+    assert dbg.view.status == "running"
+    assert "partial last line" in dbg.summary()
+    dbg.close()
+
+
+# -- text, snapshot and escaping ---------------------------------------------------------
+def test_the_text_summary_and_the_snapshot_show_the_run_and_escape_it() -> None:
+    dbg = LoopDebugger.from_trace(sample_run())
+    bundle, _meta = dbg._repr_mimebundle_()
+    assert bundle["text/plain"] == dbg.summary()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert "LoopDebugger: finished" in bundle["text/plain"]
+    html = dbg.snapshot_html()
+    assert "Revenue rose 12%; churn is unknown." in html
+    assert "not run (token budget)" in html  # a call that never ran is no failure
+    dbg.close()
+    hostile = Stream().start(XSS)
+    hostile.full_round(1, XSS, [ToolSpec("c1", XSS, {"text": XSS}, XSS)])
+    dbg = LoopDebugger.from_trace(hostile.finish(XSS, 1).events)
+    html = dbg.snapshot_html()
+    assert XSS not in html
+    assert html.count("&lt;img src=x onerror=") >= 3  # reply, tool name, final answer
+    assert XSS in dbg.summary()  # plain text keeps it as text
+    dbg.close()
+
+
+def test_the_snapshot_stays_small_for_a_long_run() -> None:
+    dbg = LoopDebugger.from_trace(long_run(3_000))
+    html = dbg.snapshot_html()
+    assert len(html) < 20_000
+    assert "the newest 20 of 3,001 rounds" in html
+    dbg.close()
+
+
+def test_the_module_renders_text_only() -> None:
+    """No API that parses HTML from a string is used anywhere in the front end."""
+    static = Path(__import__("toolloop_lab.widget", fromlist=["_"]).__file__).with_name("static")
+    source = (static / "debugger.js").read_text()
+    for api in (
+        "innerHTML",
+        "outerHTML",
+        "insertAdjacentHTML",
+        "document.write",
+        "eval(",
+        "new Function",
+        "DOMParser",
+        "createContextualFragment",
+        "srcdoc",
+    ):
+        assert api not in source, api
+    assert (static / "debugger.css").is_file()
+
+
+# -- step mode through the front end -----------------------------------------------------
+async def wait_for(predicate: Callable[[], bool], limit: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + limit
+    while not predicate():
+        assert loop.time() < end, "timed out waiting"
+        await asyncio.sleep(0.01)
+
+
+async def test_step_continue_and_stop_arrive_as_browser_messages() -> None:
+    dbg = LoopDebugger(pause_on="both")
+    task = dbg.start(PlaybackAgent(slow_run(), speed=50), "go")
+    await wait_for(lambda: dbg.paused_at is not None)
+    assert dbg.paused_at is not None
+    assert dbg.paused_at.stage == "model_call"
+    channel(dbg).from_browser({"type": "control", "action": "step"})
+    await wait_for(lambda: dbg.paused_at is not None and dbg.paused_at.stage == "tool_dispatch")
+    dbg.flush()
+    control = channel(dbg).custom()[-1]["control"]
+    assert control["paused_at"]["stage"] == "tool_dispatch"
+    assert control["paused_at"]["detail"] == ["file_read", "echo"]
+    assert control["running"] is True
+    channel(dbg).from_browser({"type": "control", "action": "stop"})
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert dbg.view.status == "cancelled"
+    # the header's round count and the partial counts agree
+    assert dbg.view.failure is not None
+    assert dbg.view.failure.rounds == dbg.view.tool_rounds == 1
+    dbg.flush()
+    assert channel(dbg).custom()[-1]["control"]["stopped_by_user"] is True
+    dbg.close()
+
+
+async def test_continue_lets_this_run_finish_but_the_next_run_pauses_again() -> None:
+    dbg = LoopDebugger(pause_on="model")
+    task = dbg.start(PlaybackAgent(slow_run(), speed=50), "go")
+    await wait_for(lambda: dbg.paused_at is not None)
+    channel(dbg).from_browser({"type": "control", "action": "continue"})
+    await task
+    assert dbg.view.status == "finished"
+    assert dbg.pause_on == "model"
+    task = dbg.start(PlaybackAgent(slow_run(), speed=50), "again")
+    await wait_for(lambda: dbg.paused_at is not None)
+    assert dbg.paused_at is not None
+    dbg.stop()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    dbg.close()
+
+
+def test_pause_mode_follows_the_front_end_and_ignores_nonsense() -> None:
+    dbg = LoopDebugger()
+    dbg.set_state({"_pause_on": "tools"})
+    assert dbg.pause_on == "tools"
+    dbg.set_state({"_pause_on": "<script>"})
+    assert dbg.pause_on == "tools"
+    with pytest.raises(ValueError, match="pause_on"):
+        dbg.pause_on = "sometimes"  # type: ignore[assignment]
+    dbg.close()
+
+
+# -- pacing, on its own --------------------------------------------------------------------
+def test_coalescer_draws_at_most_at_its_rate_and_never_leaves_a_request(fake: FakeTime) -> None:
+    draws: list[float] = []
+    pacer = Coalescer(
+        lambda: draws.append(fake.now), max_per_second=10, clock=fake.clock, schedule=fake.schedule
+    )
+    for _ in range(1_000):
+        pacer.request()
+        fake.advance(0.002)
+    fake.advance(1.0)
+    assert not pacer.dirty
+    assert all(b - a >= 0.1 - 1e-9 for a, b in itertools.pairwise(draws))
+    assert draws[-1] >= 100.0 + 1.998  # the last request was drawn
+    assert 19 <= len(draws) <= 21
+
+
+def test_a_finished_run_is_whole_in_the_view_after_the_last_event(fake: FakeTime) -> None:
+    dbg = make(fake)
+    events = sample_run()
+    for event in events:
+        dbg(event)
+    fake.advance(1.0)
+    assert isinstance(events[-1], LoopFinished)
+    assert dbg.view.final_text == events[-1].final_text
+    assert dbg.view.usage.cost_usd == events[-1].usage.cost_usd
+    assert dbg.view.usage.cost_usd == Decimal("0.000560")
+    dbg.close()

@@ -1,0 +1,121 @@
+"""A static HTML picture of a run, for places where no widget front end runs.
+
+A notebook rendered on GitHub, or by nbviewer without widget state, shows the ``text/html``
+of an output instead of the live widget; this is that HTML. It is plain, escaped markup
+(no script, no style block: renderers strip them anyway) and bounded whatever the run's
+length: the newest :data:`SNAPSHOT_ROUNDS` rounds, the totals and the outcome.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Final
+
+from toolloop_lab.escape import esc, esc_clip
+from toolloop_lab.runview import RoundRow, RunView, ToolRow
+from toolloop_lab.widget import figures as fig
+
+__all__ = ["SNAPSHOT_ROUNDS", "snapshot_html"]
+
+SNAPSHOT_ROUNDS: Final = 20
+"""Rounds the snapshot lists (the newest)."""
+_PREVIEW: Final = 160
+
+_STATUS: Final = {
+    "idle": "waiting for a run",
+    "running": "running",
+    "paused": "paused",
+    "finished": "finished",
+    "failed": "failed",
+    "cancelled": "stopped",
+}
+_OUTCOME: Final = {
+    "final_answer": "answered",
+    "synthesis": "answered after the round cap",
+    "token_budget_exhausted": "answered after the token budget ran out",
+    "usd_budget_exhausted": "stopped by the USD limit",
+    "failed": "failed",
+    "cancelled": "stopped",
+}
+_NOT_RUN: Final = {
+    "token_budget": "token budget",
+    "cancelled": "stopped",
+    "truncated": "reply cut off",
+    "skipped": "skipped by you",
+}
+
+
+def _usd(amount: Decimal | None) -> str:
+    return "unpriced" if amount is None else f"${amount:.6f}"
+
+
+def _tool(tool: ToolRow) -> str:
+    if tool.status == "error" and tool.error_reason in _NOT_RUN:
+        state = f"not run ({_NOT_RUN[tool.error_reason]})"
+    elif tool.status == "pending":
+        state = "not run"
+    else:
+        state = tool.status
+    return f"{esc_clip(tool.name, 60)}: {esc(state)}"
+
+
+def _row(row: RoundRow) -> str:
+    label = "final answer call" if row.purpose == "synthesis" else f"{row.number:,}"
+    text = esc_clip(row.text, _PREVIEW)
+    reply = text or "<i>(no text)</i>"
+    tools = ", ".join(_tool(t) for t in row.tools)
+    usage = row.usage
+    cells = [
+        label,
+        reply,
+        tools,
+        f"{fig.tokens(usage.input_tokens)} / {fig.tokens(usage.output_tokens)}",
+        _usd(row.cost_usd),
+        fig.seconds(row.latency_s),
+    ]
+    return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+
+
+def snapshot_html(view: RunView, *, note: str | None = None) -> str:
+    """The run as static, escaped HTML (bounded size)."""
+    parts = ["<div>"]
+    head = [f"<b>Agent loop debugger: {esc(_STATUS.get(view.status, view.status))}</b>"]
+    if view.started is not None and view.started.model_name:
+        head.append(esc_clip(view.started.model_name, 80))
+    if view.max_rounds is not None:
+        head.append(f"round {view.tool_rounds:,} of {view.max_rounds:,}")
+    parts.append(" · ".join(head))
+    if view.started is not None:
+        usage = view.usage
+        parts.append(
+            "<br>tokens: "
+            f"{fig.tokens(usage.input_tokens)} input ({fig.tokens(usage.cache_read_tokens)} "
+            f"from cache), {fig.tokens(usage.output_tokens)} output · cost {_usd(usage.cost_usd)}"
+        )
+    outcome = view.finished.outcome if view.finished else None
+    if view.failure is not None:
+        outcome = view.failure.outcome
+    if outcome is not None:
+        parts.append(f"<br>outcome: {esc(_OUTCOME.get(outcome, outcome))}")
+    rows = view.rounds[-SNAPSHOT_ROUNDS:]
+    if rows:
+        if len(view.rounds) > len(rows):
+            parts.append(f"<br><i>the newest {len(rows)} of {len(view.rounds):,} rounds</i>")
+        parts.append(
+            "<table><tr><th>round</th><th>reply</th><th>tools</th><th>tokens in / out</th>"
+            "<th>cost</th><th>model call</th></tr>"
+        )
+        parts.extend(_row(r) for r in rows)
+        parts.append("</table>")
+    if view.final_text is not None:
+        final = esc_clip(view.final_text, 2_000)
+        parts.append(f"<b>Final answer:</b> {final or '<i>(no text)</i>'}")
+    if view.failure is not None:
+        f = view.failure
+        what = "stopped" if f.cancelled else f"failed: {esc_clip(f.error_type, 80)}"
+        message = "" if f.cancelled else f" · {esc_clip(f.message, 500)}"
+        parts.append(f"<br><b>{what}</b> after {f.rounds:,} rounds{message}")
+    if note:
+        parts.append(f"<br><i>{esc_clip(note, 300)}</i>")
+    parts.append("</div>")
+    return "\n".join(parts)
