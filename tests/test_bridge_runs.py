@@ -54,6 +54,7 @@ from toolloop_lab.events import (
     RoundStarted,
     SynthesisStarted,
     ToolDispatched,
+    ToolStarted,
     transcript,
 )
 from toolloop_lab.runview import RunView
@@ -241,6 +242,67 @@ async def test_prices_given_to_the_bridge_price_an_unknown_model() -> None:
         await model.ainvoke([HumanMessage("hello")])
     [called] = _of(events, ModelCalled)
     assert called.usage.cost_usd == Decimal("0.004")
+
+
+# -- frameworks that run tools without their tool call -----------------------------------
+@pytest.mark.parametrize("stream", [False, True], ids=["invoke", "stream"])
+async def test_a_classic_agent_executor_gets_one_dispatch_per_tool_call(stream: bool) -> None:
+    from langchain_classic.agents import AgentExecutor, create_tool_calling_agent
+    from langchain_core.prompts import ChatPromptTemplate
+
+    model = _script(
+        calls(
+            tool_call("add", {"a": 1, "b": 2}, "k_add"),
+            tool_call("add", {"a": 5, "b": 5}, "k_add2"),
+            tool_call("nope", {}, "k_nope"),
+            tokens=(40, 9),
+        ),
+        final("3 and 10", tokens=(70, 4)),
+    )
+    prompt = ChatPromptTemplate.from_messages(
+        [("system", "Help."), ("human", "{input}"), ("placeholder", "{agent_scratchpad}")]
+    )
+    executor = AgentExecutor(agent=create_tool_calling_agent(model, [add], prompt), tools=[add])
+    events: list[Event] = []
+    with watch(events.append):
+        if stream:
+            async for _ in executor.astream({"input": "1+2 and 5+5"}):
+                pass
+        else:
+            await executor.ainvoke({"input": "1+2 and 5+5"})
+    # the executor runs tools without their call ids: each run is matched to its call
+    dispatched = {e.tool_call_id: e for e in _of(events, ToolDispatched)}
+    assert len(_of(events, ToolDispatched)) == 3
+    assert (dispatched["k_add"].content, dispatched["k_add2"].content) == ("3", "10")
+    assert dispatched["k_add"].ran is True
+    nope = dispatched["k_nope"]  # answered by the executor's stand-in tool
+    assert (nope.name, nope.status, nope.error_reason, nope.ran) == (
+        "nope",
+        "error",
+        "not_available",
+        False,
+    )
+    assert sorted(e.tool_call_id for e in _of(events, ToolStarted)) == ["k_add", "k_add2"]
+    [start] = _of(events, LoopStarted)
+    assert start.name == "AgentExecutor"
+    [end] = _of(events, LoopFinished)
+    assert (end.final_text, end.rounds, end.usage.input_tokens) == ("3 and 10", 2, 110)
+
+
+def test_a_hand_loop_that_runs_tools_by_their_arguments_is_matched_to_its_calls() -> None:
+    model = _script(calls(tool_call("add", {"a": 4, "b": 4}, "m1")), final("8"))
+    bound = model.bind_tools([add])
+    events: list[Event] = []
+    with watch(events.append):
+        messages: list[BaseMessage] = [HumanMessage("4+4")]
+        reply = bound.invoke(messages)
+        call = reply.tool_calls[0]
+        result = add.invoke(call["args"])  # no tool call: a plain value comes back
+        messages += [reply, ToolMessage(str(result), tool_call_id=call["id"])]
+        bound.invoke(messages)
+    [dispatch] = _of(events, ToolDispatched)
+    assert (dispatch.tool_call_id, dispatch.content, dispatch.ran) == ("m1", "8", True)
+    assert _of(events, LoopFinished)[0].final_text == "8"
 
 
 # -- the ends of a run -----------------------------------------------------------------------

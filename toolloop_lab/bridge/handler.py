@@ -237,12 +237,13 @@ class EventBridge(BaseCallbackHandler):
     ) -> None:
         with self._lock:
             run = self._owner(parent_run_id, run_id)
-            call_id = kwargs.get("tool_call_id")
-            node = _Node(run, "tool", tool_call_id=call_id if isinstance(call_id, str) else None)
-            self._nodes[run_id] = node
+            given = kwargs.get("tool_call_id")
             name = (serialized or {}).get("name") or kwargs.get("name") or "tool"
             args: Any = inputs if inputs is not None else {"input": input_str}
-            run.tool_start(run_id, node.tool_call_id or str(run_id), str(name), args)
+            call_id = run.tool_start(
+                run_id, given if isinstance(given, str) and given else None, str(name), args
+            )
+            self._nodes[run_id] = _Node(run, "tool", tool_call_id=call_id)
 
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         with self._lock:

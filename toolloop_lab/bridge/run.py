@@ -28,10 +28,10 @@ and flagged ``estimated``; a model without a known price has cost ``None`` (unkn
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar
 from uuid import UUID
 
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
@@ -72,6 +72,9 @@ from .conversation import Conversation, messages_in
 
 __all__ = ["BridgedRun", "Clock"]
 
+_STAND_IN: Final = "invalid_tool"
+"""The tool a classic ``AgentExecutor`` runs in place of one the model named but nobody has."""
+
 E = TypeVar("E", bound=Event)
 Clock = Callable[[], float]
 Purpose = Literal["round", "synthesis"]
@@ -103,6 +106,8 @@ class _Tool:
     duration_s: float = 0.0
     error_reason: str = "tool_error"
     error_text: str = ""
+    stand_in: bool = False
+    """The framework ran its stand-in for an unknown tool: the call itself never ran."""
 
 
 @dataclass(slots=True, eq=False)
@@ -143,6 +148,7 @@ class BridgedRun:
     _raised: dict[str, _Tool] = field(default_factory=dict)
     """Tool runs that raised, waiting for the framework's error ``ToolMessage``."""
     _reported: set[str] = field(default_factory=set)
+    _started: set[str] = field(default_factory=set)
     _bound: set[str] = field(default_factory=set)
     _last_calls: tuple[tuple[str, str], ...] | None = None
 
@@ -260,6 +266,7 @@ class BridgedRun:
         usage = usage.with_cost(call_cost(usage, [reported, call.model_name], self.prices))
         self.usage = self.usage + usage
         stuck = call.purpose == "round" and self._repeated(reply)
+        views = call_views(reply)
         self.emit(
             ModelCalled,
             round=call.round,
@@ -271,13 +278,13 @@ class BridgedRun:
             latency_s=latency,
             first_token_s=call.first_token_s,
             text=reply.text,
-            tool_calls=call_views(reply),
+            tool_calls=views,
             finish_reason=finish_reason(reply.response_metadata),
             stuck=stuck,
             empty=is_empty(reply),
             truncated=is_truncated(reply),
         )
-        for view in call_views(reply):
+        for view in views:
             if view.id and view.id not in self._reported:
                 self._requested[view.id] = (call.round, view.name, view.args)
         if call.purpose == "round":
@@ -304,13 +311,41 @@ class BridgedRun:
         return repeated
 
     # -- tools ------------------------------------------------------------------------
-    def tool_start(self, key: UUID, call_id: str, name: str, args: Any) -> None:
-        """A tool began running."""
+    def tool_start(self, key: UUID, call_id: str | None, name: str, args: Any) -> str:
+        """A tool began running. ``call_id`` is ``None`` when the framework ran the tool
+        without its tool call (a classic ``AgentExecutor``, a loop calling
+        ``tool.invoke(call["args"])``): the open call with the same name and arguments is
+        the one it answers, and a framework's stand-in for an unknown tool (``invalid_tool``)
+        answers the call that named it. Returns the call id the tool answers."""
         self.ensure_started()
+        frozen = freeze(json_safe(args))
+        stand_in = False
+        if call_id is None:
+            call_id, stand_in = self._match(name, frozen)
+        if call_id is None:
+            call_id = str(key)
+        self._started.add(call_id)
         asked = self._requested.get(call_id)
-        round, args = (asked[0], asked[2]) if asked else (self.round, freeze(json_safe(args)))
-        self._tools[key] = _Tool(call_id, name, args, round, self.clock())
-        self.emit(ToolStarted, round=round, tool_call_id=call_id, name=name, args=args)
+        round, shown = (asked[0], asked[2]) if asked else (self.round, frozen)
+        if stand_in:
+            assert asked is not None
+            name = asked[1]
+        tool = _Tool(call_id, name, shown, round, self.clock(), stand_in=stand_in)
+        self._tools[key] = tool
+        if not stand_in:  # an unknown tool never starts
+            self.emit(ToolStarted, round=round, tool_call_id=call_id, name=name, args=shown)
+        return call_id
+
+    def _match(self, name: str, args: Any) -> tuple[str | None, bool]:
+        for call_id, (_round, asked_name, asked_args) in self._requested.items():
+            if call_id in self._started:
+                continue
+            if asked_name == name and asked_args == args:
+                return call_id, False
+            stand_in = name == _STAND_IN and isinstance(args, Mapping)
+            if stand_in and args.get("requested_tool_name") == asked_name:
+                return call_id, True
+        return None, False
 
     def tool_end(self, key: UUID, output: Any) -> None:
         """A tool returned ``output`` (a ``ToolMessage`` when it was given a tool call)."""
@@ -325,6 +360,16 @@ class BridgedRun:
             content = str(message.content)
         else:
             status, content = "success", output if isinstance(output, str) else dumps(output)
+        if tool.stand_in:
+            self._dispatch(
+                tool,
+                status="error",
+                error_reason="not_available",
+                content=content,
+                duration_s=0.0,
+                ran=False,
+            )
+            return
         self._dispatch(
             tool,
             status=status,
