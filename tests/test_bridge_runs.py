@@ -337,6 +337,22 @@ async def test_a_cancelled_run_says_so_and_keeps_its_partial_counts() -> None:
     )
 
 
+async def test_a_stream_its_consumer_stops_early_is_a_cancelled_run() -> None:
+    agent = create_agent(
+        _script(calls(tool_call("add", {"a": 1, "b": 2}, "g1"), tokens=(21, 4)), final("3")),
+        [add],
+    )
+    events: list[Event] = []
+    with watch(events.append):
+        updates = agent.astream({"messages": [HumanMessage("go")]}, stream_mode="updates")
+        async for _ in updates:
+            break
+        await updates.aclose()
+    [end] = _of(events, LoopFailed)
+    assert (end.outcome, end.cancelled, end.error_type) == ("cancelled", True, "GeneratorExit")
+    assert end.usage.input_tokens == 21
+
+
 def test_an_interrupted_tool_call_stays_open_and_the_resume_is_a_new_run() -> None:
     @tool
     def confirm(question: str) -> str:

@@ -26,8 +26,22 @@ What a bridge can and cannot know (``LoopStarted.source == "langchain"``):
   ``None``; a call the framework answered without running a tool has ``ran=False`` and no
   duration.
 * **Retries are separate calls**: a framework's retry (``with_retry``, a retry or fallback
-  middleware) is a new ``model_call_start`` of the same round after the one that failed;
-  a client's own HTTP retries (``max_retries``) happen inside one call and are invisible.
+  middleware) is a new ``model_call_start`` of the same round after the one that failed
+  (which has no ``model_call``: no reply, no usage); a client's own HTTP retries
+  (``max_retries``) happen inside one call and are invisible.
+* **Tools run without their tool call** (a classic ``AgentExecutor``, a loop calling
+  ``tool.invoke(call["args"])``) are matched to the open call with the same name and
+  arguments; the executor's ``invalid_tool`` stand-in answers the unknown call it names.
+  Such a tool returns plain text, so a tool error it handled itself reads as a success:
+  the status is not in the callbacks.
+* **Nested runs count their own spend**: a sub-agent's calls are in its run's totals, not
+  in its parent's. A graph used as a *node* of another graph is part of that run.
+* **Interrupts and stops**: a LangGraph ``interrupt`` leaves its tool call open and the
+  run ends with ``loop_finish`` (the resume is a new run); a stream its consumer closed
+  early ends ``cancelled``.
+* **Streaming**: ``model_call_start.streaming`` is what the call's parameters ask for; a
+  framework that decides to stream later (LangGraph's ``messages`` mode) still sends
+  ``model_delta`` events. Only chat models are seen (text-completion LLMs are not).
 * **Synthesis-like calls**: a call without tools after calls with tools has
   ``purpose="synthesis"``; there is no ``synthesis`` event, since the framework's reason is
   not in the callbacks.

@@ -560,7 +560,10 @@ def _bubbles_up(error: BaseException) -> bool:
 
 
 def _is_cancel(error: BaseException) -> bool:
-    return bool(_names(error) & {"CancelledError", "KeyboardInterrupt", "SystemExit"})
+    """The run was stopped: a cancelled task, Ctrl-C, or a consumer that closed the stream
+    before it ended (``GeneratorExit``)."""
+    stops = {"CancelledError", "KeyboardInterrupt", "SystemExit", "GeneratorExit"}
+    return bool(_names(error) & stops)
 
 
 def _error_reason(error: BaseException) -> str:
