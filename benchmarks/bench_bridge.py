@@ -95,9 +95,16 @@ _INPUT = {"messages": [HumanMessage("go")]}
 
 
 class NoOp(BaseCallbackHandler):
-    """A callback handler that does nothing (langchain-core's dispatch cost alone)."""
+    """A callback handler that does nothing (langchain-core's dispatch cost alone).
+
+    It must define ``on_chat_model_start``: a handler without it makes langchain-core fall
+    back to ``on_llm_start`` with every prompt turned into text, a cost that grows with the
+    conversation and would not be the dispatch cost at all."""
 
     run_inline = True
+
+    def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
+        return None
 
 
 async def bare(agent: Any, rounds: int) -> None:
