@@ -209,6 +209,15 @@ async def test_a_final_call_without_tools_is_synthesis_like() -> None:
     assert [r.purpose for r in view.rounds] == ["round", "synthesis"]
 
 
+def test_a_round_repeating_the_previous_calls_is_marked_stuck() -> None:
+    same = tool_call("add", {"a": 1, "b": 1}, "s1"), tool_call("add", {"a": 1, "b": 1}, "s2")
+    agent = create_agent(_script(calls(same[0]), calls(same[1]), final("2")), [add])
+    events: list[Event] = []
+    with watch(events.append):
+        agent.invoke({"messages": [HumanMessage("go")]})
+    assert [c.stuck for c in _of(events, ModelCalled)] == [False, True, False]
+
+
 async def test_what_the_callbacks_do_not_carry_is_marked_never_zero(oai: OpenAIStub) -> None:
     # a stream without usage (no stream_usage), from a model genai-prices does not know
     oai.chunk_interval = 0

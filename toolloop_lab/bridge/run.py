@@ -48,6 +48,7 @@ from toolloop_lab.events import (
     Observer,
     RoundStarted,
     ToolCallDelta,
+    ToolCallView,
     ToolDispatched,
     ToolStarted,
     failure_outcome,
@@ -59,7 +60,6 @@ from toolloop_lab.jsonsafe import dumps, freeze, json_safe
 from toolloop_lab.model_call import (
     DeltaBuffer,
     DeltaSink,
-    call_signature,
     call_views,
     finish_reason,
     is_empty,
@@ -150,7 +150,7 @@ class BridgedRun:
     _reported: set[str] = field(default_factory=set)
     _started: set[str] = field(default_factory=set)
     _bound: set[str] = field(default_factory=set)
-    _last_calls: tuple[tuple[str, str], ...] | None = None
+    _last_calls: tuple[tuple[str, Any, bool], ...] | None = None
 
     def __post_init__(self) -> None:
         if not self.t0:
@@ -265,8 +265,8 @@ class BridgedRun:
         usage = Usage.from_ai_message(reply, prompt=call.prompt)
         usage = usage.with_cost(call_cost(usage, [reported, call.model_name], self.prices))
         self.usage = self.usage + usage
-        stuck = call.purpose == "round" and self._repeated(reply)
         views = call_views(reply)
+        stuck = call.purpose == "round" and self._repeated(views)
         self.emit(
             ModelCalled,
             round=call.round,
@@ -304,8 +304,10 @@ class BridgedRun:
         self.partial_text = call.deltas.partial_text or None
         self.retry_next = True
 
-    def _repeated(self, reply: AIMessage) -> bool:
-        calls = call_signature(reply)
+    def _repeated(self, views: tuple[ToolCallView, ...]) -> bool:
+        """The reply makes exactly the previous round's calls again (names, arguments and
+        validity; ids aside), as the loop judges a stuck round."""
+        calls = tuple((v.name, v.args, v.valid) for v in views)
         repeated = bool(calls) and calls == self._last_calls
         self._last_calls = calls
         return repeated
