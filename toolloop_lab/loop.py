@@ -11,6 +11,7 @@ loop knows nothing about widgets, files, pandas or matplotlib.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -19,12 +20,14 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from toolloop_lab.budget import GateCheck, RunBudget
 from toolloop_lab.config import AgentConfig
-from toolloop_lab.errors import PaidCallError
+from toolloop_lab.errors import PaidCallError, describe
 from toolloop_lab.events import (
     BudgetGate,
+    CallPurpose,
     LoopFinished,
     LoopStarted,
     ModelCalled,
+    ModelCallFailed,
     ModelCallStarted,
     ModelDelta,
     Pruned,
@@ -206,6 +209,7 @@ class ToolLoop:
         deltas = DeltaBuffer(self._delta_sink(number)) if stream else None
         prompt = list(run.messages)
         runnable = agent.bound_model() if purpose == "round" else agent.model
+        sent = time.perf_counter()
         try:
             reply, timing = await invoke(
                 runnable, prompt, stream=stream, kwargs=stream_kwargs(agent.model), deltas=deltas
@@ -214,8 +218,9 @@ class ToolLoop:
             if isinstance(exc.reply, AIMessage):  # paid for: counted and kept, then raised
                 self.account(budget, exc.reply, prompt, number, purpose, CallTiming(0.0))
             raise
-        except BaseException:
+        except BaseException as exc:
             run.partial_text = deltas.partial_text if deltas and deltas.text else None
+            self.call_failed(number, purpose, exc, time.perf_counter() - sent)
             raise
         if not isinstance(reply, AIMessage):
             raise TypeError(f"model returned {type(reply).__name__}, not an AIMessage")
@@ -266,6 +271,20 @@ class ToolLoop:
         self._repeats = self._repeats + 1 if repeated else 0
         self._last_calls = calls
         return repeated
+
+    def call_failed(
+        self, number: int, purpose: CallPurpose, exc: BaseException, latency_s: float
+    ) -> None:
+        """Emit the end of a call that raised (or was stopped) instead of replying."""
+        self.run.emit(
+            ModelCallFailed,
+            call=number,
+            purpose=purpose,
+            error_type=type(exc).__name__,
+            message=describe(exc),
+            latency_s=latency_s,
+            partial_text=self.run.partial_text if purpose != "pruning" else None,
+        )
 
     def _delta_sink(self, number: int) -> Any:
         def sink(text: str, calls: tuple[ToolCallDelta, ...]) -> None:
@@ -383,14 +402,21 @@ class ToolLoop:
         calls = [(i, *self._pruning_call(outcomes[i])) for i in todo]
         # return_exceptions: a failed pruning call must neither orphan its siblings nor
         # lose their spend; the first failure is raised once every success is counted.
-        results = await asyncio.gather(
-            *(prune_output(model, p, str(outcomes[i].message.content)) for i, _, p in calls),
-            return_exceptions=True,
-        )
+        sent = time.perf_counter()
+        try:
+            results = await asyncio.gather(
+                *(prune_output(model, p, str(outcomes[i].message.content)) for i, _, p in calls),
+                return_exceptions=True,
+            )
+        except BaseException as exc:  # stopped while the pruning calls ran: each one ends
+            for _i, number, _p in calls:
+                self.call_failed(number, "pruning", exc, time.perf_counter() - sent)
+            raise
         failure: BaseException | None = None
         for (i, number, _prompt), res in zip(calls, results, strict=True):
             if isinstance(res, BaseException):
                 failure = failure or res
+                self.call_failed(number, "pruning", res, 0.0)
                 continue
             self._keep_pruned(budget, outcomes[i], first + i, number, res)
         if failure is not None:

@@ -221,7 +221,7 @@ class EventBridge(BaseCallbackHandler):
             node = self._nodes.pop(run_id, None)
             if node is None:
                 return
-            node.run.model_error(run_id)
+            node.run.model_error(run_id, error)
             self._end_loose(node.run, error)
 
     # -- tools ------------------------------------------------------------------------

@@ -43,6 +43,7 @@ from toolloop_lab.events import (
     LoopFinished,
     LoopStarted,
     ModelCalled,
+    ModelCallFailed,
     ModelCallStarted,
     ModelDelta,
     Observer,
@@ -295,7 +296,7 @@ class BridgedRun:
         self.partial_text = None
         self.pending.append(reply)
 
-    def model_error(self, key: UUID) -> None:
+    def model_error(self, key: UUID, error: BaseException) -> None:
         """A chat-model call raised: no reply, no usage; the next call is its retry."""
         call = self._in_flight.pop(key, None)
         if call is None:
@@ -303,6 +304,16 @@ class BridgedRun:
         call.deltas.flush()
         self.partial_text = call.deltas.partial_text or None
         self.retry_next = True
+        self.emit(
+            ModelCallFailed,
+            round=call.round,
+            call=call.number,
+            purpose=call.purpose,
+            error_type=type(error).__name__,
+            message=describe(error),
+            latency_s=self.clock() - call.started,
+            partial_text=self.partial_text,
+        )
 
     def _repeated(self, views: tuple[ToolCallView, ...]) -> bool:
         """The reply makes exactly the previous round's calls again (names, arguments and
