@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall
 
 from toolloop_lab.budget import GateCheck, RunBudget
 from toolloop_lab.config import AgentConfig
@@ -44,6 +44,7 @@ from toolloop_lab.hooks import PauseEditor, PausePoint
 from toolloop_lab.interventions import MessageEdits, ToolCallEdits
 from toolloop_lab.jsonsafe import frozen_json
 from toolloop_lab.model_call import (
+    LENGTH_STOPS,
     CallTiming,
     DeltaBuffer,
     call_views,
@@ -88,9 +89,13 @@ class ToolLoop:
         self.cfg = config
         self.run = run
         self.tools: ToolBox = agent.toolbox()
+        self.tool_names = tuple(self.tools)
+        self._hooks = DispatchHooks(started=self._tool_started, done=self.emit_dispatch)
         self.model_name = model_name_of(agent.model)
         self.budget: RunBudget | None = None
         self._last_calls: tuple[tuple[str, Any, bool], ...] | None = None
+        self._views: tuple[ToolCallView, ...] = ()
+        """The last reply's calls as its event holds them (frozen arguments, made once)."""
         self._repeats = 0
 
     async def execute(self) -> ToolLoopResult:
@@ -120,7 +125,7 @@ class ToolLoop:
         run.emit(
             LoopStarted,
             model_name=self.model_name,
-            tools=tuple(self.tools),
+            tools=self.tool_names,
             max_rounds=cfg.tool_max_rounds,
             token_budget=budget.token_limit,
             context_window=budget.context_window,
@@ -192,7 +197,7 @@ class ToolLoop:
     async def call(self, budget: RunBudget, purpose: Purpose) -> AIMessage:
         """One model call of the conversation: pause, gate, send, account, gate."""
         run, agent = self.run, self.agent
-        await self.pause("model_call", purpose, (), MessageEdits(run))
+        await self.pause("model_call", purpose, (), lambda: MessageEdits(run))
         budget.before_call(run.usage, self.gate)
         tools_bound = purpose == "round" and bool(self.tools)
         stream = should_stream(self.cfg.streaming, agent.model, tools_bound=tools_bound)
@@ -202,7 +207,7 @@ class ToolLoop:
             call=number,
             purpose=purpose,
             model_name=self.model_name,
-            tools=tuple(self.tools) if tools_bound else (),
+            tools=self.tool_names if tools_bound else (),
             messages=run.unsent_messages(),
             streaming=stream,
         )
@@ -242,7 +247,8 @@ class ToolLoop:
         name = model_name_of(agent.model, reply.response_metadata)
         usage = budget.price(Usage.from_ai_message(reply, prompt=prompt), name, self.model_name)
         run.usage = run.usage + usage
-        views = call_views(reply)
+        views = self._views = call_views(reply)
+        reason = finish_reason(reply.response_metadata)
         stuck = purpose == "round" and self._repeated(views)
         run.emit(
             ModelCalled,
@@ -255,10 +261,10 @@ class ToolLoop:
             first_token_s=timing.first_token_s,
             text=reply.text,
             tool_calls=views,
-            finish_reason=finish_reason(reply.response_metadata),
+            finish_reason=reason,
             stuck=stuck,
             empty=is_empty(reply),
-            truncated=is_truncated(reply),
+            truncated=reason is not None and reason.lower() in LENGTH_STOPS,
         )
         budget.after_call(run.usage, name, self.gate)
         return reply
@@ -308,12 +314,14 @@ class ToolLoop:
         stage: Literal["model_call", "tool_dispatch"],
         purpose: str,
         detail: tuple[str, ...],
-        editor: PauseEditor | None,
+        editor_for: Callable[[], PauseEditor] | None,
     ) -> None:
-        """Let every pause hook hold the loop here (and change the run through the point)."""
+        """Let every pause hook hold the loop here (and change the run through the point);
+        the editor is made only when somebody may pause (most runs have no hook)."""
         hooks = self.agent.pause_hooks
         if not hooks:
             return
+        editor = editor_for() if editor_for is not None else None
         point = PausePoint(self.run.run_id, self.run.round, stage, purpose, detail, editor)
         try:
             for hook in hooks:
@@ -350,22 +358,24 @@ class ToolLoop:
         """Pause (a person may edit or answer calls), then run the rest; outcomes come
         back in call order, events in completion order."""
         run = self.run
-        edits = ToolCallEdits(run, index, self.tools)
-        names = tuple(str(c.get("name") or "") for c in edits.reply.tool_calls)
-        await self.pause("tool_dispatch", "tools", names, edits)
-        reply = edits.reply
-        for outcome in edits.written.values():
+        reply, written = await self._dispatch_pause(index)
+        for outcome in written.values():
             self.emit_dispatch(outcome)
-        run.finished = dict(edits.written)
-        pending = [c for c in reply.tool_calls if c.get("id") not in edits.written]
-        hooks = DispatchHooks(started=self._tool_started, done=self.emit_dispatch)
+        run.finished = dict(written)
+        frozen: dict[str, Any] = {v.id: v.args for v in self._views}  # FrozenDicts: dicts
+        pending: list[ToolCall] = [
+            # the arguments as the events hold them (frozen once), unless edited since
+            {**c, "args": frozen[c["id"] or ""]} if frozen.get(c["id"] or "") == c["args"] else c
+            for c in reply.tool_calls
+            if c.get("id") not in written
+        ]
         cfg = self.cfg
         await dispatch(
             pending,
             self.tools,
             timeout_s=cfg.tool_timeout_s,
             parallel=cfg.parallel_tool_calls,
-            hooks=hooks,
+            hooks=self._hooks,
             finished=run.finished,
         )
         invalid = invalid_outcomes(reply)
@@ -373,6 +383,17 @@ class ToolLoop:
             self.emit_dispatch(outcome)
         by_id, run.finished = run.finished, {}
         return [by_id[str(c.get("id"))] for c in reply.tool_calls] + invalid
+
+    async def _dispatch_pause(self, index: int) -> tuple[AIMessage, dict[str, DispatchOutcome]]:
+        """The reply and the calls answered by hand, after a pause (if anyone pauses)."""
+        reply = self.run.messages[index]
+        assert isinstance(reply, AIMessage)
+        if not self.agent.pause_hooks:
+            return reply, {}
+        edits = ToolCallEdits(self.run, index, self.tools)
+        names = tuple(str(c.get("name") or "") for c in reply.tool_calls)
+        await self.pause("tool_dispatch", "tools", names, lambda: edits)
+        return edits.reply, edits.written
 
     def _tool_started(self, call: Any) -> None:
         args = frozen_json(call.get("args") or {})

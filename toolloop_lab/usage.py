@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -112,7 +111,16 @@ class Usage:
         is a :class:`~toolloop_lab.pricing.Cost`)."""
         total = cost.total if isinstance(cost, Cost) else cost
         split = cost.input if isinstance(cost, Cost) else None
-        return dataclasses.replace(self, cost_usd=total, input_cost_usd=split)
+        return Usage(
+            self.input_tokens,
+            self.output_tokens,
+            self.cache_read_tokens,
+            self.cache_write_tokens,
+            self.requests,
+            self.estimated,
+            total,
+            split,
+        )
 
     @classmethod
     def from_ai_message(
