@@ -28,16 +28,21 @@ from dask_helpers import AlwaysDie, BlockOnce, DieOnce, attempts, generated, pla
 
 from toolloop_lab import ConfigurationError, ScriptedChatModel
 from toolloop_lab.events import FAILED_OUTCOMES, Event
-from toolloop_lab.lab import LabResults, Scenario, arun_scenarios, catalog, run_scenarios
+from toolloop_lab.lab import (
+    LabResults,
+    Scenario,
+    arun_scenarios,
+    catalog,
+    drop_volatile,
+    run_scenarios,
+)
 from toolloop_lab.lab.dask import EXTRA, run_scenarios_on_dask
-
-VOLATILE = ["duration_s", "run_id", "latency_s"]
 
 
 # -- helpers ---------------------------------------------------------------------------
 def comparable(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """The frame sorted by ``keys`` without timing or run-id columns (they differ per run)."""
-    kept = frame.drop(columns=[c for c in VOLATILE if c in frame.columns])
+    kept = drop_volatile(frame)
     return kept.sort_values(keys, kind="stable").reset_index(drop=True)
 
 

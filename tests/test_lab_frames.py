@@ -286,7 +286,17 @@ def test_model_exception_keeps_partial_round(results: LabResults) -> None:
 
 def test_events_frame(results: LabResults) -> None:
     events = results.events
-    assert list(events.columns) == ["scenario", "seq", "run_id", "kind", "round", "t", "event"]
+    assert list(events.columns) == [
+        "scenario",
+        "turn",
+        "seq",
+        "run_id",
+        "kind",
+        "round",
+        "t",
+        "event",
+    ]
+    assert (events["turn"] == 1).all()  # the catalog's scenarios are one turn each
     per = events.groupby("scenario", observed=True)
     assert per.size().sum() == sum(len(r.events) for r in results.records)
     bad = events[events["scenario"] == "bad_config"]
