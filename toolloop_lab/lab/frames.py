@@ -288,24 +288,13 @@ def runs_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
     return _frame(cols, RUN_DTYPES)
 
 
-def _failed_turn(rec: ScenarioRun, views: Sequence[RunView]) -> int | None:
-    """The turn (from 1) a failed scenario's error belongs to: its last turn that ran when
-    that turn's loop failed, else the turn it was about to run (it could not be built, its
-    worker was lost, or it failed outside the loop)."""
-    if rec.error_kind is None and not rec.failed:
-        return None
-    if views and views[-1].failure is not None:
-        return len(views)
-    return min(len(views) + 1, rec.planned_turns)
-
-
 def turns_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
     """One row per turn per scenario, turns that never ran included (see
     :data:`TURN_DTYPES`)."""
     cols = _columns(TURN_DTYPES)
     for rec in records:
         views = rec.views()
-        failed = _failed_turn(rec, views)
+        failed = rec.failed_turn
         for number in range(1, rec.planned_turns + 1):
             view = views[number - 1] if number <= len(views) else None
             spent = _spend([view] if view is not None else [])

@@ -112,6 +112,19 @@ class ScenarioRun:
         return max(len(self.turns), len(self.turn_events()), 1)
 
     @property
+    def failed_turn(self) -> int | None:
+        """The turn (from 1) a failed scenario's error belongs to: its last turn that ran
+        when that turn's loop failed, else the turn it was about to run (the scenario could
+        not be built, its worker was lost, or it failed outside the loop); ``None`` when
+        nothing failed."""
+        if self.error_kind is None and not self.failed:
+            return None
+        runs = self.turn_events()
+        if runs and any(isinstance(e, LoopFailed) for e in runs[-1]):
+            return len(runs)
+        return min(len(runs) + 1, self.planned_turns)
+
+    @property
     def final_text(self) -> str | None:
         """The last turn's answer, when its loop returned one."""
         end = next(
