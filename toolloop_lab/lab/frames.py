@@ -142,6 +142,7 @@ ROUND_DTYPES: Final[dict[str, Any]] = {
     "tokens_saved_by_pruning": "int64",
     "net_tokens_saved": "int64",
     "stuck": "bool",
+    "failed_calls": "int64",
     "latency_s": "float64",
     "first_token_s": "float64",
     "tool_time_s": "float64",
@@ -155,8 +156,9 @@ ROUND_DTYPES: Final[dict[str, Any]] = {
 }
 """Columns of :attr:`LabResults.rounds`: one row per round (or synthesis) per turn per
 scenario. Gate columns hold the last check of that gate in the round; ``off`` means none
-ran. ``cumulative_*`` run over the whole scenario, turns included. ``first_token_s`` is NaN
-unless the call streamed; ``tool_time_s`` is the wall time from the round's first tool
+ran. ``cumulative_*`` run over the whole scenario, turns included. ``failed_calls`` counts
+the round's model calls that raised (``latency_s`` is then the time until the failure).
+``first_token_s`` is NaN unless the call streamed; ``tool_time_s`` is the wall time from the round's first tool
 start to its last tool end (NaN when no tool ran)."""
 
 TOOL_DTYPES: Final[dict[str, Any]] = {
@@ -377,6 +379,7 @@ def rounds_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
                         "tokens_saved_by_pruning": row.tokens_saved,
                         "net_tokens_saved": row.net_saved,
                         "stuck": row.stuck,
+                        "failed_calls": len(row.failed_calls),
                         "latency_s": _seconds(row.latency_s),
                         "first_token_s": _seconds(row.first_token_s),
                         "tool_time_s": _tool_time(row),
