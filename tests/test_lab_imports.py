@@ -1,4 +1,5 @@
-"""Layering: the core loop never loads the lab, and the lab never loads the widget."""
+"""Layering: the core loop never loads the lab, and the lab never loads the live widget (its
+report embeds the debugger's static view only)."""
 
 from __future__ import annotations
 
@@ -35,16 +36,27 @@ def test_a_core_run_loads_no_lab_pandas_or_matplotlib() -> None:
 
 
 def test_a_whole_lab_session_loads_no_widget() -> None:
+    # The sweep and its frames load nothing of the widget; the report embeds the
+    # debugger's static view (widget.page), never the live widget or its frameworks.
     out = run(
         """
         import sys
         from toolloop_lab import catalog, run_scenarios
+        def loaded():
+            prefixes = ("toolloop_lab.widget", "ipywidgets", "anywidget")
+            return sorted(m for m in sys.modules if m.startswith(prefixes))
         results = run_scenarios(catalog(), progress=False)
+        results.runs, results.turns, results.rounds, results.tools, results.events
+        print(loaded())
         results.report_html()
-        print(sorted(m for m in sys.modules if m.startswith(("toolloop_lab.widget", "ipywidgets"))))
+        print(loaded())
         """
     )
-    assert out.strip() == "[]"
+    swept, reported = out.strip().splitlines()
+    assert swept == "[]"
+    assert "ipywidgets" not in reported
+    assert "anywidget" not in reported
+    assert "toolloop_lab.widget.debugger" not in reported
 
 
 def test_lazy_names_resolve_to_the_lab() -> None:
