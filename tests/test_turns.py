@@ -8,7 +8,7 @@ conversation's. The system prompt is sent once, at the start of the conversation
 from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.tools import BaseTool
+from langchain_core.tools import BaseTool, tool
 from loopkit import MODEL, calls, final, reference_cost, tool_call
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
@@ -93,3 +93,38 @@ def test_run_takes_the_history_too(echo_tool: BaseTool) -> None:
     assert second.accumulated_prompt == sum(i for i, _ in TURN_2)
     assert second.messages[: len(first.messages)] == first.messages
     assert not any(isinstance(m, SystemMessage) for m in second.messages)  # none configured
+
+
+async def test_a_conversation_without_a_system_message_gets_it_first(echo_tool: BaseTool) -> None:
+    history = [HumanMessage("earlier question"), AIMessage("earlier answer")]
+    model = ScriptedChatModel([final("now")], model_name=MODEL)
+    agent = LLMAgent(model, [echo_tool], AgentConfig(system_prompt=SYSTEM))
+    result = await agent.arun("next question", history=history)
+    sent = list(model.calls[0].messages)
+    assert sent == [SystemMessage(SYSTEM), *history, HumanMessage("next question")]
+    assert list(result.messages[:4]) == sent
+
+
+async def test_a_later_turn_prunes_against_its_own_question() -> None:
+    @tool
+    def report() -> str:
+        """Returns a long report."""
+        return "quarterly figures: revenue up 12%. " * 200
+
+    pruner = ScriptedChatModel([final("short"), final("short")], model_name=MODEL)
+    model = ScriptedChatModel(
+        [
+            calls(tool_call("report", {}, "r1")),
+            final("one"),
+            calls(tool_call("report", {}, "r2")),
+            final("two"),
+        ],
+        model_name=MODEL,
+    )
+    config = AgentConfig(prune_tools=("report",), prune_min_chars=100)
+    agent = LLMAgent(model, [report], config, pruning_model=pruner)
+    first = await agent.arun("How did revenue do?")
+    await agent.arun("And what about churn?", history=first.messages)
+    asked = [call.messages[-1].text for call in pruner.calls]
+    assert asked[0].startswith("User request:\nHow did revenue do?")
+    assert asked[1].startswith("User request:\nAnd what about churn?")

@@ -281,7 +281,7 @@ class LLMAgent:
             return earlier + convert_to_messages(prompt_or_messages)
         messages: list[BaseMessage] = earlier
         if self.config.system_prompt and not any(isinstance(m, SystemMessage) for m in earlier):
-            messages.append(SystemMessage(self.config.system_prompt))
+            messages.insert(0, SystemMessage(self.config.system_prompt))  # first, as providers ask
         messages.append(HumanMessage(prompt_or_messages))
         return messages
 

@@ -94,6 +94,8 @@ class ToolLoop:
         self.model_name = model_name_of(agent.model)
         self.budget: RunBudget | None = None
         self._last_calls: tuple[tuple[str, Any, bool], ...] | None = None
+        self.request = ""
+        """The run's question (for the pruning model), read from its input when it starts."""
         self._views: tuple[ToolCallView, ...] = ()
         """The last reply's calls as its event holds them (frozen arguments, made once)."""
         self._repeats = 0
@@ -119,6 +121,7 @@ class ToolLoop:
             agent_prices=agent.prices,
         )
         run.release = budget.release
+        self.request = _request_of(run.messages)
         budget.require_price(self.model_name)
         if agent.pruning_model is not None and cfg.prune_tools:
             budget.require_price(model_name_of(agent.pruning_model))
@@ -451,7 +454,7 @@ class ToolLoop:
             outcome.name,
             str(outcome.message.content),
             instruction=self.cfg.pruning_prompt,
-            request=_first_human_text(run.messages),
+            request=self.request,
         )
         number = run.next_call()
         run.emit(
@@ -499,8 +502,10 @@ class ToolLoop:
         )
 
 
-def _first_human_text(messages: Sequence[BaseMessage]) -> str:
-    for message in messages:
+def _request_of(messages: Sequence[BaseMessage]) -> str:
+    """What this run was asked: the last human message of its input (a later turn of a
+    conversation prunes against its own question, not the first turn's)."""
+    for message in reversed(messages):
         if isinstance(message, HumanMessage):
             return message.text
     return ""

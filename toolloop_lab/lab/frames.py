@@ -158,8 +158,8 @@ ROUND_DTYPES: Final[dict[str, Any]] = {
 scenario. Gate columns hold the last check of that gate in the round; ``off`` means none
 ran. ``cumulative_*`` run over the whole scenario, turns included. ``failed_calls`` counts
 the round's model calls that raised (``latency_s`` is then the time until the failure).
-``first_token_s`` is NaN unless the call streamed; ``tool_time_s`` is the wall time from the round's first tool
-start to its last tool end (NaN when no tool ran)."""
+``first_token_s`` is NaN unless the call streamed; ``tool_time_s`` is the wall time from the
+round's first tool start to its last tool end (NaN when no tool ran)."""
 
 TOOL_DTYPES: Final[dict[str, Any]] = {
     "scenario": "string",
