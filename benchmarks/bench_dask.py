@@ -37,8 +37,8 @@ from bench_lab import sweep
 from langchain_core.language_models import BaseChatModel
 
 from toolloop_lab.lab import LabResults, Scenario, ScriptedModel, run_scenarios
-from toolloop_lab.lab.frames import drop_volatile
 from toolloop_lab.lab.dask import run_scenarios_on_dask
+from toolloop_lab.lab.frames import drop_volatile
 
 
 @dataclass(frozen=True)
