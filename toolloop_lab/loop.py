@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall
 
 from toolloop_lab.budget import GateCheck, RunBudget
@@ -40,7 +41,7 @@ from toolloop_lab.events import (
     finish_outcome,
     message_dicts,
 )
-from toolloop_lab.hooks import PauseEditor, PausePoint
+from toolloop_lab.hooks import PauseEditor, PauseHook, PausePoint
 from toolloop_lab.interventions import MessageEdits, ToolCallEdits
 from toolloop_lab.jsonsafe import frozen_json
 from toolloop_lab.model_call import (
@@ -55,8 +56,9 @@ from toolloop_lab.model_call import (
     should_stream,
     stream_kwargs,
 )
-from toolloop_lab.pricing import model_name_of
+from toolloop_lab.pricing import TokenPrice, model_name_of
 from toolloop_lab.pruning import PruneResult, prune_output, pruning_prompt
+from toolloop_lab.result import ToolLoopResult
 from toolloop_lab.run_state import RunState
 from toolloop_lab.tools import (
     DispatchHooks,
@@ -69,10 +71,25 @@ from toolloop_lab.tools import (
 )
 from toolloop_lab.usage import Usage
 
-if TYPE_CHECKING:
-    from toolloop_lab.agent import LLMAgent, ToolLoopResult
 
-__all__ = ["TRUNCATED_TEXT", "ToolLoop"]
+class LoopAgent(Protocol):
+    """What a run needs of its agent (``LLMAgent`` has it; the loop never imports it)."""
+
+    model: BaseChatModel
+    pruning_model: BaseChatModel | None
+
+    @property
+    def prices(self) -> Mapping[str, TokenPrice] | None: ...
+
+    @property
+    def pause_hooks(self) -> tuple[PauseHook, ...]: ...
+
+    def bound_model(self) -> Any: ...
+
+    def toolbox(self) -> ToolBox: ...
+
+
+__all__ = ["TRUNCATED_TEXT", "LoopAgent", "ToolLoop"]
 
 TRUNCATED_TEXT: Final = (
     "not run: the reply was cut off by the output-token limit, so this call's arguments "
@@ -84,7 +101,7 @@ Purpose = Literal["round", "synthesis"]
 class ToolLoop:
     """One run of ``agent`` under ``config``, changing ``run`` as it goes."""
 
-    def __init__(self, agent: LLMAgent, config: AgentConfig, run: RunState) -> None:
+    def __init__(self, agent: LoopAgent, config: AgentConfig, run: RunState) -> None:
         self.agent = agent
         self.cfg = config
         self.run = run
@@ -175,8 +192,6 @@ class ToolLoop:
 
     def finish(self, final: AIMessage, reason: SynthesisReason | None) -> ToolLoopResult:
         """Announce the outcome and hand back the result."""
-        from toolloop_lab.agent import ToolLoopResult
-
         run = self.run
         exhausted = reason == "token_budget"
         run.emit(

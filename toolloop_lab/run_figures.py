@@ -9,17 +9,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 from toolloop_lab.config import AgentConfig
 from toolloop_lab.errors import ExecutionError, ToolLoopError
 from toolloop_lab.events import LoopFailed, Outcome
 from toolloop_lab.pricing import PriceTable
 from toolloop_lab.recording_format import Recording, ReplayExhaustedError
+from toolloop_lab.result import ToolLoopResult
 from toolloop_lab.usage import Usage
-
-if TYPE_CHECKING:
-    from toolloop_lab.agent import ToolLoopResult
 
 __all__ = ["Detail", "RunFigures", "comparison_lines", "config_text"]
 
