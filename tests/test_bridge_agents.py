@@ -18,13 +18,7 @@ from typing import Any, Literal
 
 import openai
 import pytest
-from langchain.agents import create_agent
-from langchain_core.messages import HumanMessage
-from stubs.clients import chat_openai
-from stubs.openai_stub import OpenAIStub, OpenAIToolCall, OpenAIUsage
-from stubs.prices import openai_cost
-from stubs.sse import StreamFault, StreamPlan
-from test_bridge_kit import (
+from bridgekit import (
     AGENTS,
     FINAL_TEXT,
     ROUND_ONE,
@@ -35,6 +29,12 @@ from test_bridge_kit import (
     prepare,
     run_agent,
 )
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+from stubs.clients import chat_openai
+from stubs.openai_stub import OpenAIStub, OpenAIToolCall, OpenAIUsage
+from stubs.prices import openai_cost
+from stubs.sse import StreamFault, StreamPlan
 
 from toolloop_lab.bridge import callbacks, watch
 from toolloop_lab.events import (

@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import Annotated, Any, TypedDict
 
 import pytest
+from bridgekit import Snapshots, add
 from langchain.agents import create_agent
 from langchain_core.messages import (
     AIMessage,
@@ -33,7 +34,6 @@ from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, interrupt
 from loopkit import MODEL, calls, final, reference_cost, tool_call
 from stubs.openai_stub import OpenAIStub, OpenAIUsage
-from test_bridge_kit import Snapshots, add
 
 from toolloop_lab import ScriptedChatModel
 from toolloop_lab.bridge import EventBridge, callbacks, watch

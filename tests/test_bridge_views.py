@@ -8,12 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from bridgekit import TOOLS, add, prepare, run_agent
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
 from loopkit import MODEL, calls, final, tool_call
 from stubs.openai_stub import OpenAIStub
-from test_bridge_kit import TOOLS, add, prepare, run_agent
 
 from toolloop_lab import ScriptedChatModel
 from toolloop_lab.bridge import watch

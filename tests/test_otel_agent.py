@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
-from test_otel_observer import _shape
+from otelkit import shape
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopLabError, usd_budget
 from toolloop_lab.builtin_tools import echo_tool
@@ -112,7 +112,7 @@ async def test_catalog_runs_become_complete_span_trees_that_add_up(
     exporter.clear()
     export_events(events, provider)
     timed = any(isinstance(e, LoopStarted) for e in events)
-    assert _shape(exporter.get_finished_spans(), times=timed) == _shape(spans, times=timed)
+    assert shape(exporter.get_finished_spans(), times=timed) == shape(spans, times=timed)
 
 
 async def test_a_cancelled_run_ends_every_span_it_opened(

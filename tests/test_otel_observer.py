@@ -19,18 +19,20 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
-from test_otel_builder import (
+from otelkit import (
     STARTED_NS,
     RunBuilder,
     echo_call,
+    shape,
     two_round_run,
     usage,
 )
 
 from toolloop_lab.errors import ConfigurationError, TraceError
-from toolloop_lab.events import LoopFinished, ModelCalled, ToolDispatched
+from toolloop_lab.events import LoopFinished, ModelCalled, ToolDispatched, parse_event
 from toolloop_lab.otel import OTelObserver, export_events, export_trace, provider_for_model
 from toolloop_lab.trace import write_trace
+from toolloop_lab.usage import Usage
 
 NS = 1_000_000_000
 
@@ -666,25 +668,6 @@ def test_bad_content_limit_is_refused() -> None:
 # -- from a trace file --------------------------------------------------------------------------
 
 
-def _shape(spans: tuple[ReadableSpan, ...], *, times: bool = True) -> list[tuple[object, ...]]:
-    """Everything a backend sees of ``spans`` but their ids (and, with ``times=False``,
-    their clock, for runs seen without a start, which only the receiving clock places)."""
-    names = {s.context.span_id: s.name for s in spans}
-    return sorted(
-        (
-            s.name,
-            s.kind,
-            names.get(s.parent.span_id) if s.parent else None,
-            s.start_time if times else None,
-            s.end_time if times else None,
-            s.status.status_code,
-            tuple(sorted((s.attributes or {}).items())),
-            tuple((e.name, e.timestamp if times else None) for e in s.events),
-        )
-        for s in spans
-    )
-
-
 def test_a_trace_file_exports_the_spans_the_live_observer_made(
     provider: TracerProvider, exporter: InMemorySpanExporter, tmp_path: Path
 ) -> None:
@@ -699,7 +682,7 @@ def test_a_trace_file_exports_the_spans_the_live_observer_made(
     exported = export_trace(path, provider)
     replayed = exporter.get_finished_spans()
 
-    assert _shape(replayed) == _shape(live)
+    assert shape(replayed) == shape(live)
     assert exported.spans == len(replayed) == 6
     assert list(exported.runs) == ["run-1"]
     assert exported.runs["run-1"] == format(replayed[0].context.trace_id, "032x")
@@ -749,3 +732,22 @@ def test_any_tracer_provider_works_even_one_that_records_nothing() -> None:
         observer(event)
     assert observer.open_runs == ()
     assert observer.spans_started == 6
+
+
+# -- the event builder the tests use --------------------------------------------------
+
+
+def test_built_events_survive_the_strict_trace_parser() -> None:
+    events = two_round_run().events
+    for event in events:
+        assert parse_event(json.dumps(event.to_dict())) == event
+
+
+def test_built_finish_totals_are_the_sum_of_the_calls() -> None:
+    events = two_round_run().events
+    calls = [e for e in events if isinstance(e, ModelCalled)]
+    finish = events[-1]
+    assert isinstance(finish, LoopFinished)
+    total = sum((c.usage for c in calls), Usage(cost_usd=Decimal(0)))
+    assert finish.usage == total
+    assert finish.usage.input_tokens == 100 + 150 + 210

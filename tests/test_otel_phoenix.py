@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_otel_builder import RunBuilder, echo_call, usage
+from otelkit import RunBuilder, echo_call, usage
 
 from toolloop_lab import ToolLoopLabError
 from toolloop_lab.events import (
