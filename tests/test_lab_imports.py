@@ -1,4 +1,10 @@
-"""Layering: the core loop never loads the lab, and the lab never loads the widget."""
+"""Layering: the core loop never loads the lab, and the lab never loads a widget library.
+
+The lab's report draws each run with the debugger's ES module (``toolloop_lab.widget.page``
+and the event format in ``.wire``), which are plain Python; ipywidgets, anywidget and the
+``LoopDebugger`` widget itself stay unloaded, so a sweep and its report work (and import
+fast) where no widget front end exists.
+"""
 
 from __future__ import annotations
 
@@ -34,14 +40,18 @@ def test_a_core_run_loads_no_lab_pandas_or_matplotlib() -> None:
     assert out.strip() == "[]"
 
 
-def test_a_whole_lab_session_loads_no_widget() -> None:
+WIDGET_LIBRARIES = ("ipywidgets", "anywidget", "toolloop_lab.widget.debugger")
+
+
+def test_a_whole_lab_session_loads_no_widget_library() -> None:
     out = run(
-        """
+        f"""
         import sys
         from toolloop_lab import catalog, run_scenarios
         results = run_scenarios(catalog(), progress=False)
-        results.report_html()
-        print(sorted(m for m in sys.modules if m.startswith(("toolloop_lab.widget", "ipywidgets"))))
+        page = results.report_html()
+        assert 'class="toolloop-view"' in page  # the runs are drawn by the widget's module
+        print(sorted(m for m in sys.modules if m.startswith({WIDGET_LIBRARIES!r})))
         """
     )
     assert out.strip() == "[]"

@@ -19,7 +19,7 @@ from typing import Any
 
 import comm
 import pytest
-from browser.streams import XSS, PlaybackAgent, Stream, ToolSpec, long_run, sample_run, slow_run
+from browser.streams import PlaybackAgent, Stream, ToolSpec, long_run, sample_run, slow_run
 from loopkit import FakeTime, MockComm, received
 
 from toolloop_lab.events import Event, LoopFinished
@@ -201,8 +201,8 @@ def test_a_replay_of_a_cut_trace_says_so(tmp_path: Path) -> None:
     dbg.close()
 
 
-# -- text, snapshot and escaping ---------------------------------------------------------
-def test_the_text_summary_and_the_snapshot_show_the_run_and_escape_it() -> None:
+# -- text and snapshot (hostile text: tests/hostile/test_rendering.py) ---------------
+def test_the_text_summary_and_the_snapshot_show_the_run() -> None:
     dbg = LoopDebugger.from_trace(sample_run())
     bundle, _meta = dbg._repr_mimebundle_()
     assert bundle["text/plain"] == dbg.summary()
@@ -212,14 +212,6 @@ def test_the_text_summary_and_the_snapshot_show_the_run_and_escape_it() -> None:
     assert "Revenue rose 12%; churn is unknown." in html
     assert "not run (token budget)" in html  # a call that never ran is no failure
     dbg.close()
-    hostile = Stream().start(XSS)
-    hostile.full_round(1, XSS, [ToolSpec("c1", XSS, {"text": XSS}, XSS)])
-    dbg = LoopDebugger.from_trace(hostile.finish(XSS, 1).events)
-    html = dbg.snapshot_html()
-    assert XSS not in html
-    assert html.count("&lt;img src=x onerror=") >= 3  # reply, tool name, final answer
-    assert XSS in dbg.summary()  # plain text keeps it as text
-    dbg.close()
 
 
 def test_the_snapshot_stays_small_for_a_long_run() -> None:
@@ -228,25 +220,6 @@ def test_the_snapshot_stays_small_for_a_long_run() -> None:
     assert len(html) < 20_000
     assert "the newest 20 of 3,001 rounds" in html
     dbg.close()
-
-
-def test_the_module_renders_text_only() -> None:
-    """No API that parses HTML from a string is used anywhere in the front end."""
-    static = Path(__import__("toolloop_lab.widget", fromlist=["_"]).__file__).with_name("static")
-    source = (static / "debugger.js").read_text()
-    for api in (
-        "innerHTML",
-        "outerHTML",
-        "insertAdjacentHTML",
-        "document.write",
-        "eval(",
-        "new Function",
-        "DOMParser",
-        "createContextualFragment",
-        "srcdoc",
-    ):
-        assert api not in source, api
-    assert (static / "debugger.css").is_file()
 
 
 # -- step mode through the front end -----------------------------------------------------
