@@ -227,6 +227,8 @@ def page_for(browser: Any, jupyter: Jupyter) -> Iterator[Any]:
         page = context.new_page()
         page.set_default_timeout(TIMEOUT_MS)
         page.errors = []
+        page.dialogs = []  # hostile text calls alert() if it ever runs: none may open
+        page.on("dialog", lambda dialog: (page.dialogs.append(dialog.message), dialog.dismiss()))
         page.on("pageerror", lambda exc: page.errors.append(str(exc)))
         page.on(
             "console",

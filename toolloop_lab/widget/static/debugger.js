@@ -555,7 +555,7 @@ function roundState(s, r) {
   if (r.call && r.call.truncated) return "warn";
   if ((r.call && r.call.interrupted === "cancelled") || (r.tools.length && r.tools.every((t) => t.status === "not_run" && t.reason === "cancelled"))) return "stopped";
   if (r.purpose === "synthesis" || (r.call && r.call.done && !r.tools.length)) return "answer";
-  if (r.tools.some((t) => t.status === "not_run")) return "skipped";
+  if (r.tools.some((t) => t.status === "not_run" && !t.answeredByHand)) return "skipped";
   return "ok";
 }
 const STATE_WORD = { paused: "paused", running: "running", error: "error", warn: "cut off", stopped: "stopped", answer: "answer", skipped: "not run", ok: "ok" };
@@ -1384,10 +1384,17 @@ function createView(el, s, host) {
     );
     const per = h("table", "tl-cmp tl-num");
     per.append(row(["round", "original", "fork", "change"], true));
-    const side = (x) => (x ? `${tokens(x.tokens)} tok · ${cost(x.cost_usd)} · ${x.outcome === "tools" ? `${plural(x.tool_calls, "call")}` : OUTCOME[x.outcome] || x.outcome}` : "—");
+    // each side on up to three short lines, so the table fits a narrow notebook
+    const side = (x) => {
+      if (!x) return "—";
+      const what = x.outcome === "tools" ? plural(x.tool_calls, "tool call") : OUTCOME[x.outcome] || x.outcome;
+      return h("span", "tl-cmp-cell", h("span", null, `${tokens(x.tokens)} tokens`), h("span", null, cost(x.cost_usd)), h("span", "tl-meta", what));
+    };
     for (const pr of c.rounds) {
-      const label = (pr.fork && pr.fork.purpose === "synthesis") || (pr.original && pr.original.purpose === "synthesis") ? `${nf.format(pr.round)} (final)` : nf.format(pr.round);
-      per.append(row([label + (pr.taken ? " · taken" : ""), side(pr.original), side(pr.fork), pr.taken ? "same" : `${delta(pr.tokens_delta, tokens)} tok`]));
+      const final = (pr.fork && pr.fork.purpose === "synthesis") || (pr.original && pr.original.purpose === "synthesis");
+      const label = h("span", "tl-cmp-cell", h("span", null, nf.format(pr.round) + (final ? " (final)" : "")), pr.taken ? h("span", "tl-meta", "taken") : null);
+      const change = pr.taken ? h("span", "tl-meta", "same") : h("span", "tl-cmp-cell", h("span", null, `${delta(pr.tokens_delta, tokens)} tokens`), h("span", null, pr.cost_delta_usd === null ? "—" : delta(Number(pr.cost_delta_usd), (v) => usd(v, costDecimals(v)))));
+      per.append(row([label, side(pr.original), side(pr.fork), change]));
     }
     box.append(h("div", "tl-scroll-x", totals), h("div", "tl-sub", "Round by round"), h("div", "tl-scroll-x", per));
     if (c.error) box.append(h("div", "tl-flag", dot("error"), `The fork stopped with ${c.error}.`));
@@ -1642,7 +1649,7 @@ function createView(el, s, host) {
       btn.disabled = false;
       if (s.ui.edit !== e) return;
       if (a.ok) return closeEditor(); // the change comes back as an intervention event
-      e.show("error", `Refused (${a.reason}): ${a.message} The run is unchanged and still paused.`);
+      e.show("error", `Refused (${a.reason}): ${a.message} — the run is unchanged and still paused.`);
     });
   }
 
@@ -1766,7 +1773,12 @@ function createView(el, s, host) {
     const words = { edit_args: "edited the arguments", skip: "answered by hand instead of running", append_message: "added a message", edit_result: "replaced the result" };
     for (const iv of r.interventions) {
       box.append(h("div", "tl-sub", `You ${words[iv.action] || iv.action}${iv.id ? ` (${iv.id})` : ""}`));
-      box.append(h("div", "tl-meta", "Before"), jsonView(iv.before, 1), h("div", "tl-meta", "After"), jsonView(iv.after, 1));
+      if (iv.action === "append_message" && iv.after && typeof iv.after === "object") {
+        box.append(h("div", "tl-chat", chatMessage(iv.after)));
+        continue;
+      }
+      if (iv.before !== null && iv.before !== undefined) box.append(h("div", "tl-meta", "Before"), jsonView(iv.before, 1));
+      box.append(h("div", "tl-meta", "After"), jsonView(iv.after, 1));
     }
     return box;
   }
