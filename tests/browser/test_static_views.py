@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browser.jupyterkit import on_dialog, shot
 from browser.streams import XSS, Stream, ToolSpec, hostile_run, sample_run
-from conftest import shot
 from loopkit import PAYLOADS
 
 from toolloop_lab import run_scenarios
@@ -29,7 +29,7 @@ def open_file(browser: Any, path: Path, width: int = 1200) -> Any:
     page = browser.new_page(viewport={"width": width, "height": 1400})
     page.errors = []
     page.dialogs = []  # hostile text calls alert() if it ever runs: none may open
-    page.on("dialog", lambda dialog: (page.dialogs.append(dialog.message), dialog.dismiss()))
+    page.on("dialog", lambda dialog: on_dialog(page, dialog))
     page.on("pageerror", lambda exc: page.errors.append(str(exc)))
     page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
     page.goto(path.as_uri())

@@ -312,10 +312,21 @@ class LoopDebugger(anywidget.AnyWidget):
             elif action == "stop":
                 self.stop()
         elif kind in ("intervene", "fork"):
-            self._reply(self._carry_out(content))
+            try:
+                answer = self._carry_out(content)
+            except Exception as exc:  # noqa: BLE001 - a click must never raise in the kernel
+                action = content.get("action")
+                answer = Answer(
+                    None,
+                    action if isinstance(action, str) else str(kind),
+                    False,
+                    "failed",
+                    f"{type(exc).__name__}: {describe(exc)}",
+                )
+            self._reply(answer)
 
     def _carry_out(self, content: dict[Any, Any]) -> Answer:
-        """Check a request from the browser, then act on it (never raises)."""
+        """Check a request from the browser, then act on it; refusals are answers."""
         request = parse_request(content)
         if isinstance(request, Answer):
             return request
@@ -719,7 +730,10 @@ class LoopDebugger(anywidget.AnyWidget):
         if self.live or self._fork_with is not None:  # where "Fork from here" shows a fork
             if self._fork_area is None:
                 self._fork_area = ipywidgets.Output()
-            show(self._fork_area)
+            area = self._fork_area._repr_mimebundle_()
+            view = dict(area[0] if isinstance(area, tuple) else area or {})
+            view.pop("text/plain", None)  # an empty slot: nothing to read without widgets
+            show(view, raw=True)
 
     def _update_display(self) -> None:
         if self._slot is None:

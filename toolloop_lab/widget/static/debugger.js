@@ -1196,7 +1196,10 @@ function createView(el, s, host) {
       else if (p.purpose === "pruning") where = `Paused before pruning a tool output in round ${nf.format(shown(s, p.round))}.`;
       else where = `Paused before calling the model in round ${nf.format(shown(s, p.round))}.`;
       bannerText.append(h("span", "tl-strong", where), " Step goes on to the next pause; Continue runs to the end.");
-      if (p.editable) bannerText.append(" ", h("span", "tl-meta", p.stage === "tool_dispatch" ? "You can edit a call's arguments or answer it yourself (below)." : "You can add a message or edit a result the model has not seen (below)."));
+      if (p.editable) {
+        const can = p.stage === "tool_dispatch" ? "You can edit a call's arguments or answer it yourself (below)." : (p.results || []).length ? "You can add a message or edit a result the model has not seen (below)." : "You can add a message (below).";
+        bannerText.append(" ", h("span", "tl-meta", can));
+      }
     }
     failureBox.textContent = "";
     failureBox.hidden = !s.failure;
