@@ -38,8 +38,7 @@ from langchain_core.language_models import BaseChatModel
 
 from toolloop_lab.lab import LabResults, Scenario, ScriptedModel, run_scenarios
 from toolloop_lab.lab.dask import run_scenarios_on_dask
-
-VOLATILE = ["duration_s", "run_id"]
+from toolloop_lab.lab.frames import drop_volatile
 
 
 @dataclass(frozen=True)
@@ -80,7 +79,7 @@ def timed(
 
 def same(a: LabResults, b: LabResults) -> None:
     """Fail loudly if a remote sweep's frame differs from the local one."""
-    pd.testing.assert_frame_equal(a.runs.drop(columns=VOLATILE), b.runs.drop(columns=VOLATILE))
+    pd.testing.assert_frame_equal(drop_volatile(a.runs), drop_volatile(b.runs))
 
 
 def main() -> None:
@@ -107,7 +106,7 @@ def main() -> None:
         lambda s: run_scenarios(s, concurrency=args.concurrency, progress=False),
         scenarios,
     )
-    assert (local.runs["outcome"] == "final").all()
+    assert (local.runs["outcome"] == "final_answer").all()
 
     ctx: Any = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(args.workers, mp_context=ctx) as pool:

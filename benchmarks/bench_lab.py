@@ -1,23 +1,30 @@
-"""Scenario-lab throughput: 1,000 scenarios of 5 rounds each, then their frames.
+"""Scenario-lab throughput: 1,000 scenarios of 5 rounds each, then their frames; and the
+multi-turn ``files`` workload.
 
 Run: ``python benchmarks/bench_lab.py`` (``--scenarios``, ``--rounds``, ``--concurrency``
 to vary it). Each scenario is a scripted model priced as gpt-4o-mini that makes one
 ``echo`` call per round and answers in the last round, so every run has exactly
 ``--rounds`` rounds. Two passes: a timed one (no tracing, so the figure is not slowed by
 it) and one under tracemalloc for the peak memory of the sweep plus its ``runs`` and
-``rounds`` frames. Prints scenarios per second and the peak. Not part of the test suite:
-timing figures live here, never in tests.
+``rounds`` frames. Prints scenarios per second and the peak.
+
+Then ``--files`` copies of the ``files`` workload's sweep (6 conversations of 2-3 turns
+each, tools built from JSON-schema docs around a fresh backend per run, calls in order):
+conversations, turns and tool calls per second, and the time to build the ``turns`` and
+``tools`` frames. Not part of the test suite: timing figures live here, never in tests.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import sys
 import time
 import tracemalloc
 
 from toolloop_lab.lab import LabResults, Reply, Scenario, run_scenarios
+from toolloop_lab.workloads.files import sweep as files_sweep
 
 
 def sweep(scenarios: int, rounds: int) -> list[Scenario]:
@@ -31,6 +38,33 @@ def sweep(scenarios: int, rounds: int) -> list[Scenario]:
         final = Reply.final(f"answer {i}", input_tokens=50 + 10 * rounds, output_tokens=20)
         out.append(Scenario.scripted(f"bench_{i:05d}", [*calls, final]))
     return out
+
+
+def files(copies: int) -> list[Scenario]:
+    """``copies`` copies of the files workload's sweep, each scenario renamed apart."""
+    return [
+        dataclasses.replace(s, name=f"{s.name}#{k}") for k in range(copies) for s in files_sweep()
+    ]
+
+
+def bench_files(copies: int, concurrency: int) -> None:
+    scenarios = files(copies)
+    run_scenarios(scenarios[:12], concurrency=concurrency, progress=False)  # warm up
+    gc.collect()
+    started = time.perf_counter()
+    results = run_scenarios(scenarios, concurrency=concurrency, progress=False)
+    swept = time.perf_counter() - started
+    started = time.perf_counter()
+    turns, tools = results.turns, results.tools
+    framed = time.perf_counter() - started
+    assert turns["outcome"].notna().all()
+    n = len(scenarios)
+    print(
+        f"files workload   : {n:,} conversations, {len(turns):,} turns, "
+        f"{len(tools):,} tool calls in {swept:.2f} s  ->  {n / swept:,.0f} conversations/s, "
+        f"{len(turns) / swept:,.0f} turns/s, {len(tools) / swept:,.0f} tool calls/s"
+    )
+    print(f"turns+tools frames: {framed:.2f} s")
 
 
 def run(scenarios: list[Scenario], concurrency: int) -> tuple[LabResults, float, float]:
@@ -50,13 +84,14 @@ def main() -> None:
     parser.add_argument("--scenarios", type=int, default=1_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--files", type=int, default=50, help="copies of the files sweep")
     args = parser.parse_args()
     scenarios = sweep(args.scenarios, args.rounds)
     run(scenarios[:20], args.concurrency)  # warm caches (imports, price lookups)
 
     results, swept, framed = run(scenarios, args.concurrency)
     runs = results.runs
-    assert (runs["outcome"] == "final").all()
+    assert (runs["outcome"] == "final_answer").all()
     assert (runs["rounds"] == args.rounds).all()
     assert len(results.rounds) == args.scenarios * args.rounds
 
@@ -84,6 +119,8 @@ def main() -> None:
         f"{peak / n / 1024:.1f} KiB per scenario"
     )
     print(f"events kept      : {sum(len(r.events) for r in results.records):,}")
+    if args.files:
+        bench_files(args.files, args.concurrency)
 
 
 if __name__ == "__main__":

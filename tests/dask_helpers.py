@@ -1,5 +1,5 @@
-"""Importable pieces for the executor and Dask tests: generated sweeps and model factories
-that kill or block the worker process running them.
+"""Importable pieces for the executor and Dask tests: generated sweeps, model factories
+that kill or block the worker process running them, and a stateful tools factory.
 
 They live in a module (not in the test file) because worker processes unpickle them by
 reference: a spawned worker imports ``dask_helpers`` from the same ``sys.path`` the test
@@ -9,6 +9,7 @@ so a test can tell how often a scenario was really started and which process to 
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import dataclass
@@ -17,18 +18,25 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool
 
 from toolloop_lab import AgentConfig
-from toolloop_lab.lab import Reply, Scenario, ScriptedModel
+from toolloop_lab.lab import Reply, Scenario, ScenarioRun, ScriptedModel, ToolCallSpec, Turn
 from toolloop_lab.lab.builtin_scenarios import PRUNING_REPLY
+from toolloop_lab.schema_tools import tools_from_schema
 
 __all__ = [
+    "TALLY_FUNCTIONS",
     "AlwaysDie",
     "BlockOnce",
     "DieOnce",
+    "Tally",
+    "TallyBench",
     "attempts",
     "generated",
     "plain",
+    "tally_reads",
+    "tally_scenario",
 ]
 
 
@@ -130,3 +138,65 @@ class BlockOnce:
         if _note_attempt(self.log) == 1:
             time.sleep(self.seconds)
         return plain(self.name)()
+
+
+# -- a stateful backend: one count per run, shared by that run's tools ---------------------
+class Tally:
+    """A count that ``bump`` raises and ``read`` reports, with the process it lives in."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def bump(self) -> int:
+        self.count += 1
+        return self.count
+
+    def read(self) -> dict[str, int]:
+        return {"count": self.count, "pid": os.getpid()}
+
+
+TALLY_FUNCTIONS = (
+    {"name": "bump", "description": "Add one.", "parameters": {"type": "object"}},
+    {"name": "read", "description": "The count.", "parameters": {"type": "object"}},
+)
+
+
+@dataclass(frozen=True)
+class TallyBench:
+    """The tools factory: ``bump`` and ``read`` on one fresh :class:`Tally`."""
+
+    def __call__(self) -> list[BaseTool]:
+        return tools_from_schema(Tally(), TALLY_FUNCTIONS)
+
+
+def tally_scenario(name: str) -> Scenario:
+    """Two turns: bump twice (one reply, in order) then read; bump once more then read.
+    A backend shared by the run's tools and fresh for the run reads 2, then 3."""
+
+    def step(*names: str) -> Reply:
+        return Reply("", tuple(ToolCallSpec(n) for n in names), input_tokens=20, output_tokens=4)
+
+    def done(text: str) -> Reply:
+        return Reply.final(text, input_tokens=30, output_tokens=5)
+
+    return Scenario.scripted(
+        name,
+        turns=(
+            Turn("bump twice", (step("bump", "bump"), step("read"), done("two"))),
+            Turn("once more", (step("bump"), step("read"), done("three"))),
+        ),
+        tools_factory=TallyBench(),
+        config=AgentConfig(parallel_tool_calls=False),
+    )
+
+
+def tally_reads(run: ScenarioRun) -> list[tuple[int, int]]:
+    """``(count, pid)`` of every ``read`` the run made, in order."""
+    return [
+        (data["count"], data["pid"])
+        for view in run.views()
+        for row in view.rounds
+        for tool in row.tools
+        if tool.name == "read" and tool.status == "success"
+        for data in [json.loads(tool.content)]
+    ]

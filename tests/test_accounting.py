@@ -13,7 +13,7 @@ from langchain_core.tools import BaseTool
 from loopkit import MODEL, calls, final, reference_cost, tool_call, usage
 from pydantic import TypeAdapter
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, Usage
+from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, TokenPrice, Usage
 from toolloop_lab.events import LoopFinished, ModelCalled
 from toolloop_lab.pricing import cost_of
 from toolloop_lab.usage import estimate_tokens
@@ -163,3 +163,37 @@ async def test_counts_are_exact_with_estimated_and_reported_calls_mixed(
     assert result.messages[2] == ToolMessage(
         "a", tool_call_id="c1", name="echo", status="success", id=result.messages[2].id
     )
+
+
+async def test_the_cost_splits_into_input_and_output(echo_tool: BaseTool) -> None:
+    model = ScriptedChatModel(
+        [
+            calls(tool_call("echo", {"text": "a"}, "c1"), tokens=(1_000, 100)),
+            AIMessage("done", usage_metadata=usage(2_000, 50, cache_read=500)),
+        ],
+        model_name=MODEL,
+    )
+    result = await LLMAgent(model, [echo_tool]).arun("go")
+    total = result.usage
+    assert total.input_cost_usd is not None
+    assert total.output_cost_usd is not None
+    assert total.input_cost_usd + total.output_cost_usd == total.cost_usd
+    # the input part is what the same call would cost with no output, and the other way round
+    inputs_only = reference_cost([(1_000, 0), (2_000, 0, 500, 0)])
+    outputs_only = reference_cost([(0, 100), (0, 50)])
+    assert total.input_cost_usd == inputs_only
+    assert total.output_cost_usd == outputs_only
+
+
+def test_a_flat_price_splits_too_and_an_unknown_split_stays_unknown() -> None:
+    price = TokenPrice(input_mtok="2", output_mtok="8", cache_read_mtok="1")
+    used = Usage(1_000_000, 500_000, cache_read_tokens=400_000, requests=1)
+    priced = used.with_cost(price.price(used))
+    assert (priced.input_cost_usd, priced.output_cost_usd) == (Decimal("1.6"), Decimal("4"))
+    assert priced.cost_usd == Decimal("5.6")
+    unsplit = used.with_cost(Decimal("5.6"))  # priced before splits were recorded
+    assert (unsplit.input_cost_usd, unsplit.output_cost_usd) == (None, None)
+    assert (priced + unsplit).input_cost_usd is None
+    assert (priced + unsplit).cost_usd == Decimal("11.2")
+    assert (Usage() + priced).input_cost_usd == Decimal("1.6")  # nothing spent adds nothing
+    assert (priced + Usage(1, 1, requests=1, cost_usd=None)).output_cost_usd is None

@@ -1,4 +1,5 @@
-"""``toolloop-lab demo``: exit code, the printed spend table, the report it writes."""
+"""``toolloop-lab demo``: exit code, the printed spend table (and, for the multi-turn files
+workload, the turn table), the report it writes."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 
 from toolloop_lab.cli import DEFAULT_REPORT, main
 from toolloop_lab.lab import LabResults, catalog
+from toolloop_lab.workloads.files import sweep as files_sweep
 
 HEADER = ["scenario", "outcome", "rounds", "prompt", "completion", "pruning", "saved", "cost"]
 
@@ -270,3 +272,73 @@ def test_help_lists_the_exit_statuses(capsys: pytest.CaptureFixture[str]) -> Non
     out = " ".join(capsys.readouterr().out.split())
     assert "Exit status: 0 done; 1 the report or the save could not be written" in out
     assert "2 bad arguments or an output path that cannot be written" in out
+
+
+# -- the files workload -------------------------------------------------------------------
+def test_demo_runs_the_files_workload_and_prints_every_turn(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out_path, saved = tmp_path / "files.html", tmp_path / "files.jsonl"
+    argv = ["demo", "--workload", "files", "--out", str(out_path), "--save", str(saved)]
+    assert main([*argv, "--no-progress"]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    names = [s.name for s in files_sweep()]
+    assert list(table_rows(out)) == names
+    spend, turns = out.split("\n\n")[:2]
+    turn_lines = turns.splitlines()
+    assert turn_lines[0].split()[:3] == ["scenario", "turn", "outcome"]
+    rows = [line.split() for line in turn_lines[2:] if not line.startswith(("---", "TOTAL"))]
+    assert [(r[0], r[1]) for r in rows] == [
+        ("tidy_notes[roomy]", "1"),
+        ("tidy_notes[roomy]", "2"),
+        ("tidy_notes[roomy]", "3"),
+        ("incident_ticket[roomy]", "1"),
+        ("incident_ticket[roomy]", "2"),
+        ("incident_ticket[roomy]", "3"),
+        ("clean_build[roomy]", "1"),
+        ("clean_build[roomy]", "2"),
+        ("tidy_notes[tight]", "1"),
+        ("tidy_notes[tight]", "2"),
+        ("tidy_notes[tight]", "3"),
+        ("incident_ticket[tight]", "1"),
+        ("incident_ticket[tight]", "2"),
+        ("incident_ticket[tight]", "3"),
+        ("clean_build[tight]", "1"),
+        ("clean_build[tight]", "2"),
+    ]
+    assert rows[8][2] == "synthesis"  # tidy_notes under the tight cap, turn 1
+    assert turn_lines[-1].split()[1:5] == ["16", "of", "16", "ran"]
+    loaded = LabResults.load(saved)
+    assert [r.scenario for r in loaded] == names
+    assert loaded.turn_table() == turns
+    assert spend.splitlines()[-1].startswith("TOTAL")
+    text = out_path.read_text(encoding="utf-8")
+    assert text.count('<section class="scenario"') == len(names)
+    assert "the files workload" in text
+
+
+def test_the_catalog_prints_no_turn_table(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert (
+        main(["demo", "--workload", "catalog", "--out", str(tmp_path / "r.html"), "--no-progress"])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert out.count("TOTAL") == 1  # the spend table only
+    assert " turn " not in out
+
+
+def test_an_unknown_workload_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["demo", "--workload", "nope"])
+    assert done.value.code == 2
+    assert "invalid choice: 'nope'" in capsys.readouterr().err
+
+
+def test_a_bad_path_is_refused_before_the_workload_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = _bad_path_run(["--workload", "files", "--out", str(tmp_path / "no" / "r.html")], capsys)
+    assert "no such directory" in err

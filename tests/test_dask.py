@@ -24,20 +24,35 @@ from typing import Any, NoReturn
 
 import pandas as pd
 import pytest
-from dask_helpers import AlwaysDie, BlockOnce, DieOnce, attempts, generated, plain
+from dask_helpers import (
+    AlwaysDie,
+    BlockOnce,
+    DieOnce,
+    attempts,
+    generated,
+    plain,
+    tally_reads,
+    tally_scenario,
+)
 
 from toolloop_lab import ConfigurationError, ScriptedChatModel
 from toolloop_lab.events import FAILED_OUTCOMES, Event
-from toolloop_lab.lab import LabResults, Scenario, arun_scenarios, catalog, run_scenarios
+from toolloop_lab.lab import (
+    LabResults,
+    Scenario,
+    arun_scenarios,
+    catalog,
+    drop_volatile,
+    run_scenarios,
+)
 from toolloop_lab.lab.dask import EXTRA, run_scenarios_on_dask
-
-VOLATILE = ["duration_s", "run_id", "latency_s"]
+from toolloop_lab.workloads.files import sweep as files_sweep
 
 
 # -- helpers ---------------------------------------------------------------------------
 def comparable(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """The frame sorted by ``keys`` without timing or run-id columns (they differ per run)."""
-    kept = frame.drop(columns=[c for c in VOLATILE if c in frame.columns])
+    kept = drop_volatile(frame)
     return kept.sort_values(keys, kind="stable").reset_index(drop=True)
 
 
@@ -143,6 +158,40 @@ def test_a_process_pool_gives_the_frames_of_a_local_run(
     assert_same_frames(remote, local)
     assert_observers_saw_every_run_in_order(seen, remote)
     assert [r.index for r in remote.records] == list(range(len(sweep)))
+
+
+def assert_fresh_backend_per_run(results: LabResults) -> None:
+    """Every run read 2 then 3 (its tools shared one backend over both turns, and no other
+    run touched it), and some worker ran several of them (so freshness was put to the
+    test: a backend kept in a worker between runs would have read more)."""
+    pids: list[int] = []
+    for record in results:
+        reads = tally_reads(record)
+        assert [count for count, _ in reads] == [2, 3], (record.scenario, record.error_message)
+        assert len({pid for _, pid in reads}) == 1  # both turns ran in one process
+        pids.append(reads[0][1])
+    assert os.getpid() not in pids
+    assert max(pids.count(p) for p in set(pids)) >= 2
+
+
+def test_stateful_tools_get_a_fresh_backend_per_run_on_a_process_pool() -> None:
+    scenarios = [tally_scenario(f"tally_{i}") for i in range(6)]
+    with spawn_pool(2) as pool:
+        results = run_scenarios(scenarios, executor=pool, progress=False)
+    assert_fresh_backend_per_run(results)
+
+
+def test_the_files_workload_on_a_process_pool_equals_a_local_run() -> None:
+    scenarios = files_sweep()
+    with spawn_pool(2) as pool:
+        remote = run_scenarios(scenarios, executor=pool, progress=False)
+    local = run_scenarios(scenarios, progress=False)
+    assert_same_frames(remote, local)
+    for name in ("turns", "tools"):
+        pd.testing.assert_frame_equal(
+            drop_volatile(getattr(remote, name)), drop_volatile(getattr(local, name)), obj=name
+        )
+    assert remote.turns["tool_errors"].sum() > 0  # the tight config's knock-on errors travel
 
 
 async def test_the_async_form_takes_an_executor_too() -> None:
@@ -428,3 +477,10 @@ def test_the_async_executor_form_runs_on_the_cluster(client: Any) -> None:
         return await arun_scenarios(catalog(), executor=client.get_executor(), progress=False)
 
     assert_same_frames(asyncio.run(sweep()), run_scenarios(catalog(), progress=False))
+
+
+def test_stateful_tools_get_a_fresh_backend_per_run_on_dask(client: Any) -> None:
+    scenarios = [tally_scenario(f"tally_{i}") for i in range(6)]
+    results = run_scenarios_on_dask(scenarios, client, progress=False)
+    assert_fresh_backend_per_run(results)
+    assert_same_frames(results, run_scenarios(scenarios, progress=False))

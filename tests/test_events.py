@@ -214,6 +214,10 @@ async def _every_kind(tmp_path: Path, echo_tool: BaseTool) -> list[Event]:
         pause_hooks=[hint],
     )
     await agent.arun("go")
+
+    broken = ScriptedChatModel([ConnectionError("the provider went away")], model_name=MODEL)
+    with pytest.raises(ToolLoopError):
+        await LLMAgent(broken, [echo_tool], observers=[events.append]).arun("go")
     return events
 
 

@@ -25,7 +25,7 @@ from toolloop_lab import (
     usd_budget,
 )
 from toolloop_lab.errors import _ToolLoopError
-from toolloop_lab.events import Event, LoopFailed, ToolDispatched
+from toolloop_lab.events import Event, LoopFailed, ModelCallFailed, ToolDispatched
 from toolloop_lab.hooks import PausePoint
 
 BAD_CONFIG: list[tuple[str, Any]] = [
@@ -205,8 +205,13 @@ async def test_model_exception_keeps_partial_counts_messages_and_events(
         "tool_dispatch",
         "round_start",
         "model_call_start",
+        "model_call_failed",
         "loop_failure",
     ]
+    raised = events[-2]
+    assert isinstance(raised, ModelCallFailed)
+    assert (raised.call, raised.purpose, raised.error_type) == (2, "round", "RuntimeError")
+    assert raised.message == "provider exploded"
     failed = events[-1]
     assert isinstance(failed, LoopFailed)
     assert (failed.error_type, failed.round, failed.cancelled) == ("RuntimeError", 2, False)

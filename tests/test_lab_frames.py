@@ -15,7 +15,17 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from toolloop_lab.lab import LabResults, Reply, Scenario, ScriptedModel, catalog, run_scenarios
+from toolloop_lab import AgentConfig
+from toolloop_lab.lab import (
+    VOLATILE_COLUMNS,
+    LabResults,
+    Reply,
+    Scenario,
+    ScriptedModel,
+    catalog,
+    drop_volatile,
+    run_scenarios,
+)
 from toolloop_lab.lab.builtin_scenarios import PRUNING_REPLY
 from toolloop_lab.lab.scenario import sample_data_dir
 
@@ -281,12 +291,24 @@ def test_model_exception_keeps_partial_round(results: LabResults) -> None:
     rounds = results.rounds.set_index(["scenario", "round"])
     failed = rounds.loc[("model_exception", 2)]
     assert failed["prompt_tokens"] == 0
-    assert math.isnan(failed["latency_s"])
+    assert failed["failed_calls"] == 1
+    assert failed["latency_s"] >= 0  # how long the call took to fail
+    assert results.rounds["failed_calls"].sum() == 1  # no other catalog call raised
 
 
 def test_events_frame(results: LabResults) -> None:
     events = results.events
-    assert list(events.columns) == ["scenario", "seq", "run_id", "kind", "round", "t", "event"]
+    assert list(events.columns) == [
+        "scenario",
+        "turn",
+        "seq",
+        "run_id",
+        "kind",
+        "round",
+        "t",
+        "event",
+    ]
+    assert (events["turn"] == 1).all()  # the catalog's scenarios are one turn each
     per = events.groupby("scenario", observed=True)
     assert per.size().sum() == sum(len(r.events) for r in results.records)
     bad = events[events["scenario"] == "bad_config"]
@@ -334,3 +356,112 @@ def test_empty_sweep_has_typed_empty_frames() -> None:
     assert results.runs["cost_usd"].dtype == "float64"
     assert results.rounds.empty
     assert results.events.empty
+
+
+# -- turns, tools and times --------------------------------------------------------------
+SHARED = [
+    "outcome",
+    "rounds",
+    "model_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "pruning_tokens",
+    "total_tokens",
+    "tokens_saved_by_pruning",
+    "net_tokens_saved",
+    "tool_calls",
+    "tool_errors",
+    "cost_usd",
+    "cost_known",
+    "usage_estimated",
+    "budget_exhausted",
+    "synthesis_was_run",
+    "synthesis_reason",
+    "error_kind",
+    "error_reason",
+    "error",
+    "final_text",
+    "elapsed_s",
+    "model_latency_s",
+    "run_id",
+]
+
+
+def test_a_one_turn_scenarios_turn_row_is_its_scenario_row(results: LabResults) -> None:
+    turns = results.turns
+    assert list(turns["scenario"]) == [r.scenario for r in results.records]
+    assert (turns["turn"] == 1).all()
+    assert list(turns["message"]) == ["Use the tool, then answer."] * len(turns)
+    runs = results.runs
+    assert (runs["turns"] == 1).all()
+    # bad_config fails before its loop starts: its one turn still "ran" (it has events)
+    assert (runs["turns_run"] == 1).all()
+    pd.testing.assert_frame_equal(turns[SHARED], runs[SHARED], check_dtype=True)
+
+
+def test_times_come_from_the_events(results: LabResults) -> None:
+    runs = results.runs.set_index("scenario")
+    rounds = results.rounds
+    for record in results.records:
+        row = runs.loc[record.scenario]
+        assert row["elapsed_s"] == record.events[-1].t  # the loop's clock at its last event
+        assert row["elapsed_s"] <= row["duration_s"]  # inside the run's wall time
+        mine = rounds[rounds["scenario"] == record.scenario]
+        assert row["model_latency_s"] == pytest.approx(mine["latency_s"].sum())
+    assert rounds["first_token_s"].isna().all()  # nothing streamed
+
+
+def test_a_streamed_call_has_its_time_to_first_token() -> None:
+    streamed = Scenario.scripted(
+        "streamed",
+        [
+            Reply.call("echo", {"text": "a"}, text="looking", input_tokens=5, output_tokens=2),
+            Reply.final(
+                "a long enough answer to stream in pieces", input_tokens=9, output_tokens=8
+            ),
+        ],
+        config=AgentConfig(streaming=True),
+    )
+    rounds = run_scenarios([streamed], progress=False).rounds
+    assert rounds["first_token_s"].notna().all()
+    assert (rounds["first_token_s"] <= rounds["latency_s"]).all()
+
+
+def test_the_tools_frame_has_one_row_per_call(results: LabResults) -> None:
+    tools = results.tools
+    runs = results.runs.set_index("scenario")
+    per = tools.groupby("scenario", observed=True).size()
+    for name, count in runs["tool_calls"].items():
+        assert per.get(name, 0) == count, name
+    by = tools.set_index("scenario")
+    assert (by.loc["unknown_tool", "status"], by.loc["unknown_tool", "error_reason"]) == (
+        "error",
+        "not_available",
+    )
+    assert math.isnan(by.loc["unknown_tool", "started_s"])  # it never began
+    skipped = by.loc["pruning_skipped_after_budget"]
+    assert (skipped["ran"], skipped["error_reason"]) == (False, "budget_exhausted")
+    pruned = by.loc["pruning"]
+    assert bool(pruned["pruned"]) is True
+    assert pruned["tokens_saved_by_pruning"] == runs.loc["pruning", "tokens_saved_by_pruning"]
+    began = tools[tools["started_s"].notna()]
+    assert (began["duration_s"] >= 0).all()
+    assert began["ran"].all()
+
+
+def test_tool_time_spans_the_rounds_tools(results: LabResults) -> None:
+    rounds = results.rounds.set_index(["scenario", "turn", "round"])
+    tools = results.tools
+    began = tools[tools["started_s"].notna()]
+    slowest = began.groupby(["scenario", "turn", "round"], observed=True)["duration_s"].max()
+    for key, duration in slowest.items():
+        assert rounds.loc[key, "tool_time_s"] >= duration  # first start to last end
+    without = rounds.drop(index=list(slowest.index))
+    assert without["tool_time_s"].isna().all()
+
+
+def test_drop_volatile_keeps_everything_else(results: LabResults) -> None:
+    for frame in (results.runs, results.turns, results.rounds, results.tools, results.events):
+        kept = drop_volatile(frame)
+        assert not set(kept.columns) & set(VOLATILE_COLUMNS)
+        assert list(kept.columns) == [c for c in frame.columns if c not in VOLATILE_COLUMNS]

@@ -15,12 +15,12 @@ CELL = textwrap.dedent(
     import asyncio
     asyncio.get_running_loop()  # a cell runs inside the kernel's event loop
     from toolloop_lab import catalog, run_scenarios, arun_scenarios
+    from toolloop_lab.lab import drop_volatile
     results = run_scenarios(catalog())
     again = await arun_scenarios(catalog(), progress=False)
     print(json.dumps({
         "rows": len(results.runs),
-        "same": results.runs.drop(columns=["duration_s", "run_id"]).equals(
-            again.runs.drop(columns=["duration_s", "run_id"])),
+        "same": drop_volatile(results.runs).equals(drop_volatile(again.runs)),
         "prompt": int(results.runs["prompt_tokens"].sum()),
     }))
     """

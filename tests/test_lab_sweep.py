@@ -26,15 +26,14 @@ from toolloop_lab.lab import (
     ScenarioRun,
     arun_scenarios,
     catalog,
+    drop_volatile,
     run_one,
     run_scenarios,
 )
 
-VOLATILE = ["duration_s", "run_id"]
-
 
 def stable(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.drop(columns=[c for c in VOLATILE if c in frame.columns])
+    return drop_volatile(frame)
 
 
 def ok(name: str, text: str = "done") -> Scenario:
@@ -147,9 +146,7 @@ def test_result_order_does_not_depend_on_concurrency() -> None:
     one = run_scenarios(sweep, concurrency=1, progress=False)
     many = run_scenarios(sweep, concurrency=8, progress=False)
     pd.testing.assert_frame_equal(stable(one.runs), stable(many.runs))
-    pd.testing.assert_frame_equal(
-        one.rounds.drop(columns=["latency_s"]), many.rounds.drop(columns=["latency_s"])
-    )
+    pd.testing.assert_frame_equal(stable(one.rounds), stable(many.rounds))
     assert [r.index for r in many.records] == list(range(len(sweep)))
 
 

@@ -201,3 +201,16 @@ async def test_a_streamed_run_marks_its_calls_and_their_first_chunk(
         assert a["gen_ai.request.stream"] is True
         assert reply.first_token_s is not None
         assert a["gen_ai.response.time_to_first_chunk"] == reply.first_token_s
+
+
+async def test_a_call_that_raised_ends_its_span_as_an_error_when_it_raised(
+    exporter: InMemorySpanExporter, provider: TracerProvider
+) -> None:
+    observer = OTelObserver(provider)
+    model = ScriptedChatModel([ConnectionError("the provider went away")], model_name=MODEL)
+    with pytest.raises(ToolLoopLabError):
+        await LLMAgent(model, [], observers=[observer]).arun("go")
+    (chat,) = [s for s in exporter.get_finished_spans() if s.name.startswith("chat")]
+    assert chat.status.status_code == StatusCode.ERROR
+    assert chat.attributes is not None
+    assert chat.attributes["error.type"] == "ConnectionError"

@@ -354,3 +354,32 @@ def test_an_old_trace_folds_into_the_same_view_as_before() -> None:
     assert [len(r.tools) for r in pruning.rounds] == [1, 0]
     assert views[0].token_gate == "tripped"
     assert transcript(read.run(read.run_ids[0])) == []  # no messages were written then
+
+
+def test_the_default_run_of_a_trace_is_the_last_top_level_one(tmp_path: Path) -> None:
+    def started(run_id: str, parent: str | None) -> LoopStarted:
+        return LoopStarted(
+            run_id=run_id,
+            round=0,
+            t=0.0,
+            model_name=None,
+            tools=(),
+            max_rounds=None,
+            token_budget=None,
+            context_window=None,
+            usd_limit=None,
+            prune_tools=(),
+            input_messages=1,
+            started_at="2026-01-01T00:00:00+00:00",
+            source="langchain",
+            parent_run_id=parent,
+        )
+
+    # the outer run starts, calls a sub-agent (which starts later), and goes on
+    events = [started("outer", None), started("inner", "outer")]
+    path = write_trace(tmp_path / "nested.jsonl", events)
+    read = read_trace(path)
+    assert read.run_ids == ("outer", "inner")
+    assert read.top_level_run_ids == ("outer",)
+    assert read.run() == (events[0],)
+    assert read.run("inner") == (events[1],)

@@ -13,8 +13,6 @@ import asyncio
 import contextvars
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
@@ -36,106 +34,22 @@ from toolloop_lab.errors import (
     describe,
 )
 from toolloop_lab.events import (
-    Event,
     LoopFailed,
-    LoopFinished,
     Observer,
-    Outcome,
-    SynthesisReason,
     failure_outcome,
 )
 from toolloop_lab.hooks import PauseHook
 from toolloop_lab.loop import ToolLoop
 from toolloop_lab.pricing import TokenPrice
+from toolloop_lab.result import ToolLoopResult
 from toolloop_lab.run_state import RunState
 from toolloop_lab.sync_runner import run_sync
 from toolloop_lab.tools import ToolBox, skipped_outcomes
-from toolloop_lab.usage import Usage
 
 __all__ = ["DEFAULT_SYNTHESIS_PROMPT", "AgentConfig", "LLMAgent", "ToolLoopResult"]
 
 _log = logging.getLogger("toolloop_lab")
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class ToolLoopResult:
-    """What a finished loop returns: the answer, the transcript and the events; every
-    figure is read from the run's closing ``LoopFinished`` event, never copied."""
-
-    final_response: AIMessage
-    messages: tuple[BaseMessage, ...]
-    """The whole transcript, input messages included."""
-    events: tuple[Event, ...]
-
-    @property
-    def finished(self) -> LoopFinished:
-        """The run's closing event."""
-        last = self.events[-1]
-        assert isinstance(last, LoopFinished)
-        return last
-
-    @property
-    def usage(self) -> Usage:
-        """Every model call of the loop, synthesis and pruning included."""
-        return self.finished.usage
-
-    @property
-    def rounds(self) -> int:
-        """Tool rounds run (synthesis not counted)."""
-        return self.finished.rounds
-
-    @property
-    def outcome(self) -> Outcome:
-        """How the run ended (see :data:`toolloop_lab.events.Outcome`)."""
-        return self.finished.outcome
-
-    @property
-    def budget_exhausted(self) -> bool:
-        """The token budget was spent (synthesis then answered)."""
-        return self.finished.budget_exhausted
-
-    @property
-    def synthesis_was_run(self) -> bool:
-        return self.finished.synthesis_was_run
-
-    @property
-    def synthesis_reason(self) -> SynthesisReason | None:
-        return self.finished.synthesis_reason
-
-    @property
-    def run_id(self) -> str:
-        return self.finished.run_id
-
-    @property
-    def final_empty(self) -> bool:
-        """The final answer has no text (an empty or thinking-only reply)."""
-        return self.finished.final_empty
-
-    @property
-    def final_truncated(self) -> bool:
-        """The final answer was cut off by the provider's output-token limit."""
-        return self.finished.final_truncated
-
-    @property
-    def accumulated_prompt(self) -> int:
-        """Sum of input tokens over every model call of the loop."""
-        return self.usage.input_tokens
-
-    @property
-    def accumulated_completion(self) -> int:
-        """Sum of output tokens over every model call of the loop."""
-        return self.usage.output_tokens
-
-    @property
-    def cost_usd(self) -> Decimal | None:
-        """Total USD cost, or ``None`` when any call was unpriced."""
-        return self.usage.cost_usd
-
-    @property
-    def usage_estimated(self) -> bool:
-        """True when some provider reported no usage and counts were estimated."""
-        return self.usage.estimated
 
 
 def _remover(
@@ -281,7 +195,7 @@ class LLMAgent:
             return earlier + convert_to_messages(prompt_or_messages)
         messages: list[BaseMessage] = earlier
         if self.config.system_prompt and not any(isinstance(m, SystemMessage) for m in earlier):
-            messages.append(SystemMessage(self.config.system_prompt))
+            messages.insert(0, SystemMessage(self.config.system_prompt))  # first, as providers ask
         messages.append(HumanMessage(prompt_or_messages))
         return messages
 

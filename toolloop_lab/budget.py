@@ -22,7 +22,7 @@ from types import MappingProxyType
 from typing import Any, Final, Literal
 
 from toolloop_lab.errors import ConfigurationError, ExecutionError
-from toolloop_lab.pricing import TokenPrice, call_cost, known_price, to_decimal_usd
+from toolloop_lab.pricing import TokenPrice, call_price, known_price, to_decimal_usd
 from toolloop_lab.usage import Usage
 
 __all__ = [
@@ -325,7 +325,7 @@ class RunBudget:
 
     def price(self, usage: Usage, *names: str | None) -> Usage:
         """``usage`` with its cost, priced by the first of ``names`` anybody can price."""
-        return usage.with_cost(call_cost(usage, names, self.prices))
+        return usage.with_cost(call_price(usage, names, self.prices))
 
     def before_call(self, spent: Usage, sink: GateSink) -> None:
         """Before a model call: a USD budget already spent stops the run here."""

@@ -1,5 +1,7 @@
 """``toolloop-lab`` command. ``demo`` runs the built-in scenario catalog on scripted models
-(no API key), prints the spend table and writes a self-contained HTML report.
+(no API key), prints the spend table and writes a self-contained HTML report;
+``demo --workload files`` runs the multi-turn file-system and ticket workload under two
+configurations instead, and prints the spend of every turn too.
 
 Output paths are checked before the sweep runs, so a typo costs no sweep: a path that
 cannot be written is one line on stderr and exit status 2, argparse's usage-error status.
@@ -14,12 +16,31 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-__all__ = ["DEFAULT_REPORT", "main"]
+if TYPE_CHECKING:
+    from toolloop_lab.lab.scenario import Scenario
+
+__all__ = ["DEFAULT_REPORT", "WORKLOADS", "main"]
 
 DEFAULT_REPORT: Final = "toolloop-lab-report.html"
 """Where ``demo`` writes its report unless ``--out`` says otherwise (in the cwd)."""
+
+WORKLOADS: Final = ("catalog", "files")
+"""What ``demo --workload`` runs: the built-in catalog (one turn per scenario), or the
+``files`` workload (multi-turn scenarios on a file system and a ticket tracker, under the
+``roomy`` and ``tight`` configurations)."""
+
+
+def _workload(name: str) -> tuple[tuple[Scenario, ...], str]:
+    """The scenarios of a workload and its report's title (imported only when run)."""
+    if name == "files":
+        from toolloop_lab.workloads.files import sweep
+
+        return sweep(), "toolloop_lab demo: the files workload (roomy vs tight)"
+    from toolloop_lab.lab import catalog
+
+    return catalog(), "toolloop_lab demo: the scenario catalog"
 
 
 def _positive_int(text: str) -> int:
@@ -83,11 +104,15 @@ def _demo(args: argparse.Namespace) -> int:
         return 2
 
     # Plots are drawn on bare matplotlib Figures (no pyplot), so this runs headless.
-    from toolloop_lab.lab import catalog, run_scenarios
+    from toolloop_lab.lab import run_scenarios
 
-    results = run_scenarios(catalog(), concurrency=args.concurrency, progress=args.progress)
+    scenarios, title = _workload(args.workload)
+    results = run_scenarios(scenarios, concurrency=args.concurrency, progress=args.progress)
     print(results.spend_table())
     runs = results.runs
+    if bool((runs["turns"] > 1).any()):
+        print()
+        print(results.turn_table())
     print()
     counts = runs["outcome"].value_counts(sort=False)
     print("outcomes: " + ", ".join(f"{name} {int(n)}" for name, n in counts.items() if n))
@@ -99,7 +124,7 @@ def _demo(args: argparse.Namespace) -> int:
             _error(f"--save {save}: cannot write it ({_reason(exc)})")
             status = 1
     try:
-        report = results.write_report(out, title="toolloop_lab demo: the scenario catalog")
+        report = results.write_report(out, title=title)
     except OSError as exc:
         _error(f"--out {out}: cannot write it ({_reason(exc)})")
         return 1
@@ -116,8 +141,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo = sub.add_parser(
         "demo",
         help="run the built-in scenario catalog, print its spend and write an HTML report",
-        description="Run every catalog scenario on scripted models priced as gpt-4o-mini, "
-        "print the spend per scenario and write a self-contained HTML report.",
+        description="Run every catalog scenario (or another workload) on scripted models "
+        "priced as gpt-4o-mini, print the spend per scenario (and per turn, for "
+        "conversations of several turns) and write a self-contained HTML report.",
         epilog="Exit status: 0 done; 1 the report or the save could not be written after "
         "the sweep; 2 bad arguments or an output path that cannot be written (checked "
         "before the sweep).",
@@ -135,6 +161,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         metavar="PATH",
         help="also save the sweep as JSONL (LabResults.load reads it back)",
+    )
+    demo.add_argument(
+        "--workload",
+        choices=WORKLOADS,
+        default="catalog",
+        help="catalog: one scenario per loop behaviour (the default); files: multi-turn "
+        "chores on a file system and a ticket tracker, under two round caps",
     )
     demo.add_argument(
         "--concurrency", type=_positive_int, default=4, help="scenarios run at once (default: 4)"

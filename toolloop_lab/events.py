@@ -10,7 +10,8 @@ One run, in order (``*`` may repeat, ``?`` may be absent)::
       round_start                       one per tool round
         model_call_start                what is sent: purpose, model, tools, new messages
         model_delta*                    streamed text / tool-argument fragments (coalesced)
-        model_call                      the reply: usage, cost, latency, text, tool calls
+        model_call | model_call_failed  the reply (usage, cost, latency, text, tool calls),
+                                        or the error the call raised instead
         budget_gate*                    token and USD checks around each call
         intervention*                   a person changed something at a pause
         tool_start*                     each tool as it actually begins
@@ -72,6 +73,7 @@ __all__ = [
     "LoopFailed",
     "LoopFinished",
     "LoopStarted",
+    "ModelCallFailed",
     "ModelCallStarted",
     "ModelCalled",
     "ModelDelta",
@@ -286,6 +288,22 @@ class ModelCalled(_Base):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ModelCallFailed(_Base):
+    """A model call raised (or was stopped) instead of replying. In the loop the run then
+    fails; a framework seen through the bridge may retry it as a new call."""
+
+    call: Count
+    purpose: CallPurpose
+    error_type: Text
+    message: Text
+    latency_s: Seconds
+    """From sending the request to the failure."""
+    partial_text: Text | None = None
+    """Text it had streamed before it failed, if any."""
+    kind: Literal["model_call_failed"] = "model_call_failed"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolStarted(_Base):
     """A tool actually began running (unknown tools and invalid calls never start)."""
 
@@ -432,6 +450,7 @@ Event: TypeAlias = (
     | ModelCallStarted
     | ModelDelta
     | ModelCalled
+    | ModelCallFailed
     | ToolStarted
     | ToolDispatched
     | Pruned

@@ -88,7 +88,7 @@ from toolloop_lab.hooks import PauseHook
 from toolloop_lab.jsonsafe import thaw
 from toolloop_lab.pricing import PriceTable, TokenPrice
 from toolloop_lab.recording_format import FORMAT, Recording, ReplayExhaustedError
-from toolloop_lab.recording_whatif import Detail, RunFigures
+from toolloop_lab.run_figures import Detail, RunFigures, comparison_lines, config_text
 from toolloop_lab.runview import RunView
 from toolloop_lab.sync_runner import run_sync
 from toolloop_lab.trace import TraceRead, read_trace
@@ -309,52 +309,11 @@ class ForkResult:
     @property
     def summary(self) -> str:
         """A plain-text table: the original and the fork, with the change."""
-        orig, fork_ = self.original, self.forked
-
-        def outcome(f: RunFigures) -> str:
-            why = f.synthesis_reason or f.detail
-            return f"{f.outcome} ({why})" if why else f.outcome
-
-        def cost(value: Decimal | None) -> str:
-            return "unpriced" if value is None else f"${value:f}"
-
-        def delta(a: int, b: int) -> str:
-            return f"{b - a:+,}"
-
-        change = self.cost_delta
-        rows = [
-            ("", "original", "fork", "change"),
-            ("outcome", outcome(orig), outcome(fork_), ""),
-            ("rounds", f"{orig.rounds}", f"{fork_.rounds}", delta(orig.rounds, fork_.rounds)),
-            ("model calls", f"{orig.calls}", f"{fork_.calls}", delta(orig.calls, fork_.calls)),
-            (
-                "input tokens",
-                f"{orig.input_tokens:,}",
-                f"{fork_.input_tokens:,}",
-                delta(orig.input_tokens, fork_.input_tokens),
-            ),
-            (
-                "output tokens",
-                f"{orig.output_tokens:,}",
-                f"{fork_.output_tokens:,}",
-                delta(orig.output_tokens, fork_.output_tokens),
-            ),
-            (
-                "cost (USD)",
-                cost(orig.cost_usd),
-                cost(fork_.cost_usd),
-                "" if change is None else f"{change:+f}",
-            ),
-        ]
-        widths = [max(len(r[i]) for r in rows) for i in range(4)]
         taken = self.at_round - 1
         head = f"Fork at round {self.at_round} of {_SOURCE_TEXT[self.source]}"
-        head += f" ({taken} round{'s' if taken != 1 else ''} taken), {_config_text(self.config)}:"
-        lines = [head]
-        lines += [
-            "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
-        ]
-        if fork_.detail == "beyond_recording":
+        head += f" ({taken} round{'s' if taken != 1 else ''} taken), {config_text(self.config)}:"
+        lines = [head, *comparison_lines(("original", "fork"), self.original, self.forked)]
+        if self.forked.detail == "beyond_recording":
             lines.append("* The fork needed a reply beyond its recording; figures are up to there.")
         elif self.error is not None:
             text = str(self.error).splitlines()[0] if str(self.error) else ""
@@ -367,15 +326,6 @@ class ForkResult:
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         """IPython and Jupyter show the comparison table."""
         printer.text(self.summary)
-
-
-def _config_text(config: AgentConfig) -> str:
-    changed = [
-        f"{name}={value!r}"
-        for name, value in config.changed().items()
-        if name not in ("pruning_prompt", "synthesis_prompt", "system_prompt")
-    ]
-    return ", ".join(changed) or "the default config"
 
 
 # -- reading a source -------------------------------------------------------------------

@@ -143,16 +143,24 @@ def freeze(value: Any) -> Any:
 
 def frozen_json(value: Any, _depth: int = 0) -> Any:
     """``freeze(json_safe(value))`` in one pass: what events hold (JSON data nobody may
-    rewrite), made once per value on the loop's hot path."""
-    if value is None or isinstance(value, (bool, int, str)):
+    rewrite), made once per value on the loop's hot path (hence the exact-type checks)."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
         return value
+    if kind is FrozenDict or kind is FrozenList:
+        return value  # deep-frozen JSON already: these are made only here and by freeze()
     if _depth <= _MAX_DEPTH:
-        if isinstance(value, Mapping):
+        if kind is dict or isinstance(value, Mapping):
             return FrozenDict(
-                {_key(k, _depth): frozen_json(v, _depth + 1) for k, v in value.items()}
+                {
+                    (k if type(k) is str else _key(k, _depth)): frozen_json(v, _depth + 1)
+                    for k, v in value.items()
+                }
             )
-        if isinstance(value, (list, tuple)):
+        if kind is list or kind is tuple:
             return FrozenList([frozen_json(v, _depth + 1) for v in value])
+    if kind is float and math.isfinite(value):
+        return value
     return freeze(json_safe(value, _depth))
 
 

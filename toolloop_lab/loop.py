@@ -11,20 +11,24 @@ loop knows nothing about widgets, files, pandas or matplotlib.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall
 
 from toolloop_lab.budget import GateCheck, RunBudget
 from toolloop_lab.config import AgentConfig
-from toolloop_lab.errors import PaidCallError
+from toolloop_lab.errors import PaidCallError, describe
 from toolloop_lab.events import (
     BudgetGate,
+    CallPurpose,
     LoopFinished,
     LoopStarted,
     ModelCalled,
+    ModelCallFailed,
     ModelCallStarted,
     ModelDelta,
     Pruned,
@@ -37,10 +41,11 @@ from toolloop_lab.events import (
     finish_outcome,
     message_dicts,
 )
-from toolloop_lab.hooks import PauseEditor, PausePoint
+from toolloop_lab.hooks import PauseEditor, PauseHook, PausePoint
 from toolloop_lab.interventions import MessageEdits, ToolCallEdits
 from toolloop_lab.jsonsafe import frozen_json
 from toolloop_lab.model_call import (
+    LENGTH_STOPS,
     CallTiming,
     DeltaBuffer,
     call_views,
@@ -51,8 +56,9 @@ from toolloop_lab.model_call import (
     should_stream,
     stream_kwargs,
 )
-from toolloop_lab.pricing import model_name_of
+from toolloop_lab.pricing import TokenPrice, model_name_of
 from toolloop_lab.pruning import PruneResult, prune_output, pruning_prompt
+from toolloop_lab.result import ToolLoopResult
 from toolloop_lab.run_state import RunState
 from toolloop_lab.tools import (
     DispatchHooks,
@@ -65,10 +71,25 @@ from toolloop_lab.tools import (
 )
 from toolloop_lab.usage import Usage
 
-if TYPE_CHECKING:
-    from toolloop_lab.agent import LLMAgent, ToolLoopResult
 
-__all__ = ["TRUNCATED_TEXT", "ToolLoop"]
+class LoopAgent(Protocol):
+    """What a run needs of its agent (``LLMAgent`` has it; the loop never imports it)."""
+
+    model: BaseChatModel
+    pruning_model: BaseChatModel | None
+
+    @property
+    def prices(self) -> Mapping[str, TokenPrice] | None: ...
+
+    @property
+    def pause_hooks(self) -> tuple[PauseHook, ...]: ...
+
+    def bound_model(self) -> Any: ...
+
+    def toolbox(self) -> ToolBox: ...
+
+
+__all__ = ["TRUNCATED_TEXT", "LoopAgent", "ToolLoop"]
 
 TRUNCATED_TEXT: Final = (
     "not run: the reply was cut off by the output-token limit, so this call's arguments "
@@ -80,14 +101,20 @@ Purpose = Literal["round", "synthesis"]
 class ToolLoop:
     """One run of ``agent`` under ``config``, changing ``run`` as it goes."""
 
-    def __init__(self, agent: LLMAgent, config: AgentConfig, run: RunState) -> None:
+    def __init__(self, agent: LoopAgent, config: AgentConfig, run: RunState) -> None:
         self.agent = agent
         self.cfg = config
         self.run = run
         self.tools: ToolBox = agent.toolbox()
+        self.tool_names = tuple(self.tools)
+        self._hooks = DispatchHooks(started=self._tool_started, done=self.emit_dispatch)
         self.model_name = model_name_of(agent.model)
         self.budget: RunBudget | None = None
         self._last_calls: tuple[tuple[str, Any, bool], ...] | None = None
+        self.request = ""
+        """The run's question (for the pruning model), read from its input when it starts."""
+        self._views: tuple[ToolCallView, ...] = ()
+        """The last reply's calls as its event holds them (frozen arguments, made once)."""
         self._repeats = 0
 
     async def execute(self) -> ToolLoopResult:
@@ -111,13 +138,14 @@ class ToolLoop:
             agent_prices=agent.prices,
         )
         run.release = budget.release
+        self.request = _request_of(run.messages)
         budget.require_price(self.model_name)
         if agent.pruning_model is not None and cfg.prune_tools:
             budget.require_price(model_name_of(agent.pruning_model))
         run.emit(
             LoopStarted,
             model_name=self.model_name,
-            tools=tuple(self.tools),
+            tools=self.tool_names,
             max_rounds=cfg.tool_max_rounds,
             token_budget=budget.token_limit,
             context_window=budget.context_window,
@@ -164,8 +192,6 @@ class ToolLoop:
 
     def finish(self, final: AIMessage, reason: SynthesisReason | None) -> ToolLoopResult:
         """Announce the outcome and hand back the result."""
-        from toolloop_lab.agent import ToolLoopResult
-
         run = self.run
         exhausted = reason == "token_budget"
         run.emit(
@@ -189,7 +215,7 @@ class ToolLoop:
     async def call(self, budget: RunBudget, purpose: Purpose) -> AIMessage:
         """One model call of the conversation: pause, gate, send, account, gate."""
         run, agent = self.run, self.agent
-        await self.pause("model_call", purpose, (), MessageEdits(run))
+        await self.pause("model_call", purpose, (), lambda: MessageEdits(run))
         budget.before_call(run.usage, self.gate)
         tools_bound = purpose == "round" and bool(self.tools)
         stream = should_stream(self.cfg.streaming, agent.model, tools_bound=tools_bound)
@@ -199,13 +225,14 @@ class ToolLoop:
             call=number,
             purpose=purpose,
             model_name=self.model_name,
-            tools=tuple(self.tools) if tools_bound else (),
+            tools=self.tool_names if tools_bound else (),
             messages=run.unsent_messages(),
             streaming=stream,
         )
         deltas = DeltaBuffer(self._delta_sink(number)) if stream else None
         prompt = list(run.messages)
         runnable = agent.bound_model() if purpose == "round" else agent.model
+        sent = time.perf_counter()
         try:
             reply, timing = await invoke(
                 runnable, prompt, stream=stream, kwargs=stream_kwargs(agent.model), deltas=deltas
@@ -214,8 +241,9 @@ class ToolLoop:
             if isinstance(exc.reply, AIMessage):  # paid for: counted and kept, then raised
                 self.account(budget, exc.reply, prompt, number, purpose, CallTiming(0.0))
             raise
-        except BaseException:
+        except BaseException as exc:
             run.partial_text = deltas.partial_text if deltas and deltas.text else None
+            self.call_failed(number, purpose, exc, time.perf_counter() - sent)
             raise
         if not isinstance(reply, AIMessage):
             raise TypeError(f"model returned {type(reply).__name__}, not an AIMessage")
@@ -237,7 +265,8 @@ class ToolLoop:
         name = model_name_of(agent.model, reply.response_metadata)
         usage = budget.price(Usage.from_ai_message(reply, prompt=prompt), name, self.model_name)
         run.usage = run.usage + usage
-        views = call_views(reply)
+        views = self._views = call_views(reply)
+        reason = finish_reason(reply.response_metadata)
         stuck = purpose == "round" and self._repeated(views)
         run.emit(
             ModelCalled,
@@ -250,10 +279,10 @@ class ToolLoop:
             first_token_s=timing.first_token_s,
             text=reply.text,
             tool_calls=views,
-            finish_reason=finish_reason(reply.response_metadata),
+            finish_reason=reason,
             stuck=stuck,
             empty=is_empty(reply),
-            truncated=is_truncated(reply),
+            truncated=reason is not None and reason.lower() in LENGTH_STOPS,
         )
         budget.after_call(run.usage, name, self.gate)
         return reply
@@ -266,6 +295,20 @@ class ToolLoop:
         self._repeats = self._repeats + 1 if repeated else 0
         self._last_calls = calls
         return repeated
+
+    def call_failed(
+        self, number: int, purpose: CallPurpose, exc: BaseException, latency_s: float
+    ) -> None:
+        """Emit the end of a call that raised (or was stopped) instead of replying."""
+        self.run.emit(
+            ModelCallFailed,
+            call=number,
+            purpose=purpose,
+            error_type=type(exc).__name__,
+            message=describe(exc),
+            latency_s=latency_s,
+            partial_text=self.run.partial_text if purpose != "pruning" else None,
+        )
 
     def _delta_sink(self, number: int) -> Any:
         def sink(text: str, calls: tuple[ToolCallDelta, ...]) -> None:
@@ -289,12 +332,14 @@ class ToolLoop:
         stage: Literal["model_call", "tool_dispatch"],
         purpose: str,
         detail: tuple[str, ...],
-        editor: PauseEditor | None,
+        editor_for: Callable[[], PauseEditor] | None,
     ) -> None:
-        """Let every pause hook hold the loop here (and change the run through the point)."""
+        """Let every pause hook hold the loop here (and change the run through the point);
+        the editor is made only when somebody may pause (most runs have no hook)."""
         hooks = self.agent.pause_hooks
         if not hooks:
             return
+        editor = editor_for() if editor_for is not None else None
         point = PausePoint(self.run.run_id, self.run.round, stage, purpose, detail, editor)
         try:
             for hook in hooks:
@@ -331,22 +376,24 @@ class ToolLoop:
         """Pause (a person may edit or answer calls), then run the rest; outcomes come
         back in call order, events in completion order."""
         run = self.run
-        edits = ToolCallEdits(run, index, self.tools)
-        names = tuple(str(c.get("name") or "") for c in edits.reply.tool_calls)
-        await self.pause("tool_dispatch", "tools", names, edits)
-        reply = edits.reply
-        for outcome in edits.written.values():
+        reply, written = await self._dispatch_pause(index)
+        for outcome in written.values():
             self.emit_dispatch(outcome)
-        run.finished = dict(edits.written)
-        pending = [c for c in reply.tool_calls if c.get("id") not in edits.written]
-        hooks = DispatchHooks(started=self._tool_started, done=self.emit_dispatch)
+        run.finished = dict(written)
+        frozen: dict[str, Any] = {v.id: v.args for v in self._views}  # FrozenDicts: dicts
+        pending: list[ToolCall] = [
+            # the arguments as the events hold them (frozen once), unless edited since
+            {**c, "args": frozen[c["id"] or ""]} if frozen.get(c["id"] or "") == c["args"] else c
+            for c in reply.tool_calls
+            if c.get("id") not in written
+        ]
         cfg = self.cfg
         await dispatch(
             pending,
             self.tools,
             timeout_s=cfg.tool_timeout_s,
             parallel=cfg.parallel_tool_calls,
-            hooks=hooks,
+            hooks=self._hooks,
             finished=run.finished,
         )
         invalid = invalid_outcomes(reply)
@@ -354,6 +401,17 @@ class ToolLoop:
             self.emit_dispatch(outcome)
         by_id, run.finished = run.finished, {}
         return [by_id[str(c.get("id"))] for c in reply.tool_calls] + invalid
+
+    async def _dispatch_pause(self, index: int) -> tuple[AIMessage, dict[str, DispatchOutcome]]:
+        """The reply and the calls answered by hand, after a pause (if anyone pauses)."""
+        reply = self.run.messages[index]
+        assert isinstance(reply, AIMessage)
+        if not self.agent.pause_hooks:
+            return reply, {}
+        edits = ToolCallEdits(self.run, index, self.tools)
+        names = tuple(str(c.get("name") or "") for c in reply.tool_calls)
+        await self.pause("tool_dispatch", "tools", names, lambda: edits)
+        return edits.reply, edits.written
 
     def _tool_started(self, call: Any) -> None:
         args = frozen_json(call.get("args") or {})
@@ -383,14 +441,21 @@ class ToolLoop:
         calls = [(i, *self._pruning_call(outcomes[i])) for i in todo]
         # return_exceptions: a failed pruning call must neither orphan its siblings nor
         # lose their spend; the first failure is raised once every success is counted.
-        results = await asyncio.gather(
-            *(prune_output(model, p, str(outcomes[i].message.content)) for i, _, p in calls),
-            return_exceptions=True,
-        )
+        sent = time.perf_counter()
+        try:
+            results = await asyncio.gather(
+                *(prune_output(model, p, str(outcomes[i].message.content)) for i, _, p in calls),
+                return_exceptions=True,
+            )
+        except BaseException as exc:  # stopped while the pruning calls ran: each one ends
+            for _i, number, _p in calls:
+                self.call_failed(number, "pruning", exc, time.perf_counter() - sent)
+            raise
         failure: BaseException | None = None
         for (i, number, _prompt), res in zip(calls, results, strict=True):
             if isinstance(res, BaseException):
                 failure = failure or res
+                self.call_failed(number, "pruning", res, 0.0)
                 continue
             self._keep_pruned(budget, outcomes[i], first + i, number, res)
         if failure is not None:
@@ -404,7 +469,7 @@ class ToolLoop:
             outcome.name,
             str(outcome.message.content),
             instruction=self.cfg.pruning_prompt,
-            request=_first_human_text(run.messages),
+            request=self.request,
         )
         number = run.next_call()
         run.emit(
@@ -452,8 +517,10 @@ class ToolLoop:
         )
 
 
-def _first_human_text(messages: Sequence[BaseMessage]) -> str:
-    for message in messages:
+def _request_of(messages: Sequence[BaseMessage]) -> str:
+    """What this run was asked: the last human message of its input (a later turn of a
+    conversation prunes against its own question, not the first turn's)."""
+    for message in reversed(messages):
         if isinstance(message, HumanMessage):
             return message.text
     return ""

@@ -31,6 +31,7 @@ from toolloop_lab.jsonsafe import frozen_json
 
 __all__ = [
     "DELTA_INTERVAL_S",
+    "LENGTH_STOPS",
     "CallTiming",
     "DeltaBuffer",
     "DeltaSink",
@@ -49,7 +50,7 @@ DELTA_INTERVAL_S: Final = 0.05
 
 _FINISH_KEYS: Final = ("finish_reason", "stop_reason", "stopReason", "done_reason")
 """Where providers put why a reply ended (OpenAI, Anthropic, Bedrock, Ollama)."""
-_LENGTH_STOPS: Final = frozenset({"length", "max_tokens", "max_output_tokens"})
+LENGTH_STOPS: Final = frozenset({"length", "max_tokens", "max_output_tokens"})
 """Finish reasons meaning "cut off by the output-token limit", lower-cased."""
 
 DeltaSink = Callable[[str, tuple[ToolCallDelta, ...]], None]
@@ -205,7 +206,7 @@ def finish_reason(meta: Mapping[str, Any]) -> str | None:
 def is_truncated(reply: AIMessage) -> bool:
     """The provider cut the reply off at its output-token limit."""
     reason = finish_reason(reply.response_metadata)
-    return reason is not None and reason.lower() in _LENGTH_STOPS
+    return reason is not None and reason.lower() in LENGTH_STOPS
 
 
 def is_empty(reply: AIMessage) -> bool:

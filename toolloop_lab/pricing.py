@@ -18,15 +18,18 @@ import genai_prices
 from genai_prices.types import ModelPrice
 
 from toolloop_lab.errors import ConfigurationError
-from toolloop_lab.usage import Usage
+from toolloop_lab.usage import Cost, Usage
 
 __all__ = [
+    "Cost",
     "PriceTable",
     "TokenPrice",
     "call_cost",
+    "call_price",
     "cost_of",
     "known_price",
     "model_name_of",
+    "price_of",
     "to_decimal_usd",
 ]
 
@@ -52,13 +55,17 @@ class TokenPrice:
 
     def cost(self, usage: Usage) -> Decimal:
         """Cost of ``usage`` at this price."""
+        return self.price(usage).total
+
+    def price(self, usage: Usage) -> Cost:
+        """Cost of ``usage`` at this price, split into input and output."""
         cached = usage.cache_read_tokens if self.cache_read_mtok is not None else 0
         cache_rate = self.cache_read_mtok if self.cache_read_mtok is not None else Decimal(0)
-        return (
-            Decimal(usage.input_tokens - cached) * self.input_mtok
-            + Decimal(cached) * cache_rate
-            + Decimal(usage.output_tokens) * self.output_mtok
+        paid_in = (
+            Decimal(usage.input_tokens - cached) * self.input_mtok + Decimal(cached) * cache_rate
         ) / _MTOK
+        paid_out = Decimal(usage.output_tokens) * self.output_mtok / _MTOK
+        return Cost(paid_in + paid_out, paid_in)
 
 
 def to_decimal_usd(value: Any, *, field: str = "limit_usd") -> Decimal:
@@ -100,7 +107,7 @@ def _model_price(model_name: str) -> ModelPrice | None:
 @lru_cache(maxsize=8192)
 def _table_cost(
     model_name: str, input_tokens: int, output_tokens: int, cache_read: int, cache_write: int
-) -> Decimal:
+) -> Cost:
     price = _model_price(model_name)
     assert price is not None
     usage = genai_prices.Usage(
@@ -109,7 +116,8 @@ def _table_cost(
         cache_read_tokens=cache_read,
         cache_write_tokens=cache_write,
     )
-    return Decimal(price.calc_price(usage)["total_price"])
+    calc = price.calc_price(usage)
+    return Cost(Decimal(calc["total_price"]), Decimal(calc["input_price"]))
 
 
 def known_price(model_name: str | None, prices: PriceTable | None = None) -> bool:
@@ -121,14 +129,12 @@ def known_price(model_name: str | None, prices: PriceTable | None = None) -> boo
     return _model_price(model_name) is not None
 
 
-def cost_of(
-    usage: Usage, model_name: str | None, prices: PriceTable | None = None
-) -> Decimal | None:
-    """USD cost of ``usage`` on ``model_name``; ``None`` when the model has no known price."""
+def price_of(usage: Usage, model_name: str | None, prices: PriceTable | None = None) -> Cost | None:
+    """USD cost of ``usage`` on ``model_name``, split; ``None`` when it has no known price."""
     if not model_name:
         return None
     if prices and model_name in prices:
-        return prices[model_name].cost(usage)
+        return prices[model_name].price(usage)
     if _model_price(model_name) is None:
         return None
     return _table_cost(
@@ -140,9 +146,17 @@ def cost_of(
     )
 
 
-def call_cost(
-    usage: Usage, names: Sequence[str | None], prices: PriceTable | None = None
+def cost_of(
+    usage: Usage, model_name: str | None, prices: PriceTable | None = None
 ) -> Decimal | None:
+    """USD cost of ``usage`` on ``model_name``; ``None`` when the model has no known price."""
+    cost = price_of(usage, model_name, prices)
+    return None if cost is None else cost.total
+
+
+def call_price(
+    usage: Usage, names: Sequence[str | None], prices: PriceTable | None = None
+) -> Cost | None:
     """Cost of one call that answers to several names, most specific first (the name in the
     reply, e.g. ``gpt-4o-mini-2024-07-18``, then the configured ``gpt-4o-mini``).
 
@@ -154,12 +168,20 @@ def call_cost(
     if prices:
         for name in candidates:
             if name in prices:
-                return prices[name].cost(usage)
+                return prices[name].price(usage)
     for name in candidates:
-        cost = cost_of(usage, name)
+        cost = price_of(usage, name)
         if cost is not None:
             return cost
     return None
+
+
+def call_cost(
+    usage: Usage, names: Sequence[str | None], prices: PriceTable | None = None
+) -> Decimal | None:
+    """The total of :func:`call_price`."""
+    cost = call_price(usage, names, prices)
+    return None if cost is None else cost.total
 
 
 def model_name_of(obj: Any, response_metadata: Mapping[str, Any] | None = None) -> str | None:

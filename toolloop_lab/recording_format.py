@@ -80,7 +80,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 from toolloop_lab.errors import PaidCallError, ToolLoopLabError
 from toolloop_lab.jsonl import Line, read_lines
 from toolloop_lab.jsonsafe import dumps, json_safe
-from toolloop_lab.pricing import PriceTable, cost_of, model_name_of
+from toolloop_lab.pricing import PriceTable, model_name_of, price_of
 from toolloop_lab.usage import Usage
 
 __all__ = [
@@ -305,7 +305,7 @@ class RecordedCall:
         if self.response is None:
             return Usage()
         usage = Usage.from_ai_message(self.response, prompt=list(self.request))
-        return usage.with_cost(cost_of(usage, self.model_name_reported, prices))
+        return usage.with_cost(price_of(usage, self.model_name_reported, prices))
 
     def to_json(self) -> dict[str, Any]:
         """The JSONL line (see the module doc)."""

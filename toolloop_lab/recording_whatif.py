@@ -27,7 +27,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Literal, TypeAlias
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
@@ -35,99 +35,13 @@ from langchain_core.tools import BaseTool
 from toolloop_lab.agent import AgentConfig, LLMAgent, ToolLoopResult
 from toolloop_lab.budget import current_usd_budget
 from toolloop_lab.errors import ConfigurationError, ExecutionError, ToolLoopError, ToolLoopLabError
-from toolloop_lab.events import LoopFailed, Observer, Outcome, Pruned
-from toolloop_lab.pricing import PriceTable
-from toolloop_lab.recording_format import Recording, ReplayExhaustedError
+from toolloop_lab.events import Observer, Outcome, Pruned
+from toolloop_lab.recording_format import Recording
 from toolloop_lab.recording_models import ReplayChatModel
+from toolloop_lab.run_figures import Detail, RunFigures, comparison_lines, config_text
 from toolloop_lab.sync_runner import run_sync
-from toolloop_lab.usage import Usage
 
 __all__ = ["Detail", "Outcome", "RunFigures", "WhatIfResult", "awhat_if", "what_if"]
-
-Detail: TypeAlias = Literal["beyond_recording", "incomplete"]
-"""What only record and replay can say about a ``failed`` run: it needed a reply the
-recording does not have, or (a recording) it stopped with tool calls still open."""
-
-
-@dataclass(frozen=True, slots=True)
-class RunFigures:
-    """One run's outcome and spend, recorded or replayed."""
-
-    outcome: Outcome
-    rounds: int
-    calls: int
-    """Model calls, pruning calls included."""
-    input_tokens: int
-    output_tokens: int
-    cache_read_tokens: int
-    cost_usd: Decimal | None
-    """``None`` when some call could not be priced."""
-    estimated: bool
-    """True when some token count is an estimate rather than a provider's figure."""
-    synthesis_reason: str | None = None
-    final_text: str | None = None
-    detail: Detail | None = None
-    """Why a ``failed`` run failed, where record and replay know more than the loop."""
-
-    @property
-    def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
-
-    @classmethod
-    def _of(cls, usage: Usage, outcome: Outcome, rounds: int, **extra: Any) -> RunFigures:
-        return cls(
-            outcome=outcome,
-            rounds=rounds,
-            calls=usage.requests,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cache_read_tokens=usage.cache_read_tokens,
-            cost_usd=usage.cost_usd,
-            estimated=usage.estimated,
-            **extra,
-        )
-
-    @classmethod
-    def of_recording(cls, recording: Recording, prices: PriceTable | None = None) -> RunFigures:
-        """Figures of what was recorded, read the way the loop reads them.
-
-        ``rounds`` counts the answered calls that had tools bound, less an unfinished last
-        round (a reply whose tool calls nothing followed).
-        """
-        last = recording.calls[-1]
-        rounds = sum(1 for c in recording.calls if c.tools_bound and c.response is not None)
-        usage = recording.usage(prices)
-        if last.error is not None:
-            return cls._of(usage, "failed", rounds)
-        if last.response is not None and (
-            last.response.tool_calls or last.response.invalid_tool_calls
-        ):
-            return cls._of(usage, "failed", rounds - 1, detail="incomplete")
-        final_text = last.response.text if last.response is not None else None
-        outcome: Outcome = "final_answer" if last.tools_bound else "synthesis"
-        return cls._of(usage, outcome, rounds, final_text=final_text)
-
-    @classmethod
-    def of_result(cls, result: ToolLoopResult) -> RunFigures:
-        """Figures of a finished loop."""
-        return cls._of(
-            result.usage,
-            result.outcome,
-            result.rounds,
-            synthesis_reason=result.synthesis_reason,
-            final_text=result.final_response.text,
-        )
-
-    @classmethod
-    def of_error(cls, error: ToolLoopError | ExecutionError) -> RunFigures:
-        """Figures of a loop that raised, from its partial state and closing event."""
-        beyond = isinstance(error, ToolLoopError) and isinstance(error.cause, ReplayExhaustedError)
-        detail: Detail | None = "beyond_recording" if beyond else None
-        failed = next((e for e in reversed(error.events) if isinstance(e, LoopFailed)), None)
-        if failed is not None:
-            return cls._of(failed.usage, failed.outcome, error.rounds, detail=detail)
-        usage = Usage(error.accumulated_prompt, error.accumulated_completion, cost_usd=None)
-        return cls._of(usage, "failed", error.rounds, detail=detail)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,42 +77,9 @@ class WhatIfResult:
     @property
     def summary(self) -> str:
         """A plain-text comparison table with notes on every estimate."""
-        rows = self._rows()
-        widths = [max(len(r[i]) for r in rows) for i in range(4)]
-        lines = [f"What if {_config_text(self.config)}:"]
-        lines += [
-            "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
-        ]
+        lines = [f"What if {config_text(self.config)}:"]
+        lines += comparison_lines(("recorded", "what-if"), self.recorded, self.replayed)
         return "\n".join(lines + self._notes())
-
-    def _rows(self) -> list[tuple[str, str, str, str]]:
-        rec, rep = self.recorded, self.replayed
-
-        def outcome(f: RunFigures) -> str:
-            why = f.synthesis_reason or f.detail
-            return f"{f.outcome} ({why})" if why else f.outcome
-
-        def cost(value: Decimal | None) -> str:
-            return "unpriced" if value is None else f"${value:f}"
-
-        def count(label: str, a: int, b: int, fmt: str = ",") -> tuple[str, str, str, str]:
-            return (label, f"{a:{fmt}}", f"{b:{fmt}}", f"{b - a:+,}")
-
-        change = self.cost_delta
-        return [
-            ("", "recorded", "what-if", "change"),
-            ("outcome", outcome(rec), outcome(rep), ""),
-            count("rounds", rec.rounds, rep.rounds, ""),
-            count("model calls", rec.calls, rep.calls, ""),
-            count("input tokens", rec.input_tokens, rep.input_tokens),
-            count("output tokens", rec.output_tokens, rep.output_tokens),
-            (
-                "cost (USD)",
-                cost(rec.cost_usd),
-                cost(rep.cost_usd),
-                "" if change is None else f"{change:+f}",
-            ),
-        ]
 
     def _notes(self) -> list[str]:
         notes = []
@@ -229,13 +110,6 @@ class WhatIfResult:
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         """IPython/Jupyter shows the comparison table, not the dataclass fields."""
         printer.text(self.summary)
-
-
-def _config_text(config: AgentConfig) -> str:
-    """The fields that differ from ``AgentConfig()``, as ``name=value`` (prompts left out)."""
-    prompts = ("pruning_prompt", "synthesis_prompt", "system_prompt")
-    changed = [f"{k}={v!r}" for k, v in config.changed().items() if k not in prompts]
-    return ", ".join(changed) or "the default config"
 
 
 def _prepare(

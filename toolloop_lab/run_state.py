@@ -62,7 +62,8 @@ class RunState:
         feed it to the observers."""
         event = kind(run_id=self.run_id, round=self.round, t=self.now(), **fields)
         self.events.append(event)
-        notify(self.observers, event)
+        if self.observers:
+            notify(self.observers, event)
         return event
 
     def emit_dispatch(self, outcome: DispatchOutcome) -> None:

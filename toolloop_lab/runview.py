@@ -25,6 +25,7 @@ from toolloop_lab.events import (
     LoopFinished,
     LoopStarted,
     ModelCalled,
+    ModelCallFailed,
     ModelCallStarted,
     ModelDelta,
     Pruned,
@@ -90,6 +91,8 @@ class RoundRow:
     """Text streamed so far (the whole reply's text replaces it when the call returns)."""
     interventions: list[Intervention] = field(default_factory=list)
     """What a person changed in this round."""
+    failed_calls: list[ModelCallFailed] = field(default_factory=list)
+    """Calls of this round that raised (a framework may have retried them)."""
 
     @property
     def calling(self) -> bool:
@@ -231,6 +234,14 @@ class RunView:
         row.tools = [ToolRow(c.id, c.name, dict(c.args)) for c in event.tool_calls]
         self.usage = event.accumulated
         self.last_context_tokens = event.usage.input_tokens
+
+    @_fold.register
+    def _(self, event: ModelCallFailed) -> None:
+        if event.purpose == "pruning":
+            return
+        row = self._row(event.round)
+        row.latency_s = event.latency_s  # not calling any more
+        row.failed_calls.append(event)
 
     @_fold.register
     def _(self, event: ToolStarted) -> None:

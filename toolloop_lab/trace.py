@@ -192,12 +192,21 @@ class TraceRead:
             seen.setdefault(event.run_id, None)
         return tuple(seen)
 
+    @property
+    def top_level_run_ids(self) -> tuple[str, ...]:
+        """The runs nothing else started, in order (a sub-agent called as a tool is a run
+        of its own, with a ``parent_run_id``: it is left out here)."""
+        nested = {e.run_id for e in self.events if isinstance(e, LoopStarted) and e.parent_run_id}
+        return tuple(i for i in self.run_ids if i not in nested)
+
     def run(self, run_id: str | None = None) -> tuple[Event, ...]:
-        """The events of one run (default: the last run that started)."""
+        """The events of one run (default: the last top-level run that started; a nested
+        sub-agent starts after the run that called it, so "the last run" would be it)."""
         ids = self.run_ids
         if not ids:
             return ()
-        wanted = ids[-1] if run_id is None else run_id
+        top = self.top_level_run_ids
+        wanted = (top[-1] if top else ids[-1]) if run_id is None else run_id
         if wanted not in ids:
             raise KeyError(f"run {run_id!r} is not in {self.path}")
         return tuple(e for e in self.events if e.run_id == wanted)

@@ -12,7 +12,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 
 from toolloop_lab.fields import Count, FiniteDecimal, Flag
 
-__all__ = ["Usage", "estimate_tokens"]
+__all__ = ["Cost", "Usage", "estimate_tokens"]
 
 
 def _count(value: Any) -> int | None:
@@ -27,6 +27,20 @@ def _count(value: Any) -> int | None:
     if isinstance(value, float) and value.is_integer() and value >= 0:
         return int(value)
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """The USD cost of priced usage: the total and its input part (cached input and cache
+    writes included), so a view can split it without knowing the price."""
+
+    total: Decimal
+    input: Decimal
+
+    @property
+    def output(self) -> Decimal:
+        """The output part (reasoning included)."""
+        return self.total - self.input
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +62,23 @@ class Usage:
     none, or reported counts that cannot all be true."""
     cost_usd: FiniteDecimal | None = Decimal(0)
     """Cost in USD; ``None`` means unknown (unpriced), never zero."""
+    input_cost_usd: FiniteDecimal | None = None
+    """The input part of ``cost_usd`` (cached input and cache writes included); ``None``
+    when the split is not known (usage priced before it was recorded, or unpriced)."""
+
+    @property
+    def output_cost_usd(self) -> Decimal | None:
+        """The output part of ``cost_usd`` (derived, so it never goes stale)."""
+        split = self._input_part()
+        if self.cost_usd is None or split is None:
+            return None
+        return self.cost_usd - split
+
+    def _input_part(self) -> Decimal | None:
+        """The input part; an empty usage has a known part of zero."""
+        if self.input_cost_usd is None and self.requests == 0 and self.cost_usd == 0:
+            return Decimal(0)
+        return self.input_cost_usd
 
     @property
     def total_tokens(self) -> int:
@@ -62,6 +93,8 @@ class Usage:
             if self.cost_usd is None or other.cost_usd is None
             else self.cost_usd + other.cost_usd
         )
+        a, b = self._input_part(), other._input_part()
+        split = None if cost is None or a is None or b is None else a + b
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
@@ -70,10 +103,14 @@ class Usage:
             requests=self.requests + other.requests,
             estimated=self.estimated or other.estimated,
             cost_usd=cost,
+            input_cost_usd=split,
         )
 
-    def with_cost(self, cost_usd: Decimal | None) -> Usage:
-        """The same counts with a cost attached."""
+    def with_cost(self, cost: Cost | Decimal | None) -> Usage:
+        """The same counts with a cost attached (split into input and output when ``cost``
+        is a :class:`~toolloop_lab.pricing.Cost`)."""
+        total = cost.total if isinstance(cost, Cost) else cost
+        split = cost.input if isinstance(cost, Cost) else None
         return Usage(
             self.input_tokens,
             self.output_tokens,
@@ -81,7 +118,8 @@ class Usage:
             self.cache_write_tokens,
             self.requests,
             self.estimated,
-            cost_usd,
+            total,
+            split,
         )
 
     @classmethod
@@ -141,6 +179,7 @@ class Usage:
             "requests": self.requests,
             "estimated": self.estimated,
             "cost_usd": None if self.cost_usd is None else str(self.cost_usd),
+            "input_cost_usd": None if self.input_cost_usd is None else str(self.input_cost_usd),
         }
 
 

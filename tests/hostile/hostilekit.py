@@ -30,6 +30,7 @@ from toolloop_lab.events import (
     LoopFinished,
     LoopStarted,
     ModelCalled,
+    ModelCallFailed,
     ModelCallStarted,
     ModelDelta,
     Pruned,
@@ -119,10 +120,10 @@ def check_starts(events: Sequence[Event], final: LoopFinished | LoopFailed) -> N
             assert ends[event.tool_call_id] > i, event
     sent = [e.call for e in events if isinstance(e, ModelCallStarted)]
     assert sent == list(range(1, len(sent) + 1)), sent  # numbered in order, none skipped
-    replied = [e.call for e in events if isinstance(e, (ModelCalled, Pruned))]
-    assert len(replied) == len(set(replied)), replied
-    missing = set(sent) - set(replied)
-    assert not missing or isinstance(final, LoopFailed), missing
+    ended = [e.call for e in events if isinstance(e, (ModelCalled, Pruned, ModelCallFailed))]
+    assert sorted(ended) == sent, (sent, ended)  # every call sent ends exactly once
+    failed = [e for e in events if isinstance(e, ModelCallFailed)]
+    assert not failed or isinstance(final, LoopFailed), failed
     for event in events:
         if isinstance(event, ModelDelta):
             assert event.call in sent

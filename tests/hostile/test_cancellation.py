@@ -30,7 +30,7 @@ from langchain_core.tools import BaseTool, StructuredTool, tool
 from loopkit import MODEL, calls, final, tool_call, usage
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
-from toolloop_lab.events import Event, LoopFailed
+from toolloop_lab.events import Event, LoopFailed, ModelCallFailed
 from toolloop_lab.hooks import PausePoint
 from toolloop_lab.usage import Usage
 
@@ -100,7 +100,16 @@ async def test_cancel_during_the_first_model_call() -> None:
     await _cancel_when(LLMAgent(model, [], observers=[events.append]), model.waiting.wait)
 
     failed = _failed(events)
-    assert kinds(events) == ["loop_start", "round_start", "model_call_start", "loop_failure"]
+    assert kinds(events) == [
+        "loop_start",
+        "round_start",
+        "model_call_start",
+        "model_call_failed",
+        "loop_failure",
+    ]
+    stopped = events[3]
+    assert isinstance(stopped, ModelCallFailed)
+    assert (stopped.call, stopped.error_type) == (1, "CancelledError")
     assert (failed.round, failed.rounds, failed.usage) == (1, 0, Usage())
     assert failed.any_invocation_made is True
 
@@ -138,7 +147,12 @@ async def test_cancel_during_the_synthesis_call(echo_tool: BaseTool) -> None:
     await _cancel_when(agent, model.waiting.wait)
 
     failed = _failed(events)
-    assert kinds(events)[-3:] == ["synthesis", "model_call_start", "loop_failure"]
+    assert kinds(events)[-4:] == [
+        "synthesis",
+        "model_call_start",
+        "model_call_failed",
+        "loop_failure",
+    ]
     assert (failed.round, failed.rounds) == (2, 1)
 
 

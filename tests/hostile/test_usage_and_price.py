@@ -78,6 +78,7 @@ async def test_unusable_counts_are_estimated_and_flagged(name: str) -> None:
         requests=1,
         estimated=True,
         cost_usd=reference_cost([(_expected_in(), _expected_out(AIMessage(ANSWER)))]),
+        input_cost_usd=reference_cost([(_expected_in(), 0)]),
     )
     assert called.usage == expected
     assert result.usage == expected

@@ -1,4 +1,5 @@
-"""pandas frames of a sweep: one row per scenario, per round, per event.
+"""pandas frames of a sweep: one row per scenario, per turn, per round, per tool call, per
+event.
 
 Every row is folded from a run's events by :class:`~toolloop_lab.runview.RunView` — the
 same fold the live widget and the HTML report read — so the numbers here can never
@@ -7,11 +8,23 @@ disagree with what a person saw. Token columns split the spend without overlap:
 synthesis), ``pruning_tokens`` is everything the pruning calls used (input and output);
 the three add up to ``total_tokens``. Costs are float USD with a separate ``cost_known``
 flag: an unpriced run has ``cost_usd`` NaN, never a silent zero.
+
+A scenario of several turns runs the loop once per turn. Its ``runs`` row adds its turns
+up (tokens, cost, rounds, tool calls, times) and shows how the conversation ended: the
+outcome, error and answer of the last turn that ran, which is the failed one when a turn
+failed (a failed turn ends the scenario). The ``turns`` frame has one row per turn the
+scenario holds, turns that never ran included (outcome ``<NA>``, nothing spent), and every
+other frame has a ``turn`` column (numbered from 1).
+
+Times are seconds: ``elapsed_s`` is the loop's own clock (its last event), ``latency_s``
+and ``model_latency_s`` the model calls, ``first_token_s`` a streamed call's first text,
+``duration_s`` of a tool call its run. They differ from run to run, as run ids do:
+:func:`drop_volatile` removes every such column before two sweeps are compared.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from typing import Any, Final
 
@@ -26,19 +39,38 @@ __all__ = [
     "EVENT_DTYPES",
     "ROUND_DTYPES",
     "RUN_DTYPES",
+    "TOOL_DTYPES",
+    "TURN_DTYPES",
+    "VOLATILE_COLUMNS",
+    "drop_volatile",
     "events_frame",
     "rounds_frame",
     "runs_frame",
     "spend_table",
+    "tools_frame",
+    "turn_table",
+    "turns_frame",
 ]
 
 _GATE_STATES: Final = pd.CategoricalDtype(["off", "passed", "tripped"])
+_OUTCOME: Final = pd.CategoricalDtype(list(OUTCOMES))
 
-RUN_DTYPES: Final[dict[str, Any]] = {
-    "scenario": "string",
-    "tags": "object",
-    "model": "string",
-    "outcome": pd.CategoricalDtype(list(OUTCOMES)),
+VOLATILE_COLUMNS: Final = (
+    "run_id",
+    "duration_s",
+    "elapsed_s",
+    "model_latency_s",
+    "latency_s",
+    "first_token_s",
+    "tool_time_s",
+    "started_s",
+    "t",
+    "event",
+)
+"""Columns that differ between two runs of the same sweep: random run ids, wall times and
+the events themselves (they carry both)."""
+
+_SPEND: Final[dict[str, Any]] = {
     "rounds": "int64",
     "model_calls": "int64",
     "prompt_tokens": "int64",
@@ -59,13 +91,42 @@ RUN_DTYPES: Final[dict[str, Any]] = {
     "error_reason": "string",
     "error": "string",
     "final_text": "string",
+}
+"""What a scenario row and a turn row share: spend, tools, synthesis, error, answer."""
+
+RUN_DTYPES: Final[dict[str, Any]] = {
+    "scenario": "string",
+    "tags": "object",
+    "model": "string",
+    "outcome": _OUTCOME,
+    "turns": "int64",
+    "turns_run": "int64",
+    **_SPEND,
+    "elapsed_s": "float64",
+    "model_latency_s": "float64",
     "duration_s": "float64",
     "run_id": "string",
 }
-"""Columns of :attr:`LabResults.runs`, in order, with their dtypes."""
+"""Columns of :attr:`LabResults.runs`, in order, with their dtypes. ``turns`` is how many
+the scenario holds, ``turns_run`` how many ran; ``run_id`` is the last turn's."""
+
+TURN_DTYPES: Final[dict[str, Any]] = {
+    "scenario": "string",
+    "turn": "int64",
+    "message": "string",
+    "outcome": _OUTCOME,
+    **_SPEND,
+    "context_tokens": "int64",
+    "elapsed_s": "float64",
+    "model_latency_s": "float64",
+    "run_id": "string",
+}
+"""Columns of :attr:`LabResults.turns`: one row per turn per scenario. ``context_tokens`` is
+the input of the turn's last model call (how much of the conversation it carried)."""
 
 ROUND_DTYPES: Final[dict[str, Any]] = {
     "scenario": "string",
+    "turn": "int64",
     "round": "int64",
     "purpose": pd.CategoricalDtype(["round", "synthesis"]),
     "prompt_tokens": "int64",
@@ -81,7 +142,10 @@ ROUND_DTYPES: Final[dict[str, Any]] = {
     "tokens_saved_by_pruning": "int64",
     "net_tokens_saved": "int64",
     "stuck": "bool",
+    "failed_calls": "int64",
     "latency_s": "float64",
+    "first_token_s": "float64",
+    "tool_time_s": "float64",
     "token_gate": _GATE_STATES,
     "token_spent": "Int64",
     "token_limit": "Int64",
@@ -90,11 +154,36 @@ ROUND_DTYPES: Final[dict[str, Any]] = {
     "usd_limit": "float64",
     "synthesis_reason": "string",
 }
-"""Columns of :attr:`LabResults.rounds`: one row per round (or synthesis) per scenario.
-Gate columns hold the last check of that gate in the round; ``off`` means none ran."""
+"""Columns of :attr:`LabResults.rounds`: one row per round (or synthesis) per turn per
+scenario. Gate columns hold the last check of that gate in the round; ``off`` means none
+ran. ``cumulative_*`` run over the whole scenario, turns included. ``failed_calls`` counts
+the round's model calls that raised (``latency_s`` is then the time until the failure).
+``first_token_s`` is NaN unless the call streamed; ``tool_time_s`` is the wall time from the
+round's first tool start to its last tool end (NaN when no tool ran)."""
+
+TOOL_DTYPES: Final[dict[str, Any]] = {
+    "scenario": "string",
+    "turn": "int64",
+    "round": "int64",
+    "call": "int64",
+    "tool_call_id": "string",
+    "name": "string",
+    "status": "string",
+    "error_reason": "string",
+    "ran": "bool",
+    "started_s": "float64",
+    "duration_s": "float64",
+    "output_chars": "int64",
+    "pruned": "bool",
+    "tokens_saved_by_pruning": "int64",
+}
+"""Columns of :attr:`LabResults.tools`: one row per tool call, in call order within its
+round. ``started_s`` is the run time it began (NaN for a call answered without running);
+``duration_s`` how long it took."""
 
 EVENT_DTYPES: Final[dict[str, Any]] = {
     "scenario": "string",
+    "turn": "int64",
     "seq": "int64",
     "run_id": "string",
     "kind": pd.CategoricalDtype(list(EVENT_TYPES)),
@@ -102,11 +191,22 @@ EVENT_DTYPES: Final[dict[str, Any]] = {
     "t": "float64",
     "event": "object",
 }
-"""Columns of :attr:`LabResults.events`; ``event`` holds the frozen event itself."""
+"""Columns of :attr:`LabResults.events`; ``seq`` counts the scenario's events (all turns);
+``event`` holds the frozen event itself."""
+
+
+def drop_volatile(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` without the :data:`VOLATILE_COLUMNS` it has: what two runs of one sweep
+    must agree on."""
+    return frame.drop(columns=[c for c in VOLATILE_COLUMNS if c in frame.columns])
 
 
 def _usd(value: Decimal | None) -> float:
     return float("nan") if value is None else float(value)
+
+
+def _seconds(value: float | None) -> float:
+    return float("nan") if value is None else value
 
 
 def _frame(rows: dict[str, list[Any]], dtypes: dict[str, Any]) -> pd.DataFrame:
@@ -118,116 +218,235 @@ def _columns(dtypes: dict[str, Any]) -> dict[str, list[Any]]:
     return {name: [] for name in dtypes}
 
 
-def _pruning_usage(view: RunView) -> Usage:
+def _add(cols: dict[str, list[Any]], values: dict[str, Any]) -> None:
+    for name, value in values.items():
+        cols[name].append(value)
+
+
+def _sum(usages: Iterable[Usage]) -> Usage:
     total = Usage()
-    for row in view.rounds:
-        total = total + row.pruning_usage
+    for usage in usages:
+        total = total + usage
     return total
+
+
+def _spend(views: Sequence[RunView]) -> dict[str, Any]:
+    """The spend, tool and synthesis columns of one turn, or of a scenario's turns added
+    up (``any`` for the flags, the first synthesis for its reason)."""
+    usage = _sum(v.usage for v in views)
+    pruning = _sum(r.pruning_usage for v in views for r in v.rounds)
+    tools = [t for v in views for r in v.rounds for t in r.tools]
+    ends = [v.finished or v.failure for v in views]
+    synthesis = next((r for v in views for r in v.rounds if r.purpose == "synthesis"), None)
+    return {
+        "rounds": sum(e.rounds for e in ends if e is not None),
+        "model_calls": usage.requests,
+        "prompt_tokens": usage.input_tokens - pruning.input_tokens,
+        "completion_tokens": usage.output_tokens - pruning.output_tokens,
+        "pruning_tokens": pruning.total_tokens,
+        "total_tokens": usage.total_tokens,
+        "tokens_saved_by_pruning": sum(v.tokens_saved for v in views),
+        "net_tokens_saved": sum(v.net_saved for v in views),
+        "tool_calls": len(tools),
+        "tool_errors": sum(1 for t in tools if t.status == "error"),
+        "cost_usd": _usd(usage.cost_usd),
+        "cost_known": usage.cost_usd is not None,
+        "usage_estimated": usage.estimated,
+        "budget_exhausted": any("tripped" in (v.token_gate, v.usd_gate) for v in views),
+        "synthesis_was_run": synthesis is not None,
+        "synthesis_reason": synthesis.synthesis_reason if synthesis else None,
+    }
+
+
+def _model_latency(views: Sequence[RunView]) -> float:
+    return sum(r.latency_s for v in views for r in v.rounds if r.latency_s is not None)
 
 
 def runs_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
     """One row per scenario, in sweep order (see :data:`RUN_DTYPES`)."""
     cols = _columns(RUN_DTYPES)
     for rec in records:
-        view = rec.view()
-        pruning = _pruning_usage(view)
-        usage = view.usage
-        tools = [t for r in view.rounds for t in r.tools]
-        end = view.finished or view.failure
-        synthesis = next((r for r in view.rounds if r.purpose == "synthesis"), None)
-        values: dict[str, Any] = {
-            "scenario": rec.scenario,
-            "tags": rec.tags,
-            "model": rec.model_name,
-            "outcome": rec.outcome,
-            "rounds": end.rounds if end is not None else 0,
-            "model_calls": usage.requests,
-            "prompt_tokens": usage.input_tokens - pruning.input_tokens,
-            "completion_tokens": usage.output_tokens - pruning.output_tokens,
-            "pruning_tokens": pruning.total_tokens,
-            "total_tokens": usage.total_tokens,
-            "tokens_saved_by_pruning": view.tokens_saved,
-            "net_tokens_saved": view.net_saved,
-            "tool_calls": len(tools),
-            "tool_errors": sum(1 for t in tools if t.status == "error"),
-            "cost_usd": _usd(usage.cost_usd),
-            "cost_known": usage.cost_usd is not None,
-            "usage_estimated": usage.estimated,
-            "budget_exhausted": "tripped" in (view.token_gate, view.usd_gate),
-            "synthesis_was_run": synthesis is not None,
-            "synthesis_reason": synthesis.synthesis_reason if synthesis else None,
-            "error_kind": rec.error_kind,
-            "error_reason": rec.error_reason,
-            "error": rec.error_message,
-            "final_text": rec.final_text,
-            "duration_s": rec.duration_s,
-            "run_id": view.run_id,
-        }
-        for name, value in values.items():
-            cols[name].append(value)
+        views = rec.views()
+        _add(
+            cols,
+            {
+                "scenario": rec.scenario,
+                "tags": rec.tags,
+                "model": rec.model_name,
+                "outcome": rec.outcome,
+                "turns": rec.planned_turns,
+                "turns_run": len(views),
+                **_spend(views),
+                "error_kind": rec.error_kind,
+                "error_reason": rec.error_reason,
+                "error": rec.error_message,
+                "final_text": rec.final_text,
+                "elapsed_s": sum(v.elapsed_s for v in views),
+                "model_latency_s": _model_latency(views),
+                "duration_s": rec.duration_s,
+                "run_id": views[-1].run_id if views else None,
+            },
+        )
     return _frame(cols, RUN_DTYPES)
+
+
+def turns_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
+    """One row per turn per scenario, turns that never ran included (see
+    :data:`TURN_DTYPES`)."""
+    cols = _columns(TURN_DTYPES)
+    for rec in records:
+        views = rec.views()
+        failed = rec.failed_turn
+        for number in range(1, rec.planned_turns + 1):
+            view = views[number - 1] if number <= len(views) else None
+            spent = _spend([view] if view is not None else [])
+            end = None if view is None else view.finished or view.failure
+            outcome = end.outcome if end is not None else None
+            error = number == failed
+            _add(
+                cols,
+                {
+                    "scenario": rec.scenario,
+                    "turn": number,
+                    "message": rec.turns[number - 1] if number <= len(rec.turns) else None,
+                    "outcome": rec.outcome if error and outcome is None else outcome,
+                    **spent,
+                    "error_kind": rec.error_kind if error else None,
+                    "error_reason": rec.error_reason if error else None,
+                    "error": rec.error_message if error else None,
+                    "final_text": view.final_text if view is not None else None,
+                    "context_tokens": view.last_context_tokens if view is not None else 0,
+                    "elapsed_s": view.elapsed_s if view is not None else float("nan"),
+                    "model_latency_s": (
+                        _model_latency([view]) if view is not None else float("nan")
+                    ),
+                    "run_id": view.run_id if view is not None else None,
+                },
+            )
+    return _frame(cols, TURN_DTYPES)
 
 
 def _last_gate(row: RoundRow, kind: str) -> BudgetGate | None:
     return next((g for g in reversed(row.gates) if g.gate == kind), None)
 
 
+def _tool_time(row: RoundRow) -> float:
+    """From the round's first tool start to its last tool end; NaN when no tool ran."""
+    ran = [
+        (t.started_t, t.duration_s)
+        for t in row.tools
+        if t.started_t is not None and t.duration_s is not None
+    ]
+    if not ran:
+        return float("nan")
+    start = min(began for began, _ in ran)
+    end = max(began + took for began, took in ran)
+    return max(end - start, 0.0)
+
+
 def rounds_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
-    """One row per round (synthesis included) per scenario (see :data:`ROUND_DTYPES`)."""
+    """One row per round (synthesis included) per turn per scenario (see
+    :data:`ROUND_DTYPES`)."""
     cols = _columns(ROUND_DTYPES)
     for rec in records:
         tokens_so_far = 0
         cost_so_far: Decimal | None = Decimal(0)
-        for row in rec.view().rounds:
-            spent = row.usage + row.pruning_usage
-            cost = row.cost_usd
-            tokens_so_far += spent.total_tokens
-            cost_so_far = None if cost is None or cost_so_far is None else cost_so_far + cost
-            token = _last_gate(row, "token")
-            usd = _last_gate(row, "usd")
-            values: dict[str, Any] = {
-                "scenario": rec.scenario,
-                "round": row.number,
-                "purpose": row.purpose,
-                "prompt_tokens": row.usage.input_tokens,
-                "completion_tokens": row.usage.output_tokens,
-                "pruning_tokens": row.pruning_usage.total_tokens,
-                "total_tokens": spent.total_tokens,
-                "cost_usd": _usd(cost),
-                "cost_known": cost is not None,
-                "cumulative_tokens": tokens_so_far,
-                "cumulative_cost_usd": _usd(cost_so_far),
-                "tool_calls": len(row.tools),
-                "tool_errors": sum(1 for t in row.tools if t.status == "error"),
-                "tokens_saved_by_pruning": row.tokens_saved,
-                "net_tokens_saved": row.net_saved,
-                "stuck": row.stuck,
-                "latency_s": float("nan") if row.latency_s is None else row.latency_s,
-                "token_gate": row.gate("token"),
-                "token_spent": None if token is None else int(token.spent),
-                "token_limit": None if token is None else int(token.limit),
-                "usd_gate": row.gate("usd"),
-                "usd_spent": _usd(None if usd is None else usd.spent),
-                "usd_limit": _usd(None if usd is None else usd.limit),
-                "synthesis_reason": row.synthesis_reason,
-            }
-            for name, value in values.items():
-                cols[name].append(value)
+        for turn, view in enumerate(rec.views(), start=1):
+            for row in view.rounds:
+                spent = row.usage + row.pruning_usage
+                cost = row.cost_usd
+                tokens_so_far += spent.total_tokens
+                cost_so_far = None if cost is None or cost_so_far is None else cost_so_far + cost
+                token = _last_gate(row, "token")
+                usd = _last_gate(row, "usd")
+                _add(
+                    cols,
+                    {
+                        "scenario": rec.scenario,
+                        "turn": turn,
+                        "round": row.number,
+                        "purpose": row.purpose,
+                        "prompt_tokens": row.usage.input_tokens,
+                        "completion_tokens": row.usage.output_tokens,
+                        "pruning_tokens": row.pruning_usage.total_tokens,
+                        "total_tokens": spent.total_tokens,
+                        "cost_usd": _usd(cost),
+                        "cost_known": cost is not None,
+                        "cumulative_tokens": tokens_so_far,
+                        "cumulative_cost_usd": _usd(cost_so_far),
+                        "tool_calls": len(row.tools),
+                        "tool_errors": sum(1 for t in row.tools if t.status == "error"),
+                        "tokens_saved_by_pruning": row.tokens_saved,
+                        "net_tokens_saved": row.net_saved,
+                        "stuck": row.stuck,
+                        "failed_calls": len(row.failed_calls),
+                        "latency_s": _seconds(row.latency_s),
+                        "first_token_s": _seconds(row.first_token_s),
+                        "tool_time_s": _tool_time(row),
+                        "token_gate": row.gate("token"),
+                        "token_spent": None if token is None else int(token.spent),
+                        "token_limit": None if token is None else int(token.limit),
+                        "usd_gate": row.gate("usd"),
+                        "usd_spent": _usd(None if usd is None else usd.spent),
+                        "usd_limit": _usd(None if usd is None else usd.limit),
+                        "synthesis_reason": row.synthesis_reason,
+                    },
+                )
     return _frame(cols, ROUND_DTYPES)
+
+
+def tools_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
+    """One row per tool call per round per turn per scenario (see :data:`TOOL_DTYPES`)."""
+    cols = _columns(TOOL_DTYPES)
+    for rec in records:
+        for turn, view in enumerate(rec.views(), start=1):
+            for row in view.rounds:
+                for call, tool in enumerate(row.tools, start=1):
+                    _add(
+                        cols,
+                        {
+                            "scenario": rec.scenario,
+                            "turn": turn,
+                            "round": row.number,
+                            "call": call,
+                            "tool_call_id": tool.id,
+                            "name": tool.name,
+                            "status": tool.status,
+                            "error_reason": tool.error_reason,
+                            "ran": tool.ran,
+                            "started_s": _seconds(tool.started_t),
+                            "duration_s": _seconds(tool.duration_s),
+                            "output_chars": tool.output_chars,
+                            "pruned": tool.pruning is not None,
+                            "tokens_saved_by_pruning": (
+                                tool.pruning.tokens_saved if tool.pruning is not None else 0
+                            ),
+                        },
+                    )
+    return _frame(cols, TOOL_DTYPES)
 
 
 def events_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
     """The raw event stream, one row per event, scenario by scenario, in emitted order."""
     cols = _columns(EVENT_DTYPES)
     for rec in records:
-        for seq, event in enumerate(rec.events):
-            cols["scenario"].append(rec.scenario)
-            cols["seq"].append(seq)
-            cols["run_id"].append(event.run_id)
-            cols["kind"].append(event.kind)
-            cols["round"].append(event.round)
-            cols["t"].append(event.t)
-            cols["event"].append(event)
+        seq = 0
+        for turn, events in enumerate(rec.turn_events(), start=1):
+            for event in events:
+                _add(
+                    cols,
+                    {
+                        "scenario": rec.scenario,
+                        "turn": turn,
+                        "seq": seq,
+                        "run_id": event.run_id,
+                        "kind": event.kind,
+                        "round": event.round,
+                        "t": event.t,
+                        "event": event,
+                    },
+                )
+                seq += 1
     return _frame(cols, EVENT_DTYPES)
 
 
@@ -292,6 +511,61 @@ def spend_table(runs: pd.DataFrame) -> str:
         ]
     )
     return _fixed_width(list(_TABLE.values()), rows, right={2, 3, 4, 5, 6, 7})
+
+
+_TURN_TABLE: Final = (
+    "scenario",
+    "turn",
+    "outcome",
+    "rounds",
+    "tools",
+    "tool errors",
+    "prompt",
+    "completion",
+    "cost (USD)",
+    "error",
+)
+
+
+def turn_table(turns: pd.DataFrame) -> str:
+    """The spend per turn as fixed-width text, with a total line: each scenario's turns in
+    order, ``not run`` for turns after a failed one; ``error`` is ``kind: reason``."""
+    rows: list[list[Any]] = []
+    for row in turns.to_dict("records"):
+        ran = not pd.isna(row["outcome"])
+        rows.append(
+            [
+                str(row["scenario"]),
+                int(row["turn"]),
+                str(row["outcome"]) if ran else "not run",
+                int(row["rounds"]),
+                int(row["tool_calls"]),
+                int(row["tool_errors"]),
+                int(row["prompt_tokens"]),
+                int(row["completion_tokens"]),
+                _cost_text(row["cost_usd"], bool(row["cost_known"])),
+                "" if pd.isna(row["error_kind"]) else f"{row['error_kind']}: {row['error_reason']}",
+            ]
+        )
+    total_cost = _cost_text(float(turns["cost_usd"].fillna(0).sum()), True)
+    if not bool(turns["cost_known"].all()):
+        total_cost += " + unknown"
+    ran_count = int(turns["outcome"].notna().sum())
+    rows.append(
+        [
+            "TOTAL",
+            "",
+            f"{ran_count} of {len(turns)} ran",
+            int(turns["rounds"].sum()),
+            int(turns["tool_calls"].sum()),
+            int(turns["tool_errors"].sum()),
+            int(turns["prompt_tokens"].sum()),
+            int(turns["completion_tokens"].sum()),
+            total_cost,
+            "",
+        ]
+    )
+    return _fixed_width(list(_TURN_TABLE), rows, right={1, 3, 4, 5, 6, 7, 8})
 
 
 def _fixed_width(header: list[str], rows: list[list[Any]], right: set[int]) -> str:

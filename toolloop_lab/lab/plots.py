@@ -26,7 +26,9 @@ __all__ = [
     "budget_gates_figure",
     "cost_per_round_figure",
     "pruning_savings_figure",
+    "scenario_rounds",
     "spend_figure",
+    "turns_figure",
 ]
 
 _MAX_LEGEND: Final = 15
@@ -58,6 +60,19 @@ def _usd_axis(ax: Axes, largest: float) -> None:
     """Dollar ticks with enough decimals for the data (fractions of a cent are common)."""
     digits = 2 if largest <= 0 else max(2, min(10, 2 - math.floor(math.log10(largest))))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"${v:.{digits}f}"))
+
+
+def scenario_rounds(group: pd.DataFrame) -> pd.Series:
+    """One scenario's round rows numbered across its turns: a later turn's rounds go on
+    after the earlier turns' last round (a one-turn scenario keeps its round numbers)."""
+    last = group.groupby("turn", sort=True)["round"].max()
+    offsets = last.cumsum().shift(1, fill_value=0)
+    return group["round"] + group["turn"].map(offsets)
+
+
+def _round_label(rounds: pd.DataFrame) -> str:
+    several = "turn" in rounds.columns and bool(rounds["turn"].gt(1).any())
+    return "round (counted on across turns)" if several else "round"
 
 
 def spend_figure(runs: pd.DataFrame) -> Figure:
@@ -93,7 +108,7 @@ def cost_per_round_figure(rounds: pd.DataFrame) -> Figure:
     fig = Figure(figsize=(8.0, 4.8), layout="constrained")
     ax = fig.add_subplot()
     ax.set_title("Cost per round (model call + pruning)")
-    ax.set_xlabel("round")
+    ax.set_xlabel(_round_label(rounds))
     ax.set_ylabel("cost per round (USD)")
     known = rounds[rounds["cost_known"]]
     if known.empty:
@@ -102,11 +117,12 @@ def cost_per_round_figure(rounds: pd.DataFrame) -> Figure:
     groups = list(known.groupby("scenario", sort=False, observed=True))
     synthesis_label = "synthesis call"
     for name, group in groups:
-        ax.plot(group["round"], group["cost_usd"], marker="o", label=_label(name))
+        x = scenario_rounds(group)
+        ax.plot(x, group["cost_usd"], marker="o", label=_label(name))
         synth = group[group["purpose"] == "synthesis"]
         if not synth.empty:
             ax.plot(
-                synth["round"],
+                x[synth.index],
                 synth["cost_usd"],
                 "s",
                 color="black",
@@ -154,7 +170,7 @@ def budget_gates_figure(rounds: pd.DataFrame) -> Figure:
     fig = Figure(figsize=(8.0, 4.8), layout="constrained")
     ax = fig.add_subplot()
     ax.set_title("Budget gates over rounds")
-    ax.set_xlabel("round")
+    ax.set_xlabel(_round_label(rounds))
     ax.set_ylabel("spend at gate (% of limit)")
     series = 0
     tripped_x: list[int] = []
@@ -167,11 +183,12 @@ def budget_gates_figure(rounds: pd.DataFrame) -> Figure:
         checked = rounds[(rounds[f"{gate}_gate"] != "off") & (rounds[limit_col] > 0)]
         for name, group in checked.groupby("scenario", sort=False, observed=True):
             share = (group[spent_col].astype(float) / group[limit_col].astype(float)) * 100.0
-            ax.plot(group["round"], share, marker="o", label=f"{_label(name)} ({unit})")
+            x = scenario_rounds(group)
+            ax.plot(x, share, marker="o", label=f"{_label(name)} ({unit})")
             series += 1
             peak = max(peak, float(share.max()))
             trip = group[f"{gate}_gate"] == "tripped"
-            tripped_x.extend(int(r) for r in group["round"][trip])
+            tripped_x.extend(int(r) for r in x[trip])
             tripped_y.extend(float(s) for s in share[trip])
     if not series:
         _empty(ax, "no budget gates in these runs")
@@ -184,5 +201,40 @@ def budget_gates_figure(rounds: pd.DataFrame) -> Figure:
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}%"))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     if series <= _MAX_LEGEND:
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return fig
+
+
+def turns_figure(turns: pd.DataFrame) -> Figure:
+    """One line per scenario: the tokens each turn spent (model and pruning calls); a turn
+    that failed is marked ✕, turns that never ran are left out."""
+    fig = Figure(figsize=(8.0, 4.8), layout="constrained")
+    ax = fig.add_subplot()
+    ax.set_title("Tokens per turn")
+    ax.set_xlabel("turn")
+    ax.set_ylabel("tokens")
+    ran = turns[turns["outcome"].notna()]
+    if ran.empty:
+        _empty(ax, "no turn ran")
+        return fig
+    groups = list(ran.groupby("scenario", sort=False, observed=True))
+    failed_label = "failed turn"
+    for name, group in groups:
+        ax.plot(group["turn"], group["total_tokens"], marker="o", label=_label(name))
+        failed = group[group["error_kind"].notna()]
+        if not failed.empty:
+            ax.scatter(
+                failed["turn"],
+                failed["total_tokens"],
+                marker="x",
+                s=80,
+                color="red",
+                zorder=3,
+                label=failed_label,
+            )
+            failed_label = "_nolegend_"
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))
+    if len(groups) <= _MAX_LEGEND:
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig

@@ -1,9 +1,15 @@
 """``ScenarioRun``: what one scenario left behind — its outcome and its whole event stream.
 
-This is the unit a sweep collects, saves and (later) ships back from a remote worker, so it
-is a frozen, picklable value holding only the outcome label, the error fields, the wall
-time and the events. Every figure in the lab's frames, plots and report is derived from the
-events through :class:`~toolloop_lab.runview.RunView`, never stored twice.
+This is the unit a sweep collects, saves and ships back from a remote worker, so it is a
+frozen, picklable value holding only the outcome label, the error fields, the wall time,
+the turns' user messages and the events. Every figure in the lab's frames, plots and report
+is derived from the events through :class:`~toolloop_lab.runview.RunView`, never stored
+twice.
+
+A scenario of several turns runs the loop once per turn, each run with its own run id; its
+events are the turns' streams one after the other, so :meth:`ScenarioRun.turn_events` splits
+them again wherever the run id changes. A failed turn ends the scenario (the turns after it
+never run), so the scenario's outcome and error are those of its last turn that ran.
 """
 
 from __future__ import annotations
@@ -26,8 +32,9 @@ __all__ = ["OUTCOMES", "Outcome", "ScenarioRun", "error_fields", "outcome_of_eve
 
 
 def outcome_of_events(events: tuple[Event, ...]) -> Outcome:
-    """The outcome the loop set on its closing event; ``failed`` when there is none (the
-    scenario could not even be built, or its worker was lost)."""
+    """The outcome the loop set on its last closing event (the last turn that ran);
+    ``failed`` when there is none (the scenario could not even be built, or its worker was
+    lost)."""
     for event in reversed(events):
         if isinstance(event, (LoopFinished, LoopFailed)):
             return event.outcome
@@ -69,23 +76,61 @@ class ScenarioRun:
     error_reason: str | None
     error_message: str | None
     duration_s: float
-    """Wall time of the run, building the agent included."""
+    """Wall time of the run, building the agent and every turn included."""
     events: tuple[Event, ...]
+    """Every turn's events, turn after turn."""
+    turns: tuple[str, ...] = ()
+    """The user message of each planned turn (empty in saves written before turns)."""
 
     @property
     def failed(self) -> bool:
         """The run raised instead of returning a result (see ``FAILED_OUTCOMES``)."""
         return self.outcome in FAILED_OUTCOMES
 
+    def turn_events(self) -> tuple[tuple[Event, ...], ...]:
+        """The events of each turn that ran, in order (split where the run id changes)."""
+        turns: list[tuple[Event, ...]] = []
+        start = 0
+        for i in range(1, len(self.events) + 1):
+            if i == len(self.events) or self.events[i].run_id != self.events[start].run_id:
+                turns.append(self.events[start:i])
+                start = i
+        return tuple(turns)
+
+    def views(self) -> tuple[RunView, ...]:
+        """The shared fold (the same one the widget shows) of each turn that ran."""
+        return tuple(RunView.from_events(events) for events in self.turn_events())
+
     def view(self) -> RunView:
-        """The shared fold of this run's events (the same one the widget shows)."""
+        """The fold of the first turn: the whole run of a one-turn scenario (see
+        :meth:`views` for every turn)."""
         return RunView.from_events(self.events)
 
     @property
+    def planned_turns(self) -> int:
+        """Turns the scenario holds, whether or not they ran."""
+        return max(len(self.turns), len(self.turn_events()), 1)
+
+    @property
+    def failed_turn(self) -> int | None:
+        """The turn (from 1) a failed scenario's error belongs to: its last turn that ran
+        when that turn's loop failed, else the turn it was about to run (the scenario could
+        not be built, its worker was lost, or it failed outside the loop); ``None`` when
+        nothing failed."""
+        if self.error_kind is None and not self.failed:
+            return None
+        runs = self.turn_events()
+        if runs and any(isinstance(e, LoopFailed) for e in runs[-1]):
+            return len(runs)
+        return min(len(runs) + 1, self.planned_turns)
+
+    @property
     def final_text(self) -> str | None:
-        """The answer, when the loop returned one."""
-        ends = (e for e in reversed(self.events) if isinstance(e, LoopFinished))
-        return next((e.final_text for e in ends), None)
+        """The last turn's answer, when its loop returned one."""
+        end = next(
+            (e for e in reversed(self.events) if isinstance(e, LoopFinished | LoopFailed)), None
+        )
+        return end.final_text if isinstance(end, LoopFinished) else None
 
     def header(self) -> dict[str, Any]:
         """Everything but the events, JSON-safe (one JSONL line of a saved lab)."""
@@ -101,4 +146,5 @@ class ScenarioRun:
             "error_message": self.error_message,
             "duration_s": self.duration_s,
             "events": len(self.events),
+            "turns": list(self.turns),
         }

@@ -1,5 +1,9 @@
 """The self-contained HTML report of a sweep: summary table, plots, one timeline per scenario.
 
+A scenario of several turns shows each turn in order: the user's message, the turn's
+outcome, and the turn's own run (each turn is a run with its own events); turns after a
+failed one are listed as not run, and the "Tokens per turn" plot is added.
+
 Model text, tool names, arguments and outputs, error messages, scenario names and tags are
 untrusted: every interpolated value goes through :mod:`toolloop_lab.escape`, and each is
 clipped there first, with a ``… (N chars)`` marker (so an entity is never split): names
@@ -22,10 +26,10 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
 
 from toolloop_lab.escape import NAME_CHARS, TEXT_CHARS, clip, esc, esc_clip
-from toolloop_lab.events import BudgetGate
+from toolloop_lab.events import BudgetGate, Event
 from toolloop_lab.jsonsafe import dumps
 from toolloop_lab.lab.record import ScenarioRun
-from toolloop_lab.runview import RoundRow, ToolRow
+from toolloop_lab.runview import RoundRow, RunView, ToolRow
 from toolloop_lab.widget.page import LOADER_CSP, view_assets, view_slot
 
 if TYPE_CHECKING:
@@ -67,6 +71,8 @@ pre{white-space:pre-wrap;word-break:break-word;background:#f7f7f7;padding:4px 6p
 margin:2px 0;font-size:12px}
 .tool{margin:.3rem 0 .3rem 1rem}.error{color:#a00}.tripped{color:#a00;font-weight:600}
 .passed{color:#286a36}
+.o-not_run{background:#f3f3f3;color:#666}
+h4.turn{margin:1rem 0 .3rem}p.turn{border-left:3px solid #bbb;padding-left:.6rem;margin:.2rem 0}
 """
 
 
@@ -170,12 +176,14 @@ def _summary(results: LabResults) -> str:
 
 
 def _plots(results: LabResults) -> str:
-    figures = (
+    figures = [
         ("Token spend per scenario", results.plot_spend()),
         ("Cost per round", results.plot_cost_per_round()),
         ("Pruning savings", results.plot_pruning_savings()),
         ("Budget gates over rounds", results.plot_budget_gates()),
-    )
+    ]
+    if any(r.planned_turns > 1 for r in results.records):
+        figures.insert(1, ("Tokens per turn", results.plot_turns()))
     parts = ["<h2>Plots</h2>"]
     for caption, fig in figures:
         parts.append(
@@ -279,15 +287,10 @@ def _timeline(i: int, record: ScenarioRun) -> str:
     ]
     if record.description:
         parts.append(f"<p>{esc_clip(record.description, TEXT_CHARS)}</p>")
-    # the debugger's own view of the run (the widget's module), and the same run as plain
-    # HTML for readers without scripts
-    parts.append(view_slot(record.events, max_chars=TEXT_LIMIT))
-    parts.append("<noscript>")
-    if view.rounds:
-        parts.append('<ol class="timeline">' + "".join(_round(r) for r in view.rounds) + "</ol>")
-    if view.finished is not None:
-        parts.append(f"<p><b>Final answer</b></p><pre>{_cut(view.finished.final_text)}</pre>")
-    parts.append("</noscript>")
+    if record.planned_turns > 1:
+        parts.extend(_turns(record))
+    else:
+        parts.extend(_run(record.events, view))
     if record.error_kind is not None:
         kind = _error(record.error_kind, record.error_reason)
         parts.append(
@@ -296,6 +299,44 @@ def _timeline(i: int, record: ScenarioRun) -> str:
         )
     parts.append("</section>")
     return "\n".join(parts)
+
+
+def _run(events: tuple[Event, ...], view: RunView) -> list[str]:
+    """The debugger's own view of one run (the widget's module), and the same run as plain
+    HTML for readers without scripts."""
+    parts = [view_slot(events, max_chars=TEXT_LIMIT), "<noscript>"]
+    if view.rounds:
+        parts.append('<ol class="timeline">' + "".join(_round(r) for r in view.rounds) + "</ol>")
+    if view.finished is not None:
+        parts.append(f"<p><b>Final answer</b></p><pre>{_cut(view.finished.final_text)}</pre>")
+    parts.append("</noscript>")
+    return parts
+
+
+def _turns(record: ScenarioRun) -> list[str]:
+    """Each turn in order: its number and outcome, the user's message, and its run."""
+    runs = record.turn_events()
+    parts: list[str] = []
+    for number in range(1, record.planned_turns + 1):
+        events = runs[number - 1] if number <= len(runs) else None
+        view = RunView.from_events(events) if events is not None else None
+        end = None if view is None else view.finished or view.failure
+        if end is not None:
+            outcome = str(end.outcome)
+        elif number == record.failed_turn:
+            outcome = str(record.outcome)
+        else:
+            outcome = "not_run"
+        label = outcome.replace("_", " ") if outcome == "not_run" else outcome
+        parts.append(
+            f'<h4 class="turn">Turn {esc(number)} '
+            f'<span class="o o-{esc(outcome)}">{esc(label)}</span></h4>'
+        )
+        if number <= len(record.turns):
+            parts.append(f'<p class="turn">{_cut(record.turns[number - 1])}</p>')
+        if events is not None and view is not None:
+            parts.extend(_run(events, view))
+    return parts
 
 
 def render_report(

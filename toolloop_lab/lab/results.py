@@ -3,8 +3,10 @@
 It holds only the :class:`ScenarioRun` records; frames are folded from their events on
 first use and handed out as copies, so a caller editing a frame never changes another
 reader's view. Saving writes the records and every event as JSONL (one header line, then
-per scenario a ``run`` line followed by its ``event`` lines); loading rebuilds the same
-records, so every frame, plot and report of a loaded sweep equals the original's.
+per scenario a ``run`` line, with its turns' user messages, followed by its ``event`` lines,
+every turn's in order); loading rebuilds the same records, so every frame, plot and report
+of a loaded sweep equals the original's. Saves written before turns load as one-turn
+scenarios.
 """
 
 from __future__ import annotations
@@ -25,7 +27,15 @@ from toolloop_lab.events import Event, Outcome, event_from_dict
 from toolloop_lab.fields import Count, JsonObject, Seconds, Text
 from toolloop_lab.jsonl import Line, read_lines
 from toolloop_lab.jsonsafe import dumps, thaw
-from toolloop_lab.lab.frames import events_frame, rounds_frame, runs_frame, spend_table
+from toolloop_lab.lab.frames import (
+    events_frame,
+    rounds_frame,
+    runs_frame,
+    spend_table,
+    tools_frame,
+    turn_table,
+    turns_frame,
+)
 from toolloop_lab.lab.record import ScenarioRun
 
 if TYPE_CHECKING:
@@ -67,7 +77,13 @@ class LabResults:
     def _frame(self, name: str) -> pd.DataFrame:
         frame = self._frames.get(name)
         if frame is None:
-            build = {"runs": runs_frame, "rounds": rounds_frame, "events": events_frame}[name]
+            build = {
+                "runs": runs_frame,
+                "turns": turns_frame,
+                "rounds": rounds_frame,
+                "tools": tools_frame,
+                "events": events_frame,
+            }[name]
             frame = build(self.records)
             self._frames[name] = frame
         return frame.copy()
@@ -78,9 +94,21 @@ class LabResults:
         return self._frame("runs")
 
     @property
+    def turns(self) -> pd.DataFrame:
+        """One row per user turn per scenario (turns that never ran included): outcome,
+        rounds, tokens, cost, tool calls and errors, the context carried, times."""
+        return self._frame("turns")
+
+    @property
     def rounds(self) -> pd.DataFrame:
-        """One row per round per scenario: tokens, cost, tool calls, pruning, gates."""
+        """One row per round per turn per scenario: tokens, cost, tool calls, pruning,
+        gates, model latency, time to first token, tool time."""
         return self._frame("rounds")
+
+    @property
+    def tools(self) -> pd.DataFrame:
+        """One row per tool call: status, error reason, when it began, how long it took."""
+        return self._frame("tools")
 
     @property
     def events(self) -> pd.DataFrame:
@@ -90,6 +118,10 @@ class LabResults:
     def spend_table(self) -> str:
         """The spend per scenario as text, with totals (what ``toolloop-lab demo`` prints)."""
         return spend_table(self._frame("runs"))
+
+    def turn_table(self) -> str:
+        """The spend per turn as text, with totals (``toolloop-lab demo --workload files``)."""
+        return turn_table(self._frame("turns"))
 
     # -- plots and report (matplotlib is imported only here) ---------------------------
     def plot_spend(self) -> Figure:
@@ -109,6 +141,12 @@ class LabResults:
         from toolloop_lab.lab.plots import pruning_savings_figure
 
         return pruning_savings_figure(self._frame("runs"))
+
+    def plot_turns(self) -> Figure:
+        """Tokens of each turn (model and pruning calls), one line per scenario."""
+        from toolloop_lab.lab.plots import turns_figure
+
+        return turns_figure(self._frame("turns"))
 
     def plot_budget_gates(self) -> Figure:
         """Spend at each budget gate as a share of its limit, round by round."""
@@ -213,6 +251,7 @@ class _RunLine:
     error_message: Text | None = None
     duration_s: Seconds
     events: Count
+    turns: tuple[Text, ...] = ()
     type: Literal["run"] = "run"
 
     def record(self, source: Path, events: tuple[Event, ...]) -> ScenarioRun:

@@ -9,9 +9,14 @@ values, a remote run's events come back inside its :class:`ScenarioRun`, and obs
 them here, on the caller's side, in order, as each result arrives. Rows are ordered by
 scenario, never by completion, so the frames are the same wherever the sweep ran.
 
+A scenario of several turns runs them one after another on one agent (one model, one set
+of tools and their backend): each turn is ``agent.arun(message, history=...)`` on the
+transcript the turn before it left, under what the scenario's USD limit has left.
+
 A failing scenario is a result too: :func:`arun_one` turns every ``Exception`` into a row
 with its outcome, error kind and reason and the partial events, so one bad scenario never
-stops the others. Cancellation and ``KeyboardInterrupt`` still stop the sweep.
+stops the others. A failed turn ends its scenario: the turns after it never run.
+Cancellation and ``KeyboardInterrupt`` still stop the sweep.
 """
 
 from __future__ import annotations
@@ -21,8 +26,10 @@ import concurrent.futures
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from decimal import Decimal
 from typing import Any, Final, TypeAlias
 
+from langchain_core.messages import BaseMessage
 from tqdm.auto import tqdm
 
 from toolloop_lab.budget import usd_budget
@@ -65,7 +72,8 @@ matched by name so this module never imports Dask)."""
 async def arun_one(
     scenario: Scenario, *, index: int = 0, observers: Iterable[Observer] = ()
 ) -> ScenarioRun:
-    """Run one scenario under exactly its own USD limit; failures become the result."""
+    """Run one scenario, turn by turn, under exactly its own USD limit; failures become
+    the result."""
     started = time.perf_counter()
     try:
         agent = scenario.build_agent(observers)
@@ -73,16 +81,33 @@ async def arun_one(
         kind, reason = error_fields(exc, building=True)
         return _record(scenario, index, None, started, (), kind, reason, str(exc))
     model_name = model_name_of(agent.model)
-    try:
-        with usd_budget(scenario.usd_limit, prices=scenario.prices):
-            result = await agent.arun(scenario.prompt)
-    except (ExecutionError, ToolLoopError) as exc:
-        kind, reason = error_fields(exc)
-        return _record(scenario, index, model_name, started, exc.events, kind, reason, str(exc))
-    except Exception as exc:  # noqa: BLE001 - the loop wraps its errors; this is a guard
-        kind, reason = error_fields(exc)
-        return _record(scenario, index, model_name, started, (), kind, reason, str(exc))
-    return _record(scenario, index, model_name, started, result.events)
+    events: list[Event] = []
+    history: Sequence[BaseMessage] = ()
+    spent: Decimal | None = Decimal(0)
+    for message in scenario.messages:
+        try:
+            with usd_budget(_left(scenario.usd_limit, spent), prices=scenario.prices):
+                result = await agent.arun(message, history=history)
+        except (ExecutionError, ToolLoopError) as exc:
+            kind, reason = error_fields(exc)
+            events.extend(exc.events)
+            return _record(scenario, index, model_name, started, events, kind, reason, str(exc))
+        except Exception as exc:  # noqa: BLE001 - the loop wraps its errors; this is a guard
+            kind, reason = error_fields(exc)
+            return _record(scenario, index, model_name, started, events, kind, reason, str(exc))
+        events.extend(result.events)
+        history = result.messages
+        cost = result.cost_usd
+        spent = None if cost is None or spent is None else spent + cost
+    return _record(scenario, index, model_name, started, events)
+
+
+def _left(limit: Decimal | None, spent: Decimal | None) -> Decimal | None:
+    """What a scenario's USD limit leaves for its next turn (an unpriced turn leaves it
+    whole: with a limit, an unpriced model is refused before it spends anything)."""
+    if limit is None or spent is None:
+        return limit
+    return max(limit - spent, Decimal(0))
 
 
 def _record(
@@ -107,6 +132,7 @@ def _record(
         error_message=message,
         duration_s=time.perf_counter() - started,
         events=tuple(events),
+        turns=scenario.messages,
     )
 
 

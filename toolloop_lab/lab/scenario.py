@@ -1,16 +1,21 @@
 """``Scenario``: one run described as data, so a sweep can be pickled and shipped anywhere.
 
 A scenario holds no live objects: the model is a zero-argument factory (a
-:class:`ScriptedModel`, itself plain data, or any importable callable), tools are built-in
-names or importable factories, and the USD limit and prices are values. Everything live
-(the chat model with its call counter, the tools, the agent) is built fresh for each run by
-:meth:`Scenario.build_agent`, so the same scenario can run twice, concurrently, or on
-another machine (see issue 9's executors) and behave the same.
+:class:`ScriptedModel` or :class:`ScriptedTurns`, themselves plain data, or any importable
+callable), tools are built-in names, importable factories, or one ``tools_factory`` that
+builds every tool of a run around one shared backend, and the USD limit and prices are
+values. Everything live (the chat model with its call counter, the tools and their backend,
+the agent) is built fresh for each run by :meth:`Scenario.build_agent`, so the same scenario
+can run twice, concurrently, or on another machine and behave the same.
+
+A scenario holds one or more user **turns**. Each turn runs the loop once, on the transcript
+so far plus the turn's message, with the same agent, so the model and the tools' backend
+carry over from turn to turn (a file moved in turn 1 is still moved in turn 2).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
@@ -18,13 +23,13 @@ from pathlib import Path
 from typing import Any, Final, TypeAlias
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool
 
 from toolloop_lab.agent import AgentConfig, LLMAgent
 from toolloop_lab.budget import checked_prices, to_decimal_usd
 from toolloop_lab.builtin_tools import echo_tool, file_read_tool
-from toolloop_lab.errors import ConfigurationError
+from toolloop_lab.errors import ConfigurationError, ScriptError
 from toolloop_lab.events import Observer
 from toolloop_lab.models import ScriptedChatModel
 from toolloop_lab.pricing import TokenPrice
@@ -32,17 +37,24 @@ from toolloop_lab.pricing import TokenPrice
 __all__ = [
     "BUILTIN_TOOLS",
     "DEFAULT_MODEL_NAME",
+    "DEFAULT_PROMPT",
     "ModelFactory",
     "Reply",
     "Scenario",
     "ScriptedModel",
+    "ScriptedTurns",
     "ToolCallSpec",
     "ToolSource",
+    "ToolsFactory",
+    "Turn",
     "sample_data_dir",
 ]
 
 DEFAULT_MODEL_NAME: Final = "gpt-4o-mini"
 """Scripted models report this name, so genai-prices prices them like the real model."""
+
+DEFAULT_PROMPT: Final = "Use the tools, then answer."
+"""The one user message of a scenario that gives neither ``prompt`` nor ``turns``."""
 
 BUILTIN_TOOLS: Final = ("echo", "file_read")
 """Tool names a scenario may list as plain strings."""
@@ -52,6 +64,10 @@ ModelFactory: TypeAlias = Callable[[], BaseChatModel]
 
 ToolSource: TypeAlias = str | Callable[[], BaseTool]
 """A built-in tool name from :data:`BUILTIN_TOOLS`, or an importable tool factory."""
+
+ToolsFactory: TypeAlias = Callable[[], Iterable[BaseTool]]
+"""Builds all of one run's tools at once, around one fresh backend they share; must be
+picklable (a module-level function or a frozen dataclass instance) to run on an executor."""
 
 
 def sample_data_dir() -> Path:
@@ -172,18 +188,94 @@ class ScriptedModel:
 
 
 @dataclass(frozen=True, slots=True)
+class Turn:
+    """One user turn of a scripted scenario: the user's message and the replies to it."""
+
+    message: str
+    replies: tuple[Reply, ...]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.message, str) or not self.message.strip():
+            raise ConfigurationError("a turn needs a non-empty message", field="turns")
+        object.__setattr__(self, "replies", tuple(self.replies))
+        if not self.replies or not all(isinstance(r, Reply) for r in self.replies):
+            raise ConfigurationError(
+                f"turn {self.message!r:.60} needs at least one Reply", field="turns"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptedTurns:
+    """A scripted model whose replies are grouped by turn, as data.
+
+    Each call plays the next reply of the turn the conversation is in (the turn whose
+    message is the latest one in the transcript), so a turn cut short by a round cap or a
+    spent budget never shifts the next turn's replies. A call without tools bound (the
+    loop's synthesis call) plays the turn's last reply, its answer.
+    """
+
+    turns: tuple[Turn, ...]
+    model_name: str = DEFAULT_MODEL_NAME
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "turns", tuple(self.turns))
+
+    def __call__(self) -> ScriptedChatModel:
+        # At most every reply once plus one synthesis call per turn: a bounded script.
+        calls = sum(len(t.replies) + 1 for t in self.turns)
+        return ScriptedChatModel([self._play] * calls, model_name=self.model_name)
+
+    def _turn(self, messages: Sequence[BaseMessage]) -> tuple[int, int]:
+        """``(turn index, index of its message)``: turn messages are matched in order, so a
+        message repeated in a later turn is told apart from the earlier one."""
+        turn, start = -1, -1
+        for i, message in enumerate(messages):
+            if (
+                isinstance(message, HumanMessage)
+                and turn + 1 < len(self.turns)
+                and message.content == self.turns[turn + 1].message
+            ):
+                turn, start = turn + 1, i
+        if turn < 0:
+            raise ScriptError("the conversation holds no turn message of this script")
+        return turn, start
+
+    def _play(self, messages: list[BaseMessage], tools: list[dict[str, Any]]) -> AIMessage:
+        turn, start = self._turn(messages)
+        replies = self.turns[turn].replies
+        played = sum(1 for m in messages[start + 1 :] if isinstance(m, AIMessage))
+        position = played if tools else len(replies) - 1
+        if position >= len(replies):
+            raise ScriptError(
+                f"turn {turn + 1} has {len(replies)} scripted replies and call "
+                f"{position + 1} of that turn was made"
+            )
+        before = sum(len(t.replies) for t in self.turns[:turn])
+        item = replies[position].to_script_item(before + position + 1)  # ids unique per run
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+
+@dataclass(frozen=True, slots=True)
 class Scenario:
-    """One run of the tool loop, described declaratively and picklably.
+    """One run of the tool loop (one loop run per user turn), described declaratively and
+    picklably.
 
     ``usd_limit`` and ``prices`` apply to this scenario only: a sweep never inherits a
-    ``usd_budget`` block around it, so a scenario reads the same wherever it runs.
+    ``usd_budget`` block around it, so a scenario reads the same wherever it runs. The limit
+    caps the whole scenario: each turn runs under what the turns before it left of it.
     """
 
     name: str
     model: ModelFactory
-    """A :class:`ScriptedModel` or an importable zero-argument chat-model factory."""
-    prompt: str = "Use the tools, then answer."
-    tools: tuple[ToolSource, ...] = ("echo",)
+    """A :class:`ScriptedModel`, :class:`ScriptedTurns` or an importable zero-argument
+    chat-model factory."""
+    prompt: str | None = None
+    """The user message of a one-turn scenario (``None``: :data:`DEFAULT_PROMPT`)."""
+    tools: tuple[ToolSource, ...] | None = None
+    """Built-in names and tool factories; ``None`` is ``("echo",)`` without a
+    ``tools_factory`` and nothing with one."""
     config: AgentConfig = field(default_factory=AgentConfig)
     pruning_model: ModelFactory | None = None
     usd_limit: Decimal | None = None
@@ -193,6 +285,12 @@ class Scenario:
     """Root directory of ``file_read``; ``None`` is the packaged sample data."""
     tags: tuple[str, ...] = ()
     description: str = ""
+    turns: tuple[str, ...] = ()
+    """The user message of each turn, in order, for a scenario of several turns (give
+    ``turns`` or ``prompt``, not both)."""
+    tools_factory: ToolsFactory | None = None
+    """Called once per run; returns that run's tools (added after ``tools``), all sharing
+    one fresh backend that lives for every turn of the run."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -201,9 +299,13 @@ class Scenario:
             raise ConfigurationError("model must be a ScriptedModel or a factory", field="model")
         if self.pruning_model is not None and not callable(self.pruning_model):
             raise ConfigurationError("pruning_model must be callable", field="pruning_model")
-        tools: Iterable[ToolSource] = (
-            (self.tools,) if isinstance(self.tools, str) else tuple(self.tools)
-        )
+        if self.tools_factory is not None and not callable(self.tools_factory):
+            raise ConfigurationError("tools_factory must be callable", field="tools_factory")
+        self._check_turns()
+        given = self.tools
+        if given is None:
+            given = () if self.tools_factory is not None else ("echo",)
+        tools: Iterable[ToolSource] = (given,) if isinstance(given, str) else tuple(given)
         object.__setattr__(self, "tools", tuple(tools))
         tags = (self.tags,) if isinstance(self.tags, str) else tuple(self.tags)
         object.__setattr__(self, "tags", tuple(str(t) for t in tags))
@@ -214,28 +316,74 @@ class Scenario:
             checked = checked_prices(self.prices)
             object.__setattr__(self, "prices", dict(checked) if checked else None)
 
+    def _check_turns(self) -> None:
+        turns = (self.turns,) if isinstance(self.turns, str) else tuple(self.turns)
+        object.__setattr__(self, "turns", turns)
+        if self.prompt is not None and not isinstance(self.prompt, str):
+            raise ConfigurationError("prompt must be text", field="prompt")
+        if turns and self.prompt is not None:
+            raise ConfigurationError(
+                "give turns or prompt, not both (to switch, set the other to None)",
+                field="turns",
+            )
+        for turn in turns:
+            if not isinstance(turn, str) or not turn.strip():
+                raise ConfigurationError(
+                    "each turn is a non-empty user message (Turn objects go to Scenario.scripted)",
+                    field="turns",
+                )
+
+    @property
+    def messages(self) -> tuple[str, ...]:
+        """The user message of each turn, in order (one for a one-turn scenario)."""
+        if self.turns:
+            return self.turns
+        return (self.prompt if self.prompt is not None else DEFAULT_PROMPT,)
+
     @classmethod
     def scripted(
         cls,
         name: str,
-        replies: Iterable[Reply],
+        replies: Iterable[Reply] = (),
         *,
+        turns: Iterable[str | Turn] = (),
         model_name: str = DEFAULT_MODEL_NAME,
         pruning_replies: Iterable[Reply] | None = None,
         **fields: Any,
     ) -> Scenario:
-        """A scenario on a scripted model (and, optionally, a scripted pruning model)."""
+        """A scenario on a scripted model (and, optionally, a scripted pruning model).
+
+        ``turns`` as :class:`Turn` values group the replies by turn (a
+        :class:`ScriptedTurns` model: a turn cut short never shifts the next); as plain
+        messages they share one script, ``replies``, played in order across the turns.
+        """
         pruning = (
             ScriptedModel(tuple(pruning_replies), model_name)
             if pruning_replies is not None
             else fields.pop("pruning_model", None)
         )
-        return cls(name, ScriptedModel(tuple(replies), model_name), pruning_model=pruning, **fields)
+        given = (turns,) if isinstance(turns, str | Turn) else tuple(turns)
+        model: ModelFactory
+        if given and all(isinstance(t, Turn) for t in given):
+            if tuple(replies):
+                raise ConfigurationError(
+                    "Turn values carry their own replies; give no replies beside them",
+                    field="replies",
+                )
+            scripted_turns = tuple(t for t in given if isinstance(t, Turn))
+            model = ScriptedTurns(scripted_turns, model_name)
+            messages: tuple[Any, ...] = tuple(t.message for t in scripted_turns)
+        elif any(isinstance(t, Turn) for t in given):
+            raise ConfigurationError("turns are all Turn values or all messages", field="turns")
+        else:
+            model, messages = ScriptedModel(tuple(replies), model_name), given
+        return cls(name, model, pruning_model=pruning, turns=messages, **fields)
 
     def build_tools(self) -> list[BaseTool]:
-        """Fresh tool objects for one run; unknown names raise ``ConfigurationError``."""
+        """Fresh tool objects for one run: ``tools``, then ``tools_factory``'s (called once,
+        here); unknown names and a factory that gives no tools raise ``ConfigurationError``."""
         built: list[BaseTool] = []
-        for source in self.tools:
+        for source in self.tools or ():
             if source == "echo":
                 built.append(_builtin_tool("echo", Path()))
             elif source == "file_read":
@@ -252,6 +400,20 @@ class Scenario:
                     raise ConfigurationError(
                         f"tool factory returned {type(tool).__name__}, not a BaseTool",
                         field="tools",
+                    )
+                built.append(tool)
+        if self.tools_factory is not None:
+            made = self.tools_factory()
+            if isinstance(made, BaseTool | str | bytes) or not isinstance(made, Iterable):
+                raise ConfigurationError(
+                    f"tools_factory returned {type(made).__name__}, not a list of tools",
+                    field="tools_factory",
+                )
+            for tool in made:
+                if not isinstance(tool, BaseTool):
+                    raise ConfigurationError(
+                        f"tools_factory gave a {type(tool).__name__}, not a BaseTool",
+                        field="tools_factory",
                     )
                 built.append(tool)
         return built

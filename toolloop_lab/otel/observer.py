@@ -58,6 +58,7 @@ from toolloop_lab.events import (
     LoopFinished,
     LoopStarted,
     ModelCalled,
+    ModelCallFailed,
     ModelCallStarted,
     Pruned,
     RoundStarted,
@@ -228,6 +229,8 @@ class OTelObserver:
             self._call_started(run, event, now)
         elif isinstance(event, ModelCalled):
             self._call_ended(run, event, now)
+        elif isinstance(event, ModelCallFailed):
+            self._call_failed(run, event, now)
         elif isinstance(event, Pruned):
             self._pruned(run, event, now)
         elif isinstance(event, ToolStarted):
@@ -433,6 +436,13 @@ class OTelObserver:
             message = output_message(event.text, event.tool_calls, reason, self.content_limit)
             span.set_attribute(GEN_AI.OUTPUT_MESSAGES, to_json([message]))
         span.end(end_time=now)
+
+    def _call_failed(self, run: _Run, event: ModelCallFailed, now: int) -> None:
+        """A call that raised instead of replying: its span ends as an error, now (a
+        framework may go on and retry it as a new call)."""
+        call = run.calls.pop(event.call, None)
+        if call is not None:  # a failure is always announced by its call's start
+            _end_error(call.span, now, event.error_type, event.message)
 
     def _pruned(self, run: _Run, event: Pruned, now: int) -> None:
         span = self._call_span(run, event, "pruning", now)

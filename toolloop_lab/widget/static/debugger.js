@@ -60,7 +60,8 @@ function readUsage(u) {
   out.cacheRead = u.cache_read_tokens || 0;
   out.cost = u.cost_usd === null || u.cost_usd === undefined ? null : Number(u.cost_usd);
   out.costIn = num(u.input_cost_usd);
-  out.costOut = num(u.output_cost_usd);
+  // the output part is derived (total minus input), as Usage.output_cost_usd is
+  out.costOut = out.cost !== null && out.costIn !== null ? out.cost - out.costIn : null;
   out.estimated = !!u.estimated;
   return out;
 }

@@ -1,0 +1,596 @@
+"""``BridgedRun``: one LangChain run, told as the loop's typed events.
+
+The callback handler (:mod:`.handler`) decides which run a callback belongs to; this class
+turns the facts of that run into events, in the order the loop emits them, and keeps what
+it must to do so (the conversation carried so far, the tool calls still open, the spend).
+
+How callbacks become events:
+
+* the run announces itself (``loop_start``, ``source="langchain"``) at its first chat-model
+  or tool call, so a chain that never calls a model is no run at all;
+* each chat-model call with tools bound is a round (``round_start``, ``model_call_start``,
+  coalesced ``model_delta``, ``model_call``); a call without tools after calls with tools is
+  a synthesis-like final call (``purpose="synthesis"``, no ``synthesis`` event: the
+  framework's reason is not in the callbacks); a call after a call that failed is a retry,
+  a new call of the same round;
+* each tool call gets exactly one ``tool_dispatch``: from the tool's own end or error, or,
+  for calls the framework answered without running a tool (an unknown tool name), from the
+  ``ToolMessage`` found in a chain's output or in the next prompt (``ran=False``); a tool
+  that raised is reported with the framework's error ``ToolMessage`` when one follows, and
+  with the exception's text when none does;
+* the run ends with ``loop_finish`` or ``loop_failure`` (partial counts, streamed text).
+
+What a bridge cannot know is never shown as known: no gate, no round cap, no token budget
+or context window (all ``None``: absent, not passed); a reply without usage is estimated
+and flagged ``estimated``; a model without a known price has cost ``None`` (unknown).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final, Literal, TypeVar
+from uuid import UUID
+
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
+
+from toolloop_lab.errors import describe
+from toolloop_lab.events import (
+    Event,
+    LoopFailed,
+    LoopFinished,
+    LoopStarted,
+    ModelCalled,
+    ModelCallFailed,
+    ModelCallStarted,
+    ModelDelta,
+    Observer,
+    RoundStarted,
+    ToolCallDelta,
+    ToolCallView,
+    ToolDispatched,
+    ToolStarted,
+    failure_outcome,
+    finish_outcome,
+    message_dicts,
+    notify,
+)
+from toolloop_lab.jsonsafe import dumps, freeze, json_safe
+from toolloop_lab.model_call import (
+    DeltaBuffer,
+    DeltaSink,
+    call_views,
+    finish_reason,
+    is_empty,
+    is_truncated,
+)
+from toolloop_lab.pricing import PriceTable, call_cost, model_name_of
+from toolloop_lab.usage import Usage
+
+from .conversation import Conversation, messages_in
+
+__all__ = ["BridgedRun", "Clock"]
+
+_STAND_IN: Final = "invalid_tool"
+"""The tool a classic ``AgentExecutor`` runs in place of one the model named but nobody has."""
+
+E = TypeVar("E", bound=Event)
+Clock = Callable[[], float]
+Purpose = Literal["round", "synthesis"]
+
+
+@dataclass(slots=True, eq=False)
+class _Call:
+    """A chat-model call in flight."""
+
+    number: int
+    round: int
+    purpose: Purpose
+    model_name: str | None
+    prompt: Sequence[BaseMessage]
+    started: float
+    deltas: DeltaBuffer
+    first_token_s: float | None = None
+
+
+@dataclass(slots=True, eq=False)
+class _Tool:
+    """A tool run in flight (or one that raised, waiting for the framework's answer)."""
+
+    call_id: str
+    name: str
+    args: Any
+    round: int
+    started: float
+    duration_s: float = 0.0
+    error_reason: str = "tool_error"
+    error_text: str = ""
+    stand_in: bool = False
+    """The framework ran its stand-in for an unknown tool: the call itself never ran."""
+
+
+@dataclass(slots=True, eq=False)
+class BridgedRun:
+    """One run seen through callbacks; see the module doc for what becomes which event."""
+
+    observers: tuple[Observer, ...]
+    run_id: str
+    clock: Clock = time.perf_counter
+    name: str | None = None
+    parent_run_id: str | None = None
+    parent_tool_call_id: str | None = None
+    input_messages: int | None = None
+    prices: PriceTable | None = None
+    t0: float = 0.0
+    started_at: str = ""
+    started: bool = False
+    ended: bool = False
+    round: int = 0
+    rounds_done: int = 0
+    """Rounds whose model call returned (a retried call counts once)."""
+    calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+    synthesis_run: bool = False
+    tools_bound: bool = False
+    """Some call of this run had tools bound (a later call without tools is synthesis)."""
+    retry_next: bool = False
+    """The last model call failed: the next one is a retry of the same round."""
+    last_reply: AIMessage | None = None
+    partial_text: str | None = None
+    conversation: Conversation = field(default_factory=Conversation)
+    pending: list[BaseMessage] = field(default_factory=list)
+    """Replies and tool results since the last ``model_call_start`` carried messages."""
+    _in_flight: dict[UUID, _Call] = field(default_factory=dict)
+    _tools: dict[UUID, _Tool] = field(default_factory=dict)
+    _requested: dict[str, tuple[int, str, Any]] = field(default_factory=dict)
+    """Tool calls asked for and not yet reported: id -> (round, name, args)."""
+    _raised: dict[str, _Tool] = field(default_factory=dict)
+    """Tool runs that raised, waiting for the framework's error ``ToolMessage``."""
+    _reported: set[str] = field(default_factory=set)
+    _started: set[str] = field(default_factory=set)
+    _bound: set[str] = field(default_factory=set)
+    _last_calls: tuple[tuple[str, Any, bool], ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.t0:
+            self.t0 = self.clock()
+        if not self.started_at:
+            self.started_at = datetime.now(UTC).isoformat()
+
+    # -- emitting ---------------------------------------------------------------------
+    def emit(self, kind: Callable[..., E], round: int | None = None, **fields: Any) -> E:
+        """Make one event of this run and feed it to the observers."""
+        event = kind(
+            run_id=self.run_id,
+            round=self.round if round is None else round,
+            t=max(0.0, self.clock() - self.t0),
+            **fields,
+        )
+        notify(self.observers, event)
+        return event
+
+    def ensure_started(self, *, model_name: str | None = None, tools: tuple[str, ...] = ()) -> None:
+        """Announce the run (once), at its first model or tool call."""
+        if self.started:
+            return
+        self.started = True
+        self.emit(
+            LoopStarted,
+            model_name=model_name,
+            tools=tools,
+            max_rounds=None,
+            token_budget=None,
+            context_window=None,
+            usd_limit=None,
+            prune_tools=(),
+            input_messages=self.input_messages or 0,
+            started_at=self.started_at,
+            source="langchain",
+            name=self.name,
+            parent_run_id=self.parent_run_id,
+            parent_tool_call_id=self.parent_tool_call_id,
+        )
+
+    # -- model calls ------------------------------------------------------------------
+    def model_start(
+        self,
+        key: UUID,
+        prompt: Sequence[BaseMessage],
+        *,
+        model_name: str | None,
+        tools: tuple[str, ...],
+        streaming: bool,
+    ) -> None:
+        """A chat-model call was sent."""
+        if self.input_messages is None:
+            self.input_messages = len(prompt)
+        self.ensure_started(model_name=model_name, tools=tools)
+        fresh = self.conversation.new(prompt)
+        self._answered_by(fresh)
+        self._close_raised()
+        purpose: Purpose = "synthesis" if self.tools_bound and not tools else "round"
+        self.tools_bound = self.tools_bound or bool(tools)
+        self._bound.update(tools)
+        if not (self.retry_next and self.round):
+            self.round += 1
+            if purpose == "round":
+                self.emit(RoundStarted, max_rounds=None)
+        self.retry_next = False
+        self.calls += 1
+        number = self.calls
+        self.emit(
+            ModelCallStarted,
+            call=number,
+            purpose=purpose,
+            model_name=model_name,
+            tools=tools if purpose == "round" else (),
+            messages=message_dicts(fresh),
+            streaming=streaming,
+        )
+        self.pending = []
+        self._in_flight[key] = _Call(
+            number,
+            self.round,
+            purpose,
+            model_name,
+            prompt,
+            self.clock(),
+            DeltaBuffer(self._delta_sink(number, self.round), clock=self.clock),
+        )
+
+    def _delta_sink(self, number: int, round: int) -> DeltaSink:
+        def sink(text: str, calls: tuple[ToolCallDelta, ...]) -> None:
+            self.emit(ModelDelta, round=round, call=number, text=text, tool_calls=calls)
+
+        return sink
+
+    def model_token(self, key: UUID, chunk: AIMessageChunk) -> None:
+        """A streamed fragment arrived (coalesced into ``model_delta`` events)."""
+        call = self._in_flight.get(key)
+        if call is None:
+            return
+        if call.first_token_s is None:
+            call.first_token_s = self.clock() - call.started
+        call.deltas.feed(chunk)
+
+    def model_end(self, key: UUID, reply: AIMessage) -> None:
+        """A chat-model call returned ``reply``: its usage, cost and event."""
+        call = self._in_flight.pop(key, None)
+        if call is None:
+            return
+        call.deltas.flush()
+        latency = self.clock() - call.started
+        reported = model_name_of(None, reply.response_metadata)
+        usage = Usage.from_ai_message(reply, prompt=call.prompt)
+        usage = usage.with_cost(call_cost(usage, [reported, call.model_name], self.prices))
+        self.usage = self.usage + usage
+        views = call_views(reply)
+        stuck = call.purpose == "round" and self._repeated(views)
+        self.emit(
+            ModelCalled,
+            round=call.round,
+            call=call.number,
+            purpose=call.purpose,
+            model_name=reported or call.model_name,
+            usage=usage,
+            accumulated=self.usage,
+            latency_s=latency,
+            first_token_s=call.first_token_s,
+            text=reply.text,
+            tool_calls=views,
+            finish_reason=finish_reason(reply.response_metadata),
+            stuck=stuck,
+            empty=is_empty(reply),
+            truncated=is_truncated(reply),
+        )
+        for view in views:
+            if view.id and view.id not in self._reported:
+                self._requested[view.id] = (call.round, view.name, view.args)
+        if call.purpose == "round":
+            self.rounds_done += 1
+        else:
+            self.synthesis_run = True
+        self.last_reply = reply
+        self.partial_text = None
+        self.pending.append(reply)
+
+    def model_error(self, key: UUID, error: BaseException) -> None:
+        """A chat-model call raised: no reply, no usage; the next call is its retry."""
+        call = self._in_flight.pop(key, None)
+        if call is None:
+            return
+        call.deltas.flush()
+        self.partial_text = call.deltas.partial_text or None
+        self.retry_next = True
+        self.emit(
+            ModelCallFailed,
+            round=call.round,
+            call=call.number,
+            purpose=call.purpose,
+            error_type=type(error).__name__,
+            message=describe(error),
+            latency_s=self.clock() - call.started,
+            partial_text=self.partial_text,
+        )
+
+    def _repeated(self, views: tuple[ToolCallView, ...]) -> bool:
+        """The reply makes exactly the previous round's calls again (names, arguments and
+        validity; ids aside), as the loop judges a stuck round."""
+        calls = tuple((v.name, v.args, v.valid) for v in views)
+        repeated = bool(calls) and calls == self._last_calls
+        self._last_calls = calls
+        return repeated
+
+    # -- tools ------------------------------------------------------------------------
+    def tool_start(self, key: UUID, call_id: str | None, name: str, args: Any) -> str:
+        """A tool began running. ``call_id`` is ``None`` when the framework ran the tool
+        without its tool call (a classic ``AgentExecutor``, a loop calling
+        ``tool.invoke(call["args"])``): the open call with the same name and arguments is
+        the one it answers, and a framework's stand-in for an unknown tool (``invalid_tool``)
+        answers the call that named it. Returns the call id the tool answers."""
+        self.ensure_started()
+        frozen = freeze(json_safe(args))
+        stand_in = False
+        if call_id is None:
+            call_id, stand_in = self._match(name, frozen)
+        if call_id is None:
+            call_id = str(key)
+        self._started.add(call_id)
+        asked = self._requested.get(call_id)
+        round, shown = (asked[0], asked[2]) if asked else (self.round, frozen)
+        if stand_in:
+            assert asked is not None
+            name = asked[1]
+        tool = _Tool(call_id, name, shown, round, self.clock(), stand_in=stand_in)
+        self._tools[key] = tool
+        if not stand_in:  # an unknown tool never starts
+            self.emit(ToolStarted, round=round, tool_call_id=call_id, name=name, args=shown)
+        return call_id
+
+    def _match(self, name: str, args: Any) -> tuple[str | None, bool]:
+        for call_id, (_round, asked_name, asked_args) in self._requested.items():
+            if call_id in self._started:
+                continue
+            if asked_name == name and asked_args == args:
+                return call_id, False
+            stand_in = name == _STAND_IN and isinstance(args, Mapping)
+            if stand_in and args.get("requested_tool_name") == asked_name:
+                return call_id, True
+        return None, False
+
+    def tool_end(self, key: UUID, output: Any) -> None:
+        """A tool returned ``output`` (a ``ToolMessage`` when it was given a tool call)."""
+        tool = self._tools.pop(key, None)
+        if tool is None:
+            return
+        message = _tool_message(output, tool.call_id)
+        status: Literal["success", "error"]
+        if message is not None:
+            self.pending.append(message)
+            status = "error" if message.status == "error" else "success"
+            content = str(message.content)
+        else:
+            status, content = "success", output if isinstance(output, str) else dumps(output)
+        if tool.stand_in:
+            self._dispatch(
+                tool,
+                status="error",
+                error_reason="not_available",
+                content=content,
+                duration_s=0.0,
+                ran=False,
+            )
+            return
+        self._dispatch(
+            tool,
+            status=status,
+            error_reason="tool_error" if status == "error" else None,
+            content=content,
+            duration_s=self.clock() - tool.started,
+        )
+
+    def tool_error(self, key: UUID, error: BaseException) -> None:
+        """A tool raised. The framework may answer the call with an error ``ToolMessage``
+        (reported then, with its text) or let the error end the run."""
+        tool = self._tools.pop(key, None)
+        if tool is None or _bubbles_up(error):
+            return  # a LangGraph interrupt or hand-off: the call is not answered yet
+        tool.duration_s = self.clock() - tool.started
+        tool.error_reason = _error_reason(error)
+        text = describe(error)
+        tool.error_text = f"{type(error).__name__}: {text}" if text else type(error).__name__
+        self._raised[tool.call_id] = tool
+
+    def chain_output(self, outputs: Any) -> None:
+        """A chain inside the run ended: answers to open calls may be in its output."""
+        if self._requested or self._raised:
+            self._answered_by(messages_in(outputs))
+
+    def _answered_by(self, messages: Any) -> None:
+        """Report calls answered by ``ToolMessage``s no tool callback reported."""
+        if not (self._requested or self._raised):
+            return
+        for message in messages:
+            if not isinstance(message, ToolMessage):
+                continue
+            call_id = message.tool_call_id
+            raised = self._raised.pop(call_id, None)
+            status: Literal["success", "error"]
+            status = "error" if message.status == "error" else "success"
+            if raised is not None:
+                self._dispatch(
+                    raised,
+                    status=status,
+                    error_reason=raised.error_reason if status == "error" else None,
+                    content=str(message.content),
+                    duration_s=raised.duration_s,
+                )
+                continue
+            asked = self._requested.get(call_id)
+            if asked is None or call_id in self._reported:
+                continue
+            round, name, args = asked
+            reason = None
+            if status == "error":
+                reason = "unknown" if name in self._bound else "not_available"
+            self._dispatch(
+                _Tool(call_id, name, args, round, 0.0),
+                status=status,
+                error_reason=reason,
+                content=str(message.content),
+                duration_s=0.0,
+                ran=False,
+            )
+
+    def _close_raised(self) -> None:
+        """Tools that raised and got no error ``ToolMessage``: report the exception."""
+        for tool in list(self._raised.values()):
+            self._dispatch(
+                tool,
+                status="error",
+                error_reason=tool.error_reason,
+                content=tool.error_text,
+                duration_s=tool.duration_s,
+            )
+        self._raised.clear()
+
+    def _dispatch(
+        self,
+        tool: _Tool,
+        *,
+        status: Literal["success", "error"],
+        error_reason: str | None,
+        content: str,
+        duration_s: float,
+        ran: bool = True,
+    ) -> None:
+        self._raised.pop(tool.call_id, None)
+        self._requested.pop(tool.call_id, None)
+        self._reported.add(tool.call_id)
+        self.emit(
+            ToolDispatched,
+            round=tool.round,
+            tool_call_id=tool.call_id,
+            name=tool.name,
+            args=tool.args,
+            status=status,
+            error_reason=error_reason,
+            duration_s=max(0.0, duration_s),
+            output_chars=len(content),
+            content=content,
+            ran=ran,
+        )
+
+    # -- the end ----------------------------------------------------------------------
+    def finish(self, outputs: Any) -> None:
+        """The run returned ``outputs``."""
+        if self.ended or not self.started:
+            self.ended = True
+            return
+        self.chain_output(outputs)
+        self._close_raised()
+        self.ended = True
+        last = self.last_reply
+        self.emit(
+            LoopFinished,
+            final_text=_final_text(outputs, last),
+            rounds=self.rounds_done,
+            usage=self.usage,
+            budget_exhausted=False,
+            synthesis_was_run=self.synthesis_run,
+            synthesis_reason=None,
+            outcome=finish_outcome(budget_exhausted=False, synthesis_was_run=self.synthesis_run),
+            final_empty=last is None or is_empty(last),
+            final_truncated=last is not None and is_truncated(last),
+            messages=message_dicts(self.pending),
+        )
+
+    def fail(self, error: BaseException, *, announce: bool = False) -> None:
+        """The run raised ``error``; ``announce`` reports a run that failed before its
+        first model or tool call too (a top-level run)."""
+        if self.ended or not (self.started or announce):
+            self.ended = True
+            return
+        self.ensure_started()
+        self._close_raised()
+        self.ended = True
+        for call in self._in_flight.values():  # a stop mid-call: keep what had streamed
+            call.deltas.flush()
+            self.partial_text = call.deltas.partial_text or self.partial_text
+        self._in_flight.clear()
+        cancelled = _is_cancel(error)
+        kind = _str_attr(error, "kind")
+        reason = _str_attr(error, "reason")
+        self.emit(
+            LoopFailed,
+            error_type=type(error).__name__,
+            error_kind=kind,
+            reason=reason,
+            message=describe(error),
+            cause_type=type(error.__cause__).__name__ if error.__cause__ else None,
+            rounds=self.rounds_done,
+            usage=self.usage,
+            any_invocation_made=self.calls > 0,
+            cancelled=cancelled,
+            outcome=failure_outcome(cancelled=cancelled, error_kind=kind, reason=reason),
+            messages=message_dicts(self.pending),
+            partial_text=self.partial_text,
+        )
+
+
+def _tool_message(output: Any, call_id: str) -> ToolMessage | None:
+    """The ``ToolMessage`` answering ``call_id`` in a tool's output, if there is one."""
+    if isinstance(output, ToolMessage):
+        return output
+    for message in messages_in(output):
+        if isinstance(message, ToolMessage) and message.tool_call_id == call_id:
+            return message
+    return None
+
+
+def _final_text(outputs: Any, last: AIMessage | None) -> str:
+    """The run's answer: the text it returned, else the last message of its output (a
+    ``return_direct`` tool's result), else the last reply."""
+    if isinstance(outputs, str):
+        return outputs
+    final: BaseMessage | None = None
+    for message in messages_in(outputs):
+        final = message
+    if final is None:
+        final = last
+    return final.text if final is not None else ""
+
+
+def _names(error: BaseException) -> set[str]:
+    return {kind.__name__ for kind in type(error).__mro__}
+
+
+def _bubbles_up(error: BaseException) -> bool:
+    """LangGraph's control flow (an interrupt, a hand-off), not a failure."""
+    return "GraphBubbleUp" in _names(error)
+
+
+def _is_cancel(error: BaseException) -> bool:
+    """The run was stopped: a cancelled task, Ctrl-C, or a consumer that closed the stream
+    before it ended (``GeneratorExit``)."""
+    stops = {"CancelledError", "KeyboardInterrupt", "SystemExit", "GeneratorExit"}
+    return bool(_names(error) & stops)
+
+
+def _error_reason(error: BaseException) -> str:
+    """Why a tool run raised, in the loop's words where they fit."""
+    if _is_cancel(error):
+        return "cancelled"
+    names = _names(error)
+    if names & {"ValidationError", "ToolInvocationError"}:
+        return "invalid_call"
+    if "TimeoutError" in names:
+        return "timeout"
+    return "tool_error"
+
+
+def _str_attr(error: BaseException, name: str) -> str | None:
+    value = getattr(error, name, None)
+    return value if isinstance(value, str) else None

@@ -1,0 +1,265 @@
+"""Tools from an object's plain methods and JSON-schema function docs (the OpenAI tools format).
+
+A benchmark's backend (a file system, a ticket tracker) is usually a class with plain
+methods and, beside it, a list of function docs: a name, a description and a JSON schema of
+the parameters. :func:`tools_from_schema` turns the object and its docs into langchain-core
+tools the loop dispatches like any other:
+
+* the arguments are validated against the doc's schema before the method runs; a failure
+  never reaches the method and comes back to the model as an error ``ToolMessage`` (reason
+  ``invalid_arguments``) saying where and why;
+* defaults the schema declares are filled in for missing arguments;
+* positional-only parameters (``def mv(self, source, destination, /)``) are passed by
+  position, the rest by name;
+* a doc that does not fit its method (a property the method has no parameter for, a
+  parameter without a default that the doc may leave out) is a ``ConfigurationError`` when
+  the tools are built, not a failure on the model's first call.
+
+The schema is checked the way ``jsonschema.validate`` checks it (the schema's own dialect,
+the most relevant error first), which is also how a person's argument edit at a pause is
+checked (``toolloop_lab.interventions.check_args``), so the two agree on every call.
+
+The tools hold the object itself, so tools built from one object share its state: build
+them inside a scenario's ``tools_factory`` to get one fresh backend per run.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, TypeAlias
+
+import jsonschema
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import ValidationError
+from pydantic_core import PydanticCustomError
+
+from toolloop_lab.errors import ConfigurationError
+
+__all__ = [
+    "ArgumentProblem",
+    "FunctionDoc",
+    "FunctionSpec",
+    "function_spec",
+    "json_schema_problem",
+    "tools_from_schema",
+]
+
+FunctionDoc: TypeAlias = Mapping[str, Any]
+"""``{"type": "function", "function": {"name", "description", "parameters"}}`` (the OpenAI
+tools format) or the inner ``{"name", "description", "parameters"}`` alone."""
+
+_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""Tool names every provider accepts (OpenAI's rule, the strictest)."""
+
+_EMPTY_PARAMETERS: Final[Mapping[str, Any]] = {"type": "object", "properties": {}}
+
+
+@dataclass(frozen=True, slots=True)
+class ArgumentProblem:
+    """Why arguments do not fit a JSON schema: where (a path into the arguments; empty for
+    the arguments as a whole) and what."""
+
+    path: tuple[str | int, ...]
+    message: str
+
+    def __str__(self) -> str:
+        where = ".".join(str(p) for p in self.path) or "(arguments)"
+        return f"{where}: {self.message}"
+
+
+def json_schema_problem(schema: Mapping[str, Any], args: Any) -> ArgumentProblem | None:
+    """The most relevant reason ``args`` do not fit ``schema`` (jsonschema's own pick, as
+    ``jsonschema.validate`` reports it), or ``None`` when they fit.
+
+    Raises ``jsonschema.SchemaError`` when the schema itself is not valid JSON Schema.
+    """
+    return _best_problem(_validator(schema), args)
+
+
+def _validator(schema: Mapping[str, Any]) -> Any:
+    """A validator of the schema's own JSON Schema dialect, the schema checked first."""
+    plain = dict(schema)
+    validator_class = jsonschema.validators.validator_for(plain)
+    validator_class.check_schema(plain)
+    return validator_class(plain)
+
+
+def _best_problem(validator: Any, args: Any) -> ArgumentProblem | None:
+    error = jsonschema.exceptions.best_match(validator.iter_errors(args))
+    if error is None:
+        return None
+    return ArgumentProblem(tuple(error.absolute_path), error.message)
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionSpec:
+    """One function doc, checked: its name, description and parameter schema."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+
+def function_spec(doc: FunctionDoc) -> FunctionSpec:
+    """Read one doc in either accepted shape (see :data:`FunctionDoc`); a doc that is not
+    one raises ``ConfigurationError`` (``field`` names the part that is wrong)."""
+    if not isinstance(doc, Mapping):
+        raise ConfigurationError(
+            f"a function doc must be a mapping, got {type(doc).__name__}", field="functions"
+        )
+    inner = doc.get("function") if doc.get("type") == "function" else doc
+    if not isinstance(inner, Mapping):
+        raise ConfigurationError("a tools-format doc needs a 'function' object", field="functions")
+    name = inner.get("name")
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ConfigurationError(
+            f"a function name must be 1-64 letters, digits, '_' or '-', got {name!r:.80}",
+            field="name",
+        )
+    description = inner.get("description", "")
+    if not isinstance(description, str):
+        raise ConfigurationError(f"{name}: the description must be text", field="description")
+    parameters = inner.get("parameters", _EMPTY_PARAMETERS)
+    if not isinstance(parameters, Mapping) or parameters.get("type") != "object":
+        raise ConfigurationError(
+            f"{name}: parameters must be a JSON schema of type 'object'", field="parameters"
+        )
+    try:
+        _validator(parameters)
+    except jsonschema.SchemaError as exc:
+        raise ConfigurationError(
+            f"{name}: parameters are not valid JSON Schema: {exc.message}", field="parameters"
+        ) from None
+    return FunctionSpec(name, description, copy.deepcopy(dict(parameters)))
+
+
+@dataclass(frozen=True, slots=True)
+class _Binding:
+    """How a doc's arguments become a call of its method."""
+
+    spec: FunctionSpec
+    validator: Any
+    """The parameters' validator, built (and the schema checked) once."""
+    method: Callable[..., Any]
+    positional: tuple[inspect.Parameter, ...]
+    """Positional-only parameters, in order: passed by position."""
+    accepted: frozenset[str] | None
+    """Names the method takes by keyword or position; ``None`` when it takes ``**kwargs``."""
+    defaults: Mapping[str, Any]
+    """Schema defaults, by argument name."""
+
+    def invalid(self, problem: ArgumentProblem, args: Any) -> ValidationError:
+        """The error for arguments that do not fit: pydantic's ``ValidationError``, which the
+        dispatcher reports as ``invalid_arguments`` (``where: what``), like a pydantic tool's."""
+        error = PydanticCustomError("json_schema", "{message}", {"message": problem.message})
+        return ValidationError.from_exception_data(
+            self.spec.name, [{"type": error, "loc": problem.path, "input": args}]
+        )
+
+    def arguments(self, args: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+        """Validate ``args``, fill in defaults, and split them into positional and keyword
+        arguments of the method; raises :meth:`invalid` when they do not fit."""
+        problem = _best_problem(self.validator, dict(args))
+        if problem is None and self.accepted is not None:
+            unknown = sorted(set(args) - self.accepted)
+            if unknown:
+                problem = ArgumentProblem((unknown[0],), "is not an argument of this function")
+        if problem is not None:
+            raise self.invalid(problem, args)
+        named = {k: copy.deepcopy(v) for k, v in self.defaults.items() if k not in args}
+        named.update(args)
+        positional = [named.pop(p.name) if p.name in named else p.default for p in self.positional]
+        return positional, named
+
+
+def _bind(backend: object, spec: FunctionSpec) -> _Binding:
+    name = spec.name
+    method = None if name.startswith("_") else getattr(backend, name, None)
+    if method is None or not callable(method):
+        raise ConfigurationError(
+            f"{type(backend).__name__} has no public method {name!r} for its doc", field="functions"
+        )
+    try:
+        params = list(inspect.signature(method).parameters.values())
+    except (TypeError, ValueError) as exc:
+        raise ConfigurationError(
+            f"{name}: no signature to map ({exc})", field="functions"
+        ) from None
+    kinds = inspect.Parameter
+    takes_any = any(p.kind is kinds.VAR_KEYWORD for p in params)
+    named = {p.name: p for p in params if p.kind not in (kinds.VAR_POSITIONAL, kinds.VAR_KEYWORD)}
+    properties: Mapping[str, Any] = spec.parameters.get("properties", {})
+    required = set(spec.parameters.get("required", []))
+    for prop in properties:
+        if prop not in named and not takes_any:
+            raise ConfigurationError(
+                f"{name}: the doc's parameter {prop!r} is not a parameter of the method",
+                field="parameters",
+            )
+    defaults = {
+        k: v["default"] for k, v in properties.items() if isinstance(v, Mapping) and "default" in v
+    }
+    for param in named.values():
+        if param.default is kinds.empty and param.name not in required | set(defaults):
+            raise ConfigurationError(
+                f"{name}: the method needs {param.name!r}, which the doc neither requires "
+                "nor gives a default",
+                field="parameters",
+            )
+    return _Binding(
+        spec,
+        _validator(spec.parameters),
+        method,
+        tuple(p for p in params if p.kind is kinds.POSITIONAL_ONLY),
+        None if takes_any else frozenset(named),
+        defaults,
+    )
+
+
+def _tool(binding: _Binding) -> BaseTool:
+    method = binding.method
+    spec = binding.spec
+    if inspect.iscoroutinefunction(method):
+
+        async def acall(**kwargs: Any) -> Any:
+            positional, named = binding.arguments(kwargs)
+            return await method(*positional, **named)
+
+        return StructuredTool.from_function(
+            coroutine=acall,
+            name=spec.name,
+            description=spec.description or spec.name,
+            args_schema=dict(spec.parameters),
+        )
+
+    def call(**kwargs: Any) -> Any:
+        positional, named = binding.arguments(kwargs)
+        return method(*positional, **named)
+
+    return StructuredTool.from_function(
+        func=call,
+        name=spec.name,
+        description=spec.description or spec.name,
+        args_schema=dict(spec.parameters),
+    )
+
+
+def tools_from_schema(backend: object, functions: Iterable[FunctionDoc]) -> list[BaseTool]:
+    """One validated tool per doc in ``functions``, each calling ``backend``'s method of the
+    same name (see the module doc). Async methods become async tools.
+
+    Raises ``ConfigurationError`` for a doc that is malformed, names no public method of
+    ``backend``, repeats a name, or does not fit its method's signature.
+    """
+    specs = [function_spec(doc) for doc in functions]
+    names = [s.name for s in specs]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ConfigurationError(
+            f"function names must be unique; repeated: {', '.join(repeated)}", field="functions"
+        )
+    return [_tool(_bind(backend, spec)) for spec in specs]
