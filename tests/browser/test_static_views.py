@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser.jupyterkit import on_dialog, shot
-from browser.streams import XSS, Stream, ToolSpec, hostile_run, sample_run
 from loopkit import PAYLOADS
 
+from browser.jupyterkit import on_dialog, shot
+from browser.streams import XSS, Stream, ToolSpec, hostile_run, sample_run
 from toolloop_lab import run_scenarios
+from toolloop_lab.events import ModelCallFailed
 from toolloop_lab.lab import Reply, Scenario
 from toolloop_lab.widget.page import static_page
 
@@ -150,6 +151,55 @@ def test_megabyte_fields_are_clipped_on_the_page(browser: Any, tmp_path: Path) -
         assert "c" * 20_000 + mark in shown or "t" * 20_000 + mark in shown
         assert page.evaluate("document.body.innerText.length") < 200_000
         shot(view, "static_megabyte_fields")
+        assert page.errors == []
+    finally:
+        page.close()
+
+
+def test_a_failed_call_and_its_retry_are_both_shown(browser: Any, tmp_path: Path) -> None:
+    """A framework's retry (seen through the bridge) is a new call after a model_call_failed
+    of the same round; a call that fails the run says what it raised."""
+    s = Stream().start("Where is order A-17?")
+    s.round_start(1)
+    first = s.call_start(1)
+    s.t += 0.4
+    s.events.append(
+        ModelCallFailed(
+            **s._base(1),
+            call=first,
+            purpose="round",
+            error_type="RateLimitError",
+            message="slow down",
+            latency_s=0.4,
+        )
+    )
+    s.call_start(1)
+    s.t += 0.6
+    s.call_end(1, "Order A-17 ships tomorrow.", ())
+    s.round_start(2)
+    second = s.call_start(2)
+    s.t += 0.2
+    s.events.append(
+        ModelCallFailed(
+            **s._base(2),
+            call=second,
+            purpose="round",
+            error_type="RuntimeError",
+            message="upstream returned HTTP 500",
+            latency_s=0.2,
+        )
+    )
+    path = tmp_path / "retry.html"
+    path.write_text(static_page(s.fail(1, message="upstream returned HTTP 500").events), "utf-8")
+    page = open_file(browser, path, width=900)
+    try:
+        view = page.locator(".tl-root")
+        view.locator(".tl-badge", has_text="Failed").wait_for()
+        view.locator(".tl-row[data-n='1']").click()
+        view.get_by_text("1 earlier attempt of this call failed (RateLimitError)").wait_for()
+        view.locator(".tl-row[data-n='2']").click()
+        view.get_by_text("the call failed: RuntimeError: upstream returned HTTP 500").wait_for()
+        assert "error" in view.locator(".tl-row[data-n='2']").inner_text()
         assert page.errors == []
     finally:
         page.close()

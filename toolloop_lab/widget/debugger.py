@@ -34,8 +34,9 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, ClassVar, Final, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, TypeVar
 
 import anywidget
 import comm
@@ -48,6 +49,7 @@ from toolloop_lab.errors import ConfigurationError, ToolLoopLabError, describe
 from toolloop_lab.events import Event, LoopFailed, LoopFinished, LoopStarted, Observer
 from toolloop_lab.forking import ForkResult, prepare_fork
 from toolloop_lab.hooks import PauseHook, PausePoint
+from toolloop_lab.pricing import PriceTable
 from toolloop_lab.runview import RunView
 from toolloop_lab.trace import TraceRead, read_trace
 from toolloop_lab.widget.coalesce import Clock, Coalescer, Scheduler, loop_scheduler
@@ -58,6 +60,9 @@ from toolloop_lab.widget.snapshot import snapshot_html
 from toolloop_lab.widget.step import PAUSE_MODES, PauseMode, StepController
 from toolloop_lab.widget.text import summary_text
 from toolloop_lab.widget.wire import MAX_BATCH_EVENTS, clip, event_payload, saved_tail
+
+if TYPE_CHECKING:
+    from toolloop_lab.bridge import EventBridge
 
 __all__ = ["DebuggableAgent", "LoopDebugger"]
 
@@ -533,6 +538,24 @@ class LoopDebugger(anywidget.AnyWidget):
     def redraw(self) -> None:
         """Send the pending state now."""
         self._pacer.force()
+
+    # -- LangChain and LangGraph runs (the bridge) ---------------------------------------
+    def watch(
+        self, *observers: Observer, prices: PriceTable | None = None
+    ) -> AbstractContextManager[EventBridge]:
+        """Show every LangChain or LangGraph run started inside the block (``with
+        dbg.watch(): graph.invoke(...)``); ``observers`` (a ``TraceWriter``, say) get the
+        same events. See :func:`toolloop_lab.bridge.watch`."""
+        from toolloop_lab.bridge import watch
+
+        return watch(self, *observers, prices=prices)
+
+    def callbacks(self, *observers: Observer, prices: PriceTable | None = None) -> EventBridge:
+        """A callback handler showing the runs it is passed to here (``graph.invoke(inputs,
+        config={"callbacks": [dbg.callbacks()]})``). See :func:`toolloop_lab.bridge.callbacks`."""
+        from toolloop_lab.bridge import callbacks
+
+        return callbacks(self, *observers, prices=prices)
 
     # -- fork -------------------------------------------------------------------------
     def _update_can_fork(self) -> None:

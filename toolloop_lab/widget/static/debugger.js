@@ -138,6 +138,7 @@ function roundOf(s, n) {
       gates: [],
       synthesis: null,
       interventions: [],
+      failedCalls: [], // model calls of this round that raised (retried, or the run failed)
       pruneUsage: newUsage(),
       v: 0,
       hay: null,
@@ -314,6 +315,18 @@ export function fold(s, e) {
       }
       s.totals = readUsage(e.accumulated);
       s.lastContext = c.usage.input;
+      break;
+    }
+    case "model_call_failed": {
+      // the call raised or was stopped: no reply (a framework may retry with a new call)
+      const c = e.call ? s.calls.get(e.call) : null;
+      if (c) {
+        c.t1 = e.t;
+        c.interrupted = e.error_type === "CancelledError" ? "cancelled" : "failed";
+        c.error = { type: e.error_type, message: e.message || "" };
+        if (e.partial_text) c.text = e.partial_text;
+      }
+      if (e.purpose !== "pruning") r.failedCalls.push({ type: e.error_type, message: e.message || "", latency: e.latency_s });
       break;
     }
     case "tool_start": {
@@ -1676,7 +1689,9 @@ function createView(el, s, host) {
       if (c.stuck) flags.push("same tool calls as the previous round: no progress");
       if (c.truncated) flags.push("cut off by the output-token limit: its tool calls were not run");
       if (c.empty) flags.push("no text and no tool call");
-      if (c.interrupted) flags.push(c.interrupted === "cancelled" ? "stopped before the reply came back" : "the run failed before the reply came back");
+      if (c.interrupted) flags.push(c.interrupted === "cancelled" ? "stopped before the reply came back" : c.error ? `the call failed: ${c.error.type}${c.error.message ? `: ${c.error.message}` : ""}` : "the run failed before the reply came back");
+      const earlier = r.failedCalls.length - (c.error && c.interrupted === "failed" ? 1 : 0);
+      if (earlier > 0 && c.done) flags.push(`${plural(earlier, "earlier attempt")} of this call failed (${r.failedCalls.slice(0, earlier).map((f) => f.type).join(", ")}); this is the retry's reply`);
       for (const f of flags) box.append(h("div", "tl-flag", dot("warn"), f));
       const text = c.text;
       if (text) box.append(longText(text, c.done ? "" : "tl-streaming"));
