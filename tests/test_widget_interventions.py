@@ -282,6 +282,9 @@ def test_a_change_with_nothing_paused_is_refused() -> None:
         {"type": "intervene", "request": 1, "pause": 0, "action": "append_message", "content": "x"},
     )
     assert (answer["ok"], answer["reason"]) == (False, "not_paused")
+    # a new page starts its own requests: the answers of an earlier one are not sent to it
+    channel(dbg).from_browser({"type": "hello"})
+    assert control(dbg)["answer"] is None
     dbg.close()
 
 
@@ -392,6 +395,7 @@ async def test_fork_from_here_runs_the_fork_in_a_new_debugger_and_compares() -> 
     assert dbg.can_fork is True
     answer = ask(dbg, {"type": "fork", "request": 4, "round": 2})
     assert (answer["ok"], answer["action"]) == (True, "fork")
+    assert "dbg.forks[0]" in answer["message"]  # never displayed here: where to find it
     (child,) = dbg.forks
     # the fork pauses before its first call (this debugger never pauses), so a person
     # can change it; its rounds read as the original's

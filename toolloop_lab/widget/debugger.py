@@ -307,6 +307,7 @@ class LoopDebugger(anywidget.AnyWidget):
             with self._lock:
                 self._frontend = True
                 self._sent = 0
+                self._answer = None  # answers were for the requests of an earlier page
             self._request()
         elif kind == "control":
             action = content.get("action")
@@ -643,13 +644,17 @@ class LoopDebugger(anywidget.AnyWidget):
         except RuntimeError as exc:  # no running event loop: start() says why
             return Answer(request.request, "fork", False, "no_event_loop", describe(exc))
         area = self._fork_area
-        if area is not None:
-            from IPython import display
+        if area is None:  # this debugger was shown some other way (inside a box, say)
+            where = f"the fork runs; display it with dbg.forks[{len(self._forks) - 1}]"
+            return Answer(request.request, "fork", True, message=where)
+        from IPython import display
 
-            show: Any = display.display
-            with area:  # the click's own output would go nowhere a person looks
-                show(child)
-        return Answer(request.request, "fork", True, message=f"forked at round {request.round}")
+        show: Any = display.display
+        with area:  # the click's own output would go nowhere a person looks
+            show(child)
+        return Answer(
+            request.request, "fork", True, message="the fork runs in a new debugger below this one"
+        )
 
     # -- replay -----------------------------------------------------------------------
     @classmethod

@@ -95,7 +95,7 @@ export function createStore() {
     forkInfo: null, // a fork's debugger: where it was forked, and the comparison at its end
     canFork: false,
     requests: new Map(), // request number -> what to do with its answer
-    nextRequest: 1,
+    nextRequest: 1 + Math.floor(Math.random() * 1e9), // never an earlier page's number
     ui: { selected: null, filter: "all", tool: "", search: "", collapsed: new Map(), follow: true, edit: null, forkMsg: null },
   };
   resetRun(s);
@@ -1351,7 +1351,7 @@ function createView(el, s, host) {
     drawForkMsg();
     ask({ type: "fork", round: r.n }, (a) => {
       s.ui.forkMsg = a.ok
-        ? { n: r.n, state: "ok", text: `Forked at ${roundTitle(s, r).toLowerCase()}: the fork runs in a new debugger below this one.` }
+        ? { n: r.n, state: "ok", text: `Forked at ${roundTitle(s, r).toLowerCase()}: ${a.message}.` }
         : { n: r.n, state: "error", text: `Cannot fork here (${a.reason}): ${a.message}` };
       redraw(true);
     });
