@@ -1,20 +1,40 @@
-"""Script builders and reference prices shared by the tool-loop tests.
+"""Builders shared by the tests: scripts, reference prices, the lab's scenarios as runs,
+hostile text, and a mock comm for the debugger widget.
 
 Prices are computed here straight from genai-prices' public ``calc_price``, never through
 toolloop_lab's pricing module, so a cost assertion compares two independent sums.
+
+No test module imports another: what two test modules share lives here (or in
+``hostile/hostilekit.py`` and ``browser/streams.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import Any
 
 import genai_prices
+from comm.base_comm import BaseComm
 from langchain_core.messages import AIMessage, ToolCall
 from langchain_core.messages.ai import UsageMetadata
 
-__all__ = ["MODEL", "calls", "final", "reference_cost", "tool_call", "usage"]
+__all__ = [
+    "ALL",
+    "CATALOG_NAMES",
+    "MODEL",
+    "PAYLOADS",
+    "FakeTime",
+    "MockComm",
+    "calls",
+    "catalog_run",
+    "final",
+    "received",
+    "reference_cost",
+    "tool_call",
+    "usage",
+]
 
 MODEL = "gpt-4o-mini"
 """A model genai-prices knows, so runs are priced."""
@@ -68,3 +88,122 @@ def reference_cost(
         )
         total += Decimal(calc.total_price)
     return total
+
+
+# -- the lab's catalog, run ------------------------------------------------------------------
+def _catalog_names() -> list[str]:
+    from toolloop_lab.lab import catalog
+
+    return [s.name for s in catalog()]
+
+
+CATALOG_NAMES = _catalog_names()
+"""Every scenario of the lab's built-in catalog (the spec's behaviours), by name."""
+
+
+def catalog_run(name: str, *observers: Callable[[Any], object]) -> Any:
+    """Run the catalog's scenario ``name`` to its end with ``observers`` watching; returns
+    its :class:`~toolloop_lab.lab.ScenarioRun` (``events``, ``outcome``, error fields). The
+    scenario runs under its own USD limit, so failing scenarios are rows, not raises."""
+    from toolloop_lab.lab import arun_one, catalog
+
+    scenario = next(s for s in catalog() if s.name == name)
+    return asyncio.run(arun_one(scenario, observers=observers))
+
+
+# -- hostile text ----------------------------------------------------------------------------
+PAYLOADS = [
+    "<img src=x onerror=alert(1)>",
+    "<script>alert(1)</script>",
+    '" onmouseover="alert(1)',
+    "' onfocus='alert(1)' autofocus='",
+    '<a href="javascript:alert(1)">click me</a>',
+    "javascript:alert(1)",
+    "<style>*{display:none!important}</style>",
+    "<svg/onload=alert(1)>",
+    "<iframe src=javascript:alert(1)></iframe>",
+    "</pre></td></tr></table></div></script><b onclick=alert(1)>out</b>",
+    "&lt;b&gt;already escaped&lt;/b&gt;",
+]
+"""The one list of hostile text every rendering test puts in every field: tags, event
+handlers breaking out of quoted attributes, ``javascript:`` links, style blocks, SVG and
+iframe tricks, markup closing our own containers (a ``<script>`` block included), and text
+that is already escaped. In a browser, each would call ``alert`` if it ever ran."""
+ALL = " ".join(PAYLOADS)
+
+
+# -- the debugger's comm, mocked ----------------------------------------------------------
+class MockComm(BaseComm):  # type: ignore[misc]
+    """A comm that keeps what the widget publishes, and lets a test answer as a browser
+    (``monkeypatch.setattr(comm, "create_comm", MockComm)`` before making the widget)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.published: list[tuple[str, dict[str, Any]]] = []
+        super().__init__(*args, **kwargs)
+
+    def publish_msg(self, msg_type: str, data: Any = None, *args: Any, **kwargs: Any) -> None:
+        self.published.append((msg_type, data or {}))
+
+    def custom(self) -> list[dict[str, Any]]:
+        """The custom messages sent so far (the event batches)."""
+        return [
+            d["content"]
+            for kind, d in self.published
+            if kind == "comm_msg" and d.get("method") == "custom"
+        ]
+
+    def updates(self) -> list[dict[str, Any]]:
+        """The trait updates sent so far."""
+        return [
+            d["state"]
+            for kind, d in self.published
+            if kind == "comm_msg" and d.get("method") == "update"
+        ]
+
+    def from_browser(self, content: Any) -> None:
+        """Deliver ``content`` as a custom message from the front end."""
+        self.handle_msg(
+            {"content": {"data": {"method": "custom", "content": content}}, "buffers": []}
+        )
+
+
+def received(widget: Any) -> list[dict[str, Any]]:
+    """The events a browser folding every batch of ``widget`` in order ends up with
+    (resets honoured); asserts each batch starts where the last one ended."""
+    channel = widget.comm
+    assert isinstance(channel, MockComm)
+    events: list[dict[str, Any]] = []
+    for msg in channel.custom():
+        assert msg["type"] == "events"
+        if msg["reset"]:
+            events = []
+        assert msg["first"] == len(events), "a batch must start where the last one ended"
+        events.extend(msg["events"])
+    return events
+
+
+class FakeTime:
+    """A clock and a timer queue the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.timers: list[tuple[float, Callable[[], None]]] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def schedule(self, delay: float, callback: Callable[[], None]) -> bool:
+        self.timers.append((self.now + delay, callback))
+        return True
+
+    def advance(self, seconds: float) -> None:
+        end = self.now + seconds
+        while True:
+            due = sorted((t for t in self.timers if t[0] <= end), key=lambda t: t[0])
+            if not due:
+                break
+            at, callback = due[0]
+            self.timers.remove(due[0])
+            self.now = max(self.now, at)
+            callback()
+        self.now = end

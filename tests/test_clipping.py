@@ -1,12 +1,16 @@
 """A model controls the length of every field it sends, not only of its text.
 
 A 1 MB tool name, tool-call id, finish reason or invalid-call error (or, from an edited
-trace or saved sweep, a 1 MB error kind, reason or type name) must not make a 4 MB
-inspector panel or a 4 MB report: every view clips such fields and says so with a
-``… (N chars)`` marker, N being the whole length. Content (model text, tool output,
-arguments) keeps its preview and "show all", and also says how long it was.
+trace or saved sweep, a 1 MB error kind, reason or type name) must not send megabytes to
+the browser, fill the saved notebook, or make a 4 MB report: every view clips such fields
+and says so with a ``… (N chars)`` marker, N being the whole length. Ids are cut to
+``ID_CHARS``, names and labels to ``NAME_CHARS``, content (model text, tool output,
+arguments, an invalid call's error, which goes back to the model) to the widget's
+``max_text_chars``; the browser then shows content up to its preview with "show all".
 
-Each test measures what a user gets: the panels' HTML, the text repr, the report file.
+Each test measures what a user gets: what the widget sends (mock comm), its saved state,
+the text repr, the static snapshot, the report file. ``tests/browser/test_static_views.py``
+shows the same clipping on a page in chromium.
 """
 
 from __future__ import annotations
@@ -15,40 +19,38 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import asyncio
 import json
 from collections.abc import Iterator
+from html.parser import HTMLParser
 from typing import Any
 
+import comm
 import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.tools import StructuredTool
-from test_widget_scenarios import (
-    MODEL,
-    Scenario,
-    no_widget_leaks,  # noqa: F401 - fixture
-    run,
-    text_of,
-    usage_md,
-)
+from loopkit import MODEL, MockComm, calls, received, tool_call, usage
 
-from toolloop_lab import AgentConfig
+from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
+from toolloop_lab.escape import ID_CHARS, NAME_CHARS, TEXT_CHARS, clip
 from toolloop_lab.events import Event, LoopFailed, LoopStarted, ToolDispatched
-from toolloop_lab.hooks import PausePoint
 from toolloop_lab.lab import LabResults, Reply, run_scenarios
 from toolloop_lab.lab import Scenario as LabScenario
-from toolloop_lab.runview import RunView
 from toolloop_lab.usage import Usage
 from toolloop_lab.widget import LoopDebugger
-from toolloop_lab.widget.html import header_html
-
-pytestmark = pytest.mark.usefixtures("no_widget_leaks")
 
 MB = 1_000_000
 MARK = "… (1,000,000 chars)"
-ID_CHARS, NAME_CHARS, TEXT_CHARS = 100, 200, 2_000
-"""The limits ``toolloop_lab.escape`` sets for ids, names and free text."""
-PANELS_BOUND = 60_000
-"""Characters all panels of a run with 1 MB fields may take (a few KB of each field)."""
+CONTENT = 20_000
+"""The widget's default ``max_text_chars``."""
+SENT_BOUND = 400_000
+"""Characters of JSON the widget may send for a run with five 1 MB fields (each field
+travels a few times: in the reply, in the conversation of the next call, at the end)."""
+
+
+@pytest.fixture(autouse=True)
+def mock_comm(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(comm, "create_comm", MockComm)
 
 
 def big(char: str) -> str:
@@ -60,10 +62,31 @@ def clipped(char: str, limit: int) -> str:
     return char * limit + MARK
 
 
+def sent(dbg: LoopDebugger) -> list[dict[str, Any]]:
+    """Everything the browser was sent, once the pacing let it all out."""
+    dbg.flush()
+    assert isinstance(dbg.comm, MockComm)
+    return dbg.comm.custom()
+
+
+def sent_chars(dbg: LoopDebugger) -> int:
+    return sum(len(json.dumps(m, ensure_ascii=False)) for m in sent(dbg))
+
+
+def strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from strings(item)
+
+
 # -- escape.clip ----------------------------------------------------------------------------
 def test_clip_keeps_short_text_and_marks_a_cut() -> None:
-    from toolloop_lab.escape import clip
-
     assert clip("short", 10) == "short"
     assert clip("x" * 10, 10) == "x" * 10
     assert clip("x" * 11, 10) == "x" * 10 + "… (11 chars)"
@@ -74,102 +97,127 @@ def test_clip_keeps_short_text_and_marks_a_cut() -> None:
 
 
 def test_the_limits_keep_real_names_and_bound_the_rest() -> None:
-    from toolloop_lab import escape
-
-    assert (escape.ID_CHARS, escape.NAME_CHARS, escape.TEXT_CHARS) == (
-        ID_CHARS,
-        NAME_CHARS,
-        TEXT_CHARS,
-    )
     assert 64 <= ID_CHARS <= NAME_CHARS <= 256  # real ids ~40, names 64 to 128 characters
     assert NAME_CHARS < TEXT_CHARS <= 5_000
 
 
 # -- the live debugger ------------------------------------------------------------------------
-
-
-def huge_fields_run() -> Scenario:
+def huge_fields_agent() -> LLMAgent:
     """One round whose tool name, tool-call id, finish reason, invalid-call error and model
     name are 1 MB each; the tool exists (so its own output stays short)."""
     tool = StructuredTool.from_function(lambda: "tool ok", name=big("n"), description="A tool.")
     reply = AIMessage(
         "",
-        tool_calls=[{"name": big("n"), "args": {}, "id": big("i"), "type": "tool_call"}],
+        tool_calls=[tool_call(big("n"), {}, big("i"))],
         invalid_tool_calls=[
             {"name": "bad", "args": "{", "id": "b1", "error": big("e"), "type": "invalid_tool_call"}
         ],
-        usage_metadata=usage_md(10, 5),
+        usage_metadata=usage(10, 5),
         response_metadata={"finish_reason": big("f")},
     )
-    return Scenario(
-        "huge fields",
-        [reply, AIMessage("done", usage_metadata=usage_md(10, 5))],
-        [tool],
-        AgentConfig(),
-        model_name=big("m"),
-    )
+    script = [reply, AIMessage("done", usage_metadata=usage(10, 5))]
+    return LLMAgent(ScriptedChatModel(script, model_name=big("m")), [tool], AgentConfig())
+
+
+@pytest.fixture(scope="module")
+def huge_events() -> tuple[Event, ...]:
+    return asyncio.run(huge_fields_agent().arun("go")).events
 
 
 @pytest.fixture
-def huge() -> Iterator[LoopDebugger]:
+def huge(huge_events: tuple[Event, ...]) -> Iterator[LoopDebugger]:
     dbg = LoopDebugger()
-    try:
-        outcome = run(huge_fields_run(), dbg)
-        assert outcome.error is None, outcome.error
-        dbg.selected_round = 1
-        yield dbg
-    finally:
-        dbg.close()
+    for event in huge_events:
+        dbg(event)
+    yield dbg
+    dbg.close()
 
 
-def test_a_megabyte_field_gives_bounded_panels(huge: LoopDebugger) -> None:
-    sizes = {name: len(value) for name, value in huge.panels.items()}
-    assert sum(sizes.values()) < PANELS_BOUND, sizes
+def test_a_megabyte_field_sends_a_bounded_stream(huge: LoopDebugger) -> None:
+    assert sent_chars(huge) < SENT_BOUND
+    assert len(json.dumps(huge.saved_events)) < SENT_BOUND  # what the notebook file keeps
+    longest = max(len(s) for m in sent(huge) for s in strings(m))
+    assert longest == CONTENT + len(MARK)  # the invalid call's error: content, clipped
 
 
-def test_clipped_fields_show_the_marker(huge: LoopDebugger) -> None:
-    inspector = text_of(huge.panels["inspector"])
-    assert f"1. {clipped('n', NAME_CHARS)} · id {clipped('i', ID_CHARS)} · ✓ success" in inspector
-    assert f"finish reason {clipped('f', NAME_CHARS)}" in inspector
-    assert f"invalid call: {clipped('e', TEXT_CHARS)}" in inspector
-    assert f"model {clipped('m', NAME_CHARS)}" in text_of(huge.panels["header"])
-    assert f"{clipped('n', NAME_CHARS)} ✓ success" in text_of(huge.panels["timeline"])
+def test_every_clipped_field_says_how_long_it_was(huge: LoopDebugger) -> None:
+    events = received(huge)
+    start = next(e for e in events if e["kind"] == "loop_start")
+    assert start["model_name"] == clipped("m", NAME_CHARS)
+    assert start["tools"] == [clipped("n", NAME_CHARS)]
+    reply = next(e for e in events if e["kind"] == "model_call")
+    called, invalid = reply["tool_calls"]
+    assert (called["name"], called["id"]) == (clipped("n", NAME_CHARS), clipped("i", ID_CHARS))
+    assert invalid["error"] == clipped("e", CONTENT)
+    assert reply["finish_reason"] == clipped("f", NAME_CHARS)
+    assert reply["model_name"] == clipped("m", NAME_CHARS)
+    dispatch = next(e for e in events if e["kind"] == "tool_dispatch")
+    assert dispatch["name"] == clipped("n", NAME_CHARS)
+    assert dispatch["tool_call_id"] == clipped("i", ID_CHARS)
+    # the reply again, as the next call's conversation carries it
+    second = [e for e in events if e["kind"] == "model_call_start"][1]
+    ai = next(m for m in second["messages"] if m["type"] == "ai")
+    assert ai["data"]["tool_calls"][0]["name"] == clipped("n", NAME_CHARS)
+    assert ai["data"]["tool_calls"][0]["id"] == clipped("i", ID_CHARS)
+    assert ai["data"]["response_metadata"]["finish_reason"] == clipped("f", NAME_CHARS)
+    tool_message = next(m for m in second["messages"] if m["type"] == "tool")
+    assert tool_message["data"]["tool_call_id"] == clipped("i", ID_CHARS)
+    assert tool_message["data"]["name"] == clipped("n", NAME_CHARS)
+    # no string anywhere is longer than its kind allows
+    for message in sent(huge):
+        for text in strings(message):
+            assert len(text) <= CONTENT + len(MARK)
 
 
-def test_show_all_shows_all_content_but_never_a_whole_name(huge: LoopDebugger) -> None:
-    huge.show_all = True
-    inspector = text_of(huge.panels["inspector"])
-    # the invalid call's error message goes back to the model, so it is content: all of it
-    assert big("e") in inspector
-    assert f"1. {clipped('n', NAME_CHARS)} · id {clipped('i', ID_CHARS)}" in inspector
-    assert f"finish reason {clipped('f', NAME_CHARS)}" in inspector
-    assert len(huge.panels["inspector"]) < MB + PANELS_BOUND
-
-
-def test_the_text_repr_is_bounded_too(huge: LoopDebugger) -> None:
+def test_the_text_repr_and_the_snapshot_are_bounded_too(huge: LoopDebugger) -> None:
     summary = huge.summary()
     assert len(summary) < 2_000
     assert MARK in summary
+    snapshot = huge.snapshot_html()
+    assert len(snapshot) < 10_000
+    assert MARK in snapshot
+
+
+async def test_a_pause_before_a_megabyte_tool_name_sends_it_clipped() -> None:
+    names = [big("n"), *(f"tool_{i}" for i in range(2, 13))]
+    tools = [
+        StructuredTool.from_function(lambda: "ok", name=name, description="A tool.")
+        for name in names
+    ]
+    reply = calls(*(tool_call(name, {"k": big("v")}, f"c{i}") for i, name in enumerate(names)))
+    model = ScriptedChatModel([reply, AIMessage("done", usage_metadata=usage(1, 1))])
+    dbg = LoopDebugger(pause_on="tools")
+    task = dbg.start(LLMAgent(model, tools), "go")
+    for _ in range(100_000):  # a deadlock guard, not a timing assertion
+        if dbg.paused_at is not None or task.done():
+            break
+        await asyncio.sleep(0)
+    assert dbg.paused_at is not None
+    point = sent(dbg)[-1]["control"]["paused_at"]
+    assert point["detail"] == [clipped("n", NAME_CHARS), *names[1:]]
+    assert point["calls"][0]["name"] == clipped("n", NAME_CHARS)
+    assert point["calls"][0]["args"] == {"k": clipped("v", CONTENT)}
+    assert len(json.dumps(point)) < 12 * (CONTENT + 200)
+    assert len(dbg.summary()) < 3_000
+    dbg.continue_()
+    await task
+    dbg.close()
 
 
 def test_long_content_says_how_long_it_was() -> None:
-    dbg = LoopDebugger(preview_chars=100)
-    try:
-        reply = AIMessage("t" * 5_000, usage_metadata=usage_md(10, 5))
-        run(Scenario("long", [reply], [], AgentConfig()), dbg)
-        header = text_of(dbg.panels["header"])
-        assert "t" * 100 + "… (5,000 chars)" in header
-        assert "tick “show all” to see the rest" in header
-        assert "final answer: " + "t" * 200 + "… (5,000 chars)" in dbg.summary()
-        dbg.show_all = True
-        assert "t" * 5_000 in text_of(dbg.panels["header"])
-        assert "(5,000 chars)" not in text_of(dbg.panels["header"])
-    finally:
-        dbg.close()
+    reply = AIMessage("t" * 5_000, usage_metadata=usage(1, 1))
+    result = asyncio.run(LLMAgent(ScriptedChatModel([reply])).arun("go"))
+    dbg = LoopDebugger(max_text_chars=100)
+    for event in result.events:
+        dbg(event)
+    end = received(dbg)[-1]
+    assert end["final_text"] == "t" * 100 + "… (5,000 chars)"
+    assert "final answer: " + "t" * 200 + "… (5,000 chars)" in dbg.summary()
+    dbg.close()
 
 
 def replayed_events() -> list[Event]:
-    """What an edited trace may hold: 1 MB in every string field a panel shows."""
+    """What an edited trace may hold: 1 MB in every string field a view shows."""
     return [
         LoopStarted(
             run_id=big("r"),
@@ -183,7 +231,7 @@ def replayed_events() -> list[Event]:
             usd_limit=None,
             prune_tools=(),
             input_messages=1,
-            started_at="2025-01-01T00:00:00+00:00",
+            started_at=big("s"),
         ),
         ToolDispatched(
             run_id=big("r"),
@@ -191,7 +239,7 @@ def replayed_events() -> list[Event]:
             t=0.1,
             tool_call_id=big("i"),
             name=big("n"),
-            args={"k": "v"},
+            args={big("k"): "v"},
             status="error",
             error_reason=big("q"),
             duration_s=0.0,
@@ -216,35 +264,26 @@ def replayed_events() -> list[Event]:
     ]
 
 
-def test_a_replayed_trace_with_megabyte_fields_gives_bounded_panels() -> None:
+def test_a_replayed_trace_with_megabyte_fields_is_bounded_everywhere() -> None:
     dbg = LoopDebugger.from_trace(replayed_events())
     try:
-        dbg.show_all = True
-        sizes = {name: len(value) for name, value in dbg.panels.items()}
-        assert sum(sizes.values()) < PANELS_BOUND, sizes
-        failure = text_of(dbg.panels["failure"])
-        for char, field in (("T", "error"), ("K", "kind"), ("R", "reason"), ("C", "cause")):
-            assert f"{field} {clipped(char, NAME_CHARS)}" in failure
-        inspector = text_of(dbg.panels["inspector"])
-        assert f"✗ error: {clipped('q', NAME_CHARS)}" in inspector
-        assert f"id {clipped('i', ID_CHARS)}" in inspector
-        assert f"run {clipped('r', ID_CHARS)}" in text_of(dbg.panels["header"])
+        assert sent_chars(dbg) < 20_000
+        assert len(json.dumps(dbg.saved_events)) < 20_000
+        start, dispatch, failure = received(dbg)
+        assert start["run_id"] == clipped("r", ID_CHARS)
+        assert start["started_at"] == clipped("s", NAME_CHARS)
+        assert dispatch["tool_call_id"] == clipped("i", ID_CHARS)
+        assert dispatch["error_reason"] == clipped("q", NAME_CHARS)
+        assert dispatch["args"] == {clipped("k", NAME_CHARS): "v"}  # a key is a name
+        for char, field in (("T", "error_type"), ("K", "error_kind"), ("R", "reason")):
+            assert failure[field] == clipped(char, NAME_CHARS)
+        assert failure["cause_type"] == clipped("C", NAME_CHARS)
         summary = dbg.summary()
         assert len(summary) < 3_000, len(summary)
         assert MARK in summary
+        assert len(dbg.snapshot_html()) < 10_000
     finally:
         dbg.close()
-
-
-def test_a_pause_before_many_tool_calls_lists_ten_names() -> None:
-    start = replayed_events()[0]
-    view = RunView.from_events([start])
-    names = (big("n"), *(f"tool_{i}" for i in range(2, 13)))
-    view.pause(PausePoint(start.run_id, 1, "tool_dispatch", "tools", names))
-    header = text_of(header_html(view, limit=None))
-    listed = ", ".join((clipped("n", NAME_CHARS), *(f"tool_{i}" for i in range(2, 11))))
-    assert f"before tool dispatch ({listed} and 2 more)" in header
-    assert len(header) < 2_000
 
 
 # -- the HTML report --------------------------------------------------------------------------
@@ -252,6 +291,60 @@ REPORT_BOUND = 600_000
 """The report of two small scenarios, four PNG plots included, is about 150 KB."""
 
 _SQUEEZED = "ignore:constrained_layout not applied:UserWarning"
+
+
+class _Visible(HTMLParser):
+    """The text a reader without scripts sees: no <script>, <style> or <title> content."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self._skip = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("script", "style", "title"):
+            self._skip += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("script", "style", "title"):
+            self._skip -= 1
+
+    def handle_data(self, data: str) -> None:
+        if not self._skip:
+            self.parts.append(data)
+
+
+def visible(page: str) -> str:
+    parser = _Visible()
+    parser.feed(page)
+    parser.close()
+    return "".join(parser.parts)
+
+
+def embedded_events(page: str) -> list[dict[str, Any]]:
+    """The events the report's view draws from (its JSON data blocks)."""
+
+    class Blocks(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__(convert_charrefs=True)
+            self.blocks: list[str] = []
+            self._on = False
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            self._on = tag == "script" and dict(attrs).get("data-role") == "events"
+            if self._on:
+                self.blocks.append("")
+
+        def handle_endtag(self, tag: str) -> None:
+            self._on = False
+
+        def handle_data(self, data: str) -> None:
+            if self._on:
+                self.blocks[-1] += data
+
+    parser = Blocks()
+    parser.feed(page)
+    return [e for block in parser.blocks for e in json.loads(block)]
 
 
 def _edit(item: dict[str, Any]) -> dict[str, Any]:
@@ -293,12 +386,17 @@ def test_a_megabyte_field_gives_a_bounded_report(megabyte_report: str) -> None:
 
 @pytest.mark.filterwarnings(_SQUEEZED)
 def test_the_report_shows_the_marker_for_every_clipped_field(megabyte_report: str) -> None:
-    visible = text_of(megabyte_report)
+    text = visible(megabyte_report)
     for char, limit in (("s", NAME_CHARS), ("g", NAME_CHARS), ("m", NAME_CHARS)):
-        assert clipped(char, limit) in visible, char
-    assert clipped("d", TEXT_CHARS) in visible
-    assert f"{clipped('K', NAME_CHARS)}: {clipped('R', NAME_CHARS)}" in visible
-    assert f"{clipped('n', NAME_CHARS)} error ({clipped('q', NAME_CHARS)})" in visible
+        assert clipped(char, limit) in text, char
+    assert clipped("d", TEXT_CHARS) in text
+    assert f"{clipped('K', NAME_CHARS)}: {clipped('R', NAME_CHARS)}" in text
+    assert f"{clipped('n', NAME_CHARS)} error ({clipped('q', NAME_CHARS)})" in text
+    # the view the report draws with the widget's module gets the same clipped fields
+    dispatch = next(e for e in embedded_events(megabyte_report) if e["kind"] == "tool_dispatch")
+    assert dispatch["name"] == clipped("n", NAME_CHARS)
+    assert dispatch["tool_call_id"] == clipped("i", ID_CHARS)
+    assert dispatch["error_reason"] == clipped("q", NAME_CHARS)
 
 
 def test_a_long_tool_name_from_the_model_is_clipped_in_the_report() -> None:
@@ -310,3 +408,5 @@ def test_a_long_tool_name_from_the_model_is_clipped_in_the_report() -> None:
     page = run_scenarios(sweep, progress=False).report_html()
     assert len(page) < REPORT_BOUND
     assert f"<b>{clipped('n', NAME_CHARS)}</b>" in page
+    reply = next(e for e in embedded_events(page) if e["kind"] == "model_call")
+    assert reply["tool_calls"][0]["name"] == clipped("n", NAME_CHARS)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_widget_scenarios import SCENARIO_NAMES, run, scenario_by_name
+from loopkit import CATALOG_NAMES, catalog_run
 
 from toolloop_lab.errors import TraceError
 from toolloop_lab.events import (
@@ -51,11 +51,11 @@ def dispatched(run_id: str, n: int, content: str, args: dict[str, Any] | None = 
     )
 
 
-@pytest.mark.parametrize("name", SCENARIO_NAMES)
+@pytest.mark.parametrize("name", CATALOG_NAMES)
 def test_a_run_reads_back_exactly(name: str, tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
     with TraceWriter(path) as writer:
-        outcome = run(scenario_by_name(name, tmp_path), writer)
+        outcome = catalog_run(name, writer)
     assert writer.lines == len(outcome.events)
     lines = path.read_bytes().splitlines()
     assert len(lines) == len(outcome.events)
@@ -70,8 +70,8 @@ def test_each_event_is_on_disk_before_the_next_one_happens(tmp_path: Path) -> No
     path = tmp_path / "live.jsonl"
     on_disk: list[int] = []
     with TraceWriter(path) as writer:
-        run(
-            scenario_by_name("pruning", tmp_path),
+        catalog_run(
+            "pruning",
             writer,
             lambda _e: on_disk.append(len(path.read_bytes().splitlines())),
         )
@@ -83,7 +83,7 @@ def test_no_fsync_by_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(os, "fsync", synced.append)
     path = tmp_path / "nosync.jsonl"
     with TraceWriter(path) as writer:
-        outcome = run(scenario_by_name("round_cap", tmp_path), writer)
+        outcome = catalog_run("round_cap", writer)
     assert synced == []
     assert read_trace(path).events == outcome.events
 
@@ -94,7 +94,7 @@ def test_fsync_at_every_round_boundary(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
     path = tmp_path / "sync.jsonl"
     writer = TraceWriter(path, fsync=True)
-    outcome = run(scenario_by_name("round_cap", tmp_path), writer)
+    outcome = catalog_run("round_cap", writer)
     boundaries = [
         e for e in outcome.events if isinstance(e, (RoundStarted, SynthesisStarted, LoopFinished))
     ]
@@ -137,7 +137,7 @@ def test_awkward_values_serialise(tmp_path: Path) -> None:
 
 def test_partial_last_line_is_skipped_and_reported(tmp_path: Path) -> None:
     path = tmp_path / "killed.jsonl"
-    outcome = run(scenario_by_name("single_round", tmp_path))
+    outcome = catalog_run("single_round")
     write_trace(path, outcome.events[:-1])
     cut = encode_event(outcome.events[-1])[:40]
     with path.open("ab") as handle:
@@ -152,8 +152,8 @@ def test_partial_last_line_is_skipped_and_reported(tmp_path: Path) -> None:
 
 def test_a_new_writer_ends_a_partial_line_before_appending(tmp_path: Path) -> None:
     path = tmp_path / "resumed.jsonl"
-    first = run(scenario_by_name("single_round", tmp_path)).events
-    second = run(scenario_by_name("unknown_tool", tmp_path)).events
+    first = catalog_run("single_round").events
+    second = catalog_run("unknown_tool").events
     write_trace(path, first)
     with path.open("ab") as handle:
         handle.write(b'{"kind": "round_st')
@@ -170,7 +170,7 @@ def test_a_new_writer_ends_a_partial_line_before_appending(tmp_path: Path) -> No
 
 def test_lines_that_are_not_events_are_skipped(tmp_path: Path) -> None:
     path = tmp_path / "mixed.jsonl"
-    events = run(scenario_by_name("single_round", tmp_path)).events
+    events = catalog_run("single_round").events
     write_trace(path, events[:2])
     with path.open("ab") as handle:
         handle.write(b'["a list"]\n{"kind": "from_the_future", "run_id": "x"}\n\n')

@@ -1,8 +1,9 @@
-"""The panel renderers and the report import no ipywidgets.
+"""What renders without a widget front end imports no widget library.
 
-The panels are plain functions from a ``RunView`` to text, and the report is a file: both
-must work (and stay cheap to import) where no widget frontend exists. Each import runs in
-a fresh interpreter, so modules other tests loaded cannot hide an import.
+The text repr, the static snapshot, the event format and the static page (the report's
+view) are plain Python: they must work (and stay cheap to import) where no widget front
+end exists. Each import runs in a fresh interpreter, so modules other tests loaded cannot
+hide an import.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ import sys
 import pytest
 
 RENDERERS = [
-    "toolloop_lab.widget.html",
     "toolloop_lab.widget.text",
+    "toolloop_lab.widget.snapshot",
+    "toolloop_lab.widget.wire",
     "toolloop_lab.widget.page",
+    "toolloop_lab.widget.requests",
     "toolloop_lab.lab.report",
 ]
 
@@ -27,10 +30,11 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize("module", RENDERERS)
-def test_importing_a_renderer_loads_no_ipywidgets(module: str) -> None:
+def test_importing_a_renderer_loads_no_widget_library(module: str) -> None:
     done = _run(
         f"import sys, {module}\n"
-        "assert 'ipywidgets' not in sys.modules, 'ipywidgets loaded'\n"
+        "loaded = [m for m in ('ipywidgets', 'anywidget') if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
         "print('clean')"
     )
     assert done.returncode == 0, done.stderr

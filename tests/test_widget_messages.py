@@ -19,72 +19,14 @@ from typing import Any
 
 import comm
 import pytest
-from browser.streams import XSS, PlaybackAgent, Stream, ToolSpec, long_run, sample_run, slow_run
-from comm.base_comm import BaseComm
+from browser.streams import PlaybackAgent, Stream, ToolSpec, long_run, sample_run, slow_run
+from loopkit import FakeTime, MockComm, received
 
 from toolloop_lab.events import Event, LoopFinished
 from toolloop_lab.trace import write_trace
 from toolloop_lab.widget import LoopDebugger
 from toolloop_lab.widget.coalesce import Coalescer
 from toolloop_lab.widget.wire import event_payload
-
-
-class MockComm(BaseComm):
-    """A comm that keeps what the widget publishes, and lets a test answer as a browser."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.published: list[tuple[str, dict[str, Any]]] = []
-        super().__init__(*args, **kwargs)
-
-    def publish_msg(self, msg_type: str, data: Any = None, *args: Any, **kwargs: Any) -> None:
-        self.published.append((msg_type, data or {}))
-
-    def custom(self) -> list[dict[str, Any]]:
-        """The custom messages sent so far (the event batches)."""
-        return [
-            d["content"]
-            for kind, d in self.published
-            if kind == "comm_msg" and d.get("method") == "custom"
-        ]
-
-    def updates(self) -> list[dict[str, Any]]:
-        return [
-            d["state"]
-            for kind, d in self.published
-            if kind == "comm_msg" and d.get("method") == "update"
-        ]
-
-    def from_browser(self, content: dict[str, Any]) -> None:
-        self.handle_msg(
-            {"content": {"data": {"method": "custom", "content": content}}, "buffers": []}
-        )
-
-
-class FakeTime:
-    """A clock and a timer queue the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = 100.0
-        self.timers: list[tuple[float, Callable[[], None]]] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    def schedule(self, delay: float, callback: Callable[[], None]) -> bool:
-        self.timers.append((self.now + delay, callback))
-        return True
-
-    def advance(self, seconds: float) -> None:
-        end = self.now + seconds
-        while True:
-            due = sorted((t for t in self.timers if t[0] <= end), key=lambda t: t[0])
-            if not due:
-                break
-            at, callback = due[0]
-            self.timers.remove(due[0])
-            self.now = max(self.now, at)
-            callback()
-        self.now = end
 
 
 @pytest.fixture(autouse=True)
@@ -104,18 +46,6 @@ def make(fake: FakeTime, **options: Any) -> LoopDebugger:
 def channel(dbg: LoopDebugger) -> MockComm:
     assert isinstance(dbg.comm, MockComm)
     return dbg.comm
-
-
-def received(dbg: LoopDebugger) -> list[dict[str, Any]]:
-    """The events a browser folding every batch in order ends up with (resets honoured)."""
-    events: list[dict[str, Any]] = []
-    for msg in channel(dbg).custom():
-        assert msg["type"] == "events"
-        if msg["reset"]:
-            events = []
-        assert msg["first"] == len(events), "a batch must start where the last one ended"
-        events.extend(msg["events"])
-    return events
 
 
 def expected(events: list[Event], max_chars: int = 20_000) -> list[dict[str, Any]]:
@@ -200,9 +130,7 @@ def test_long_strings_are_clipped_before_they_are_sent(fake: FakeTime) -> None:
         dbg(event)
     fake.advance(1.0)
     dispatch = next(e for e in received(dbg) if e["kind"] == "tool_dispatch")
-    assert dispatch["content"].startswith("x" * 1_000)
-    assert len(dispatch["content"]) < 1_100
-    assert "49,000 more characters" in dispatch["content"]
+    assert dispatch["content"] == "x" * 1_000 + "… (50,000 chars)"
     dbg.close()
 
 
@@ -273,8 +201,8 @@ def test_a_replay_of_a_cut_trace_says_so(tmp_path: Path) -> None:
     dbg.close()
 
 
-# -- text, snapshot and escaping ---------------------------------------------------------
-def test_the_text_summary_and_the_snapshot_show_the_run_and_escape_it() -> None:
+# -- text and snapshot (hostile text: tests/hostile/test_rendering.py) ---------------
+def test_the_text_summary_and_the_snapshot_show_the_run() -> None:
     dbg = LoopDebugger.from_trace(sample_run())
     bundle, _meta = dbg._repr_mimebundle_()
     assert bundle["text/plain"] == dbg.summary()
@@ -284,14 +212,6 @@ def test_the_text_summary_and_the_snapshot_show_the_run_and_escape_it() -> None:
     assert "Revenue rose 12%; churn is unknown." in html
     assert "not run (token budget)" in html  # a call that never ran is no failure
     dbg.close()
-    hostile = Stream().start(XSS)
-    hostile.full_round(1, XSS, [ToolSpec("c1", XSS, {"text": XSS}, XSS)])
-    dbg = LoopDebugger.from_trace(hostile.finish(XSS, 1).events)
-    html = dbg.snapshot_html()
-    assert XSS not in html
-    assert html.count("&lt;img src=x onerror=") >= 3  # reply, tool name, final answer
-    assert XSS in dbg.summary()  # plain text keeps it as text
-    dbg.close()
 
 
 def test_the_snapshot_stays_small_for_a_long_run() -> None:
@@ -300,25 +220,6 @@ def test_the_snapshot_stays_small_for_a_long_run() -> None:
     assert len(html) < 20_000
     assert "the newest 20 of 3,001 rounds" in html
     dbg.close()
-
-
-def test_the_module_renders_text_only() -> None:
-    """No API that parses HTML from a string is used anywhere in the front end."""
-    static = Path(__import__("toolloop_lab.widget", fromlist=["_"]).__file__).with_name("static")
-    source = (static / "debugger.js").read_text()
-    for api in (
-        "innerHTML",
-        "outerHTML",
-        "insertAdjacentHTML",
-        "document.write",
-        "eval(",
-        "new Function",
-        "DOMParser",
-        "createContextualFragment",
-        "srcdoc",
-    ):
-        assert api not in source, api
-    assert (static / "debugger.css").is_file()
 
 
 # -- step mode through the front end -----------------------------------------------------

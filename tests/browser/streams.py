@@ -8,6 +8,7 @@ moves, so a test says exactly what a run did and when.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -21,10 +22,12 @@ from langchain_core.messages import (
     ToolMessage,
     messages_from_dict,
 )
+from loopkit import ALL, PAYLOADS
 
 from toolloop_lab.events import (
     BudgetGate,
     Event,
+    Intervention,
     LoopFailed,
     LoopFinished,
     LoopStarted,
@@ -42,7 +45,7 @@ from toolloop_lab.events import (
 from toolloop_lab.jsonsafe import thaw
 from toolloop_lab.usage import Usage
 
-__all__ = ["Stream", "ToolSpec", "long_run", "sample_run"]
+__all__ = ["Stream", "ToolSpec", "hostile_run", "long_run", "sample_run"]
 
 MODEL = "gpt-4o-mini"
 
@@ -285,7 +288,9 @@ def round_t(t: float) -> float:
     return round(t, 6)
 
 
-XSS = '<img src=x onerror="window.__toolloopXss=1">'
+XSS = PAYLOADS[0]
+"""The payload the sample runs carry (from the one list in ``loopkit``): a browser that ever
+ran it would open an ``alert`` dialog, which the browser tests listen for."""
 
 
 def sample_run(modern: bool = True, *, xss: str = XSS) -> list[Event]:
@@ -503,3 +508,56 @@ def failed_run() -> list[Event]:
     s.call_start(2)
     s.t += 1.2
     return [*s.fail(1, message="RuntimeError: upstream model returned HTTP 500").events]
+
+
+def hostile_run() -> list[Event]:
+    """One run with the hostile text (``loopkit.ALL``) in every string field an event
+    has: prompt, system prompt, model and tool names, ids, arguments (keys and values),
+    reply text, finish reason, invalid-call error, tool output and error reason, pruning,
+    a person's change, the synthesis prompt, and the failure's type, message and partial
+    text. Names and ids arrive clipped (the widget cuts them), content whole."""
+    s = Stream(run_id="hostile-run").start(ALL, system=ALL, tools=(ALL, "echo"))
+    started = s.events[0]
+    assert isinstance(started, LoopStarted)
+    s.events[0] = dataclasses.replace(started, model_name=ALL, prune_tools=(ALL,))
+    s.round_start(1)
+    s.call_start(1)
+    s.t += 0.5
+    s.delta(1, ALL)
+    spec = ToolSpec(ALL[:90], ALL, {ALL: ALL}, ALL, 0.2, status="error", reason=ALL)
+    s.call_end(1, ALL, [spec])
+    called = s.events[-1]
+    assert isinstance(called, ModelCalled)
+    invalid = ToolCallView(id="bad-1", name=ALL, args={}, valid=False, error=ALL)
+    s.events[-1] = dataclasses.replace(
+        called, finish_reason=ALL, model_name=ALL, tool_calls=(*called.tool_calls, invalid)
+    )
+    s.events.append(
+        Intervention(
+            **s._base(1),
+            action="edit_args",
+            stage="tool_dispatch",
+            tool_call_id=spec.id,
+            before={ALL: ALL},
+            after={ALL: ALL},
+        )
+    )
+    s.tool_begin(1, spec)
+    s.t += 0.2
+    s.tool_end(1, spec)
+    s.pruned(1, spec, ALL, 300, 30)
+    pruned = s.events[-1]
+    assert isinstance(pruned, Pruned)
+    s.events[-1] = dataclasses.replace(pruned, tool_name=ALL, model_name=ALL)
+    s.synthesis(2, "round_cap")
+    synth = s.events[-1]
+    assert isinstance(synth, SynthesisStarted)
+    s.events[-1] = dataclasses.replace(synth, prompt=ALL)
+    s.call_start(2, "synthesis")
+    s.t += 0.3
+    failed = s.fail(1, message=ALL).events[-1]
+    assert isinstance(failed, LoopFailed)
+    s.events[-1] = dataclasses.replace(
+        failed, error_type=ALL, error_kind=ALL, reason=ALL, cause_type=ALL, partial_text=ALL
+    )
+    return list(s.events)

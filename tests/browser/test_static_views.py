@@ -2,19 +2,24 @@
 
 No Jupyter here: chromium opens the files. The report's Content-Security-Policy allows
 only its loader script (by hash) and the module it imports from a blob: URL; the view must
-draw every run, show hostile text as text, and old traces (no start events) as well.
+draw every run, old traces (no start events) as well, show hostile text in every field as
+text (no ``alert`` dialog opens, no element is made from it) and megabyte fields clipped
+with their length.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
-from browser.streams import XSS, sample_run
-from conftest import shot
+from loopkit import PAYLOADS
 
+from browser.jupyterkit import on_dialog, shot
+from browser.streams import XSS, Stream, ToolSpec, hostile_run, sample_run
 from toolloop_lab import run_scenarios
+from toolloop_lab.events import ModelCallFailed
 from toolloop_lab.lab import Reply, Scenario
 from toolloop_lab.widget.page import static_page
 
@@ -24,6 +29,8 @@ pytestmark = pytest.mark.browser
 def open_file(browser: Any, path: Path, width: int = 1200) -> Any:
     page = browser.new_page(viewport={"width": width, "height": 1400})
     page.errors = []
+    page.dialogs = []  # hostile text calls alert() if it ever runs: none may open
+    page.on("dialog", lambda dialog: on_dialog(page, dialog))
     page.on("pageerror", lambda exc: page.errors.append(str(exc)))
     page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
     page.goto(path.as_uri())
@@ -45,7 +52,7 @@ def test_the_report_draws_each_run_with_the_widgets_module(browser: Any, tmp_pat
         hostile.locator(".tl-detail-title", has_text="Round 1").wait_for()
         assert hostile.get_by_text(XSS).count() >= 1
         assert page.locator(".tl-root img").count() == 0
-        assert page.evaluate("window.__toolloopXss") is None
+        assert page.dialogs == []
         assert hostile.get_by_role("button", name="Step").is_hidden()
         assert page.errors == []
         hostile.scroll_into_view_if_needed()
@@ -76,5 +83,123 @@ def test_a_standalone_page_draws_new_and_old_streams(
         assert page.evaluate("document.documentElement.scrollWidth") <= 600
         assert page.errors == []
         shot(view, f"static_{'new' if modern else 'old'}_600px")
+    finally:
+        page.close()
+
+
+ROOT_TAGS_FROM_PAYLOADS = "img, script, style, iframe, svg, a, b, [onerror], [onclick], [onload]"
+"""Elements and attributes the payloads would create if any were parsed as HTML."""
+
+
+def test_hostile_text_in_every_field_shows_as_text_and_never_runs(
+    browser: Any, tmp_path: Path
+) -> None:
+    path = tmp_path / "hostile.html"
+    path.write_text(static_page(hostile_run()), encoding="utf-8")
+    page = open_file(browser, path, width=1200)
+    try:
+        view = page.locator(".tl-root")
+        view.locator(".tl-badge", has_text="Failed").wait_for()
+        for n, title in (("1", "Round 1"), ("2", "Final answer call")):
+            view.locator(f".tl-row[data-n='{n}']").click()
+            view.locator(".tl-detail-title", has_text=title).wait_for()
+            # open every block and every "Show …" (earlier messages, the pruned original),
+            # so every field is drawn
+            closed = view.locator(".tl-detail button", has_text=re.compile(r"^Show"))
+            for _ in range(50):
+                if not closed.count():
+                    break
+                closed.first.click()
+            assert closed.count() == 0
+            text = view.inner_text()
+            for payload in PAYLOADS:
+                assert payload in text, (n, payload)
+            assert view.locator(ROOT_TAGS_FROM_PAYLOADS).count() == 0
+        shot(view, "static_hostile")
+        assert page.dialogs == []
+        assert page.errors == []
+    finally:
+        page.close()
+
+
+def test_megabyte_fields_are_clipped_on_the_page(browser: Any, tmp_path: Path) -> None:
+    big = 1_000_000
+    s = Stream().start("read it")
+    spec = ToolSpec(
+        "i" * big, "n" * big, {"k" * big: "v"}, "c" * big, status="error", reason="q" * big
+    )
+    s.full_round(1, "t" * big, [spec])
+    path = tmp_path / "big.html"
+    path.write_text(static_page(s.finish("done", 1).events), encoding="utf-8")
+    assert path.stat().st_size < 400_000  # every field clipped before it was embedded
+    page = open_file(browser, path, width=1200)
+    try:
+        view = page.locator(".tl-root")
+        view.locator(".tl-badge", has_text="Finished").wait_for()
+        view.locator(".tl-row[data-n='1']").click()
+        detail = view.locator(".tl-detail")
+        detail.locator(".tl-block", has_text="Tool n").wait_for()
+        text = view.inner_text()
+        mark = "… (1,000,000 chars)"
+        assert "n" * 200 + mark in text  # a name: 200 characters and how long it was
+        assert "i" * 100 + mark in text  # an id: 100
+        # content: the preview, then "show all" reveals 20,000 characters and the length
+        show = detail.get_by_role("button", name=re.compile(r"Show all 20,0\d\d characters"))
+        assert show.count() >= 1
+        show.first.click()
+        shown = view.inner_text()
+        assert "c" * 20_000 + mark in shown or "t" * 20_000 + mark in shown
+        assert page.evaluate("document.body.innerText.length") < 200_000
+        shot(view, "static_megabyte_fields")
+        assert page.errors == []
+    finally:
+        page.close()
+
+
+def test_a_failed_call_and_its_retry_are_both_shown(browser: Any, tmp_path: Path) -> None:
+    """A framework's retry (seen through the bridge) is a new call after a model_call_failed
+    of the same round; a call that fails the run says what it raised."""
+    s = Stream().start("Where is order A-17?")
+    s.round_start(1)
+    first = s.call_start(1)
+    s.t += 0.4
+    s.events.append(
+        ModelCallFailed(
+            **s._base(1),
+            call=first,
+            purpose="round",
+            error_type="RateLimitError",
+            message="slow down",
+            latency_s=0.4,
+        )
+    )
+    s.call_start(1)
+    s.t += 0.6
+    s.call_end(1, "Order A-17 ships tomorrow.", ())
+    s.round_start(2)
+    second = s.call_start(2)
+    s.t += 0.2
+    s.events.append(
+        ModelCallFailed(
+            **s._base(2),
+            call=second,
+            purpose="round",
+            error_type="RuntimeError",
+            message="upstream returned HTTP 500",
+            latency_s=0.2,
+        )
+    )
+    path = tmp_path / "retry.html"
+    path.write_text(static_page(s.fail(1, message="upstream returned HTTP 500").events), "utf-8")
+    page = open_file(browser, path, width=900)
+    try:
+        view = page.locator(".tl-root")
+        view.locator(".tl-badge", has_text="Failed").wait_for()
+        view.locator(".tl-row[data-n='1']").click()
+        view.get_by_text("1 earlier attempt of this call failed (RateLimitError)").wait_for()
+        view.locator(".tl-row[data-n='2']").click()
+        view.get_by_text("the call failed: RuntimeError: upstream returned HTTP 500").wait_for()
+        assert "error" in view.locator(".tl-row[data-n='2']").inner_text()
+        assert page.errors == []
     finally:
         page.close()

@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ARTIFACTS, Jupyter, run_all_cells, shot, wait_idle, write_notebook
+from browser.jupyterkit import ARTIFACTS, Jupyter, run_all_cells, shot, wait_idle, write_notebook
 
 pytestmark = pytest.mark.browser
 
-XSS_FLAG = "__toolloopXss"
-CONTROL_FLAG = "__toolloopControl"
+XSS = "<img src=x onerror=alert(1)>"
+"""The first of loopkit's payloads: it would open an alert() dialog if it ever ran."""
 PROMPT = "How did revenue and churn do last quarter?"
 SETUP = """\
 import asyncio
@@ -37,7 +37,7 @@ from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
 
 PROMPT = {PROMPT!r}
 SYSTEM = "You are a careful analyst."
-XSS = '<img src=x onerror="window.{XSS_FLAG}=1">'
+XSS = {XSS!r}
 
 
 class SlowModel(ScriptedChatModel):
@@ -90,7 +90,8 @@ model = SlowModel(
 )
 agent = LLMAgent(model, [file_read, echo], AgentConfig(tool_max_rounds=6, streaming=True))
 """
-CONTROL = f"ipywidgets.HTML('<img src=x onerror=\"window.{CONTROL_FLAG}=1\">')"
+CONTROL = "ipywidgets.HTML('<img src=x onerror=\"alert(\\'control\\')\">')"
+"""An HTML widget that does run its markup: proves the dialog listener would see a payload."""
 
 ROOT = ".tl-root"
 CHECKS = (Path(__file__).with_name("checks.js")).read_text()
@@ -218,11 +219,14 @@ def test_live_run_steps_ticks_and_inspects(page_for: Any, jupyter: Jupyter, ui: 
         shot(replay, f"{tag}_replay")
 
         # the payload shows as text and never runs; the control proves it would have
-        assert page.get_by_text('<img src=x onerror="window.__toolloopXss=1">').count() >= 1
-        page.wait_for_function(f"window.{CONTROL_FLAG} === 1")
+        assert page.get_by_text(XSS).count() >= 1
+        for _ in range(50):
+            if page.dialogs:
+                break
+            page.wait_for_timeout(100)
+        assert page.dialogs == ["control"]
         assert page.locator(".tl-root img").count() == 0
-        assert page.evaluate(f"window.{XSS_FLAG}") is None
-        assert not [e for e in page.errors if "toolloop" in e.lower() or XSS_FLAG in e]
+        assert not [e for e in page.errors if "toolloop" in e.lower()]
     except BaseException:
         shot(page, f"{tag}_failure")
         print("\n".join(page.errors))

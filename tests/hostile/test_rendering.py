@@ -1,22 +1,32 @@
-"""Hostile text in every field the live debugger and the HTML report show.
+"""Hostile text in every field every view shows: the one rendering-safety suite.
 
-Payloads: tags, event-handler attributes breaking out of quoted attributes, ``javascript:``
-links, ``<style>`` blocks, SVG and iframe tricks, markup that closes our own containers, and
-text that is already escaped. For each field, the run puts every payload there and the
-audit asserts, on every widget value (``LoopDebugger``) or on the report (``lab/report.py``):
+Untrusted text (from a model, a tool, a file, an exception, an edited trace or sweep) must
+show as text and never run, in every field, in every view: the live debugger, paused,
+replayed, the lab's HTML report and the text repr. The payloads are the one list in
+``loopkit.PAYLOADS`` (tags, event handlers breaking out of quoted attributes,
+``javascript:`` links, style blocks, SVG and iframe tricks, markup closing our own
+containers, text already escaped); lone surrogates and control characters get their own
+cases below.
 
-* the raw payload never appears;
-* parsed with ``html.parser``, the HTML holds only our own elements and attributes: no
-  element, attribute or URL scheme from a payload exists;
-* the payload *is* shown, as text (so the field really was rendered and escaped, not
-  dropped); already-escaped text stays as it was written.
+What each view must do with them:
+
+* **The debugger** draws in the browser: Python sends each string as JSON *data*, and the
+  ES module puts it on the page with DOM text APIs only. Here: every payload reaches the
+  browser byte for byte (so it was neither dropped nor mangled, and nothing upstream turned
+  it into markup), the module never calls an API that parses HTML, and the debugger's own
+  HTML outputs (the static snapshot) and text repr are escaped. The browser suite
+  (``tests/browser``) then opens the same runs in chromium, live, paused, replayed and in the
+  report, and checks that no payload ever ran (no ``alert`` dialog, no element made from a
+  payload) and that each shows as text.
+* **The report** is HTML built in Python: its markup is ours (parsed here, element by
+  element), every payload is shown escaped in every field, its only scripts are the ones
+  its Content-Security-Policy allows (``tests/test_report.py`` checks that policy), and the
+  events its view draws from sit in JSON blocks that no string can close.
+* **The text repr** shows control characters as ``\\xNN``.
 
 Names, ids and finish reasons are clipped to a couple of hundred characters in every view
-(tests/test_clipping.py), so those fields get the payloads in groups that fit: each
-payload is still shown, escaped, in the field itself.
-
-Related cases elsewhere: tests/test_widget_escaping.py (the debugger, several fields in
-one run), tests/test_report.py (the report).
+(``tests/test_clipping.py``), so those fields get the payloads in groups that fit: each
+payload is still shown, whole, in the field itself.
 """
 
 from __future__ import annotations
@@ -31,40 +41,32 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+import comm
 import matplotlib
 import pytest
+from browser.streams import hostile_run
 from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool, StructuredTool
-from loopkit import MODEL, usage
-from test_widget_scenarios import all_widgets
+from loopkit import ALL, MODEL, PAYLOADS, MockComm, usage
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopError
 from toolloop_lab.builtin_tools import echo_tool, file_read_tool
-from toolloop_lab.events import Event, LoopStarted, ToolDispatched
 from toolloop_lab.lab import LabResults, Reply, Scenario, run_scenarios
 from toolloop_lab.trace import write_trace
 from toolloop_lab.widget import LoopDebugger
+from toolloop_lab.widget.page import LOADER, module_source
 
 matplotlib.use("Agg")
 
-PAYLOADS = [
-    "<img src=x onerror=alert(1)>",
-    "<script>alert(1)</script>",
-    '" onmouseover="alert(1)',
-    "' onfocus='alert(1)' autofocus='",
-    '<a href="javascript:alert(1)">click me</a>',
-    "javascript:alert(1)",
-    "<style>*{display:none!important}</style>",
-    "<svg/onload=alert(1)>",
-    "<iframe src=javascript:alert(1)></iframe>",
-    "</pre></td></tr></table></div><b onclick=alert(1)>out</b>",
-    "&lt;b&gt;already escaped&lt;/b&gt;",
-]
-ALL = " ".join(PAYLOADS)
 NAME_CHARS = 200
 """Characters of a name (tool, model) or a finish reason every view shows unclipped."""
 ID_CHARS = 100
 """Characters of a tool-call id every view shows unclipped."""
+
+
+@pytest.fixture(autouse=True)
+def mock_comm(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(comm, "create_comm", MockComm)
 
 
 def groups(limit: int) -> list[tuple[str, ...]]:
@@ -83,30 +85,38 @@ UNSAFE_VALUES = ("javascript", "alert", "expression(", "url(", "<", ">")
 
 @dataclass
 class Markup(HTMLParser):
-    """Every element and attribute of a page, and the text a browser would show."""
+    """Every element and attribute of a page, the text a browser would show (scripts,
+    styles and the title aside), and the content of each ``<script>`` block."""
 
     tags: list[tuple[str, dict[str, str | None]]] = field(default_factory=list)
     text: list[str] = field(default_factory=list)
+    scripts: list[tuple[dict[str, str | None], str]] = field(default_factory=list)
     other: list[str] = field(default_factory=list)
-    _style: bool = False
+    _raw: str | None = None
 
     def __post_init__(self) -> None:
         super().__init__(convert_charrefs=True)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags.append((tag, dict(attrs)))
-        self._style = tag == "style"
+        if tag in ("script", "style", "title"):
+            self._raw = tag
+        if tag == "script":
+            self.scripts.append((dict(attrs), ""))
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags.append((tag, dict(attrs)))
 
     def handle_endtag(self, tag: str) -> None:
-        self._style = False
-        if tag == "br":
+        self._raw = None
+        if tag in ("br", "tr", "li", "p", "div"):
             self.text.append("\n")
 
     def handle_data(self, data: str) -> None:
-        if not self._style:
+        if self._raw == "script":
+            attrs, body = self.scripts[-1]
+            self.scripts[-1] = (attrs, body + data)
+        elif self._raw is None:
             self.text.append(data)
 
     def handle_comment(self, data: str) -> None:
@@ -134,48 +144,99 @@ def assert_no_raw_payload(text: str, where: str) -> None:
             assert payload not in text, f"raw payload {payload!r} in {where}"
 
 
-# -- the live debugger --------------------------------------------------------------------
-
-WIDGET_TAGS = {"div", "span", "b", "pre", "table", "tr", "td", "th", "br"}
-WIDGET_ATTRS = {"style", "colspan"}
-
-
-def audit_widgets(dbg: LoopDebugger) -> str:
-    """Check every value of every widget; return the visible text of the HTML ones."""
-    visible: list[str] = []
-    for widget in all_widgets(dbg):
-        state = widget.get_state()
-        is_html = state.get("_model_name") == "HTMLModel"
-        for key, value in state.items():
-            for text in _strings(value):
-                assert_no_raw_payload(text, f"{type(widget).__name__}.{key}")
-                if not (is_html and key == "value"):
-                    # labels, descriptions, options: our own words and numbers only
-                    assert "alert(1)" not in text, f"untrusted text in {key}: {text[:200]!r}"
-                    continue
-                markup = parse(text)
-                assert not markup.other, markup.other
-                for tag, attrs in markup.tags:
-                    assert tag in WIDGET_TAGS, f"<{tag}> in {text[:300]!r}"
-                    for name, attr in attrs.items():
-                        assert name in WIDGET_ATTRS, f"{name}= on <{tag}>"
-                        lowered = (attr or "").lower()
-                        assert not [u for u in UNSAFE_VALUES if u in lowered], (name, attr)
-                visible.append("".join(markup.text))
-    return "\n".join(visible)
-
-
-def _strings(value: Any) -> Iterator[str]:
+def strings(value: Any) -> Iterator[str]:
+    """Every string in JSON data, dict keys included."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
+        for key, item in value.items():
+            yield key
+            yield from strings(item)
     elif isinstance(value, (list, tuple)):
         for item in value:
-            yield from _strings(item)
+            yield from strings(item)
 
 
+# -- the debugger's own outputs ------------------------------------------------------------
+SNAPSHOT_TAGS = {"div", "b", "br", "i", "table", "tr", "th", "td"}
+
+
+def audit_snapshot(page: str) -> str:
+    """The static snapshot: our few tags, no attribute at all, no payload unescaped;
+    returns its visible text."""
+    assert_no_raw_payload(page, "the snapshot")
+    markup = parse(page)
+    assert not markup.other, markup.other
+    for tag, attrs in markup.tags:
+        assert tag in SNAPSHOT_TAGS, f"<{tag}> in the snapshot"
+        assert not attrs, (tag, attrs)
+    return "".join(markup.text)
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def audit_text(text: str) -> str:
+    """The text repr: no control character that could drive a terminal."""
+    assert not _CONTROL.search(text), repr(text[:300])
+    return text
+
+
+def sent_strings(dbg: LoopDebugger) -> list[str]:
+    """Every string the browser was sent (events, step state, answers) and keeps in the
+    saved notebook state."""
+    dbg.flush()
+    channel = dbg.comm
+    assert isinstance(channel, MockComm)
+    return [*strings(channel.custom()), *strings(dbg.saved_events)]
+
+
+def assert_sent_as_data(dbg: LoopDebugger, payloads: tuple[str, ...] = tuple(PAYLOADS)) -> None:
+    """Each payload reaches the browser as it was written: a JSON string the module will
+    draw as text (not dropped, not escaped into entities, not unescaped)."""
+    sent = "\n".join(sent_strings(dbg))
+    for payload in payloads:
+        assert payload in sent, f"{payload!r} never reached the browser"
+
+
+def audit_debugger(dbg: LoopDebugger, payloads: tuple[str, ...] = tuple(PAYLOADS)) -> str:
+    """Everything the debugger shows: its stream, its snapshot and its text; returns the
+    snapshot's and the text repr's visible text."""
+    assert_sent_as_data(dbg, payloads)
+    snapshot = audit_snapshot(dbg.snapshot_html())
+    text = audit_text(dbg.summary())
+    bundle, _meta = dbg._repr_mimebundle_()
+    assert bundle["text/plain"] == text
+    return snapshot + "\n" + text
+
+
+def test_the_module_renders_text_only() -> None:
+    """No API that parses HTML from a string, evaluates code or loads anything remote is
+    used anywhere in the front end."""
+    js, css = module_source()
+    for api in (
+        "innerHTML",
+        "outerHTML",
+        "insertAdjacentHTML",
+        "document.write",
+        "eval(",
+        "new Function",
+        "DOMParser",
+        "createContextualFragment",
+        "srcdoc",
+        'setAttribute("on',
+        "href",
+        "src=",
+        "fetch(",
+        "XMLHttpRequest",
+        "import(",
+    ):
+        assert api not in js, api
+    for thing in ("url(", "@import", "expression("):
+        assert thing not in css, thing
+
+
+# -- live runs: every field --------------------------------------------------------------
 def _reply(text: str = "", *calls_: dict[str, Any], **fields: Any) -> AIMessage:
     return AIMessage(
         text, tool_calls=[{**c, "type": "tool_call"} for c in calls_], usage_metadata=usage(10, 5)
@@ -212,10 +273,10 @@ class Run:
     config: AgentConfig = field(default_factory=lambda: AgentConfig(tool_max_rounds=3))
     model_name: str = MODEL
     pruning: list[Any] | None = None
-    json_shown: bool = False
-    """The payload is shown inside pretty JSON (quotes escaped as JSON does)."""
     payloads: tuple[str, ...] = tuple(PAYLOADS)
     """The payloads the run puts in the field (a model has one name per run)."""
+    shown: bool = False
+    """The snapshot or the text repr shows this field (so the payload is there, as text)."""
 
 
 def widget_runs(root: Path) -> dict[str, Run]:
@@ -224,7 +285,8 @@ def widget_runs(root: Path) -> dict[str, Run]:
     names = [" ".join(g) for g in groups(NAME_CHARS)]
     return {
         "tool-name": Run(
-            [_reply("", *(_call(n, {}, f"c{i}") for i, n in enumerate(names))), _reply("done")]
+            [_reply("", *(_call(n, {}, f"c{i}") for i, n in enumerate(names))), _reply("done")],
+            shown=True,
         ),
         "tool-call-id": Run(
             [
@@ -232,8 +294,8 @@ def widget_runs(root: Path) -> dict[str, Run]:
                 _reply("done"),
             ]
         ),
-        "argument-key": Run(
-            [_reply("", _call("echo", {ALL: "x"})), _reply("done")], json_shown=True
+        "argument-key": Run(  # a key is a name: clipped like one, so in groups
+            [_reply("", _call("echo", {" ".join(g): "x" for g in groups(NAME_CHARS)})), _reply("")]
         ),
         "argument-value": Run([_reply("", _call("echo", {"text": ALL})), _reply("done")]),
         "tool-output": Run(
@@ -242,7 +304,7 @@ def widget_runs(root: Path) -> dict[str, Run]:
         "tool-error": Run(
             [_reply("", _call("boom", {})), _reply("done")], [_tool("boom", _raise_all)]
         ),
-        "model-text": Run([_reply(ALL, _call("echo", {"text": "x"})), _reply(ALL)]),
+        "model-text": Run([_reply(ALL, _call("echo", {"text": "x"})), _reply(ALL)], shown=True),
         "invalid-call": Run(
             [
                 _reply(
@@ -273,7 +335,7 @@ def widget_runs(root: Path) -> dict[str, Run]:
             config=AgentConfig(tool_max_rounds=len(names) + 1),
         ),
         **{
-            f"model-name-{i}": Run([_reply("done")], model_name=" ".join(g), payloads=g)
+            f"model-name-{i}": Run([_reply("done")], model_name=" ".join(g), payloads=g, shown=True)
             for i, g in enumerate(groups(NAME_CHARS), start=1)
         },
         "synthesis-prompt": Run(
@@ -288,7 +350,7 @@ def widget_runs(root: Path) -> dict[str, Run]:
                 AIMessage(ALL, usage_metadata=usage(50, 5), response_metadata={"model_name": ALL})
             ],
         ),
-        "exception": Run([_reply("", _call("echo", {"text": "x"})), _failing_error()]),
+        "exception": Run([_reply("", _call("echo", {"text": "x"})), _failing_error()], shown=True),
         "file-path": Run(
             [
                 _reply(
@@ -323,30 +385,13 @@ WIDGET_FIELDS = [
 
 @pytest.fixture
 def dbg() -> Iterator[LoopDebugger]:
-    debugger = LoopDebugger(preview_chars=100_000)
+    debugger = LoopDebugger()
     yield debugger
     debugger.close()
 
 
-def _audit_every_round(dbg: LoopDebugger) -> str:
-    seen = [audit_widgets(dbg)]
-    for row in dbg.view.rounds:
-        dbg.selected_round = row.number
-        dbg.show_all = True
-        seen.append(audit_widgets(dbg))
-    return "\n".join(seen)
-
-
-def _assert_shown(
-    visible: str, json_shown: bool = False, payloads: tuple[str, ...] = tuple(PAYLOADS)
-) -> None:
-    for payload in payloads:
-        shown = json.dumps(payload, ensure_ascii=False)[1:-1] if json_shown else payload
-        assert shown in visible, f"{payload!r} is not shown as text"
-
-
 @pytest.mark.parametrize("name", WIDGET_FIELDS)
-async def test_widget_field(name: str, dbg: LoopDebugger, tmp_path: Path) -> None:
+async def test_live_field(name: str, dbg: LoopDebugger, tmp_path: Path) -> None:
     run = widget_runs(tmp_path)[name]
     model = ScriptedChatModel(run.script, model_name=run.model_name)
     pruner = ScriptedChatModel(run.pruning, model_name=MODEL) if run.pruning else None
@@ -356,88 +401,74 @@ async def test_widget_field(name: str, dbg: LoopDebugger, tmp_path: Path) -> Non
     except ToolLoopError:
         assert name == "exception"
     assert dbg.view.status in ("finished", "failed")
-    _assert_shown(_audit_every_round(dbg), run.json_shown, run.payloads)
+    visible = audit_debugger(dbg, run.payloads)
+    if run.shown:
+        assert run.payloads[0] in visible, f"{name}: not shown as text"
 
 
-async def test_widget_pause_detail_and_failure_panel(dbg: LoopDebugger) -> None:
-    names = [_call(" ".join(g), {}, f"c{i}") for i, g in enumerate(groups(NAME_CHARS))]
-    model = ScriptedChatModel([_reply("", *names), RuntimeError(ALL)], model_name=MODEL)
-    dbg.pause_on = "tools"
-    task = dbg.start(LLMAgent(model, [echo_tool()]), "go")
-    for _ in range(100_000):  # a deadlock guard, not a timing assertion
-        if dbg.paused_at is not None or task.done():
-            break
-        await asyncio.sleep(0)
-    assert dbg.paused_at is not None
-    _assert_shown(audit_widgets(dbg))  # "paused before tool dispatch (<the tool names>)"
+async def test_paused_at_a_tool_dispatch_and_before_a_model_call() -> None:
+    names = [_call(" ".join(g), {ALL: ALL}, f"c{i}") for i, g in enumerate(groups(NAME_CHARS))]
+    tools = [_tool(" ".join(g), lambda **_: ALL) for g in groups(NAME_CHARS)]
+    model = ScriptedChatModel([_reply(ALL, *names), RuntimeError(ALL)], model_name=MODEL)
+    dbg = LoopDebugger(pause_on="both")
+    task = dbg.start(LLMAgent(model, tools), ALL)
+    for stage in ("model_call", "tool_dispatch", "model_call"):
+        for _ in range(100_000):  # a deadlock guard, not a timing assertion
+            if (dbg.paused_at is not None and dbg.paused_at.stage == stage) or task.done():
+                break
+            await asyncio.sleep(0)
+        assert dbg.paused_at is not None
+        assert dbg.paused_at.stage == stage
+        dbg.redraw()
+        channel = dbg.comm
+        assert isinstance(channel, MockComm)
+        point = channel.custom()[-1]["control"]["paused_at"]
+        shown = "\n".join(strings(point))
+        for payload in PAYLOADS:  # the prompt, the names, the arguments, the results
+            assert payload in shown, (stage, payload)
+        visible = audit_text(dbg.summary())
+        audit_snapshot(dbg.snapshot_html())
+        assert "paused in round" in visible
+        dbg.step()
     dbg.pause_on = "off"
     dbg.continue_()
     with pytest.raises(ToolLoopError):
         await task
-    visible = _audit_every_round(dbg)
-    _assert_shown(visible)
-    assert "Failed in round 2 · error RuntimeError" in visible  # the failure panel
+    visible = audit_debugger(dbg)
+    assert PAYLOADS[0] in visible  # the failure's message, as text
+    dbg.close()
 
 
-def _hostile_events() -> list[Event]:
-    """A run whose every string field an edited trace could hold is a payload."""
-    return [
-        LoopStarted(
-            run_id=ALL,
-            round=0,
-            t=0.0,
-            model_name=ALL,
-            tools=(ALL,),
-            max_rounds=2,
-            token_budget=None,
-            context_window=1000,
-            usd_limit=None,
-            prune_tools=(ALL,),
-            input_messages=1,
-            started_at=ALL,
-        ),
-        ToolDispatched(
-            run_id=ALL,
-            round=1,
-            t=0.1,
-            tool_call_id=ALL,
-            name=ALL,
-            args={ALL: ALL},
-            status="error",
-            error_reason=ALL,
-            duration_s=0.0,
-            output_chars=len(ALL),
-            content=ALL,
-        ),
-    ]
-
-
-async def test_widget_replaying_a_hostile_trace(tmp_path: Path) -> None:
-    path = write_trace(tmp_path / "hostile.jsonl", _hostile_events())
-    dbg = LoopDebugger.from_trace(path, preview_chars=100_000)
+async def test_replaying_a_hostile_trace(tmp_path: Path) -> None:
+    path = write_trace(tmp_path / "hostile.jsonl", hostile_run())
+    dbg = LoopDebugger.from_trace(path)
     try:
-        _assert_shown(_audit_every_round(dbg))
+        assert dbg.live is False
+        visible = audit_debugger(dbg)
+        assert PAYLOADS[0] in visible
     finally:
         dbg.close()
 
 
-async def test_widget_replaying_a_trace_with_markup_in_typed_fields(tmp_path: Path) -> None:
+async def test_replaying_a_trace_with_markup_in_typed_fields(tmp_path: Path) -> None:
     # markup where a number or a fixed word belongs: those lines are skipped, not shown
-    good = [json.loads(json.dumps(e.to_dict())) for e in _hostile_events()]
+    good = [json.loads(json.dumps(e.to_dict())) for e in hostile_run()]
+    dispatch = next(line for line in good if line["kind"] == "tool_dispatch")
     bad = [
         {**good[0], "max_rounds": PAYLOADS[0]},
-        {**good[1], "status": PAYLOADS[0]},
-        {**good[1], "round": PAYLOADS[1]},
+        {**dispatch, "status": PAYLOADS[0]},
+        {**dispatch, "round": PAYLOADS[1]},
         {"kind": "budget_gate", "run_id": "r", "round": 1, "t": 0.0, "gate": "usd",
          "stage": PAYLOADS[0], "limit": "1", "spent": "0", "passed": True},
     ]  # fmt: skip
     path = tmp_path / "edited.jsonl"
-    path.write_text("".join(json.dumps(line) + "\n" for line in [good[0], *bad, good[1]]))
-    dbg = LoopDebugger.from_trace(path, preview_chars=100_000)
+    path.write_text("".join(json.dumps(line) + "\n" for line in [good[0], *bad, *good[1:]]))
+    dbg = LoopDebugger.from_trace(path)
     try:
-        visible = _audit_every_round(dbg)
+        visible = audit_debugger(dbg)  # the string fields of the good lines, as data
         assert "4 unreadable trace line(s) skipped" in visible
-        _assert_shown(visible)  # the string fields of the good lines, as text
+        sent = "\n".join(sent_strings(dbg))
+        assert f'"status": "{PAYLOADS[0]}"' not in sent
     finally:
         dbg.close()
 
@@ -446,10 +477,32 @@ async def test_terminal_repr_shows_control_characters_as_text(dbg: LoopDebugger)
     ansi = "\x1b[2J\x1b[31mred\x07\r"
     model = ScriptedChatModel([_reply(ansi + ALL)], model_name=ansi)
     await LLMAgent(model, observers=[dbg]).arun("go")
-    for text in (repr(dbg), dbg.summary(), (dbg._repr_mimebundle_() or {}).get("text/plain", "")):
+    for text in (repr(dbg), dbg.summary(), dbg._repr_mimebundle_()[0]["text/plain"]):
         assert "\x1b" not in text
         assert "\x07" not in text
         assert "\\x1b[31mred\\x07" in text
+    # the browser gets the text as it was (its DOM text shows control characters inertly)
+    assert ansi + ALL in "\n".join(sent_strings(dbg))
+
+
+async def test_lone_surrogates_reach_every_view_as_a_replacement_character(
+    dbg: LoopDebugger,
+) -> None:
+    # half of a UTF-16 pair, as a model cut mid-emoji or a tool decoding badly can send
+    calls = (_call("echo\ud800", {}, "c1"), _call("echo", {"text": "in \udc00"}, "c2"))
+    model = ScriptedChatModel(
+        [_reply("says \ud83d", *calls), _reply("end \ud800")], model_name="model \ud800"
+    )
+    await LLMAgent(model, [echo_tool()], observers=[dbg]).arun("go \ud800")
+    dbg.flush()
+    channel = dbg.comm
+    assert isinstance(channel, MockComm)
+    wire = json.dumps(channel.custom(), ensure_ascii=False).encode("utf-8")  # no surrogate
+    for shown in ("says \ufffd", "echo\ufffd", "in \ufffd", "end \ufffd", "model \ufffd"):
+        assert shown.encode("utf-8") in wire, shown
+    for text in (dbg.summary(), dbg.snapshot_html()):
+        text.encode("utf-8")
+        assert "end \ufffd" in text
 
 
 # -- the HTML report ----------------------------------------------------------------------
@@ -457,7 +510,7 @@ async def test_terminal_repr_shows_control_characters_as_text(dbg: LoopDebugger)
 REPORT_TAGS = {
     "html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "table",
     "thead", "tbody", "tr", "th", "td", "a", "span", "figure", "img", "figcaption",
-    "section", "ol", "ul", "li", "b", "pre", "div",
+    "section", "ol", "ul", "li", "b", "pre", "div", "script", "noscript",
 }  # fmt: skip
 
 
@@ -535,7 +588,7 @@ REPORT_FIELDS = {
     "build-error": "unknown built-in tool 'builtin ",
     "title": "title ",
 }
-
+"""Each field of the report, and the words the report puts before its hostile value."""
 
 # Long hostile scenario names squeeze the plots' axes; matplotlib says so, which is fine.
 _SQUEEZED = "ignore:constrained_layout not applied:UserWarning"
@@ -559,10 +612,14 @@ def _undated(page: str) -> str:
 
 @pytest.mark.filterwarnings(_SQUEEZED)
 def test_report_has_only_its_own_markup(report: str) -> None:
-    assert_no_raw_payload(report, "the report")
+    # outside the JSON data blocks (checked below: nothing in them can close them)
+    markup_only = re.sub(
+        r'(<script type="application/json"[^>]*>)[^<]*(</script>)', r"\1\2", report
+    )
+    assert_no_raw_payload(markup_only, "the report")
     markup = parse(report)
     assert not [o for o in markup.other if not o.startswith("declaration doctype")]
-    assert [t for t, _ in markup.tags if t == "style"] == ["style"]
+    assert [t for t, _ in markup.tags if t == "style"] == ["style", "style"]  # ours, the view's
     for tag, attrs in markup.tags:
         assert tag in REPORT_TAGS, tag
         assert not [a for a in attrs if a.startswith("on")], (tag, attrs)
@@ -572,9 +629,39 @@ def test_report_has_only_its_own_markup(report: str) -> None:
             assert "alert" not in lowered, (tag, name, value)
         if tag == "a":
             assert set(attrs) == {"href"}
-            assert (attrs["href"] or "").startswith("#scenario-")
+            assert re.fullmatch(r"#scenario-\d+", attrs["href"] or ""), attrs
         if tag == "img":
             assert (attrs["src"] or "").startswith("data:image/png;base64,")
+
+
+@pytest.mark.filterwarnings(_SQUEEZED)
+def test_report_scripts_are_ours_and_its_data_cannot_close_them(report: str) -> None:
+    js, _css = module_source()
+    data_blocks = 0
+    for attrs, body in parse(report).scripts:
+        kind = attrs.get("type")
+        if kind == "module":
+            assert body == LOADER
+        elif kind == "text/plain":
+            assert (attrs.get("id"), body) == ("toolloop-module", js)
+        else:
+            assert kind == "application/json", attrs
+            assert attrs.get("data-role") in ("events", "options")
+            assert "<" not in body  # no string in it can close the block or open a tag
+            assert ">" not in body
+            json.loads(body)
+            data_blocks += 1
+    assert data_blocks == 2 * 6  # events and options, one pair per scenario
+    # the view draws from the events as they were: each payload reaches it as data
+    events = [
+        e
+        for attrs, body in parse(report).scripts
+        if attrs.get("data-role") == "events"
+        for e in json.loads(body)
+    ]
+    shown = "\n".join(strings(events))
+    for payload in PAYLOADS:
+        assert payload in shown, payload
 
 
 @pytest.mark.filterwarnings(_SQUEEZED)
@@ -587,3 +674,52 @@ def test_report_field(name: str, report: str) -> None:
         shown = json.dumps(shown)[1:-1]
     assert shown in visible, f"{name}: {shown!r} is not shown as text"
     assert html.escape(PAYLOADS[0], quote=True) in report
+
+
+@pytest.mark.filterwarnings(_SQUEEZED)
+def test_report_shows_every_payload_escaped_where_it_was_put(report: str) -> None:
+    escaped = {p: html.escape(p, quote=True) for p in PAYLOADS}
+    first = escaped[PAYLOADS[0]]
+    # scenario name: the summary's link text and the timeline's heading
+    assert report.count(f"name {first}") >= 2
+    # the unknown tool's name and the error message that names it
+    assert f"<b>tool {first}" in report
+    assert f"Tool &#x27;tool {first}" in report
+    # the model error and the model name
+    assert f"failure {first}" in report
+    assert f"model model {first}" in report
+    # a bad built-in tool name lands in the scenario error
+    assert f"unknown built-in tool &#x27;builtin {first}" in report
+    for payload, text in escaped.items():
+        assert text in report, payload
+
+
+@pytest.mark.parametrize("name", ["replies only", "name \ud800 too"])
+def test_report_writes_a_lone_surrogate_as_a_replacement_character(
+    name: str, tmp_path: Path
+) -> None:
+    # in a scenario name it also reaches the plots
+    sweep = [
+        Scenario.scripted(
+            name,
+            [
+                Reply.call("echo", {"text": "out \udfff put"}, text="says \ud83d"),
+                Reply.final("final \ud800 answer"),
+            ],
+            tags=("tag \udc00",),
+        )
+    ]
+    results = run_scenarios(sweep, progress=False)
+    path = results.write_report(tmp_path / "r.html", title="title \ud800")
+    text = path.read_bytes().decode("utf-8")  # strict: no surrogate was written
+    page = results.report_html()
+    assert page.encode("utf-8")  # the string a notebook displays encodes too
+    for shown in (
+        name.replace("\ud800", "\ufffd"),
+        "tag \ufffd",
+        "says \ufffd",
+        "out \ufffd put",
+        "final \ufffd answer",
+        "<title>title \ufffd</title>",
+    ):
+        assert shown in text, shown

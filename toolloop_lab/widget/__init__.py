@@ -1,12 +1,16 @@
 """The live debugger widget: every round, tool dispatch, pruning saving and budget gate.
 
-``LoopDebugger`` is the ipywidgets view; the modules beside it each do one job and import
-no ipywidgets except :mod:`.debugger`: :mod:`.html` (panels as escaped HTML), :mod:`.text`
-(the plain-text repr), :mod:`.figures` (number formats), :mod:`.coalesce` (redraw pacing)
-and :mod:`.step` (step mode).
+``LoopDebugger`` is the anywidget: Python sends events (:mod:`.wire`) and the ES module in
+``static/`` folds and draws them in the browser. The modules beside it each do one job:
+:mod:`.page` (the same module on static pages, such as the lab's report), :mod:`.snapshot`
+(a static HTML picture for renderers without widgets), :mod:`.text` (the plain-text repr),
+:mod:`.figures` (number formats), :mod:`.coalesce` (message pacing), :mod:`.step` (step
+mode), :mod:`.requests` and :mod:`.pausing` (changes the browser asks for at a pause) and
+:mod:`.forks` ("Fork from here").
 
-The names below are loaded on first use, so importing :mod:`.html` or :mod:`.text` (which
-runs this file first) never loads ipywidgets: the panels work where no widget can.
+The names below are loaded on first use, so importing :mod:`.page`, :mod:`.wire` or
+:mod:`.text` (which runs this file first) loads no ipywidgets or anywidget: the report
+and the text repr work where no widget can.
 """
 
 from __future__ import annotations

@@ -12,8 +12,17 @@ Saved notebook state stays small whatever the run's length: live events are mess
 traits; at the end of a run the newest rounds that fit in ``saved_state_bytes`` are kept
 in one trait, so a notebook reopened without a kernel still shows the run.
 
+At a pause, the browser can change the run (edit a call's arguments, answer a call by
+hand, add a message, replace a result the model has not seen): each request is checked
+(:mod:`.requests`) and made through the pause point (:mod:`.pausing`), and the answer, a
+refusal's reason included, goes back with the next message. On a finished or replayed run,
+"Fork from here" (or :meth:`LoopDebugger.fork`) re-runs the run from a round in a new
+debugger, shown below this one, which compares the two when the fork ends (:mod:`.forks`).
+
 Only the public agent API is used: ``observers``, ``subscribe``, ``add_pause_hook`` and
 ``arun`` (see :class:`DebuggableAgent`); the loop itself never imports this package.
+Observers may be called from any thread (a change made from the kernel's thread emits its
+event there), so everything the observer touches is guarded by one lock.
 """
 
 from __future__ import annotations
@@ -25,37 +34,35 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, ClassVar, Final, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, TypeVar
 
 import anywidget
 import comm
+import ipywidgets
 import traitlets
+from langchain_core.tools import BaseTool
 
-from toolloop_lab.errors import describe
-from toolloop_lab.events import (
-    Event,
-    LoopFailed,
-    LoopFinished,
-    LoopStarted,
-    Observer,
-    message_dicts,
-)
+from toolloop_lab.agent import AgentConfig
+from toolloop_lab.errors import ConfigurationError, ToolLoopLabError, describe
+from toolloop_lab.events import Event, LoopFailed, LoopFinished, LoopStarted, Observer
+from toolloop_lab.forking import ForkResult, prepare_fork
 from toolloop_lab.hooks import PauseHook, PausePoint
-from toolloop_lab.jsonsafe import thaw
+from toolloop_lab.pricing import PriceTable
 from toolloop_lab.runview import RunView
 from toolloop_lab.trace import TraceRead, read_trace
 from toolloop_lab.widget.coalesce import Clock, Coalescer, Scheduler, loop_scheduler
+from toolloop_lab.widget.forks import comparison, fork_parts
+from toolloop_lab.widget.pausing import apply_request, point_dict
+from toolloop_lab.widget.requests import Answer, ForkHere, parse_request
 from toolloop_lab.widget.snapshot import snapshot_html
 from toolloop_lab.widget.step import PAUSE_MODES, PauseMode, StepController
 from toolloop_lab.widget.text import summary_text
-from toolloop_lab.widget.wire import (
-    MAX_BATCH_EVENTS,
-    clip,
-    compact_messages,
-    event_payload,
-    saved_tail,
-)
+from toolloop_lab.widget.wire import MAX_BATCH_EVENTS, clip, event_payload, saved_tail
+
+if TYPE_CHECKING:
+    from toolloop_lab.bridge import EventBridge
 
 __all__ = ["DebuggableAgent", "LoopDebugger"]
 
@@ -77,32 +84,6 @@ class DebuggableAgent(Protocol[R_co]):
     def add_pause_hook(self, hook: PauseHook) -> Callable[[], None]: ...
 
     async def arun(self, prompt_or_messages: str | Sequence[Any]) -> R_co: ...
-
-
-PAUSE_MESSAGES: Final = 40
-"""Newest messages of the conversation a model-call pause shows (what is about to be sent)."""
-
-
-def _point_dict(point: PausePoint | None, max_chars: int) -> dict[str, Any] | None:
-    """Where the loop waits, with exactly what it is about to send or run."""
-    if point is None:
-        return None
-    data: dict[str, Any] = {
-        "run_id": point.run_id,
-        "round": point.round,
-        "stage": point.stage,
-        "purpose": point.purpose,
-        "detail": list(point.detail),
-    }
-    if point.stage == "model_call":
-        messages = point.messages
-        data["message_count"] = len(messages)
-        data["messages"] = compact_messages(message_dicts(messages[-PAUSE_MESSAGES:]), max_chars)
-    else:
-        data["calls"] = clip(
-            [{"id": c.id, "name": c.name, "args": thaw(c.args)} for c in point.calls], max_chars
-        )
-    return data
 
 
 def _cell_of_request() -> tuple[str, str] | None:
@@ -150,6 +131,12 @@ class LoopDebugger(anywidget.AnyWidget):
     """The newest rounds of the last finished run, kept in the notebook file."""
     saved_omitted = traitlets.Int(0).tag(sync=True)
     """Rounds of that run left out of ``saved_events`` (they are in the trace)."""
+    can_fork = traitlets.Bool(False).tag(sync=True)
+    """True when "Fork from here" can act: the debugger knows an agent to fork with."""
+    round_offset = traitlets.Int(0).tag(sync=True)
+    """Added to every round number shown: a fork's rounds read as the original's."""
+    fork_info: traitlets.Dict[str, Any] = traitlets.Dict().tag(sync=True)
+    """For a fork's debugger: where it was forked, and the comparison once it ended."""
 
     _displayed: ClassVar[dict[str, tuple[str, weakref.ref[LoopDebugger]]]] = {}
     """Cell id -> (execute request, debugger) of the last debugger each cell displayed."""
@@ -161,9 +148,12 @@ class LoopDebugger(anywidget.AnyWidget):
         max_messages_per_second: float = 10.0,
         saved_state_bytes: int = 256_000,
         pause_on: PauseMode = "off",
+        fork_with: DebuggableAgent[Any] | None = None,
         clock: Clock = time.monotonic,
         schedule: Scheduler = loop_scheduler,
     ) -> None:
+        """``fork_with`` is the agent "Fork from here" runs a fork with (its model, tools
+        and config); without it, the agent this debugger last ran or watched."""
         if max_text_chars < 1 or saved_state_bytes < 1:
             raise ValueError("max_text_chars and saved_state_bytes must be >= 1")
         if pause_on not in PAUSE_MODES:
@@ -187,6 +177,14 @@ class LoopDebugger(anywidget.AnyWidget):
         self._slot: _SnapshotSlot | None = None
         self._task: asyncio.Task[Any] | None = None
         self._detachers: dict[int, Callable[[], None]] = {}
+        self._fork_with = fork_with
+        self._agent: DebuggableAgent[Any] | None = None
+        self._source: str | os.PathLike[str] | None = None
+        self._answer: dict[str, Any] | None = None
+        self._fork_area: ipywidgets.Output | None = None
+        self._forks: list[LoopDebugger] = []
+        self._fork_summary: str | None = None
+        self._comparison_offset = 0
         self._controller = StepController(
             mode=pause_on, on_pause=self._on_pause, on_resume=self._on_resume
         )
@@ -199,6 +197,7 @@ class LoopDebugger(anywidget.AnyWidget):
             schedule=schedule,
         )
         self._pause_on = pause_on
+        self._update_can_fork()
         self.observe(self._on_pause_trait, names="_pause_on")
         self.on_msg(self._on_frontend_msg)
 
@@ -258,11 +257,13 @@ class LoopDebugger(anywidget.AnyWidget):
 
     def _control(self) -> dict[str, Any]:
         task = self._task
+        controller = self._controller
         return {
-            "paused_at": _point_dict(self._controller.paused_at, self.max_text_chars),
+            "paused_at": point_dict(controller.paused_at, controller.pauses, self.max_text_chars),
             "running": task is not None and not task.done(),
             "note": self._note,
             "stopped_by_user": self._stopped_by_user,
+            "answer": self._answer,
         }
 
     def _flush(self) -> None:
@@ -306,6 +307,7 @@ class LoopDebugger(anywidget.AnyWidget):
             with self._lock:
                 self._frontend = True
                 self._sent = 0
+                self._answer = None  # answers were for the requests of an earlier page
             self._request()
         elif kind == "control":
             action = content.get("action")
@@ -315,6 +317,50 @@ class LoopDebugger(anywidget.AnyWidget):
                 self.step()
             elif action == "stop":
                 self.stop()
+        elif kind in ("intervene", "fork"):
+            try:
+                answer = self._carry_out(content)
+            except Exception as exc:  # noqa: BLE001 - a click must never raise in the kernel
+                action = content.get("action")
+                answer = Answer(
+                    None,
+                    action if isinstance(action, str) else str(kind),
+                    False,
+                    "failed",
+                    f"{type(exc).__name__}: {describe(exc)}",
+                )
+            self._reply(answer)
+
+    def _carry_out(self, content: dict[Any, Any]) -> Answer:
+        """Check a request from the browser, then act on it; refusals are answers."""
+        request = parse_request(content)
+        if isinstance(request, Answer):
+            return request
+        if isinstance(request, ForkHere):
+            return self._fork_from_browser(request)
+        point = self._controller.paused_at
+        if point is None:
+            return Answer(request.request, request.action, False, "not_paused", "not paused")
+        if request.pause != self._controller.pauses:
+            return Answer(
+                request.request,
+                request.action,
+                False,
+                "stale",
+                "the run has moved on to another pause since",
+            )
+        return apply_request(point, request, self._tool_named)
+
+    def _reply(self, answer: Answer) -> None:
+        """Send the answer to a request with the next message (with the step state)."""
+        with self._lock:
+            self._answer = answer.to_dict()
+        self._request()
+
+    def _tool_named(self, name: str) -> BaseTool | None:
+        agent = self._agent
+        tools = getattr(getattr(agent, "agent", agent), "tools", ())
+        return next((t for t in tools if isinstance(t, BaseTool) and t.name == name), None)
 
     def _keep_saved(self) -> None:
         """Keep the end of the finished run in the saved notebook state (bounded)."""
@@ -346,6 +392,8 @@ class LoopDebugger(anywidget.AnyWidget):
             self._detachers.pop(key, None)
 
         self._detachers[key] = detach
+        self._agent = agent
+        self._update_can_fork()
         return detach
 
     def start(self, agent: DebuggableAgent[R], prompt: str | Sequence[Any]) -> asyncio.Task[R]:
@@ -368,6 +416,9 @@ class LoopDebugger(anywidget.AnyWidget):
         detach = self.attach(agent)
         self._reset()
         self.live = True
+        self._agent = agent  # kept after a temporary attach: a fork of this run needs it
+        self._source = None
+        self._update_can_fork()
         task: asyncio.Task[R] = loop.create_task(agent.arun(prompt), name="toolloop-debugger-run")
         self._task = task
         self._controller.arm(task)
@@ -384,6 +435,8 @@ class LoopDebugger(anywidget.AnyWidget):
                 exc = finished.exception()  # marks it retrieved; the task still raises it
                 if exc is not None and self._view.failure is None:
                     self._note = f"the run raised {type(exc).__name__}: {describe(exc)}"
+                elif isinstance(result := finished.result(), ForkResult):
+                    self._show_comparison(result)
             self._request()
 
         task.add_done_callback(done)
@@ -463,6 +516,12 @@ class LoopDebugger(anywidget.AnyWidget):
 
     # -- figures for Python-side readers ----------------------------------------------
     @property
+    def events(self) -> tuple[Event, ...]:
+        """The events of the run shown, in the order they came."""
+        with self._lock:
+            return tuple(self._events)
+
+    @property
     def view(self) -> RunView:
         """The fold of the events seen so far (read it, do not change it)."""
         return self._view
@@ -481,6 +540,122 @@ class LoopDebugger(anywidget.AnyWidget):
         """Send the pending state now."""
         self._pacer.force()
 
+    # -- LangChain and LangGraph runs (the bridge) ---------------------------------------
+    def watch(
+        self, *observers: Observer, prices: PriceTable | None = None
+    ) -> AbstractContextManager[EventBridge]:
+        """Show every LangChain or LangGraph run started inside the block (``with
+        dbg.watch(): graph.invoke(...)``); ``observers`` (a ``TraceWriter``, say) get the
+        same events. See :func:`toolloop_lab.bridge.watch`."""
+        from toolloop_lab.bridge import watch
+
+        return watch(self, *observers, prices=prices)
+
+    def callbacks(self, *observers: Observer, prices: PriceTable | None = None) -> EventBridge:
+        """A callback handler showing the runs it is passed to here (``graph.invoke(inputs,
+        config={"callbacks": [dbg.callbacks()]})``). See :func:`toolloop_lab.bridge.callbacks`."""
+        from toolloop_lab.bridge import callbacks
+
+        return callbacks(self, *observers, prices=prices)
+
+    # -- fork -------------------------------------------------------------------------
+    def _update_can_fork(self) -> None:
+        can = fork_parts(self._fork_with if self._fork_with is not None else self._agent)
+        if self.can_fork != (can is not None):
+            self.can_fork = can is not None
+
+    def fork(
+        self,
+        at_round: int,
+        *,
+        config: AgentConfig | None = None,
+        pause_on: PauseMode | None = None,
+    ) -> LoopDebugger:
+        """Fork the run shown here at round ``at_round`` (as the rounds are numbered in
+        this view) and start the fork in a new debugger, which is returned (display it).
+
+        The fork runs with ``fork_with`` (or the agent this debugger last ran or watched):
+        its model, tools and ``config`` (default: that agent's). It pauses where this
+        debugger pauses, and before every model call when this one never pauses, so the
+        person forking can change the fork's first call. When it ends, the new debugger
+        shows the two runs side by side. A fork that cannot be made raises
+        :class:`~toolloop_lab.errors.ConfigurationError` naming the field (``at_round``,
+        ``tool_max_rounds``, ``fork_with``, ...) and starts nothing.
+        """
+        view = self._view
+        if not view.done:
+            raise ConfigurationError(
+                "only a finished (or replayed) run can be forked", field="source"
+            )
+        parts = fork_parts(self._fork_with if self._fork_with is not None else self._agent)
+        if parts is None:
+            raise ConfigurationError(
+                "this debugger knows no agent to fork with: give one, as in "
+                "LoopDebugger.from_trace(path, fork_with=agent)",
+                field="fork_with",
+            )
+        own = at_round - self.round_offset if type(at_round) is int else at_round
+        with self._lock:
+            source: Any = self._source if self._source is not None else tuple(self._events)
+        prepared = prepare_fork(
+            source,
+            own,
+            model=parts.model,
+            tools=parts.tools,
+            config=config if config is not None else parts.config,
+            pruning_model=parts.pruning_model,
+            prices=parts.prices,
+            run_id=view.run_id,
+        )
+        mode: PauseMode = pause_on or (self.pause_on if self.pause_on != "off" else "model")
+        child = LoopDebugger(
+            max_text_chars=self.max_text_chars,
+            saved_state_bytes=self.saved_state_bytes,
+            pause_on=mode,
+            fork_with=self._fork_with,
+        )
+        child.round_offset = self.round_offset + prepared.at_round - 1
+        child.fork_info = {
+            "at_round": prepared.at_round + self.round_offset,
+            "source": prepared.source,
+            "comparison": None,
+        }
+        child._comparison_offset = self.round_offset
+        child.start(prepared, ())
+        self._forks.append(child)
+        return child
+
+    @property
+    def forks(self) -> tuple[LoopDebugger, ...]:
+        """The debuggers of the forks made from this one, oldest first."""
+        return tuple(self._forks)
+
+    def _show_comparison(self, result: ForkResult) -> None:
+        data = comparison(result, self._comparison_offset)
+        self._fork_summary = result.summary
+        self.fork_info = {**self.fork_info, "comparison": clip(data, self.max_text_chars)}
+
+    def _fork_from_browser(self, request: ForkHere) -> Answer:
+        try:
+            child = self.fork(request.round + self.round_offset)
+        except ToolLoopLabError as exc:  # a ConfigurationError names its field
+            reason = getattr(exc, "field", None) or type(exc).__name__
+            return Answer(request.request, "fork", False, str(reason), describe(exc))
+        except RuntimeError as exc:  # no running event loop: start() says why
+            return Answer(request.request, "fork", False, "no_event_loop", describe(exc))
+        area = self._fork_area
+        if area is None:  # this debugger was shown some other way (inside a box, say)
+            where = f"the fork runs; display it with dbg.forks[{len(self._forks) - 1}]"
+            return Answer(request.request, "fork", True, message=where)
+        from IPython import display
+
+        show: Any = display.display
+        with area:  # the click's own output would go nowhere a person looks
+            show(child)
+        return Answer(
+            request.request, "fork", True, message="the fork runs in a new debugger below this one"
+        )
+
     # -- replay -----------------------------------------------------------------------
     @classmethod
     def from_trace(
@@ -497,6 +672,7 @@ class LoopDebugger(anywidget.AnyWidget):
         has no step controls: there is nothing to step.
         """
         note = None
+        path = source if isinstance(source, (str, os.PathLike)) else None
         if isinstance(source, (str, os.PathLike)):
             source = read_trace(source)
         if isinstance(source, TraceRead):
@@ -514,6 +690,7 @@ class LoopDebugger(anywidget.AnyWidget):
             events = [e for e in events if e.run_id == wanted]
         debugger = cls(**options)
         debugger.live = False
+        debugger._source = path
         for event in events:
             debugger._apply(event)
         debugger._keep_saved()
@@ -526,12 +703,18 @@ class LoopDebugger(anywidget.AnyWidget):
     def summary(self) -> str:
         """A concise plain-text summary (what frontends without widgets show)."""
         with self._lock:
-            return summary_text(self._view, note=self._note)
+            text = summary_text(self._view, note=self._note, round_offset=self.round_offset)
+            if self.fork_info:
+                at = self.fork_info.get("at_round")
+                text += f"\nfork of round {at}; rounds are numbered as in the original"
+            if self._fork_summary is not None:
+                text += "\n" + self._fork_summary
+            return text
 
     def snapshot_html(self) -> str:
         """The run as static, escaped HTML (what a notebook rendered on GitHub shows)."""
         with self._lock:
-            return snapshot_html(self._view, note=self._note)
+            return snapshot_html(self._view, note=self._note, round_offset=self.round_offset)
 
     def __repr__(self) -> str:
         if "_view" not in self.__dict__:  # during construction
@@ -572,6 +755,13 @@ class LoopDebugger(anywidget.AnyWidget):
         show: Any = display.display
         show(data, raw=True, metadata=metadata)
         show(self._snapshot_bundle(), raw=True, display_id=self._display_id)
+        if self.live or self._fork_with is not None:  # where "Fork from here" shows a fork
+            if self._fork_area is None:
+                self._fork_area = ipywidgets.Output()
+            area = self._fork_area._repr_mimebundle_()
+            view = dict(area[0] if isinstance(area, tuple) else area or {})
+            view.pop("text/plain", None)  # an empty slot: nothing to read without widgets
+            show(view, raw=True)
 
     def _update_display(self) -> None:
         if self._slot is None:
@@ -604,4 +794,9 @@ class LoopDebugger(anywidget.AnyWidget):
             detach()
         if self._slot is not None:
             self._slot.close()
+        for child in self._forks:  # forks shown below this one leave with it, once done
+            if child.task is None or child.task.done():
+                child.close()
+        if self._fork_area is not None:
+            self._fork_area.close()
         super().close()

@@ -1,6 +1,6 @@
 """How numbers read in the debugger: one formatter per kind of figure.
 
-The HTML panels and the text repr share these, so a figure never reads two ways. They
+The static snapshot and the text repr share these, so a figure never reads two ways. They
 return plain text made of digits and our own words only, never untrusted content.
 """
 

@@ -59,11 +59,13 @@ def _tool(tool: ToolRow) -> str:
     return f"{esc_clip(tool.name, 60)}: {esc(state)}"
 
 
-def _row(row: RoundRow) -> str:
-    label = "final answer call" if row.purpose == "synthesis" else f"{row.number:,}"
+def _row(row: RoundRow, offset: int) -> str:
+    label = "final answer call" if row.purpose == "synthesis" else f"{row.number + offset:,}"
     text = esc_clip(row.text, _PREVIEW)
     reply = text or "<i>(no text)</i>"
     tools = ", ".join(_tool(t) for t in row.tools)
+    if row.interventions:
+        tools += ("; " if tools else "") + "<i>changed by you</i>"
     usage = row.usage
     cells = [
         label,
@@ -76,14 +78,17 @@ def _row(row: RoundRow) -> str:
     return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
 
 
-def snapshot_html(view: RunView, *, note: str | None = None) -> str:
-    """The run as static, escaped HTML (bounded size)."""
+def snapshot_html(view: RunView, *, note: str | None = None, round_offset: int = 0) -> str:
+    """The run as static, escaped HTML (bounded size); ``round_offset`` is added to every
+    round number (a fork's rounds read as the original's)."""
     parts = ["<div>"]
     head = [f"<b>Agent loop debugger: {esc(_STATUS.get(view.status, view.status))}</b>"]
     if view.started is not None and view.started.model_name:
         head.append(esc_clip(view.started.model_name, 80))
     if view.max_rounds is not None:
-        head.append(f"round {view.tool_rounds:,} of {view.max_rounds:,}")
+        head.append(
+            f"round {view.tool_rounds + round_offset:,} of {view.max_rounds + round_offset:,}"
+        )
     parts.append(" · ".join(head))
     if view.started is not None:
         usage = view.usage
@@ -105,7 +110,7 @@ def snapshot_html(view: RunView, *, note: str | None = None) -> str:
             "<table><tr><th>round</th><th>reply</th><th>tools</th><th>tokens in / out</th>"
             "<th>cost</th><th>model call</th></tr>"
         )
-        parts.extend(_row(r) for r in rows)
+        parts.extend(_row(r, round_offset) for r in rows)
         parts.append("</table>")
     if view.final_text is not None:
         final = esc_clip(view.final_text, 2_000)

@@ -1,7 +1,7 @@
 """The debugger as a few lines of plain text, for frontends without widgets.
 
 nbconvert, terminals and plain IPython show this instead of the widget. It is derived from
-the same :class:`RunView` as the panels; untrusted text goes through
+the same :class:`RunView` as the static snapshot; untrusted text goes through
 :func:`toolloop_lab.escape.plain`, so a tool output cannot drive a terminal, and every
 field of it is clipped (with a ``… (N chars)`` marker) to keep the summary a few lines.
 """
@@ -32,6 +32,12 @@ _NOT_RUN: Final = {
     "truncated": "reply cut off",
     "skipped": "skipped by you",
 }
+_BY_HAND: Final = {
+    "edit_args": "arguments edited",
+    "skip": "a call answered by hand",
+    "append_message": "a message added",
+    "edit_result": "a result replaced",
+}
 _SYNTHESIS: Final = {
     "round_cap": "round cap",
     "stuck": "model repeating itself",
@@ -47,8 +53,8 @@ def _tool_status(tool: ToolRow, done: bool) -> str:
     return tool.status
 
 
-def _round_line(row: RoundRow, done: bool) -> str:
-    label = "final-answer call" if row.purpose == "synthesis" else f"round {row.number}"
+def _round_line(row: RoundRow, done: bool, offset: int) -> str:
+    label = "final-answer call" if row.purpose == "synthesis" else f"round {row.number + offset}"
     usage = row.usage
     bits = [f"{fig.tokens(usage.input_tokens)} in / {fig.tokens(usage.output_tokens)} out"]
     bits.append(fig.usd(row.cost_usd))
@@ -64,17 +70,23 @@ def _round_line(row: RoundRow, done: bool) -> str:
     if row.purpose == "synthesis":
         why = _SYNTHESIS.get(row.synthesis_reason or "", row.synthesis_reason)
         bits.append(f"because of the {plain(why, NAME_PREVIEW)}")
+    if row.interventions:
+        changes = dict.fromkeys(_BY_HAND.get(i.action, i.action) for i in row.interventions)
+        bits.append(f"changed by you: {', '.join(changes)}")
     for kind in ("token", "usd"):
         if row.gate(kind) == "tripped":
             bits.append(f"{'token' if kind == 'token' else 'USD'} gate TRIPPED")
     return f"  {label}: " + " · ".join(bits)
 
 
-def summary_text(view: RunView, *, note: str | None = None) -> str:
-    """A concise, multi-line summary: status, spend against budgets, recent rounds, outcome."""
+def summary_text(view: RunView, *, note: str | None = None, round_offset: int = 0) -> str:
+    """A concise, multi-line summary: status, spend against budgets, recent rounds, outcome.
+
+    ``round_offset`` is added to every round number (a fork's rounds read as the
+    original's)."""
     head = [f"LoopDebugger: {view.status}"]
     if view.max_rounds is not None:
-        head.append(f"round {view.tool_rounds} of {view.max_rounds}")
+        head.append(f"round {view.tool_rounds + round_offset} of {view.max_rounds + round_offset}")
     if view.started is not None and view.started.model_name:
         head.append(f"model {plain(view.started.model_name, NAME_PREVIEW)}")
     if view.run_id:
@@ -97,13 +109,13 @@ def summary_text(view: RunView, *, note: str | None = None) -> str:
     if view.paused_at is not None:
         point = view.paused_at
         where = "tool dispatch" if point.stage == "tool_dispatch" else f"{point.purpose} call"
-        lines.append(f"paused in round {point.round} before the {plain(where)}")
+        lines.append(f"paused in round {point.round + round_offset} before the {plain(where)}")
     shown = view.rounds[-RECENT_ROUNDS:]
     if len(view.rounds) > len(shown):
         lines.append(f"rounds (newest {len(shown)} of {len(view.rounds)}):")
     elif shown:
         lines.append("rounds:")
-    lines.extend(_round_line(row, view.done) for row in shown)
+    lines.extend(_round_line(row, view.done, round_offset) for row in shown)
     if view.prunings:
         lines.append(
             f"pruning: saved {fig.tokens(view.tokens_saved)} tokens, net "

@@ -1,21 +1,29 @@
 """What the widget sends to the browser: events as JSON, clipped, in batches.
 
 The browser folds events itself (``static/debugger.js``), so Python sends each event once,
-as ``event.to_dict()`` with every string longer than ``max_chars`` cut (a tool that returns
-megabytes must not stall the page). The messages, both ways, are small dicts told apart by
-``type``:
+as ``event.to_dict()`` with every model-controlled string clipped (a tool that returns
+megabytes, or a model that sends a megabyte tool name, must not stall the page). Clipping
+follows :mod:`toolloop_lab.escape`: a cut string ends in ``… (N chars)``, N being its whole
+length; ids are cut to :data:`~toolloop_lab.escape.ID_CHARS`, names and short labels (tool
+and model names, finish and error reasons, type names, dict keys) to
+:data:`~toolloop_lab.escape.NAME_CHARS`, and content (text, tool output, arguments,
+messages) to the widget's ``max_chars``. The messages, both ways, are small dicts told
+apart by ``type``:
 
 Python to browser
     ``{"type": "events", "epoch", "first", "reset", "events", "now", "control"}``: the
     events from index ``first`` of run ``epoch`` on; ``reset`` starts the fold over (a new
     run, or a replay a front end asked for); ``now`` is the run's clock when sent (the
     browser ticks timers from it), ``None`` once the run is over; ``control`` is the step
-    state (where the loop waits, whether a task runs, a note).
+    state (where the loop waits and what it is about to send or run, whether a task runs,
+    a note, and the answer to the browser's last request, see :mod:`.requests`).
 
 Browser to Python
     ``{"type": "hello"}`` (a front end wants everything from the start),
-    ``{"type": "control", "action": "continue" | "step" | "stop"}``. Interventions at a
-    pause (issue 16) will be ``{"type": "intervene", ...}``.
+    ``{"type": "control", "action": "continue" | "step" | "stop"}``,
+    ``{"type": "intervene", "request", "pause", "action", ...}`` (a change at a pause) and
+    ``{"type": "fork", "request", "round"}`` ("Fork from here"). Everything the browser
+    sends is untrusted: :mod:`.requests` checks it before anything acts on it.
 """
 
 from __future__ import annotations
@@ -24,7 +32,8 @@ import json
 from collections.abc import Sequence
 from typing import Any, Final
 
-from toolloop_lab.escape import scrub
+from toolloop_lab.escape import ID_CHARS, NAME_CHARS
+from toolloop_lab.escape import clip as clip_text
 from toolloop_lab.events import Event, LoopFailed, LoopFinished, LoopStarted
 from toolloop_lab.jsonsafe import thaw
 
@@ -33,20 +42,64 @@ __all__ = ["MAX_BATCH_EVENTS", "clip", "compact_messages", "event_payload", "sav
 MAX_BATCH_EVENTS: Final = 4_000
 """Events in one message at most; a long replay goes out as several paced messages."""
 
+_ID_KEYS: Final = frozenset(
+    {"run_id", "tool_call_id", "id", "parent_run_id", "parent_tool_call_id", "call_id"}
+)
+"""Keys whose string values are ids: cut to ``ID_CHARS``."""
+_NAME_KEYS: Final = frozenset(
+    {
+        "name",
+        "model_name",
+        "model",
+        "tool_name",
+        "tools",
+        "prune_tools",
+        "detail",
+        "finish_reason",
+        "stop_reason",
+        "error_reason",
+        "error_type",
+        "error_kind",
+        "reason",
+        "cause_type",
+        "started_at",
+        "type",
+    }
+)
+"""Keys whose string values (or lists of strings) are names or labels: cut to
+``NAME_CHARS``."""
+_CONTENT_KEYS: Final = frozenset(
+    {"args", "before", "after", "content", "input", "arguments", "artifact", "text", "original"}
+)
+"""Keys holding content: below them, every string is content, whatever its key."""
+
+
+def _clip(value: Any, max_chars: int, limit: int, structural: bool) -> Any:
+    if isinstance(value, str):
+        return clip_text(value, limit)
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            name = clip_text(key, NAME_CHARS)  # a key is a name, whoever chose it
+            if not structural or key in _CONTENT_KEYS:
+                out[name] = _clip(item, max_chars, max_chars, False)
+            elif key in _ID_KEYS:
+                out[name] = _clip(item, max_chars, min(ID_CHARS, max_chars), True)
+            elif key in _NAME_KEYS:
+                out[name] = _clip(item, max_chars, min(NAME_CHARS, max_chars), True)
+            else:
+                out[name] = _clip(item, max_chars, max_chars, True)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_clip(v, max_chars, limit, structural) for v in value]
+    return value
+
 
 def clip(value: Any, max_chars: int) -> Any:
-    """``value`` with every string longer than ``max_chars`` cut, saying how much was cut,
-    and lone surrogates replaced (U+FFFD)."""
-    if isinstance(value, str):
-        value = scrub(value)  # a lone surrogate (half an emoji) cannot be sent as UTF-8
-        if len(value) <= max_chars:
-            return value
-        return f"{value[:max_chars]}… [{len(value) - max_chars:,} more characters not shown]"
-    if isinstance(value, dict):
-        return {k: clip(v, max_chars) for k, v in value.items()}
-    if isinstance(value, list):
-        return [clip(v, max_chars) for v in value]
-    return value
+    """``value`` (JSON data) with every string cut as its key says (ids, names, content;
+    see the module doc), each cut saying how long the string was, and lone surrogates
+    replaced (U+FFFD, so the message can be sent as UTF-8)."""
+    return _clip(value, max_chars, max_chars, True)
 
 
 def _compact(value: Any) -> Any:
@@ -61,8 +114,8 @@ def _compact(value: Any) -> Any:
 
 
 def event_payload(event: Event, max_chars: int) -> dict[str, Any]:
-    """One event as the browser gets it: JSON-safe, long strings clipped, the message
-    dicts it carries without their empty fields."""
+    """One event as the browser gets it: JSON-safe, clipped, the message dicts it carries
+    without their empty fields."""
     data: dict[str, Any] = clip(event.to_dict(), max_chars)
     if data.get("messages"):
         data["messages"] = [_compact(m) for m in data["messages"]]

@@ -91,7 +91,12 @@ export function createStore() {
     clockBase: null, // performance.now()/1000 minus the run's clock, from the last batch
     live: false,
     source: "none",
-    ui: { selected: null, filter: "all", tool: "", search: "", collapsed: new Map(), follow: true },
+    offset: 0, // added to every round number shown (a fork's rounds read as the original's)
+    forkInfo: null, // a fork's debugger: where it was forked, and the comparison at its end
+    canFork: false,
+    requests: new Map(), // request number -> what to do with its answer
+    nextRequest: 1 + Math.floor(Math.random() * 1e9), // never an earlier page's number
+    ui: { selected: null, filter: "all", tool: "", search: "", collapsed: new Map(), follow: true, edit: null, forkMsg: null },
   };
   resetRun(s);
   return s;
@@ -133,6 +138,7 @@ function roundOf(s, n) {
       gates: [],
       synthesis: null,
       interventions: [],
+      failedCalls: [], // model calls of this round that raised (retried, or the run failed)
       pruneUsage: newUsage(),
       v: 0,
       hay: null,
@@ -163,6 +169,8 @@ function toolOf(r, id, name, args) {
       content: "",
       pruned: null,
       pruning: false,
+      edited: false, // arguments changed by a person at the pause
+      answeredByHand: false, // a person wrote its result instead of running it
     };
     r.tools.push(t);
     r.toolById.set(id, t);
@@ -309,8 +317,21 @@ export function fold(s, e) {
       s.lastContext = c.usage.input;
       break;
     }
+    case "model_call_failed": {
+      // the call raised or was stopped: no reply (a framework may retry with a new call)
+      const c = e.call ? s.calls.get(e.call) : null;
+      if (c) {
+        c.t1 = e.t;
+        c.interrupted = e.error_type === "CancelledError" ? "cancelled" : "failed";
+        c.error = { type: e.error_type, message: e.message || "" };
+        if (e.partial_text) c.text = e.partial_text;
+      }
+      if (e.purpose !== "pruning") r.failedCalls.push({ type: e.error_type, message: e.message || "", latency: e.latency_s });
+      break;
+    }
     case "tool_start": {
       const t = toolOf(r, e.tool_call_id, e.name, e.args);
+      if (e.args) t.args = e.args; // what it really runs with (a person may have edited them)
       t.status = "running";
       t.tStart = e.t;
       s.toolNames.add(e.name);
@@ -379,9 +400,18 @@ export function fold(s, e) {
       r.synthesis = { reason: e.reason, prompt: e.prompt || "" };
       if (r.t0 === null) r.t0 = e.t;
       break;
-    case "intervention":
+    case "intervention": {
       r.interventions.push({ action: e.action, stage: e.stage, id: e.tool_call_id, before: e.before, after: e.after });
+      const t = e.tool_call_id ? r.toolById.get(e.tool_call_id) : null;
+      if (t && e.action === "edit_args") {
+        t.args = e.after || {};
+        t.edited = true;
+        t.valid = true;
+        t.callError = null;
+      }
+      if (t && e.action === "skip") t.answeredByHand = true;
       break;
+    }
     case "loop_finish":
       s.finish = e;
       s.outcome = e.outcome || (e.budget_exhausted ? "token_budget_exhausted" : e.synthesis_was_run ? "synthesis" : "final_answer");
@@ -475,6 +505,12 @@ export function receive(s, msg) {
   if (msg.control) {
     const was = s.control.paused_at;
     s.control = msg.control;
+    const answer = msg.control.answer;
+    if (answer && s.requests.has(answer.request)) {
+      const done = s.requests.get(answer.request);
+      s.requests.delete(answer.request);
+      done(answer);
+    }
     if (was && was.stage === "model_call" && !msg.control.paused_at && typeof msg.now === "number") {
       // the call held at the pause is sent now: its clock starts here
       const last = s.rounds[s.rounds.length - 1];
@@ -509,7 +545,8 @@ const REASONS = {
   unfinished: "run ended",
 };
 function notRunLabel(t) {
-  return `not run (${REASONS[t.reason] || t.reason || "not run"})`;
+  if (t.answeredByHand) return "answered by you";
+  return t.reason ? `not run (${REASONS[t.reason] || t.reason})` : "not run";
 }
 const SYNTH = { round_cap: "round cap", stuck: "model repeating itself", token_budget: "token budget" };
 const OUTCOME = {
@@ -532,20 +569,21 @@ function roundState(s, r) {
   if (r.call && r.call.truncated) return "warn";
   if ((r.call && r.call.interrupted === "cancelled") || (r.tools.length && r.tools.every((t) => t.status === "not_run" && t.reason === "cancelled"))) return "stopped";
   if (r.purpose === "synthesis" || (r.call && r.call.done && !r.tools.length)) return "answer";
-  if (r.tools.some((t) => t.status === "not_run")) return "skipped";
+  if (r.tools.some((t) => t.status === "not_run" && !t.answeredByHand)) return "skipped";
   return "ok";
 }
 const STATE_WORD = { paused: "paused", running: "running", error: "error", warn: "cut off", stopped: "stopped", answer: "answer", skipped: "not run", ok: "ok" };
 
-function roundLabel(r) {
-  return r.purpose === "synthesis" ? "final" : String(r.n);
+const shown = (s, n) => n + (s.offset || 0); // a round's number as the person reads it
+function roundLabel(s, r) {
+  return r.purpose === "synthesis" ? "final" : String(shown(s, r.n));
 }
-function roundTitle(r) {
+function roundTitle(s, r) {
   if (r.purpose === "synthesis") {
     const why = r.synthesis ? SYNTH[r.synthesis.reason] || r.synthesis.reason : null;
     return why ? `Final answer call (${why})` : "Final answer call";
   }
-  return `Round ${nf.format(r.n)}`;
+  return `Round ${nf.format(shown(s, r.n))}`;
 }
 function roundCost(r) {
   const a = r.call && r.call.usage ? r.call.usage.cost : 0;
@@ -892,14 +930,18 @@ function createView(el, s, host) {
     redraw(true);
   });
   const detailTitle = h("span", "tl-detail-title");
-  const detailHead = h("div", "tl-detail-head", detailTitle, h("span", "tl-grow"), followBtn);
+  const forkBtn = button("Fork from here", null, () => forkHere(), "Run this run again from the selected round, in a new debugger below");
+  const forkMsg = h("div", "tl-fork-msg");
+  forkMsg.setAttribute("role", "status");
+  const detailHead = h("div", "tl-detail-head", detailTitle, h("span", "tl-grow"), forkBtn, followBtn);
   const detailBody = h("div", "tl-detail-body");
-  const detail = h("div", "tl-detail", detailHead, detailBody);
+  const detail = h("div", "tl-detail", detailHead, forkMsg, detailBody);
   let detailTop = 0;
   detailBody.addEventListener("scroll", () => (detailTop = detailBody.scrollTop), { passive: true });
   const failureBox = h("div", "tl-failure");
+  const forkBox = h("div", "tl-forkbox");
 
-  root.append(head1, activity, note, totals, gauges, controls, banner, failureBox, toolbar, timeline, detail);
+  root.append(head1, activity, note, forkBox, totals, gauges, controls, banner, failureBox, toolbar, timeline, detail);
 
   let filtered = null; // indices of matching rounds, or null for all
   let filterKey = "";
@@ -917,7 +959,7 @@ function createView(el, s, host) {
     return filtered ? s.rounds[filtered[i]] : s.rounds[i];
   }
   function goTo(n) {
-    const r = s.byNumber.get(n);
+    const r = s.byNumber.get(n - (s.offset || 0));
     if (!r) {
       count.textContent = `no round ${isFinite(n) ? n : ""}`;
       return;
@@ -1055,7 +1097,8 @@ function createView(el, s, host) {
     title.textContent = run ? [run.name, run.model].filter(Boolean).join(" · ") || "agent run" : "";
     let toolRounds = s.rounds.length;
     for (let i = s.rounds.length - 1; i >= 0 && i >= s.rounds.length - 3; i--) if (s.rounds[i].purpose !== "round") toolRounds--;
-    let ri = run && run.maxRounds ? `round ${nf.format(toolRounds)} of ${nf.format(run.maxRounds)}` : s.rounds.length ? `${plural(toolRounds, "round")}` : "";
+    const off = s.offset || 0;
+    let ri = run && run.maxRounds ? `round ${nf.format(toolRounds + off)} of ${nf.format(run.maxRounds + off)}` : s.rounds.length ? `${plural(toolRounds, "round")}` : "";
     if (s.rounds.length && s.rounds[s.rounds.length - 1].purpose === "synthesis") ri += " + final answer call";
     roundsInfo.textContent = ri;
     live.length = 0;
@@ -1162,11 +1205,15 @@ function createView(el, s, host) {
     if (paused) {
       const p = s.control.paused_at;
       let where;
-      if (p.stage === "tool_dispatch") where = `Paused before running ${(p.detail || []).length ? (p.detail || []).join(", ") : "the tools"} in round ${nf.format(p.round)}.`;
+      if (p.stage === "tool_dispatch") where = `Paused before running ${(p.detail || []).length ? (p.detail || []).join(", ") : "the tools"} in round ${nf.format(shown(s, p.round))}.`;
       else if (p.purpose === "synthesis") where = "Paused before the final-answer call.";
-      else if (p.purpose === "pruning") where = `Paused before pruning a tool output in round ${nf.format(p.round)}.`;
-      else where = `Paused before calling the model in round ${nf.format(p.round)}.`;
+      else if (p.purpose === "pruning") where = `Paused before pruning a tool output in round ${nf.format(shown(s, p.round))}.`;
+      else where = `Paused before calling the model in round ${nf.format(shown(s, p.round))}.`;
       bannerText.append(h("span", "tl-strong", where), " Step goes on to the next pause; Continue runs to the end.");
+      if (p.editable) {
+        const can = p.stage === "tool_dispatch" ? "You can edit a call's arguments or answer it yourself (below)." : (p.results || []).length ? "You can add a message or edit a result the model has not seen (below)." : "You can add a message (below).";
+        bannerText.append(" ", h("span", "tl-meta", can));
+      }
     }
     failureBox.textContent = "";
     failureBox.hidden = !s.failure;
@@ -1271,6 +1318,7 @@ function createView(el, s, host) {
     const net = r.tools.reduce((a, t) => a + (t.pruned ? t.pruned.net : 0), 0);
     if (r.tools.some((t) => t.pruned)) sum.append(h("span", "tl-chip", net < 0 ? `pruning lost ${tokens(-net)}` : `pruned −${tokens(net)}`));
     if (r.gates.some((g) => !g.passed)) sum.append(h("span", "tl-chip tl-chip-error", dot("error"), "limit reached"));
+    if (r.interventions.length) sum.append(h("span", "tl-chip tl-chip-hand", dot("warn"), "changed by you"));
     const u = c && c.usage;
     const dec = costDecimals(s.totals.cost);
     const cost = roundCost(r);
@@ -1281,7 +1329,7 @@ function createView(el, s, host) {
       liveRows.push([dur, fn]);
     } else dur.textContent = r.t0 === null || (!c && !r.tools.length) ? "—" : duration(roundEnd(s, r) - r.t0);
     row.append(
-      h("span", "tl-c-n tl-num", roundLabel(r)),
+      h("span", "tl-c-n tl-num", roundLabel(s, r)),
       h("span", "tl-c-state", dot(st), h("span", null, STATE_WORD[st])),
       sum,
       h("span", "tl-c-tok tl-num", u ? `${tokens(u.input)} / ${tokens(u.output)}` : "—"),
@@ -1295,10 +1343,87 @@ function createView(el, s, host) {
   }
 
   // the selected round: waterfall, what was sent, the reply, each tool
+  function forkHere() {
+    const r = selectedRound();
+    if (!r) return;
+    s.ui.forkMsg = { n: r.n, state: "idle", text: `Forking at ${roundTitle(s, r).toLowerCase()}…` };
+    forkBtn.disabled = true;
+    drawForkMsg();
+    ask({ type: "fork", round: r.n }, (a) => {
+      s.ui.forkMsg = a.ok
+        ? { n: r.n, state: "ok", text: `Forked at ${roundTitle(s, r).toLowerCase()}: ${a.message}.` }
+        : { n: r.n, state: "error", text: `Cannot fork here (${a.reason}): ${a.message}` };
+      redraw(true);
+    });
+  }
+
+  function drawForkMsg() {
+    const r = selectedRound();
+    const m = s.ui.forkMsg;
+    forkMsg.textContent = "";
+    forkMsg.hidden = !(m && r && m.n === r.n);
+    if (!forkMsg.hidden) forkMsg.append(dot(m.state === "error" ? "error" : m.state === "ok" ? "answer" : "idle"), h("span", null, m.text));
+  }
+
+  function drawFork() {
+    // "Fork from here": on a finished (or replayed) run shown by a kernel-backed widget
+    const can = !!host.canFork();
+    const r = selectedRound();
+    forkBtn.hidden = !(host.forking && isDone(s) && r);
+    forkBtn.disabled = !can || (s.ui.forkMsg && s.ui.forkMsg.state === "idle");
+    forkBtn.title = can ? "Run this run again from the selected round, in a new debugger below" : "This debugger knows no agent to fork with: open it with LoopDebugger.from_trace(path, fork_with=agent)";
+    drawForkMsg();
+    // a fork's own debugger: where it came from, and the two runs side by side at its end
+    const info = s.forkInfo;
+    forkBox.textContent = "";
+    forkBox.hidden = !info || info.at_round === undefined;
+    if (forkBox.hidden) return;
+    const from = { result: "a run", events: "a run", trace: "a trace", recording: "a recording" }[info.source] || "a run";
+    forkBox.append(h("div", null, h("span", "tl-strong", `Fork of ${from} at round ${nf.format(info.at_round)}.`), " ", h("span", "tl-meta", `Rounds before it were taken from the original; rounds are numbered as in the original.`)));
+    if (info.comparison) forkBox.append(block(s, "fork:cmp", "The fork next to the original", () => comparisonView(info.comparison), { copy: () => info.comparison.summary || "" }));
+  }
+
+  function comparisonView(c) {
+    const cost = (v) => (v === null || v === undefined ? "unpriced" : usd(Number(v), costDecimals(Number(v))));
+    const delta = (v, fmt) => (v === null || v === undefined ? "—" : `${v > 0 ? "+" : v < 0 ? "−" : "±"}${fmt(Math.abs(v))}`);
+    const box = h("div");
+    const totals = h("table", "tl-cmp tl-num");
+    const row = (cells, head) => h("tr", null, ...cells.map((x) => h(head ? "th" : "td", null, x)));
+    const o = c.original;
+    const f = c.fork;
+    const outcome = (x) => (OUTCOME[x.outcome] || x.outcome) + (x.reason ? ` (${SYNTH[x.reason] || x.reason})` : "");
+    totals.append(
+      row(["", "original", "fork", "change"], true),
+      row(["outcome", outcome(o), outcome(f), ""]),
+      row(["rounds", nf.format(o.rounds), nf.format(f.rounds), delta(f.rounds - o.rounds, nf.format)]),
+      row(["tokens", tokens(o.input_tokens + o.output_tokens), tokens(f.input_tokens + f.output_tokens), delta(c.tokens_delta, tokens)]),
+      row(["cost", cost(o.cost_usd), cost(f.cost_usd), c.cost_delta_usd === null ? "—" : delta(Number(c.cost_delta_usd), (v) => usd(v, costDecimals(v)))]),
+    );
+    const per = h("table", "tl-cmp tl-num");
+    per.append(row(["round", "original", "fork", "change"], true));
+    // each side on up to three short lines, so the table fits a narrow notebook
+    const side = (x) => {
+      if (!x) return "—";
+      const what = x.outcome === "tools" ? plural(x.tool_calls, "tool call") : OUTCOME[x.outcome] || x.outcome;
+      return h("span", "tl-cmp-cell", h("span", null, `${tokens(x.tokens)} tokens`), h("span", null, cost(x.cost_usd)), h("span", "tl-meta", what));
+    };
+    for (const pr of c.rounds) {
+      const final = (pr.fork && pr.fork.purpose === "synthesis") || (pr.original && pr.original.purpose === "synthesis");
+      const label = h("span", "tl-cmp-cell", h("span", null, nf.format(pr.round) + (final ? " (final)" : "")), pr.taken ? h("span", "tl-meta", "taken") : null);
+      const change = pr.taken ? h("span", "tl-meta", "same") : h("span", "tl-cmp-cell", h("span", null, `${delta(pr.tokens_delta, tokens)} tokens`), h("span", null, pr.cost_delta_usd === null ? "—" : delta(Number(pr.cost_delta_usd), (v) => usd(v, costDecimals(v)))));
+      per.append(row([label, side(pr.original), side(pr.fork), change]));
+    }
+    box.append(h("div", "tl-scroll-x", totals), h("div", "tl-sub", "Round by round"), h("div", "tl-scroll-x", per));
+    if (c.error) box.append(h("div", "tl-flag", dot("error"), `The fork stopped with ${c.error}.`));
+    return box;
+  }
+
   function drawDetail() {
+    drawFork();
     const r = selectedRound();
     followBtn.hidden = s.ui.follow || s.ui.selected === null;
     const paused = s.control.paused_at && !isDone(s) ? JSON.stringify(s.control.paused_at) : "";
+    if (s.ui.edit && (!paused || s.ui.edit.pause !== s.control.paused_at.pause)) s.ui.edit = null; // the loop went on
     const key = r ? `${r.n}:${r.v}:${paused}:${s.conversation.length}:${s.status}` : `none:${s.status}`;
     if (key === detailKey) return;
     const sameRound = detailKey.split(":")[0] === (r ? String(r.n) : "none");
@@ -1312,7 +1437,7 @@ function createView(el, s, host) {
       if (paused) detailBody.append(aboutToSend(null));
       return;
     }
-    detailTitle.textContent = roundTitle(r) + (s.ui.follow || s.ui.selected === null ? " (newest)" : "");
+    detailTitle.textContent = roundTitle(s, r) + (s.ui.follow || s.ui.selected === null ? " (newest)" : "");
     detailBody.append(waterfall(r));
     const c = r.call;
     const newest = r === s.rounds[s.rounds.length - 1];
@@ -1340,10 +1465,31 @@ function createView(el, s, host) {
     if (Array.isArray(p.messages)) {
       // exactly what the loop will send (its newest messages), as the pause point says
       const total = p.message_count || p.messages.length;
+      const results = new Set(p.results || []);
       return block(s, "pause:send", `About to send (${plural(total, "message")})`, () => {
         const box = h("div", "tl-chat");
         if (total > p.messages.length) box.append(h("div", "tl-meta", `the newest ${nf.format(p.messages.length)} of ${plural(total, "message")}:`));
-        for (const m of p.messages) box.append(chatMessage(m));
+        for (const m of p.messages) {
+          const data = (m && m.data) || {};
+          const id = data.tool_call_id;
+          const editable = p.editable && m.type === "tool" && results.has(id);
+          const e = s.ui.edit;
+          if (editable && e && e.kind === "result" && e.callId === id) {
+            box.append(h("div", "tl-msg tl-role-tool", h("div", "tl-msg-head", h("span", "tl-role", "Tool"), h("span", "tl-msg-meta", `${data.name || "tool"} · ${id}`)), editorView(e)));
+            continue;
+          }
+          const msg = chatMessage(m);
+          if (editable) {
+            const text = messageText(data.content);
+            msg.append(h("div", "tl-edit-actions", button("Edit result…", null, () => openEditor({ kind: "result", pause: p.pause, callId: id, name: data.name || "tool", text, status: data.status === "error" ? "error" : "success" }), "Replace this result before the model reads it")));
+          }
+          box.append(msg);
+        }
+        if (p.editable) {
+          const e = s.ui.edit;
+          if (e && e.kind === "message") box.append(editorView(e));
+          else box.append(h("div", "tl-edit-actions", button("Add message…", null, () => openEditor({ kind: "message", pause: p.pause, text: "", role: "user" }), "Add a message to the conversation before this call")));
+        }
         return box;
       }, { copy: () => prettyJson(p.messages) });
     }
@@ -1363,10 +1509,165 @@ function createView(el, s, host) {
     const p = s.control.paused_at || {};
     const calls = p.calls || [];
     return block(s, "pause:run", `About to run (${plural(calls.length, "tool call")})`, () => {
-      const box = h("div");
-      for (const c of calls) box.append(h("div", "tl-msg-call", h("span", "tl-msg-meta", `${c.name} · ${c.id}`), jsonView(c.args || {}, 1)));
+      const box = h("div", "tl-chat");
+      for (const c of calls) {
+        const line = h("div", "tl-msg tl-role-tool", h("div", "tl-msg-head", h("span", "tl-role", c.name), h("span", "tl-msg-meta", c.id)));
+        if (c.valid === false) line.append(h("div", "tl-flag", dot("error"), `the model's arguments could not be read${c.error ? `: ${c.error}` : ""}`));
+        const e = s.ui.edit;
+        if (e && e.callId === c.id && (e.kind === "args" || e.kind === "skip")) line.append(editorView(e));
+        else {
+          line.append(jsonView(c.args || {}, 1));
+          if (p.editable) {
+            line.append(
+              h(
+                "div",
+                "tl-edit-actions",
+                button("Edit arguments…", null, () => openEditor({ kind: "args", pause: p.pause, callId: c.id, name: c.name, text: prettyJson(c.args || {}) }), "Run this call with other arguments (checked against the tool's schema)"),
+                button("Skip with result…", null, () => openEditor({ kind: "skip", pause: p.pause, callId: c.id, name: c.name, text: "", status: "success" }), "Do not run this call; the model reads what you write as its result"),
+              ),
+            );
+          }
+        }
+        box.append(line);
+      }
       return box;
     }, { copy: () => prettyJson(calls) });
+  }
+
+  // -- requests to Python: checked there, answered with the next message ------------------
+  function ask(msg, onAnswer) {
+    const id = s.nextRequest++;
+    s.requests.set(id, onAnswer);
+    host.send({ ...msg, request: id });
+  }
+
+  function openEditor(edit) {
+    s.ui.edit = { ...edit, msg: "", msgKind: "idle", focus: true };
+    redraw(true);
+  }
+  function closeEditor() {
+    s.ui.edit = null;
+    redraw(true);
+  }
+
+  function parseArgs(text) {
+    let value;
+    try {
+      value = JSON.parse(text);
+    } catch (err) {
+      return { error: `Not valid JSON: ${err && err.message ? err.message : "cannot be read"}` };
+    }
+    if (value === null || typeof value !== "object" || Array.isArray(value)) return { error: 'The arguments must be a JSON object, like {"path": "a.txt"}.' };
+    return { value };
+  }
+
+  const EDITORS = {
+    args: { title: (e) => `Edit the arguments of ${e.name} (${e.callId})`, label: "Arguments (JSON)", apply: "Run with these arguments" },
+    skip: { title: (e) => `Answer ${e.name} (${e.callId}) yourself`, label: "The result the model reads", apply: "Skip the tool" },
+    result: { title: (e) => `Replace the result of ${e.name} (${e.callId})`, label: "The result the model reads", apply: "Replace the result" },
+    message: { title: () => "Add a message before this call", label: "Message", apply: "Add the message" },
+  };
+
+  function editorView(e) {
+    const kind = EDITORS[e.kind];
+    const box = h("div", "tl-editor");
+    box.setAttribute("role", "group");
+    box.setAttribute("aria-label", kind.title(e));
+    box.append(h("div", "tl-sub", kind.title(e)));
+    const area = h("textarea", "tl-textarea" + (e.kind === "args" ? " tl-code" : ""));
+    area.value = e.text;
+    area.spellcheck = false;
+    area.rows = Math.min(12, Math.max(3, e.text.split("\n").length + 1));
+    area.setAttribute("aria-label", kind.label);
+    const status = h("div", "tl-edit-msg");
+    status.setAttribute("role", "status");
+    status.setAttribute("aria-live", "polite");
+    e.show = (state, text) => {
+      e.msgKind = state;
+      e.msg = text;
+      status.textContent = "";
+      status.className = `tl-edit-msg tl-edit-${state}`;
+      if (text) status.append(dot(state === "error" ? "error" : state === "ok" ? "answer" : "idle"), h("span", null, text));
+    };
+    e.show(e.msgKind || "idle", e.msg || "");
+    area.addEventListener("input", () => {
+      e.text = area.value;
+      if (e.kind === "args") checkSoon(e);
+    });
+    const extras = h("div", "tl-edit-row");
+    if (e.kind === "skip" || e.kind === "result") {
+      const sel = h("select", "tl-select");
+      for (const [v, label] of [["success", "as a success"], ["error", "as an error"]]) {
+        const o = h("option", null, label);
+        o.value = v;
+        sel.append(o);
+      }
+      sel.value = e.status || "success";
+      sel.setAttribute("aria-label", "Status of the result");
+      sel.addEventListener("change", () => (e.status = sel.value));
+      extras.append(h("label", "tl-lbl", "The model reads it ", sel));
+    }
+    if (e.kind === "message") {
+      const sel = h("select", "tl-select");
+      for (const [v, label] of [["user", "user"], ["assistant", "assistant"]]) {
+        const o = h("option", null, label);
+        o.value = v;
+        sel.append(o);
+      }
+      sel.value = e.role || "user";
+      sel.setAttribute("aria-label", "Who says it");
+      sel.addEventListener("change", () => (e.role = sel.value));
+      extras.append(h("label", "tl-lbl", "From the ", sel));
+    }
+    const apply = button(kind.apply, "tl-primary", () => submit(e, apply));
+    const cancel = button("Cancel", null, closeEditor);
+    extras.append(h("span", "tl-grow"), apply, cancel);
+    box.append(area, status, extras);
+    if (e.focus) {
+      e.focus = false;
+      requestAnimationFrame(() => area.isConnected && area.focus());
+    }
+    return box;
+  }
+
+  let checkTimer = 0;
+  function checkSoon(e) {
+    clearTimeout(checkTimer);
+    checkTimer = setTimeout(() => {
+      if (s.ui.edit !== e) return;
+      const parsed = parseArgs(e.text);
+      if (parsed.error) return e.show("error", parsed.error);
+      const sent = e.text;
+      ask({ type: "intervene", action: "check_args", pause: e.pause, call_id: e.callId, args: parsed.value }, (a) => {
+        if (s.ui.edit !== e || e.text !== sent) return; // typed on since: a newer check follows
+        e.show(a.ok ? "ok" : "error", a.ok ? "These arguments fit the tool's schema." : a.message);
+      });
+    }, 300);
+  }
+
+  function submit(e, btn) {
+    const msg = { type: "intervene", pause: e.pause };
+    if (e.kind === "args") {
+      const parsed = parseArgs(e.text);
+      if (parsed.error) return e.show("error", parsed.error);
+      Object.assign(msg, { action: "edit_args", call_id: e.callId, args: parsed.value });
+    } else if (e.kind === "skip") {
+      Object.assign(msg, { action: "skip", call_id: e.callId, content: e.text, status: e.status || "success" });
+    } else if (e.kind === "result") {
+      Object.assign(msg, { action: "edit_result", call_id: e.callId, content: e.text, status: e.status || "success" });
+    } else {
+      if (!e.text.trim()) return e.show("error", "Write the message first.");
+      Object.assign(msg, { action: "append_message", role: e.role || "user", content: e.text });
+    }
+    clearTimeout(checkTimer);
+    btn.disabled = true;
+    e.show("idle", "Sending…");
+    ask(msg, (a) => {
+      btn.disabled = false;
+      if (s.ui.edit !== e) return;
+      if (a.ok) return closeEditor(); // the change comes back as an intervention event
+      e.show("error", `Refused (${a.reason}): ${a.message} — the run is unchanged and still paused.`);
+    });
   }
 
   function replyBlock(r, c) {
@@ -1388,7 +1689,9 @@ function createView(el, s, host) {
       if (c.stuck) flags.push("same tool calls as the previous round: no progress");
       if (c.truncated) flags.push("cut off by the output-token limit: its tool calls were not run");
       if (c.empty) flags.push("no text and no tool call");
-      if (c.interrupted) flags.push(c.interrupted === "cancelled" ? "stopped before the reply came back" : "the run failed before the reply came back");
+      if (c.interrupted) flags.push(c.interrupted === "cancelled" ? "stopped before the reply came back" : c.error ? `the call failed: ${c.error.type}${c.error.message ? `: ${c.error.message}` : ""}` : "the run failed before the reply came back");
+      const earlier = r.failedCalls.length - (c.error && c.interrupted === "failed" ? 1 : 0);
+      if (earlier > 0 && c.done) flags.push(`${plural(earlier, "earlier attempt")} of this call failed (${r.failedCalls.slice(0, earlier).map((f) => f.type).join(", ")}); this is the retry's reply`);
       for (const f of flags) box.append(h("div", "tl-flag", dot("warn"), f));
       const text = c.text;
       if (text) box.append(longText(text, c.done ? "" : "tl-streaming"));
@@ -1428,6 +1731,8 @@ function createView(el, s, host) {
       facts.append(h("span", null, `id ${t.id}`));
       box.append(facts);
       if (t.callError) box.append(h("div", "tl-flag", dot("error"), `invalid call: ${t.callError}`));
+      if (t.edited) box.append(h("div", "tl-flag", dot("warn"), "arguments edited by you before it ran"));
+      if (t.answeredByHand) box.append(h("div", "tl-flag", dot("warn"), "answered by you: the tool never ran"));
       box.append(h("div", "tl-sub", "Arguments"), jsonView(t.args || {}, 1));
       if (t.status === "queued" || t.status === "running") return box;
       const p = t.pruned;
@@ -1487,7 +1792,12 @@ function createView(el, s, host) {
     const words = { edit_args: "edited the arguments", skip: "answered by hand instead of running", append_message: "added a message", edit_result: "replaced the result" };
     for (const iv of r.interventions) {
       box.append(h("div", "tl-sub", `You ${words[iv.action] || iv.action}${iv.id ? ` (${iv.id})` : ""}`));
-      box.append(h("div", "tl-meta", "Before"), jsonView(iv.before, 1), h("div", "tl-meta", "After"), jsonView(iv.after, 1));
+      if (iv.action === "append_message" && iv.after && typeof iv.after === "object") {
+        box.append(h("div", "tl-chat", chatMessage(iv.after)));
+        continue;
+      }
+      if (iv.before !== null && iv.before !== undefined) box.append(h("div", "tl-meta", "Before"), jsonView(iv.before, 1));
+      box.append(h("div", "tl-meta", "After"), jsonView(iv.after, 1));
     }
     return box;
   }
@@ -1619,8 +1929,29 @@ function widgetFactory() {
         control(action) {
           model.send({ type: "control", action });
         },
+        send(msg) {
+          model.send(msg);
+        },
+        forking: true,
+        canFork: () => !!model.get("can_fork"),
       };
-      return createView(el, s, host);
+      const sync = () => {
+        s.offset = model.get("round_offset") || 0;
+        const info = model.get("fork_info");
+        s.forkInfo = info && Object.keys(info).length ? info : null;
+      };
+      sync();
+      const onChange = () => {
+        sync();
+        s.version++;
+        notify(s);
+      };
+      for (const name of ["round_offset", "fork_info", "can_fork"]) model.on(`change:${name}`, onChange);
+      const dispose = createView(el, s, host);
+      return () => {
+        for (const name of ["round_offset", "fork_info", "can_fork"]) model.off(`change:${name}`, onChange);
+        dispose();
+      };
     },
   };
 }
@@ -1630,7 +1961,8 @@ export function mount(el, events, options = {}) {
   const s = createStore();
   s.source = "static";
   if (options.note) s.control = { ...s.control, note: options.note };
-  const host = { live: false, pauseOn: () => "off", setPauseOn() {}, control() {} };
+  s.offset = options.round_offset || 0;
+  const host = { live: false, pauseOn: () => "off", setPauseOn() {}, control() {}, send() {}, forking: false, canFork: () => false };
   const dispose = createView(el, s, host);
   enqueue(s, events || []);
   return { store: s, dispose };

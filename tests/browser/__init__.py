@@ -1,0 +1,1 @@
+"""The browser suite: real JupyterLab, Notebook 7 and static pages in chromium."""

@@ -1,0 +1,185 @@
+"""What the browser asks the debugger to do, checked before anything acts on it.
+
+A front end sends requests as comm messages: a change at a pause (``{"type":
+"intervene"}``) or "Fork from here" (``{"type": "fork"}``). Anything on the page (a script
+in another output, an extension, a hand-edited notebook) can send such a message, so each
+is untrusted input: it is parsed with pydantic in strict mode against one declared shape
+per action (no extra fields, bounded sizes), and only a parsed :data:`Request` reaches the
+pause point or the fork. The debugger answers every request, parsed or not, with an
+:class:`Answer` the browser shows next to the control that sent it (a refused edit keeps
+its editor open, with the reason).
+
+Requests name the pause they were made at (``pause``, the pause's serial number), so a
+click that arrives after the loop went on to another pause is refused as ``stale``
+instead of changing the wrong round.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Annotated, Any, Final, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from toolloop_lab.escape import NAME_CHARS, TEXT_CHARS, clip
+
+__all__ = [
+    "MAX_REQUEST_CHARS",
+    "AddMessage",
+    "Answer",
+    "CheckArgs",
+    "EditArgs",
+    "EditResult",
+    "ForkHere",
+    "Request",
+    "Skip",
+    "parse_request",
+]
+
+MAX_REQUEST_CHARS: Final = 1_000_000
+"""The largest request (as JSON) the debugger reads: a written result or edited arguments
+of up to about a megabyte; anything larger is refused unread."""
+
+_Id = Annotated[int, Field(ge=0, le=2**53)]
+_CallId = Annotated[str, Field(min_length=1, max_length=MAX_REQUEST_CHARS)]
+_Text = Annotated[str, Field(max_length=MAX_REQUEST_CHARS)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    request: _Id | None = None
+    """The browser's number for this request, echoed in the answer."""
+
+
+class _AtPause(_Strict):
+    type: Literal["intervene"]
+    pause: _Id
+    """The serial number of the pause the request was made at."""
+
+
+class CheckArgs(_AtPause):
+    """Would ``args`` be valid for the call's tool? (Nothing changes.)"""
+
+    action: Literal["check_args"]
+    call_id: _CallId
+    args: Any
+
+
+class EditArgs(_AtPause):
+    """Run the call with ``args`` instead (checked against the tool's schema first)."""
+
+    action: Literal["edit_args"]
+    call_id: _CallId
+    args: Any
+
+
+class Skip(_AtPause):
+    """Do not run the call; the model reads ``content`` as its result."""
+
+    action: Literal["skip"]
+    call_id: _CallId
+    content: _Text
+    status: Literal["success", "error"] = "success"
+
+
+class AddMessage(_AtPause):
+    """Add a user or assistant message before the model call."""
+
+    action: Literal["append_message"]
+    role: Literal["user", "assistant"] = "user"
+    content: Annotated[str, Field(min_length=1, max_length=MAX_REQUEST_CHARS)]
+
+
+class EditResult(_AtPause):
+    """Replace a tool result the model has not been sent yet."""
+
+    action: Literal["edit_result"]
+    call_id: _CallId
+    content: _Text
+    status: Literal["success", "error"] | None = None
+
+
+class ForkHere(_Strict):
+    """Fork the finished run at ``round`` (the run's own numbering)."""
+
+    type: Literal["fork"]
+    action: Literal["fork"] = "fork"
+    round: Annotated[int, Field(ge=1, le=2**31)]
+
+
+_Intervene = Annotated[
+    CheckArgs | EditArgs | Skip | AddMessage | EditResult, Field(discriminator="action")
+]
+Request: TypeAlias = CheckArgs | EditArgs | Skip | AddMessage | EditResult | ForkHere
+"""A request that passed every check."""
+
+_INTERVENE: Final[TypeAdapter[Any]] = TypeAdapter(_Intervene)
+_FORK: Final = TypeAdapter(ForkHere)
+_ACTIONS: Final = frozenset(
+    {"check_args", "edit_args", "skip", "append_message", "edit_result", "fork"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What the debugger tells the browser about one request."""
+
+    request: int | None
+    action: str
+    ok: bool
+    reason: str | None = None
+    """Why it was refused: an :class:`~toolloop_lab.errors.InterventionError` reason, a
+    config field a fork was refused on, or ``bad_request`` / ``too_large`` /
+    ``not_paused`` / ``stale`` / ``no_agent``."""
+    message: str = ""
+    """Words for the person (the schema's complaint, say); clipped."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "request": self.request,
+            "action": clip(self.action, NAME_CHARS),
+            "ok": self.ok,
+            "reason": None if self.reason is None else clip(self.reason, NAME_CHARS),
+            "message": clip(self.message, TEXT_CHARS),
+        }
+
+
+def _request_id(content: dict[Any, Any]) -> int | None:
+    value = content.get("request")
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2**53:
+        return value
+    return None
+
+
+def _action(content: dict[Any, Any]) -> str:
+    value = content.get("action", content.get("type"))
+    return value if isinstance(value, str) and value in _ACTIONS else "unknown"
+
+
+def parse_request(content: Any) -> Request | Answer:
+    """The request ``content`` asks for, or the refusal to send back when it is not one."""
+    if not isinstance(content, dict):
+        return Answer(None, "unknown", False, "bad_request", "a request must be a JSON object")
+    request, action = _request_id(content), _action(content)
+    try:
+        size = len(json.dumps(content))
+    except (TypeError, ValueError, RecursionError):
+        return Answer(request, action, False, "bad_request", "a request must be JSON data")
+    if size > MAX_REQUEST_CHARS:
+        return Answer(
+            request,
+            action,
+            False,
+            "too_large",
+            f"the request is {size:,} characters; at most {MAX_REQUEST_CHARS:,} are read",
+        )
+    adapter = _FORK if content.get("type") == "fork" else _INTERVENE
+    try:
+        parsed: Request = adapter.validate_python(content)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False, include_input=False)[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(request)"
+        return Answer(request, action, False, "bad_request", f"{where}: {first['msg']}")
+    return parsed
