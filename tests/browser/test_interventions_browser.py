@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from browser.jupyterkit import Jupyter, run_all_cells, shot, wait_idle, write_notebook
 
 pytestmark = pytest.mark.browser

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from browser.jupyterkit import ARTIFACTS, Jupyter, run_all_cells, shot, wait_idle, write_notebook
 
 pytestmark = pytest.mark.browser
