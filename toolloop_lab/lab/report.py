@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import base64
 import io
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
@@ -33,9 +33,8 @@ from toolloop_lab.runview import RoundRow, RunView, ToolRow
 from toolloop_lab.widget.page import LOADER_CSP, view_assets, view_slot
 
 if TYPE_CHECKING:
+    import pandas as pd
     from matplotlib.figure import Figure
-
-    from toolloop_lab.lab.results import LabResults
 
 __all__ = ["CSP", "render_report"]
 
@@ -107,48 +106,63 @@ def _cells(values: Iterable[Any], tag: str = "td") -> str:
     return "".join(f"<{tag}>{esc(v)}</{tag}>" for v in values)
 
 
-def _summary(results: LabResults) -> str:
-    runs = results.runs
-    head = _cells(
-        (
-            "scenario",
-            "tags",
-            "outcome",
-            "rounds",
-            "prompt tokens",
-            "completion tokens",
-            "pruning tokens",
-            "tokens saved",
-            "cost (USD)",
-            "error",
-        ),
-        "th",
+_SUMMARY_COLUMNS: Final = (
+    "scenario",
+    "tags",
+    "outcome",
+    "rounds",
+    "prompt tokens",
+    "completion tokens",
+    "pruning tokens",
+    "tokens saved",
+    "cost (USD)",
+    "error",
+)
+
+
+def _summary(records: Sequence[ScenarioRun], runs: pd.DataFrame) -> str:
+    """One row per scenario (linked to its timeline), then the totals."""
+    rows = [
+        _summary_row(i, record, row)
+        for i, (record, row) in enumerate(zip(records, runs.to_dict("records"), strict=True))
+    ]
+    rows.append(_total_row(records, runs))
+    return (
+        "<h2>Summary</h2>\n<table>\n<thead><tr>"
+        + _cells(_SUMMARY_COLUMNS, "th")
+        + "</tr></thead>\n<tbody>\n"
+        + "\n".join(rows)
+        + "\n</tbody>\n</table>"
     )
-    rows = []
-    for i, (record, row) in enumerate(zip(results.records, runs.to_dict("records"), strict=True)):
-        error = _error(record.error_kind, record.error_reason) if record.error_kind else ""
-        rows.append(
-            "<tr>"
-            f'<td><a href="#scenario-{i}">{_name(row["scenario"])}</a></td>'
-            f"<td>{esc(_tags(record.tags))}</td>"
-            f'<td><span class="o o-{esc(row["outcome"])}">{esc(row["outcome"])}</span></td>'
-            + _cells(
-                (
-                    row["rounds"],
-                    f"{row['prompt_tokens']:,}",
-                    f"{row['completion_tokens']:,}",
-                    f"{row['pruning_tokens']:,}",
-                    f"{row['tokens_saved_by_pruning']:,}",
-                    _usd(row["cost_usd"] if row["cost_known"] else None),
-                    error,
-                )
+
+
+def _summary_row(i: int, record: ScenarioRun, row: Mapping[Hashable, Any]) -> str:
+    error = _error(record.error_kind, record.error_reason) if record.error_kind else ""
+    return (
+        "<tr>"
+        f'<td><a href="#scenario-{i}">{_name(row["scenario"])}</a></td>'
+        f"<td>{esc(_tags(record.tags))}</td>"
+        f'<td><span class="o o-{esc(row["outcome"])}">{esc(row["outcome"])}</span></td>'
+        + _cells(
+            (
+                row["rounds"],
+                f"{row['prompt_tokens']:,}",
+                f"{row['completion_tokens']:,}",
+                f"{row['pruning_tokens']:,}",
+                f"{row['tokens_saved_by_pruning']:,}",
+                _usd(row["cost_usd"] if row["cost_known"] else None),
+                error,
             )
-            + "</tr>"
         )
+        + "</tr>"
+    )
+
+
+def _total_row(records: Sequence[ScenarioRun], runs: pd.DataFrame) -> str:
     total_cost = _usd(float(runs["cost_usd"].fillna(0).sum())) + (
         "" if bool(runs["cost_known"].all()) else " + unknown"
     )
-    rows.append(
+    return (
         '<tr class="total">'
         + _cells(
             (
@@ -161,29 +175,14 @@ def _summary(results: LabResults) -> str:
                 f"{int(runs['pruning_tokens'].sum()):,}",
                 f"{int(runs['tokens_saved_by_pruning'].sum()):,}",
                 total_cost,
-                f"{sum(1 for r in results.records if r.error_kind)} failed",
+                f"{sum(1 for r in records if r.error_kind)} failed",
             )
         )
         + "</tr>"
     )
-    return (
-        "<h2>Summary</h2>\n<table>\n<thead><tr>"
-        + head
-        + "</tr></thead>\n<tbody>\n"
-        + "\n".join(rows)
-        + "\n</tbody>\n</table>"
-    )
 
 
-def _plots(results: LabResults) -> str:
-    figures = [
-        ("Token spend per scenario", results.plot_spend()),
-        ("Cost per round", results.plot_cost_per_round()),
-        ("Pruning savings", results.plot_pruning_savings()),
-        ("Budget gates over rounds", results.plot_budget_gates()),
-    ]
-    if any(r.planned_turns > 1 for r in results.records):
-        figures.insert(1, ("Tokens per turn", results.plot_turns()))
+def _plots(figures: Sequence[tuple[str, Figure]]) -> str:
     parts = ["<h2>Plots</h2>"]
     for caption, fig in figures:
         parts.append(
@@ -340,11 +339,14 @@ def _turns(record: ScenarioRun) -> list[str]:
 
 
 def render_report(
-    results: LabResults,
+    records: Sequence[ScenarioRun],
+    runs: pd.DataFrame,
+    figures: Sequence[tuple[str, Figure]],
     *,
     title: str = "toolloop_lab scenario report",
 ) -> str:
-    """The whole report as one HTML string (no external resources)."""
+    """The whole report as one HTML string (no external resources): ``records`` with their
+    ``runs`` frame, and the captioned ``figures`` (what ``LabResults.report_html`` passes)."""
     created = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     body = [
         "<!doctype html>",
@@ -355,11 +357,11 @@ def render_report(
         f"<style>{_CSS}</style>",
         "</head><body>",
         f"<h1>{esc(title)}</h1>",
-        f'<p class="meta">{esc(f"{len(results)} scenarios · generated {created}")}</p>',
-        _summary(results),
-        _plots(results),
+        f'<p class="meta">{esc(f"{len(records)} scenarios · generated {created}")}</p>',
+        _summary(records, runs),
+        _plots(figures),
         "<h2>Timelines</h2>",
-        *(_timeline(i, r) for i, r in enumerate(results.records)),
+        *(_timeline(i, r) for i, r in enumerate(records)),
         view_assets(),
         "</body></html>",
     ]

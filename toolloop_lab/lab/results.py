@@ -158,7 +158,20 @@ class LabResults:
         """A self-contained HTML report: summary, plots, one timeline per scenario."""
         from toolloop_lab.lab.report import render_report
 
-        return render_report(self, title=title)
+        return render_report(self.records, self._frame("runs"), self._figures(), title=title)
+
+    def _figures(self) -> list[tuple[str, Figure]]:
+        """The report's plots with their captions ("Tokens per turn" when some scenario
+        has several turns)."""
+        figures = [
+            ("Token spend per scenario", self.plot_spend()),
+            ("Cost per round", self.plot_cost_per_round()),
+            ("Pruning savings", self.plot_pruning_savings()),
+            ("Budget gates over rounds", self.plot_budget_gates()),
+        ]
+        if any(r.planned_turns > 1 for r in self.records):
+            figures.insert(1, ("Tokens per turn", self.plot_turns()))
+        return figures
 
     def write_report(
         self, path: str | os.PathLike[str], *, title: str = "toolloop_lab scenario report"
