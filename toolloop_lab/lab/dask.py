@@ -35,9 +35,9 @@ from toolloop_lab.events import Observer
 from toolloop_lab.lab.record import ScenarioRun
 from toolloop_lab.lab.results import LabResults
 from toolloop_lab.lab.runner import (
+    SweepRows,
     executor_error_kind,
     executor_failure,
-    progress_bar,
     replay_events,
     run_one,
     validate_scenarios,
@@ -120,6 +120,22 @@ def run_scenarios_on_dask(
     (``error_kind="executor"``). Rows keep the order of ``scenarios``.
     """
     items = validate_scenarios(scenarios)
+    _check(client, retries)
+    distributed = _distributed()
+    rows = SweepRows(len(items), progress, retries=True)
+    sweep = _Sweep(client, items, retries, tuple(observers), rows)
+    try:
+        done = distributed.as_completed(sweep.submit_all(), loop=client.loop)
+        for batch in done.batches():
+            for again in sweep.take(batch):
+                done.add(again)
+    finally:
+        sweep.cancel_pending()
+        rows.close()
+    return rows.results()
+
+
+def _check(client: DaskClient, retries: int) -> None:
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise ConfigurationError(f"retries must be an int >= 0, got {retries!r}", field="retries")
     if getattr(client, "asynchronous", False):
@@ -128,56 +144,69 @@ def run_scenarios_on_dask(
             "client.get_executor() to arun_scenarios(executor=...) instead",
             field="client",
         )
-    distributed = _distributed()
-    chosen: Sequence[Observer] = tuple(observers)
-    slots: list[ScenarioRun | None] = [None] * len(items)
-    pending: dict[Any, _Attempt] = {}
-    failed = retried = 0
-    bar = progress_bar(len(items), progress)
-    try:
-        if items:
+
+
+class _Sweep:
+    """The sweep's tasks in flight: which scenario each runs, and which try it is."""
+
+    def __init__(
+        self,
+        client: DaskClient,
+        items: Sequence[Scenario],
+        retries: int,
+        observers: Sequence[Observer],
+        rows: SweepRows,
+    ) -> None:
+        self.client = client
+        self.items = items
+        self.retries = retries
+        self.observers = observers
+        self.rows = rows
+        self.pending: dict[Any, _Attempt] = {}
+
+    def submit_all(self) -> list[Any]:
+        """One task per scenario; returns their futures."""
+        if self.items:
             started = time.perf_counter()
-            futures = client.map(run_one, items, range(len(items)), pure=False)
-            pending = {f: _Attempt(i, 1, started) for i, f in enumerate(futures)}
-            del futures
-        done = distributed.as_completed(list(pending), loop=client.loop)
-        for batch in done.batches():
-            # One gather per batch of finished tasks, not one round trip per scenario;
-            # failed tasks are left out of it and settled one by one.
-            gathered = client.gather({f.key: f for f in batch}, errors="skip")
-            for future in batch:
-                result = gathered.get(future.key)
-                attempt = pending.pop(future)
-                scenario = items[attempt.index]
-                outcome = result if isinstance(result, ScenarioRun) else _settle(future)
-                if isinstance(outcome, ScenarioRun):
-                    run = outcome
-                    replay_events(run.events, chosen)
-                else:
-                    exc = outcome
-                    if executor_error_kind(exc) == "worker_lost" and attempt.number <= retries:
-                        again = client.submit(run_one, scenario, attempt.index, pure=False)
-                        pending[again] = _Attempt(
-                            attempt.index, attempt.number + 1, attempt.started
-                        )
-                        done.add(again)
-                        retried += 1
-                        bar.set_postfix(failed=failed, retried=retried, refresh=False)
-                        continue
-                    run = executor_failure(
-                        scenario,
-                        attempt.index,
-                        exc,
-                        started=attempt.started,
-                        attempts=attempt.number,
-                    )
-                slots[attempt.index] = run
-                if run.failed:
-                    failed += 1
-                    bar.set_postfix(failed=failed, retried=retried, refresh=False)
-                bar.update(1)
-    finally:
-        if pending:  # interrupted: stop what the cluster would otherwise still run
-            client.cancel(list(pending))
-        bar.close()
-    return LabResults(tuple(run for run in slots if run is not None))
+            futures = self.client.map(run_one, self.items, range(len(self.items)), pure=False)
+            self.pending = {f: _Attempt(i, 1, started) for i, f in enumerate(futures)}
+        return list(self.pending)
+
+    def take(self, batch: Sequence[Any]) -> list[Any]:
+        """Settle a batch of finished tasks into rows; returns the tasks sent again."""
+        # One gather per batch of finished tasks, not one round trip per scenario;
+        # failed tasks are left out of it and settled one by one.
+        gathered = self.client.gather({f.key: f for f in batch}, errors="skip")
+        again = []
+        for future in batch:
+            result = gathered.get(future.key)
+            attempt = self.pending.pop(future)
+            outcome = result if isinstance(result, ScenarioRun) else _settle(future)
+            if isinstance(outcome, ScenarioRun):
+                replay_events(outcome.events, self.observers)
+                self.rows.put(attempt.index, outcome)
+            elif executor_error_kind(outcome) == "worker_lost" and attempt.number <= self.retries:
+                again.append(self._resubmit(attempt))
+            else:
+                scenario = self.items[attempt.index]
+                failure = executor_failure(
+                    scenario,
+                    attempt.index,
+                    outcome,
+                    started=attempt.started,
+                    attempts=attempt.number,
+                )
+                self.rows.put(attempt.index, failure)
+        return again
+
+    def _resubmit(self, attempt: _Attempt) -> Any:
+        scenario = self.items[attempt.index]
+        future = self.client.submit(run_one, scenario, attempt.index, pure=False)
+        self.pending[future] = _Attempt(attempt.index, attempt.number + 1, attempt.started)
+        self.rows.retry()
+        return future
+
+    def cancel_pending(self) -> None:
+        """Interrupted: stop what the cluster would otherwise still run."""
+        if self.pending:
+            self.client.cancel(list(self.pending))

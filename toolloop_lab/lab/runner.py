@@ -44,6 +44,7 @@ from toolloop_lab.sync_runner import run_sync
 __all__ = [
     "DEFAULT_CONCURRENCY",
     "Backend",
+    "SweepRows",
     "arun_one",
     "arun_scenarios",
     "executor_error_kind",
@@ -142,7 +143,7 @@ def run_one(scenario: Scenario, index: int = 0) -> ScenarioRun:
     return run_sync(lambda: arun_one(scenario, index=index))
 
 
-# -- pieces shared by the executor backend and the Dask sweep ---------------------------
+# -- pieces shared by the local sweep, the executor backend and the Dask sweep ----------
 def executor_error_kind(exc: BaseException) -> str:
     """``worker_lost`` when the process running a scenario went away (the scenario itself
     may be fine, so a retry can succeed), ``cancelled`` when its future was cancelled, and
@@ -199,6 +200,43 @@ def progress_bar(total: int, enabled: bool) -> tqdm[Any]:
     return tqdm(total=total, desc="scenarios", unit="scenario", disable=not enabled, leave=True)
 
 
+class SweepRows:
+    """A sweep's rows by scenario position (never by completion), and the progress bar that
+    counts them, the failed ones and, for a sweep that retries, the retries."""
+
+    def __init__(self, total: int, progress: bool, *, retries: bool = False) -> None:
+        self.bar = progress_bar(total, progress)
+        self._rows: list[ScenarioRun | None] = [None] * total
+        self._failed = 0
+        self._retried: int | None = 0 if retries else None
+
+    def put(self, index: int, run: ScenarioRun) -> None:
+        """The row of the scenario at ``index``."""
+        self._rows[index] = run
+        if run.failed:
+            self._failed += 1  # the same count the spend table's "failed" gives
+            self._postfix()
+        self.bar.update(1)
+
+    def retry(self) -> None:
+        """A scenario was sent again (its row is still to come)."""
+        self._retried = (self._retried or 0) + 1
+        self._postfix()
+
+    def _postfix(self) -> None:
+        counts = {"failed": self._failed}
+        if self._retried is not None:
+            counts["retried"] = self._retried
+        self.bar.set_postfix(counts, refresh=False)
+
+    def results(self) -> LabResults:
+        """The rows that came, in scenario order."""
+        return LabResults(tuple(run for run in self._rows if run is not None))
+
+    def close(self) -> None:
+        self.bar.close()
+
+
 def _slots(
     concurrency: int | None, executor: concurrent.futures.Executor | None, total: int
 ) -> int:
@@ -227,26 +265,17 @@ def _check_executor(executor: object) -> None:
 
 
 async def _sweep(
-    items: Sequence[Scenario], backend: Backend, concurrency: int, bar: tqdm[Any]
-) -> LabResults:
-    slots: list[ScenarioRun | None] = [None] * len(items)
+    items: Sequence[Scenario], backend: Backend, concurrency: int, rows: SweepRows
+) -> None:
     queue = iter(enumerate(items))
-    failed = 0
 
     async def worker() -> None:
-        nonlocal failed
         for index, scenario in queue:  # one shared iterator: each scenario runs once
-            run = await backend(scenario, index)
-            slots[index] = run
-            if run.failed:
-                failed += 1  # the same count the spend table's "failed" gives
-                bar.set_postfix(failed=failed, refresh=False)
-            bar.update(1)
+            rows.put(index, await backend(scenario, index))
 
     async with asyncio.TaskGroup() as group:
         for _ in range(min(concurrency, len(items))):
             group.create_task(worker())
-    return LabResults(tuple(run for run in slots if run is not None))
 
 
 def _local_backend(observers: tuple[Observer, ...]) -> Backend:
@@ -307,11 +336,12 @@ async def arun_scenarios(
     items = validate_scenarios(scenarios)
     slots = _slots(concurrency, executor, len(items))
     backend = _backend(executor, observers)
-    bar = progress_bar(len(items), progress)
+    rows = SweepRows(len(items), progress)
     try:
-        return await _sweep(items, backend, slots, bar)
+        await _sweep(items, backend, slots, rows)
     finally:
-        bar.close()
+        rows.close()
+    return rows.results()
 
 
 def run_scenarios(
