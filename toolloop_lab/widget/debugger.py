@@ -47,13 +47,13 @@ from langchain_core.tools import BaseTool
 from toolloop_lab.agent import AgentConfig
 from toolloop_lab.errors import ConfigurationError, ToolLoopLabError, describe
 from toolloop_lab.events import Event, LoopFailed, LoopFinished, LoopStarted, Observer
-from toolloop_lab.forking import ForkResult, prepare_fork
+from toolloop_lab.forking import Fork, ForkResult, prepare_fork
 from toolloop_lab.hooks import PauseHook, PausePoint
 from toolloop_lab.pricing import PriceTable
 from toolloop_lab.runview import RunView
 from toolloop_lab.trace import TraceRead, read_trace
 from toolloop_lab.widget.coalesce import Clock, Coalescer, Scheduler, loop_scheduler
-from toolloop_lab.widget.forks import comparison, fork_parts
+from toolloop_lab.widget.forks import ForkParts, comparison, fork_parts
 from toolloop_lab.widget.pausing import apply_request, point_dict
 from toolloop_lab.widget.requests import Answer, ForkHere, parse_request
 from toolloop_lab.widget.snapshot import snapshot_html
@@ -106,6 +106,11 @@ def _cell_of_request() -> tuple[str, str] | None:
     return None
 
 
+def _check_mode(mode: object) -> None:
+    if mode not in PAUSE_MODES:
+        raise ValueError(f"pause_on must be one of {', '.join(PAUSE_MODES)}; got {mode!r}")
+
+
 class _SnapshotSlot(anywidget.AnyWidget):
     """An invisible widget that holds the output slot of the static snapshot.
 
@@ -119,7 +124,11 @@ class _SnapshotSlot(anywidget.AnyWidget):
 
 
 class LoopDebugger(anywidget.AnyWidget):
-    """Live debugger for one tool-loop run: display it, then run the agent."""
+    """Live debugger for one tool-loop run: display it, then run the agent.
+
+    ``fork_with`` is the agent "Fork from here" runs a fork with (its model, tools and
+    config); without it, the agent this debugger last ran or watched.
+    """
 
     _esm = STATIC / "debugger.js"
     _css = STATIC / "debugger.css"
@@ -152,25 +161,16 @@ class LoopDebugger(anywidget.AnyWidget):
         clock: Clock = time.monotonic,
         schedule: Scheduler = loop_scheduler,
     ) -> None:
-        """``fork_with`` is the agent "Fork from here" runs a fork with (its model, tools
-        and config); without it, the agent this debugger last ran or watched."""
         if max_text_chars < 1 or saved_state_bytes < 1:
             raise ValueError("max_text_chars and saved_state_bytes must be >= 1")
-        if pause_on not in PAUSE_MODES:
-            raise ValueError(f"pause_on must be one of {', '.join(PAUSE_MODES)}; got {pause_on!r}")
+        _check_mode(pause_on)
         super().__init__()
         self.max_text_chars = max_text_chars
         self.saved_state_bytes = saved_state_bytes
         self._lock = threading.RLock()
         self._clock = clock
-        self._view = RunView()
-        self._events: list[Event] = []
-        self._sent = 0
         self._epoch = 0
-        self._zero: float | None = None
-        self._note: str | None = None
-        self._last_event: Event | None = None
-        self._stopped_by_user = False
+        self._clear_run()
         self._save_pending = False
         self._frontend = False
         self._display_id = uuid.uuid4().hex
@@ -201,6 +201,21 @@ class LoopDebugger(anywidget.AnyWidget):
         self.observe(self._on_pause_trait, names="_pause_on")
         self.on_msg(self._on_frontend_msg)
 
+    def _reset(self) -> None:
+        with self._lock:
+            self._clear_run()
+            self._epoch += 1
+
+    def _clear_run(self) -> None:
+        """Forget the run shown: its fold, its events and what was sent of them."""
+        self._view = RunView()
+        self._events: list[Event] = []
+        self._sent = 0
+        self._zero: float | None = None
+        self._note: str | None = None
+        self._last_event: Event | None = None
+        self._stopped_by_user = False
+
     # -- observer ---------------------------------------------------------------------
     def __call__(self, event: Event) -> None:
         """Fold one event in and queue it for the browser (sent in paced batches)."""
@@ -230,17 +245,6 @@ class LoopDebugger(anywidget.AnyWidget):
                 self._zero = self._clock() - event.t
             self._events.append(event)
             return True
-
-    def _reset(self) -> None:
-        with self._lock:
-            self._view = RunView()
-            self._events = []
-            self._sent = 0
-            self._epoch += 1
-            self._zero = None
-            self._note = None
-            self._last_event = None
-            self._stopped_by_user = False
 
     # -- sending ----------------------------------------------------------------------
     def _request(self) -> None:
@@ -456,8 +460,7 @@ class LoopDebugger(anywidget.AnyWidget):
 
     @pause_on.setter
     def pause_on(self, mode: PauseMode) -> None:
-        if mode not in PAUSE_MODES:
-            raise ValueError(f"pause_on must be one of {', '.join(PAUSE_MODES)}; got {mode!r}")
+        _check_mode(mode)
         self._controller.mode = mode
         if self._pause_on != mode:
             self._pause_on = mode
@@ -559,10 +562,14 @@ class LoopDebugger(anywidget.AnyWidget):
         return callbacks(self, *observers, prices=prices)
 
     # -- fork -------------------------------------------------------------------------
+    def _fork_parts(self) -> ForkParts | None:
+        """What a fork runs with: ``fork_with``'s, else the agent last run or watched."""
+        return fork_parts(self._fork_with if self._fork_with is not None else self._agent)
+
     def _update_can_fork(self) -> None:
-        can = fork_parts(self._fork_with if self._fork_with is not None else self._agent)
-        if self.can_fork != (can is not None):
-            self.can_fork = can is not None
+        can = self._fork_parts() is not None
+        if self.can_fork != can:
+            self.can_fork = can
 
     def fork(
         self,
@@ -587,7 +594,7 @@ class LoopDebugger(anywidget.AnyWidget):
             raise ConfigurationError(
                 "only a finished (or replayed) run can be forked", field="source"
             )
-        parts = fork_parts(self._fork_with if self._fork_with is not None else self._agent)
+        parts = self._fork_parts()
         if parts is None:
             raise ConfigurationError(
                 "this debugger knows no agent to fork with: give one, as in "
@@ -607,6 +614,14 @@ class LoopDebugger(anywidget.AnyWidget):
             prices=parts.prices,
             run_id=view.run_id,
         )
+        child = self._fork_debugger(prepared, pause_on)
+        child.start(prepared, ())
+        self._forks.append(child)
+        return child
+
+    def _fork_debugger(self, prepared: Fork, pause_on: PauseMode | None) -> LoopDebugger:
+        """The debugger a fork runs in: it numbers rounds as this one does, and pauses
+        where this one pauses (before every model call when this one never pauses)."""
         mode: PauseMode = pause_on or (self.pause_on if self.pause_on != "off" else "model")
         child = LoopDebugger(
             max_text_chars=self.max_text_chars,
@@ -621,8 +636,6 @@ class LoopDebugger(anywidget.AnyWidget):
             "comparison": None,
         }
         child._comparison_offset = self.round_offset
-        child.start(prepared, ())
-        self._forks.append(child)
         return child
 
     @property

@@ -1,4 +1,5 @@
-"""How numbers read in the debugger: one formatter per kind of figure.
+"""How numbers read in the debugger: one formatter per kind of figure, and the words for
+a call that never ran.
 
 The static snapshot and the text repr share these, so a figure never reads two ways. They
 return plain text made of digits and our own words only, never untrusted content.
@@ -6,12 +7,21 @@ return plain text made of digits and our own words only, never untrusted content
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Final
 
-__all__ = ["gate_label", "pct", "seconds", "share", "tokens", "usd"]
+__all__ = ["NOT_RUN", "gate_label", "pct", "seconds", "share", "tokens", "usd"]
 
 _SIGNIFICANT: Final = 4
+
+NOT_RUN: Final[Mapping[str, str]] = {
+    "token_budget": "token budget",
+    "cancelled": "stopped",
+    "truncated": "reply cut off",
+    "skipped": "skipped by you",
+}
+"""Why a call the loop answered without running it never ran, by its error reason."""
 
 
 def tokens(n: int | Decimal | None) -> str:

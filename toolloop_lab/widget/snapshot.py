@@ -37,12 +37,6 @@ _OUTCOME: Final = {
     "failed": "failed",
     "cancelled": "stopped",
 }
-_NOT_RUN: Final = {
-    "token_budget": "token budget",
-    "cancelled": "stopped",
-    "truncated": "reply cut off",
-    "skipped": "skipped by you",
-}
 
 
 def _usd(amount: Decimal | None) -> str:
@@ -50,8 +44,9 @@ def _usd(amount: Decimal | None) -> str:
 
 
 def _tool(tool: ToolRow) -> str:
-    if tool.status == "error" and tool.error_reason in _NOT_RUN:
-        state = f"not run ({_NOT_RUN[tool.error_reason]})"
+    why = fig.NOT_RUN.get(tool.error_reason or "")
+    if tool.status == "error" and why is not None:
+        state = f"not run ({why})"
     elif tool.status == "pending":
         state = "not run"
     else:

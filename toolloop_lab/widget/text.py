@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Final
 
 from toolloop_lab.escape import plain
+from toolloop_lab.events import LoopFailed
 from toolloop_lab.runview import RoundRow, RunView, ToolRow
 from toolloop_lab.widget import figures as fig
 
@@ -26,12 +27,6 @@ ID_PREVIEW: Final = 40
 """Characters of the run id the text repr shows."""
 
 
-_NOT_RUN: Final = {
-    "token_budget": "token budget",
-    "cancelled": "stopped",
-    "truncated": "reply cut off",
-    "skipped": "skipped by you",
-}
 _BY_HAND: Final = {
     "edit_args": "arguments edited",
     "skip": "a call answered by hand",
@@ -48,7 +43,7 @@ _SYNTHESIS: Final = {
 def _tool_status(tool: ToolRow, done: bool) -> str:
     """A call that never ran reads "not run (why)", never as a failure."""
     if not tool.ran or (tool.status == "pending" and done):
-        why = _NOT_RUN.get(tool.error_reason or "", tool.error_reason)
+        why = fig.NOT_RUN.get(tool.error_reason or "", tool.error_reason)
         return f"not run ({plain(why, NAME_PREVIEW)})" if why else "not run"
     return tool.status
 
@@ -84,56 +79,74 @@ def summary_text(view: RunView, *, note: str | None = None, round_offset: int = 
 
     ``round_offset`` is added to every round number (a fork's rounds read as the
     original's)."""
+    lines = [_head(view, round_offset)]
+    if view.started is not None or view.rounds:
+        lines.append(_spend(view))
+        if view.paused_at is not None:
+            point = view.paused_at
+            where = "tool dispatch" if point.stage == "tool_dispatch" else f"{point.purpose} call"
+            lines.append(f"paused in round {point.round + round_offset} before the {plain(where)}")
+        lines.extend(_rounds(view, round_offset))
+        if view.prunings:
+            lines.append(
+                f"pruning: saved {fig.tokens(view.tokens_saved)} tokens, net "
+                f"{fig.tokens(view.net_saved)} after the pruning calls' own tokens"
+            )
+        if view.final_text is not None:
+            lines.append(f"final answer: {plain(view.final_text, TEXT_PREVIEW)}")
+        if view.failure is not None:
+            lines.append(_failure(view.failure))
+    if note:
+        lines.append(f"note: {plain(note, TEXT_PREVIEW)}")
+    return "\n".join(lines)
+
+
+def _head(view: RunView, offset: int) -> str:
+    """Status, round of the cap, model and run id."""
     head = [f"LoopDebugger: {view.status}"]
     if view.max_rounds is not None:
-        head.append(f"round {view.tool_rounds + round_offset} of {view.max_rounds + round_offset}")
+        head.append(f"round {view.tool_rounds + offset} of {view.max_rounds + offset}")
     if view.started is not None and view.started.model_name:
         head.append(f"model {plain(view.started.model_name, NAME_PREVIEW)}")
     if view.run_id:
         head.append(f"run {plain(view.run_id, ID_PREVIEW)}")
-    lines = [" · ".join(head)]
-    if view.started is None and not view.rounds:
-        if note:
-            lines.append(f"note: {plain(note, TEXT_PREVIEW)}")
-        return "\n".join(lines)
+    return " · ".join(head)
+
+
+def _spend(view: RunView) -> str:
+    """Tokens and cost against their budgets, with the gates, and the context filled."""
     budget = view.token_budget
     spent = view.usage.total_tokens
     tok = f"tokens {fig.tokens(spent)}" + (f" / {fig.tokens(budget)}" if budget is not None else "")
     limit = view.usd_limit
     usd = f"cost {fig.usd(view.usage.cost_usd)}" + (f" / {fig.usd(limit)}" if limit else "")
     ctx = f"context {fig.pct(view.context_fill)} of {fig.tokens(view.context_window)}"
-    lines.append(
+    return (
         f"{tok} (token gate {fig.gate_label(view.token_gate)}) · "
         f"{usd} (USD gate {fig.gate_label(view.usd_gate)}) · {ctx}"
     )
-    if view.paused_at is not None:
-        point = view.paused_at
-        where = "tool dispatch" if point.stage == "tool_dispatch" else f"{point.purpose} call"
-        lines.append(f"paused in round {point.round + round_offset} before the {plain(where)}")
+
+
+def _rounds(view: RunView, offset: int) -> list[str]:
+    """The newest rounds, one line each, under a heading."""
     shown = view.rounds[-RECENT_ROUNDS:]
     if len(view.rounds) > len(shown):
-        lines.append(f"rounds (newest {len(shown)} of {len(view.rounds)}):")
+        lines = [f"rounds (newest {len(shown)} of {len(view.rounds)}):"]
     elif shown:
-        lines.append("rounds:")
-    lines.extend(_round_line(row, view.done, round_offset) for row in shown)
-    if view.prunings:
-        lines.append(
-            f"pruning: saved {fig.tokens(view.tokens_saved)} tokens, net "
-            f"{fig.tokens(view.net_saved)} after the pruning calls' own tokens"
-        )
-    if view.final_text is not None:
-        lines.append(f"final answer: {plain(view.final_text, TEXT_PREVIEW)}")
-    failure = view.failure
-    if failure is not None:
-        kind = f" kind={plain(failure.error_kind, NAME_PREVIEW)}" if failure.error_kind else ""
-        reason = f" reason={plain(failure.reason, NAME_PREVIEW)}" if failure.reason else ""
-        cause = f" cause={plain(failure.cause_type, NAME_PREVIEW)}" if failure.cause_type else ""
-        error = plain(failure.error_type, NAME_PREVIEW)
-        lines.append(
-            f"{'cancelled' if failure.cancelled else 'failed'}: {error}"
-            f"{kind}{reason}{cause} after {failure.rounds} rounds: "
-            f"{plain(failure.message, TEXT_PREVIEW)}"
-        )
-    if note:
-        lines.append(f"note: {plain(note, TEXT_PREVIEW)}")
-    return "\n".join(lines)
+        lines = ["rounds:"]
+    else:
+        lines = []
+    lines.extend(_round_line(row, view.done, offset) for row in shown)
+    return lines
+
+
+def _failure(failure: LoopFailed) -> str:
+    kind = f" kind={plain(failure.error_kind, NAME_PREVIEW)}" if failure.error_kind else ""
+    reason = f" reason={plain(failure.reason, NAME_PREVIEW)}" if failure.reason else ""
+    cause = f" cause={plain(failure.cause_type, NAME_PREVIEW)}" if failure.cause_type else ""
+    error = plain(failure.error_type, NAME_PREVIEW)
+    return (
+        f"{'cancelled' if failure.cancelled else 'failed'}: {error}"
+        f"{kind}{reason}{cause} after {failure.rounds} rounds: "
+        f"{plain(failure.message, TEXT_PREVIEW)}"
+    )
