@@ -27,7 +27,7 @@ import asyncio
 import importlib
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from toolloop_lab.errors import ConfigurationError
@@ -146,23 +146,16 @@ def _check(client: DaskClient, retries: int) -> None:
         )
 
 
+@dataclass(eq=False)
 class _Sweep:
     """The sweep's tasks in flight: which scenario each runs, and which try it is."""
 
-    def __init__(
-        self,
-        client: DaskClient,
-        items: Sequence[Scenario],
-        retries: int,
-        observers: Sequence[Observer],
-        rows: SweepRows,
-    ) -> None:
-        self.client = client
-        self.items = items
-        self.retries = retries
-        self.observers = observers
-        self.rows = rows
-        self.pending: dict[Any, _Attempt] = {}
+    client: DaskClient
+    items: Sequence[Scenario]
+    retries: int
+    observers: Sequence[Observer]
+    rows: SweepRows
+    pending: dict[Any, _Attempt] = field(default_factory=dict)
 
     def submit_all(self) -> list[Any]:
         """One task per scenario; returns their futures."""
