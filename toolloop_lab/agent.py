@@ -10,7 +10,6 @@ partial counts, messages and events survive in the result or on the error.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -175,12 +174,7 @@ class LLMAgent:
         loop), so a chat model whose client pools connections per loop keeps working across
         calls. The run sees a copy of the caller's context, USD budget included.
         """
-        try:
-            ctx = _budget.snapshot_context()
-        except ExecutionError:
-            # A bare thread while a budget is active elsewhere: the run reads the budget
-            # again, fails closed the same way and records why (LoopFailed) for observers.
-            ctx = contextvars.copy_context()
+        ctx = _budget.caller_context()
         return run_sync(lambda: self.arun(prompt_or_messages, history=history), ctx)
 
     async def _execute_tool_loop(self, messages: Sequence[BaseMessage]) -> ToolLoopResult:

@@ -32,6 +32,7 @@ __all__ = [
     "RunBudget",
     "TokenBudget",
     "UsdBudget",
+    "caller_context",
     "checked_prices",
     "current_prices",
     "current_usd_budget",
@@ -231,6 +232,17 @@ def snapshot_context() -> contextvars.Context:
     if budget is None and not isinstance(_BUDGET.get(), _NoBudget):
         ctx.run(_BUDGET.set, _NO_BUDGET)
     return ctx
+
+
+def caller_context() -> contextvars.Context:
+    """The context a sync run started by this caller sees (``agent.run``, ``Fork.run``):
+    :func:`snapshot_context`, or, in a bare thread while a budget is active elsewhere, a
+    plain copy: the run then reads the budget again, fails closed the same way and records
+    why (``LoopFailed``) for observers."""
+    try:
+        return snapshot_context()
+    except ExecutionError:
+        return contextvars.copy_context()
 
 
 @dataclass(frozen=True, slots=True)

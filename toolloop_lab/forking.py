@@ -43,7 +43,6 @@ Limits, by construction:
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 import json
 import os
@@ -59,11 +58,11 @@ from langchain_core.tools import BaseTool
 
 from toolloop_lab.agent import AgentConfig, LLMAgent, ToolLoopResult
 from toolloop_lab.budget import (
+    caller_context,
     current_prices,
     current_usd_budget,
     resolve_context_window,
     resolve_token_budget,
-    snapshot_context,
     unpriced_error,
     usd_budget,
 )
@@ -90,7 +89,7 @@ from toolloop_lab.pricing import PriceTable, TokenPrice
 from toolloop_lab.recording_format import FORMAT, Recording, ReplayExhaustedError
 from toolloop_lab.run_figures import Detail, RunFigures, comparison_lines, config_text
 from toolloop_lab.runview import RunView
-from toolloop_lab.sync_runner import run_sync
+from toolloop_lab.sync_runner import parameters_of, run_sync
 from toolloop_lab.trace import TraceRead, read_trace
 from toolloop_lab.usage import Usage
 
@@ -695,11 +694,7 @@ class Fork:
 
     def run(self, added: str | Sequence[Any] = ()) -> ForkResult:
         """Synchronous :meth:`arun` (works in a notebook cell too)."""
-        try:
-            ctx = snapshot_context()
-        except ExecutionError:
-            ctx = contextvars.copy_context()
-        return run_sync(lambda: self.arun(added), ctx)
+        return run_sync(lambda: self.arun(added), caller_context())
 
     def _result(
         self,
@@ -789,48 +784,14 @@ def prepare_fork(
     return Fork(taken, at_round, chosen, agent)
 
 
-async def afork(
-    source: ForkSource,
-    at_round: int,
-    *,
-    model: BaseChatModel,
-    tools: Iterable[BaseTool],
-    config: AgentConfig | None = None,
-    pruning_model: BaseChatModel | None = None,
-    observers: Iterable[Observer] = (),
-    pause_hooks: Iterable[PauseHook] = (),
-    prices: Mapping[str, TokenPrice] | None = None,
-    run_id: str | None = None,
-) -> ForkResult:
-    """Fork ``source`` at ``at_round`` (see :func:`fork`)."""
-    prepared = prepare_fork(
-        source,
-        at_round,
-        model=model,
-        tools=tools,
-        config=config,
-        pruning_model=pruning_model,
-        observers=observers,
-        pause_hooks=pause_hooks,
-        prices=prices,
-        run_id=run_id,
-    )
-    return await prepared.arun()
+@parameters_of(prepare_fork)
+async def afork(*args: Any, **kwargs: Any) -> ForkResult:
+    """Fork ``source`` at ``at_round`` (see :func:`fork`, its sync form)."""
+    return await prepare_fork(*args, **kwargs).arun()
 
 
-def fork(
-    source: ForkSource,
-    at_round: int,
-    *,
-    model: BaseChatModel,
-    tools: Iterable[BaseTool],
-    config: AgentConfig | None = None,
-    pruning_model: BaseChatModel | None = None,
-    observers: Iterable[Observer] = (),
-    pause_hooks: Iterable[PauseHook] = (),
-    prices: Mapping[str, TokenPrice] | None = None,
-    run_id: str | None = None,
-) -> ForkResult:
+@parameters_of(prepare_fork)
+def fork(*args: Any, **kwargs: Any) -> ForkResult:
     """Re-run ``source`` from round ``at_round`` on ``model``; compare with the original.
 
     ``source`` is a :class:`ToolLoopResult`, its events, a trace or a recording (a path
@@ -842,16 +803,4 @@ def fork(
     config). ``observers`` and ``pause_hooks`` watch and hold the fork's own run, so it
     can pause for edits. Works in a notebook cell too; :func:`afork` is the async form.
     """
-    prepared = prepare_fork(
-        source,
-        at_round,
-        model=model,
-        tools=tools,
-        config=config,
-        pruning_model=pruning_model,
-        observers=observers,
-        pause_hooks=pause_hooks,
-        prices=prices,
-        run_id=run_id,
-    )
-    return prepared.run()
+    return prepare_fork(*args, **kwargs).run()

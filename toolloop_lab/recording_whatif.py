@@ -39,7 +39,7 @@ from toolloop_lab.events import Observer, Outcome, Pruned
 from toolloop_lab.recording_format import Recording
 from toolloop_lab.recording_models import ReplayChatModel
 from toolloop_lab.run_figures import Detail, RunFigures, comparison_lines, config_text
-from toolloop_lab.sync_runner import run_sync
+from toolloop_lab.sync_runner import parameters_of, run_sync
 
 __all__ = ["Detail", "Outcome", "RunFigures", "WhatIfResult", "awhat_if", "what_if"]
 
@@ -169,7 +169,7 @@ async def awhat_if(
     stand_in_final: bool = True,
     observers: Iterable[Observer] = (),
 ) -> WhatIfResult:
-    """Re-run a recorded session under ``config`` (see :func:`what_if`)."""
+    """Re-run a recorded session under ``config`` (see :func:`what_if`, its sync form)."""
     rec, replay, agent = _prepare(
         recording, config, tools, pruning_model, stand_in_final, observers
     )
@@ -183,15 +183,8 @@ async def awhat_if(
     return _finish(rec, replay, config, result, None)
 
 
-def what_if(
-    recording: Recording | str | os.PathLike[str],
-    config: AgentConfig,
-    *,
-    tools: Iterable[BaseTool],
-    pruning_model: BaseChatModel | None = None,
-    stand_in_final: bool = True,
-    observers: Iterable[Observer] = (),
-) -> WhatIfResult:
+@parameters_of(awhat_if)
+def what_if(*args: Any, **kwargs: Any) -> WhatIfResult:
     """Re-run a recorded session under ``config`` on the recorded replies; compare spend.
 
     ``recording`` is a path or a :class:`Recording` of one loop run. ``tools`` run again
@@ -202,13 +195,4 @@ def what_if(
     bad ``config`` raises as it would for ``LLMAgent``; every other stop is reported in the
     result's ``replayed.outcome``.
     """
-    return run_sync(
-        lambda: awhat_if(
-            recording,
-            config,
-            tools=tools,
-            pruning_model=pruning_model,
-            stand_in_final=stand_in_final,
-            observers=observers,
-        )
-    )
+    return run_sync(lambda: awhat_if(*args, **kwargs))

@@ -14,6 +14,10 @@ loop instead, one level deeper, so nested runs run rather than hang.
 
 Whatever stops a run early (Ctrl-C, an exception) is not raised to the caller before the
 run's task has finished, so the loop's final event is always emitted first.
+
+Entry points come in pairs (``what_if`` and ``awhat_if``, ``run_scenarios`` and
+``arun_scenarios``, ``fork`` and ``afork``): :func:`parameters_of` gives the second of a
+pair the first one's parameters, so each list is written once.
 """
 
 from __future__ import annotations
@@ -22,14 +26,16 @@ import asyncio
 import atexit
 import contextlib
 import contextvars
+import inspect
 import threading
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
-__all__ = ["run_sync"]
+__all__ = ["parameters_of", "run_sync"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class _ThreadLoop:
@@ -201,3 +207,21 @@ def run_sync(
     except RuntimeError:
         return _drive(_thread_loop(), make(), context)
     return _background_runner().run(make(), context)
+
+
+def parameters_of(model: Callable[P, Any]) -> Callable[[Callable[..., T]], Callable[P, T]]:
+    """Give the decorated function ``model``'s parameters (with its own return type).
+
+    The function is written ``(*args, **kwargs)`` and hands them to ``model`` (the sync
+    form of an async entry point, say); mypy checks its callers against ``model``'s
+    parameters and ``inspect.signature`` (``help``) shows them. A wrong argument raises
+    ``TypeError`` when ``model`` is called, before anything runs.
+    """
+
+    def decorate(function: Callable[..., T]) -> Callable[P, T]:
+        returns = inspect.signature(function).return_annotation
+        shown = inspect.signature(model).replace(return_annotation=returns)
+        function.__signature__ = shown  # type: ignore[attr-defined]
+        return function
+
+    return decorate

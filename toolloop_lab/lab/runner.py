@@ -39,7 +39,7 @@ from toolloop_lab.lab.record import ScenarioRun, error_fields, outcome_of_events
 from toolloop_lab.lab.results import LabResults
 from toolloop_lab.lab.scenario import Scenario
 from toolloop_lab.pricing import model_name_of
-from toolloop_lab.sync_runner import run_sync
+from toolloop_lab.sync_runner import parameters_of, run_sync
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -344,14 +344,8 @@ async def arun_scenarios(
     return rows.results()
 
 
-def run_scenarios(
-    scenarios: Iterable[Scenario],
-    *,
-    concurrency: int | None = None,
-    observers: Iterable[Observer] = (),
-    progress: bool = True,
-    executor: concurrent.futures.Executor | None = None,
-) -> LabResults:
+@parameters_of(arun_scenarios)
+def run_scenarios(*args: Any, **kwargs: Any) -> LabResults:
     """Synchronous :func:`arun_scenarios`, for scripts and notebook cells alike.
 
     It runs on the one sync bridge :meth:`LLMAgent.run` uses (in a notebook cell, on the
@@ -360,12 +354,4 @@ def run_scenarios(
     ``ProcessPoolExecutor`` or a Dask ``client.get_executor()``; the frames are the same as
     a local run's.
     """
-    return run_sync(
-        lambda: arun_scenarios(
-            scenarios,
-            concurrency=concurrency,
-            observers=observers,
-            progress=progress,
-            executor=executor,
-        )
-    )
+    return run_sync(lambda: arun_scenarios(*args, **kwargs))
