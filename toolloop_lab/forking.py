@@ -76,7 +76,6 @@ from toolloop_lab.events import (
     EVENT_TYPES,
     Event,
     Intervention,
-    LoopFailed,
     LoopStarted,
     ModelCallStarted,
     Observer,
@@ -86,8 +85,15 @@ from toolloop_lab.events import (
 from toolloop_lab.hooks import PauseHook
 from toolloop_lab.jsonsafe import thaw
 from toolloop_lab.pricing import PriceTable, TokenPrice
-from toolloop_lab.recording_format import FORMAT, Recording, ReplayExhaustedError
-from toolloop_lab.run_figures import Detail, RunFigures, comparison_lines, config_text
+from toolloop_lab.recording_format import FORMAT, Recording
+from toolloop_lab.run_figures import (
+    ComparedRuns,
+    RunFigures,
+    comparison_lines,
+    config_text,
+    error_spend,
+    usd_change,
+)
 from toolloop_lab.runview import RunView
 from toolloop_lab.sync_runner import parameters_of, run_sync
 from toolloop_lab.trace import TraceRead, read_trace
@@ -179,10 +185,7 @@ class RoundComparison:
     @property
     def cost_delta(self) -> Decimal | None:
         """Fork cost minus original cost; ``None`` when either is unpriced."""
-        fork, original = _cost(self.fork), _cost(self.original)
-        if fork is None or original is None:
-            return None
-        return fork - original
+        return usd_change(_cost(self.original), _cost(self.fork))
 
 
 def _tokens(row: RoundFigures | None) -> int:
@@ -214,8 +217,9 @@ NaN) on that side, and counts as nothing spent in the deltas; an unpriced cost i
 
 
 @dataclass(frozen=True, slots=True)
-class ForkResult:
-    """A run forked at ``at_round``, next to the original it was taken from."""
+class ForkResult(ComparedRuns):
+    """A run forked at ``at_round``, next to the original it was taken from
+    (``token_delta`` and ``cost_delta`` are the fork's figures minus the original's)."""
 
     at_round: int
     source: SourceKind
@@ -256,17 +260,8 @@ class ForkResult:
             for n in sorted(original.keys() | forked.keys())
         )
 
-    @property
-    def token_delta(self) -> int:
-        """Fork total tokens minus original total tokens."""
-        return self.forked.total_tokens - self.original.total_tokens
-
-    @property
-    def cost_delta(self) -> Decimal | None:
-        """Fork cost minus original cost; ``None`` when either is unpriced."""
-        if self.forked.cost_usd is None or self.original.cost_usd is None:
-            return None
-        return self.forked.cost_usd - self.original.cost_usd
+    def _runs(self) -> tuple[RunFigures, RunFigures]:
+        return self.original, self.forked
 
     def comparison(self) -> pd.DataFrame:
         """One row per round of either run (see :data:`COMPARISON_DTYPES`)."""
@@ -318,13 +313,6 @@ class ForkResult:
             text = str(self.error).splitlines()[0] if str(self.error) else ""
             lines.append(f"* The fork stopped: {type(self.error).__name__}: {text}")
         return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.summary
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        """IPython and Jupyter show the comparison table."""
-        printer.text(self.summary)
 
 
 # -- reading a source -------------------------------------------------------------------
@@ -438,7 +426,7 @@ def _from_events(
     else:
         prefix = tuple(message_from_dict(d) for d in thaw(carried))
     view = RunView.from_events(run)
-    figures = _figures_of_view(view)
+    figures = RunFigures.of_view(view)
     rows = _rows_of_view(view, figures.outcome)
     taken = Usage()
     for row in rows:
@@ -446,35 +434,6 @@ def _from_events(
             taken = taken + row.usage
     started = view.started
     return _Taken(kind, prefix, taken, rows, figures, started)
-
-
-def _figures_of_view(view: RunView) -> RunFigures:
-    """A run's figures from its events (the same figures ``RunFigures.of_result`` reads)."""
-    extra: dict[str, Any] = {}
-    detail: Detail | None = None
-    if view.finished is not None:
-        done = view.finished
-        usage, outcome, rounds = done.usage, done.outcome, done.rounds
-        extra = {"synthesis_reason": done.synthesis_reason, "final_text": done.final_text}
-    elif view.failure is not None:
-        failed = view.failure
-        usage, outcome, rounds = failed.usage, failed.outcome, failed.rounds
-        if failed.cause_type == ReplayExhaustedError.__name__:
-            detail = "beyond_recording"
-    else:  # a trace cut short: the run never reported its end
-        usage, outcome, rounds, detail = view.usage, "failed", view.tool_rounds, "incomplete"
-    return RunFigures(
-        outcome=outcome,
-        rounds=rounds,
-        calls=usage.requests,
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cache_read_tokens=usage.cache_read_tokens,
-        cost_usd=usage.cost_usd,
-        estimated=usage.estimated,
-        detail=detail,
-        **extra,
-    )
 
 
 def _rows_of_view(
@@ -711,23 +670,8 @@ class Fork:
             assert error is not None
             events = error.events
             own = RunFigures.of_error(error)
-            failed = next((e for e in reversed(events) if isinstance(e, LoopFailed)), None)
-            spent = (
-                failed.usage
-                if failed is not None
-                else Usage(error.accumulated_prompt, error.accumulated_completion, cost_usd=None)
-            )
-        usage = taken.taken + spent
-        forked = dataclasses.replace(
-            own,
-            rounds=offset + own.rounds,
-            calls=usage.requests,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cache_read_tokens=usage.cache_read_tokens,
-            cost_usd=usage.cost_usd,
-            estimated=usage.estimated,
-        )
+            spent = error_spend(error)
+        forked = own.with_spend(taken.taken + spent, offset + own.rounds)
         before = tuple(
             dataclasses.replace(r, taken=True) for r in taken.rounds if r.round < self.at_round
         )

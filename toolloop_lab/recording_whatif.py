@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -38,15 +37,22 @@ from toolloop_lab.errors import ConfigurationError, ExecutionError, ToolLoopErro
 from toolloop_lab.events import Observer, Outcome, Pruned
 from toolloop_lab.recording_format import Recording
 from toolloop_lab.recording_models import ReplayChatModel
-from toolloop_lab.run_figures import Detail, RunFigures, comparison_lines, config_text
+from toolloop_lab.run_figures import (
+    ComparedRuns,
+    Detail,
+    RunFigures,
+    comparison_lines,
+    config_text,
+)
 from toolloop_lab.sync_runner import parameters_of, run_sync
 
 __all__ = ["Detail", "Outcome", "RunFigures", "WhatIfResult", "awhat_if", "what_if"]
 
 
 @dataclass(frozen=True, slots=True)
-class WhatIfResult:
-    """A recorded run next to the same session re-run under ``config``."""
+class WhatIfResult(ComparedRuns):
+    """A recorded run next to the same session re-run under ``config`` (``token_delta``
+    and ``cost_delta`` are the what-if's figures minus the recorded ones)."""
 
     config: AgentConfig
     recorded: RunFigures
@@ -62,17 +68,8 @@ class WhatIfResult:
     error: ToolLoopLabError | None = field(default=None, repr=False)
     """The typed error, when it did not (see ``replayed.outcome``)."""
 
-    @property
-    def token_delta(self) -> int:
-        """What-if total tokens minus recorded total tokens."""
-        return self.replayed.total_tokens - self.recorded.total_tokens
-
-    @property
-    def cost_delta(self) -> Decimal | None:
-        """What-if cost minus recorded cost; ``None`` when either is unknown."""
-        if self.replayed.cost_usd is None or self.recorded.cost_usd is None:
-            return None
-        return self.replayed.cost_usd - self.recorded.cost_usd
+    def _runs(self) -> tuple[RunFigures, RunFigures]:
+        return self.recorded, self.replayed
 
     @property
     def summary(self) -> str:
@@ -103,13 +100,6 @@ class WhatIfResult:
             first_line = str(self.error).splitlines()[0] if str(self.error) else ""
             notes.append(f"* The what-if run stopped: {type(self.error).__name__}: {first_line}")
         return notes
-
-    def __str__(self) -> str:
-        return self.summary
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        """IPython/Jupyter shows the comparison table, not the dataclass fields."""
-        printer.text(self.summary)
 
 
 def _prepare(

@@ -1,11 +1,13 @@
 """``RunFigures``: one run's outcome and spend, and the table that puts two side by side.
 
 What-if (a recording against its re-run) and fork (a run against the same run forked at a
-round) compare runs the same way; both read this module, so their tables agree.
+round) compare runs the same way: both results are :class:`ComparedRuns` and read this
+module, so their tables and deltas agree.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -17,9 +19,18 @@ from toolloop_lab.events import LoopFailed, Outcome
 from toolloop_lab.pricing import PriceTable
 from toolloop_lab.recording_format import Recording, ReplayExhaustedError
 from toolloop_lab.result import ToolLoopResult
+from toolloop_lab.runview import RunView
 from toolloop_lab.usage import Usage
 
-__all__ = ["Detail", "RunFigures", "comparison_lines", "config_text"]
+__all__ = [
+    "ComparedRuns",
+    "Detail",
+    "RunFigures",
+    "comparison_lines",
+    "config_text",
+    "error_spend",
+    "usd_change",
+]
 
 Detail: TypeAlias = Literal["beyond_recording", "incomplete"]
 """What only record and replay can say about a ``failed`` run: it needed a reply the
@@ -52,17 +63,12 @@ class RunFigures:
 
     @classmethod
     def _of(cls, usage: Usage, outcome: Outcome, rounds: int, **extra: Any) -> RunFigures:
-        return cls(
-            outcome=outcome,
-            rounds=rounds,
-            calls=usage.requests,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cache_read_tokens=usage.cache_read_tokens,
-            cost_usd=usage.cost_usd,
-            estimated=usage.estimated,
-            **extra,
-        )
+        return cls(outcome=outcome, rounds=rounds, **_spend(usage), **extra)
+
+    def with_spend(self, usage: Usage, rounds: int) -> RunFigures:
+        """These figures with ``usage`` spent over ``rounds`` rounds (a fork's whole run:
+        the rounds taken plus its own)."""
+        return dataclasses.replace(self, rounds=rounds, **_spend(usage))
 
     @classmethod
     def of_recording(cls, recording: Recording, prices: PriceTable | None = None) -> RunFigures:
@@ -100,11 +106,96 @@ class RunFigures:
         """Figures of a loop that raised, from its partial state and closing event."""
         beyond = isinstance(error, ToolLoopError) and isinstance(error.cause, ReplayExhaustedError)
         detail: Detail | None = "beyond_recording" if beyond else None
-        failed = next((e for e in reversed(error.events) if isinstance(e, LoopFailed)), None)
-        if failed is not None:
-            return cls._of(failed.usage, failed.outcome, error.rounds, detail=detail)
-        usage = Usage(error.accumulated_prompt, error.accumulated_completion, cost_usd=None)
-        return cls._of(usage, "failed", error.rounds, detail=detail)
+        failed = _closing_failure(error)
+        outcome: Outcome = failed.outcome if failed is not None else "failed"
+        return cls._of(error_spend(error), outcome, error.rounds, detail=detail)
+
+    @classmethod
+    def of_view(cls, view: RunView) -> RunFigures:
+        """A run's figures from its events (the same figures :meth:`of_result` and
+        :meth:`of_error` read); a trace cut short ends ``failed``, detail ``incomplete``."""
+        if view.finished is not None:
+            done = view.finished
+            return cls._of(
+                done.usage,
+                done.outcome,
+                done.rounds,
+                synthesis_reason=done.synthesis_reason,
+                final_text=done.final_text,
+            )
+        if view.failure is not None:
+            failed = view.failure
+            beyond = failed.cause_type == ReplayExhaustedError.__name__
+            detail: Detail | None = "beyond_recording" if beyond else None
+            return cls._of(failed.usage, failed.outcome, failed.rounds, detail=detail)
+        return cls._of(view.usage, "failed", view.tool_rounds, detail="incomplete")
+
+
+def _spend(usage: Usage) -> dict[str, Any]:
+    """The fields of :class:`RunFigures` that ``usage`` gives."""
+    return {
+        "calls": usage.requests,
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_read_tokens": usage.cache_read_tokens,
+        "cost_usd": usage.cost_usd,
+        "estimated": usage.estimated,
+    }
+
+
+def _closing_failure(error: ToolLoopError | ExecutionError) -> LoopFailed | None:
+    return next((e for e in reversed(error.events) if isinstance(e, LoopFailed)), None)
+
+
+def error_spend(error: ToolLoopError | ExecutionError) -> Usage:
+    """What a run that raised spent: its closing event's usage, else (it never got that
+    far) its partial counts, cost unknown."""
+    failed = _closing_failure(error)
+    if failed is not None:
+        return failed.usage
+    return Usage(error.accumulated_prompt, error.accumulated_completion, cost_usd=None)
+
+
+def usd_change(before: Decimal | None, after: Decimal | None) -> Decimal | None:
+    """``after - before``; ``None`` when either is unpriced (unknown is never zero)."""
+    if before is None or after is None:
+        return None
+    return after - before
+
+
+class ComparedRuns:
+    """A result that puts two runs side by side (a what-if, a fork): the changes in tokens
+    and cost from the first run to the second, and its :attr:`summary` as its text."""
+
+    __slots__ = ()
+
+    def _runs(self) -> tuple[RunFigures, RunFigures]:
+        """The first run and the second."""
+        raise NotImplementedError
+
+    @property
+    def summary(self) -> str:
+        """The comparison as a plain-text table."""
+        raise NotImplementedError
+
+    @property
+    def token_delta(self) -> int:
+        """The second run's total tokens minus the first's."""
+        first, second = self._runs()
+        return second.total_tokens - first.total_tokens
+
+    @property
+    def cost_delta(self) -> Decimal | None:
+        """The second run's cost minus the first's; ``None`` when either is unpriced."""
+        first, second = self._runs()
+        return usd_change(first.cost_usd, second.cost_usd)
+
+    def __str__(self) -> str:
+        return self.summary
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython and Jupyter show the comparison table, not the fields."""
+        printer.text(self.summary)
 
 
 def config_text(config: AgentConfig) -> str:
@@ -127,7 +218,7 @@ def comparison_lines(labels: tuple[str, str], a: RunFigures, b: RunFigures) -> l
     def count(label: str, x: int, y: int, fmt: str = ",") -> tuple[str, str, str, str]:
         return (label, f"{x:{fmt}}", f"{y:{fmt}}", f"{y - x:+,}")
 
-    change = None if a.cost_usd is None or b.cost_usd is None else b.cost_usd - a.cost_usd
+    change = usd_change(a.cost_usd, b.cost_usd)
     cost_change = "" if change is None else f"{change:+f}"
     rows: Sequence[tuple[str, str, str, str]] = [
         ("", *labels, "change"),
