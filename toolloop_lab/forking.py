@@ -50,7 +50,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage, convert_to_messages
@@ -66,6 +66,7 @@ from toolloop_lab.budget import (
     unpriced_error,
     usd_budget,
 )
+from toolloop_lab.derived import Derived
 from toolloop_lab.errors import (
     ConfigurationError,
     ExecutionError,
@@ -115,6 +116,8 @@ __all__ = [
     "fork",
     "prepare_fork",
 ]
+
+T = TypeVar("T")
 
 SourceKind: TypeAlias = Literal["result", "events", "trace", "recording"]
 """What a fork was taken from."""
@@ -567,6 +570,16 @@ def _remaining(
 # -- the fork ---------------------------------------------------------------------------
 
 
+def _from_source(read: Callable[[_Taken], T]) -> Derived[Fork, T]:
+    """What the fork's source says, read on every access."""
+    return Derived(lambda fork: read(fork._taken))
+
+
+def _from_agent(read: Callable[[LLMAgent], T]) -> Derived[Fork, T]:
+    """What the agent of the fork's own run has, read on every access."""
+    return Derived(lambda fork: read(fork.agent))
+
+
 class Fork:
     """A fork checked and ready to run (see :func:`prepare_fork`).
 
@@ -588,36 +601,22 @@ class Fork:
             f"prefix={len(self.prefix)} messages)"
         )
 
-    @property
-    def source(self) -> SourceKind:
-        return self._taken.kind
-
-    @property
-    def prefix(self) -> tuple[BaseMessage, ...]:
-        """The conversation the fork's own run starts from."""
-        return self._taken.prefix
-
-    @property
-    def taken(self) -> Usage:
-        """What the rounds before ``at_round`` spent, from the source."""
-        return self._taken.taken
-
-    @property
-    def original(self) -> RunFigures:
-        return self._taken.figures
-
-    @property
-    def original_rounds(self) -> tuple[RoundFigures, ...]:
-        return self._taken.rounds
-
-    @property
-    def run_config(self) -> AgentConfig:
-        return self.agent.config
+    source = _from_source(lambda taken: taken.kind)
+    """What the fork was taken from."""
+    prefix = _from_source(lambda taken: taken.prefix)
+    """The conversation the fork's own run starts from."""
+    taken = _from_source(lambda taken: taken.taken)
+    """What the rounds before ``at_round`` spent, from the source."""
+    original = _from_source(lambda taken: taken.figures)
+    """The source's own run, as its figures."""
+    original_rounds = _from_source(lambda taken: taken.rounds)
+    """The source's rounds."""
+    run_config = _from_agent(lambda agent: agent.config)
+    """The config of the fork's own run: :attr:`config` less what the rounds taken used."""
 
     # the agent API a debugger drives
-    @property
-    def observers(self) -> tuple[Observer, ...]:
-        return self.agent.observers
+    observers = _from_agent(lambda agent: agent.observers)
+    """The observers of the fork's own run."""
 
     def subscribe(self, callback: Observer) -> Callable[[], None]:
         """Add an observer of the fork's own run; returns its remover."""

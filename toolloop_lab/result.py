@@ -6,15 +6,23 @@ closing ``LoopFinished`` event, never copied, so the result and the events canno
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal
+from typing import TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from toolloop_lab.events import Event, LoopFinished, Outcome, SynthesisReason
-from toolloop_lab.usage import Usage
+from toolloop_lab.derived import Derived
+from toolloop_lab.events import Event, LoopFinished
 
 __all__ = ["ToolLoopResult"]
+
+T = TypeVar("T")
+
+
+def _closing(read: Callable[[LoopFinished], T]) -> Derived[ToolLoopResult, T]:
+    """A figure of the result, read from its closing event on every access."""
+    return Derived(lambda result: read(result.finished))
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,64 +42,29 @@ class ToolLoopResult:
         assert isinstance(last, LoopFinished)
         return last
 
-    @property
-    def usage(self) -> Usage:
-        """Every model call of the loop, synthesis and pruning included."""
-        return self.finished.usage
-
-    @property
-    def rounds(self) -> int:
-        """Tool rounds run (synthesis not counted)."""
-        return self.finished.rounds
-
-    @property
-    def outcome(self) -> Outcome:
-        """How the run ended (see :data:`toolloop_lab.events.Outcome`)."""
-        return self.finished.outcome
-
-    @property
-    def budget_exhausted(self) -> bool:
-        """The token budget was spent (synthesis then answered)."""
-        return self.finished.budget_exhausted
-
-    @property
-    def synthesis_was_run(self) -> bool:
-        return self.finished.synthesis_was_run
-
-    @property
-    def synthesis_reason(self) -> SynthesisReason | None:
-        return self.finished.synthesis_reason
-
-    @property
-    def run_id(self) -> str:
-        return self.finished.run_id
-
-    @property
-    def final_empty(self) -> bool:
-        """The final answer has no text (an empty or thinking-only reply)."""
-        return self.finished.final_empty
-
-    @property
-    def final_truncated(self) -> bool:
-        """The final answer was cut off by the provider's output-token limit."""
-        return self.finished.final_truncated
-
-    @property
-    def accumulated_prompt(self) -> int:
-        """Sum of input tokens over every model call of the loop."""
-        return self.usage.input_tokens
-
-    @property
-    def accumulated_completion(self) -> int:
-        """Sum of output tokens over every model call of the loop."""
-        return self.usage.output_tokens
-
-    @property
-    def cost_usd(self) -> Decimal | None:
-        """Total USD cost, or ``None`` when any call was unpriced."""
-        return self.usage.cost_usd
-
-    @property
-    def usage_estimated(self) -> bool:
-        """True when some provider reported no usage and counts were estimated."""
-        return self.usage.estimated
+    usage = _closing(lambda e: e.usage)
+    """Every model call of the loop, synthesis and pruning included."""
+    rounds = _closing(lambda e: e.rounds)
+    """Tool rounds run (synthesis not counted)."""
+    outcome = _closing(lambda e: e.outcome)
+    """How the run ended (see :data:`toolloop_lab.events.Outcome`)."""
+    budget_exhausted = _closing(lambda e: e.budget_exhausted)
+    """The token budget was spent (synthesis then answered)."""
+    synthesis_was_run = _closing(lambda e: e.synthesis_was_run)
+    """A synthesis call answered."""
+    synthesis_reason = _closing(lambda e: e.synthesis_reason)
+    """Why synthesis ran, if it did."""
+    run_id = _closing(lambda e: e.run_id)
+    """The id every event of the run carries."""
+    final_empty = _closing(lambda e: e.final_empty)
+    """The final answer has no text (an empty or thinking-only reply)."""
+    final_truncated = _closing(lambda e: e.final_truncated)
+    """The final answer was cut off by the provider's output-token limit."""
+    accumulated_prompt = _closing(lambda e: e.usage.input_tokens)
+    """Sum of input tokens over every model call of the loop."""
+    accumulated_completion = _closing(lambda e: e.usage.output_tokens)
+    """Sum of output tokens over every model call of the loop."""
+    cost_usd = _closing(lambda e: e.usage.cost_usd)
+    """Total USD cost, or ``None`` when any call was unpriced."""
+    usage_estimated = _closing(lambda e: e.usage.estimated)
+    """True when some provider reported no usage and counts were estimated."""

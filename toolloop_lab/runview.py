@@ -11,12 +11,13 @@ Pausing (step mode) is not an event: a debugger marks it with :meth:`RunView.pau
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import singledispatchmethod
-from typing import Literal
+from typing import Literal, TypeVar
 
+from toolloop_lab.derived import Derived
 from toolloop_lab.events import (
     BudgetGate,
     Event,
@@ -39,6 +40,8 @@ from toolloop_lab.hooks import PausePoint
 from toolloop_lab.usage import Usage
 
 __all__ = ["GateState", "RoundRow", "RunStatus", "RunView", "ToolRow"]
+
+T = TypeVar("T")
 
 RunStatus = Literal["idle", "running", "paused", "finished", "failed", "cancelled"]
 GateState = Literal["off", "passed", "tripped"]
@@ -120,6 +123,11 @@ class RoundRow:
         if not states:
             return "off"
         return "passed" if states[-1] else "tripped"
+
+
+def _from_start(read: Callable[[LoopStarted], T | None]) -> Derived[RunView, T | None]:
+    """A limit of the run, read from its start event (``None`` before it came)."""
+    return Derived(lambda view: read(view.started) if view.started else None)
 
 
 @dataclass(slots=True)
@@ -345,25 +353,14 @@ class RunView:
         """Tool rounds seen so far (synthesis not counted)."""
         return sum(1 for r in self.rounds if r.purpose == "round")
 
-    @property
-    def max_rounds(self) -> int | None:
-        """The round cap from the loop's start event."""
-        return self.started.max_rounds if self.started else None
-
-    @property
-    def token_budget(self) -> int | None:
-        """The token budget, or ``None`` when the loop has none."""
-        return self.started.token_budget if self.started else None
-
-    @property
-    def usd_limit(self) -> Decimal | None:
-        """The USD limit, or ``None`` when no USD budget was set."""
-        return self.started.usd_limit if self.started else None
-
-    @property
-    def context_window(self) -> int | None:
-        """The context window the loop resolved."""
-        return self.started.context_window if self.started else None
+    max_rounds = _from_start(lambda e: e.max_rounds)
+    """The round cap from the loop's start event."""
+    token_budget = _from_start(lambda e: e.token_budget)
+    """The token budget, or ``None`` when the loop has none."""
+    usd_limit = _from_start(lambda e: e.usd_limit)
+    """The USD limit, or ``None`` when no USD budget was set."""
+    context_window = _from_start(lambda e: e.context_window)
+    """The context window the loop resolved."""
 
     @property
     def context_fill(self) -> float | None:
