@@ -6,8 +6,7 @@ recording models are loaded on first use of their names.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from toolloop_lab.agent import AgentConfig, LLMAgent, ToolLoopResult
 from toolloop_lab.budget import usd_budget
@@ -18,6 +17,7 @@ from toolloop_lab.errors import (
     ToolLoopError,
     ToolLoopLabError,
 )
+from toolloop_lab.lazy import lazy_getattr as _lazy_getattr
 from toolloop_lab.models import ScriptedChatModel
 from toolloop_lab.pricing import TokenPrice
 from toolloop_lab.usage import Usage
@@ -69,10 +69,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'toolloop_lab' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_getattr(__name__, _LAZY, globals())

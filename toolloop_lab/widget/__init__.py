@@ -15,8 +15,9 @@ and the text repr work where no widget can.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from toolloop_lab.lazy import lazy_getattr as _lazy_getattr
 
 if TYPE_CHECKING:
     from toolloop_lab.widget.coalesce import Coalescer
@@ -34,13 +35,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'toolloop_lab.widget' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_getattr(__name__, _LAZY, globals())
 
 
 def __dir__() -> list[str]:
