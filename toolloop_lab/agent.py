@@ -32,11 +32,7 @@ from toolloop_lab.errors import (
     ToolLoopError,
     describe,
 )
-from toolloop_lab.events import (
-    LoopFailed,
-    Observer,
-    failure_outcome,
-)
+from toolloop_lab.events import LoopFailed, Observer, failure_fields
 from toolloop_lab.hooks import PauseHook
 from toolloop_lab.loop import ToolLoop
 from toolloop_lab.pricing import TokenPrice
@@ -246,16 +242,10 @@ class LLMAgent:
         why = exc.reason if isinstance(exc, ExecutionError) else None
         run.emit(
             LoopFailed,
-            error_type=type(exc).__name__,
-            error_kind=kind,
-            reason=why,
-            message=describe(exc),
-            cause_type=type(exc.__cause__).__name__ if exc.__cause__ else None,
+            **failure_fields(exc, kind=kind, reason=why, cancelled=cancelled),
             rounds=run.rounds_done,
             usage=run.usage,
             any_invocation_made=run.any_invocation,
-            cancelled=cancelled,
-            outcome=failure_outcome(cancelled=cancelled, error_kind=kind, reason=why),
             messages=run.unsent_messages(),
             partial_text=run.partial_text,
         )

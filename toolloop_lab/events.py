@@ -47,6 +47,7 @@ from langchain_core.messages import (
 )
 from pydantic import Field, TypeAdapter, ValidationError
 
+from toolloop_lab.errors import describe
 from toolloop_lab.fields import (
     Count,
     FiniteDecimal,
@@ -88,6 +89,7 @@ __all__ = [
     "ToolDispatched",
     "ToolStarted",
     "event_from_dict",
+    "failure_fields",
     "failure_outcome",
     "finish_outcome",
     "message_dicts",
@@ -147,6 +149,22 @@ def failure_outcome(*, cancelled: bool, error_kind: str | None, reason: str | No
     if (error_kind, reason) == ("cost", "budget_exhausted"):
         return "usd_budget_exhausted"
     return "failed"
+
+
+def failure_fields(
+    error: BaseException, *, kind: str | None, reason: str | None, cancelled: bool
+) -> dict[str, Any]:
+    """The fields of a :class:`LoopFailed` that say what ended the run, so the loop and
+    the bridge describe an error the same way (the run's counts are theirs to add)."""
+    return {
+        "error_type": type(error).__name__,
+        "error_kind": kind,
+        "reason": reason,
+        "message": describe(error),
+        "cause_type": type(error.__cause__).__name__ if error.__cause__ else None,
+        "cancelled": cancelled,
+        "outcome": failure_outcome(cancelled=cancelled, error_kind=kind, reason=reason),
+    }
 
 
 @dataclass(frozen=True, slots=True)
