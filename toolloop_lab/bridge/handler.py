@@ -121,10 +121,7 @@ class EventBridge(BaseCallbackHandler):
         if run is not self._loose:
             return
         self._loose = None
-        if error is None:
-            run.finish(None)
-        else:
-            run.fail(error)
+        _end(run, None, error)
 
     # -- chains -----------------------------------------------------------------------
     def on_chain_start(
@@ -246,22 +243,24 @@ class EventBridge(BaseCallbackHandler):
             self._nodes[run_id] = _Node(run, "tool", tool_call_id=call_id)
 
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        with self._lock:
-            node = self._nodes.pop(run_id, None)
-            if node is None:
-                return
-            if node.direct is not None:
-                node.direct.finish(output)
-            node.run.tool_end(run_id, output)
+        self._tool_done(run_id, output, None)
 
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._tool_done(run_id, None, error)
+
+    def _tool_done(self, run_id: UUID, output: Any, error: BaseException | None) -> None:
+        """A tool returned ``output`` or raised ``error``; the nested run of chat models
+        called directly inside it ends with it."""
         with self._lock:
             node = self._nodes.pop(run_id, None)
             if node is None:
                 return
             if node.direct is not None:
-                node.direct.fail(error)
-            node.run.tool_error(run_id, error)
+                _end(node.direct, output, error)
+            if error is None:
+                node.run.tool_end(run_id, output)
+            else:
+                node.run.tool_error(run_id, error)
 
     # -- the end of a watch block -----------------------------------------------------
     def close(self, error: BaseException | None = None) -> None:
@@ -270,6 +269,14 @@ class EventBridge(BaseCallbackHandler):
         with self._lock:
             if self._loose is not None:
                 self._end_loose(self._loose, error)
+
+
+def _end(run: BridgedRun, outputs: Any, error: BaseException | None) -> None:
+    """Finish ``run`` with ``outputs``, or fail it with ``error``."""
+    if error is None:
+        run.finish(outputs)
+    else:
+        run.fail(error)
 
 
 def _reply(response: LLMResult) -> AIMessage:

@@ -52,7 +52,7 @@ from toolloop_lab.events import (
     ToolCallView,
     ToolDispatched,
     ToolStarted,
-    failure_outcome,
+    failure_fields,
     finish_outcome,
     message_dicts,
     notify,
@@ -255,12 +255,19 @@ class BridgedRun:
             call.first_token_s = self.clock() - call.started
         call.deltas.feed(chunk)
 
+    def _landed(self, key: UUID) -> _Call | None:
+        """The call ``key`` that just returned or raised (no longer in flight), its
+        streamed fragments sent; ``None`` for a call this run never started."""
+        call = self._in_flight.pop(key, None)
+        if call is not None:
+            call.deltas.flush()
+        return call
+
     def model_end(self, key: UUID, reply: AIMessage) -> None:
         """A chat-model call returned ``reply``: its usage, cost and event."""
-        call = self._in_flight.pop(key, None)
+        call = self._landed(key)
         if call is None:
             return
-        call.deltas.flush()
         latency = self.clock() - call.started
         reported = model_name_of(None, reply.response_metadata)
         usage = Usage.from_ai_message(reply, prompt=call.prompt)
@@ -298,10 +305,9 @@ class BridgedRun:
 
     def model_error(self, key: UUID, error: BaseException) -> None:
         """A chat-model call raised: no reply, no usage; the next call is its retry."""
-        call = self._in_flight.pop(key, None)
+        call = self._landed(key)
         if call is None:
             return
-        call.deltas.flush()
         self.partial_text = call.deltas.partial_text or None
         self.retry_next = True
         self.emit(
@@ -525,16 +531,10 @@ class BridgedRun:
         reason = _str_attr(error, "reason")
         self.emit(
             LoopFailed,
-            error_type=type(error).__name__,
-            error_kind=kind,
-            reason=reason,
-            message=describe(error),
-            cause_type=type(error.__cause__).__name__ if error.__cause__ else None,
+            **failure_fields(error, kind=kind, reason=reason, cancelled=cancelled),
             rounds=self.rounds_done,
             usage=self.usage,
             any_invocation_made=self.calls > 0,
-            cancelled=cancelled,
-            outcome=failure_outcome(cancelled=cancelled, error_kind=kind, reason=reason),
             messages=message_dicts(self.pending),
             partial_text=self.partial_text,
         )
