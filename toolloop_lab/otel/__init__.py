@@ -32,12 +32,13 @@ from toolloop_lab.otel.export import (
     otlp_tracer_provider,
 )
 from toolloop_lab.otel.names import PREFIX, SCHEMA_URL, SEMCONV_VERSION
-from toolloop_lab.otel.observer import OTelObserver, provider_for_model
+from toolloop_lab.otel.observer import ExportOptions, OTelObserver, provider_for_model
 
 __all__ = [
     "PREFIX",
     "SCHEMA_URL",
     "SEMCONV_VERSION",
+    "ExportOptions",
     "ExportedTrace",
     "OTelObserver",
     "export_events",

@@ -11,13 +11,12 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from opentelemetry import trace
 
 from toolloop_lab.events import Event, LoopStarted
-from toolloop_lab.otel.content import DEFAULT_CONTENT_LIMIT
-from toolloop_lab.otel.observer import OTelObserver
+from toolloop_lab.otel.observer import ExportOptions, OTelObserver
 from toolloop_lab.trace import SkippedLine, read_trace
 
 if TYPE_CHECKING:
@@ -40,24 +39,15 @@ class ExportedTrace:
 def export_events(
     events: Iterable[Event],
     tracer_provider: trace.TracerProvider | None = None,
-    *,
-    capture_content: bool = False,
-    agent_name: str | None = None,
-    provider_name: str | None = None,
-    content_limit: int = DEFAULT_CONTENT_LIMIT,
+    **options: Unpack[ExportOptions],
 ) -> ExportedTrace:
     """Emit the spans of ``events`` (``result.events``, or a trace's events) and flush.
 
-    Runs that never finish in ``events`` end as ``incomplete`` errors at their last event.
+    ``options`` are the observer's (``capture_content``, ``agent_name``,
+    ``provider_name``, ``content_limit``; see :class:`OTelObserver`). Runs that never
+    finish in ``events`` end as ``incomplete`` errors at their last event.
     """
-    observer = OTelObserver(
-        tracer_provider,
-        capture_content=capture_content,
-        agent_name=agent_name,
-        provider_name=provider_name,
-        content_limit=content_limit,
-        use_current_context=False,
-    )
+    observer = OTelObserver(tracer_provider, **options, use_current_context=False)
     runs: dict[str, str] = {}
     for event in events:
         observer(event)
@@ -73,26 +63,16 @@ def export_events(
 def export_trace(
     path: str | os.PathLike[str],
     tracer_provider: trace.TracerProvider | None = None,
-    *,
-    capture_content: bool = False,
-    agent_name: str | None = None,
-    provider_name: str | None = None,
-    content_limit: int = DEFAULT_CONTENT_LIMIT,
+    **options: Unpack[ExportOptions],
 ) -> ExportedTrace:
-    """Send a saved JSONL trace (every run in it) as spans with its original timestamps.
+    """Send a saved JSONL trace (every run in it) as spans with its original timestamps;
+    ``options`` as for :func:`export_events`.
 
     Raises :class:`~toolloop_lab.errors.TraceError` when the file cannot be read or is not a
     trace; unreadable lines are skipped and reported in the result.
     """
     read = read_trace(path)
-    exported = export_events(
-        read.events,
-        tracer_provider,
-        capture_content=capture_content,
-        agent_name=agent_name,
-        provider_name=provider_name,
-        content_limit=content_limit,
-    )
+    exported = export_events(read.events, tracer_provider, **options)
     return ExportedTrace(exported.runs, exported.spans, read.skipped)
 
 

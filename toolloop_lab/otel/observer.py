@@ -37,12 +37,12 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from importlib import metadata
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -78,7 +78,7 @@ from toolloop_lab.otel.content import (
 from toolloop_lab.otel.names import GEN_AI, SCHEMA_URL, TOOLLOOP, TRACER_NAME
 from toolloop_lab.usage import Usage
 
-__all__ = ["OTelObserver", "provider_for_model"]
+__all__ = ["ExportOptions", "OTelObserver", "provider_for_model"]
 
 _ERROR_MESSAGE_LIMIT: Final = 1_000
 _INCOMPLETE: Final = "incomplete"
@@ -138,6 +138,15 @@ class _Run:
     pruning_saved: int = 0
     pruning_net: int = 0
     interventions: int = 0
+
+
+class ExportOptions(TypedDict, total=False):
+    """The options of :class:`OTelObserver` an export passes on (see it for each)."""
+
+    capture_content: bool
+    agent_name: str | None
+    provider_name: str | None
+    content_limit: int
 
 
 class OTelObserver:
@@ -223,34 +232,16 @@ class OTelObserver:
         run = self._run_for(event)
         now = self._ns(run, event.t)
         run.last_ns = max(run.last_ns, now)
-        if isinstance(event, RoundStarted):
-            run.span.add_event(TOOLLOOP.EVENT_ROUND, {TOOLLOOP.ROUND: event.round}, now)
-        elif isinstance(event, ModelCallStarted):
-            self._call_started(run, event, now)
-        elif isinstance(event, ModelCalled):
-            self._call_ended(run, event, now)
-        elif isinstance(event, ModelCallFailed):
-            self._call_failed(run, event, now)
-        elif isinstance(event, Pruned):
-            self._pruned(run, event, now)
-        elif isinstance(event, ToolStarted):
-            self._tool_started(run, event, now)
-        elif isinstance(event, ToolDispatched):
-            self._tool_dispatched(run, event, now)
-        elif isinstance(event, BudgetGate):
-            self._gate(run, event, now)
-        elif isinstance(event, SynthesisStarted):
-            run.synthesis_reason = event.reason
-            run.span.add_event(
-                TOOLLOOP.EVENT_SYNTHESIS, {TOOLLOOP.SYNTHESIS_REASON: event.reason}, now
-            )
-        elif isinstance(event, Intervention):
-            self._intervention(run, event, now)
-        elif isinstance(event, LoopFinished):
-            self._finished(event.run_id, run, event, now)
-        elif isinstance(event, LoopFailed):
-            self._failed(event.run_id, run, event, now)
-        # model_delta: fragments of a reply; the reply's own event carries what spans need.
+        handle = _HANDLERS.get(type(event))
+        if handle is not None:
+            handle(self, run, event, now)
+
+    def _round(self, run: _Run, event: RoundStarted, now: int) -> None:
+        run.span.add_event(TOOLLOOP.EVENT_ROUND, {TOOLLOOP.ROUND: event.round}, now)
+
+    def _synthesis(self, run: _Run, event: SynthesisStarted, now: int) -> None:
+        run.synthesis_reason = event.reason
+        run.span.add_event(TOOLLOOP.EVENT_SYNTHESIS, {TOOLLOOP.SYNTHESIS_REASON: event.reason}, now)
 
     # -- runs ---------------------------------------------------------------------------------
 
@@ -599,7 +590,7 @@ class OTelObserver:
                     {limit: float(last.limit), spent: float(last.spent), passed: last.passed}
                 )
 
-    def _finished(self, run_id: str, run: _Run, event: LoopFinished, now: int) -> None:
+    def _finished(self, run: _Run, event: LoopFinished, now: int) -> None:
         self._end_open_children(run, now, _INCOMPLETE, "the run finished with this open")
         self._run_summary(run, event)
         run.span.set_attributes(
@@ -613,11 +604,11 @@ class OTelObserver:
             reason = "length" if event.final_truncated else "stop"
             message = output_message(event.final_text, (), reason, self.content_limit)
             run.span.set_attribute(GEN_AI.OUTPUT_MESSAGES, to_json([message]))
-        del self._runs[run_id]
-        self._ended(run_id)
+        del self._runs[event.run_id]
+        self._ended(event.run_id)
         run.span.end(end_time=now)
 
-    def _failed(self, run_id: str, run: _Run, event: LoopFailed, now: int) -> None:
+    def _failed(self, run: _Run, event: LoopFailed, now: int) -> None:
         if self.capture_content and event.partial_text:
             for call in run.calls.values():
                 message = output_message(event.partial_text, (), "error", self.content_limit)
@@ -629,10 +620,27 @@ class OTelObserver:
         _put_span(span, TOOLLOOP.ERROR_KIND, event.error_kind)
         _put_span(span, TOOLLOOP.ERROR_REASON, event.reason)
         _put_span(span, TOOLLOOP.ERROR_CAUSE_TYPE, event.cause_type)
-        del self._runs[run_id]
-        self._ended(run_id)
+        del self._runs[event.run_id]
+        self._ended(event.run_id)
         _end_error(span, now, event.error_type, clip(event.message, _ERROR_MESSAGE_LIMIT))
 
+
+_HANDLERS: Final[Mapping[type[Event], Callable[[OTelObserver, _Run, Any, int], None]]] = {
+    RoundStarted: OTelObserver._round,
+    ModelCallStarted: OTelObserver._call_started,
+    ModelCalled: OTelObserver._call_ended,
+    ModelCallFailed: OTelObserver._call_failed,
+    Pruned: OTelObserver._pruned,
+    ToolStarted: OTelObserver._tool_started,
+    ToolDispatched: OTelObserver._tool_dispatched,
+    BudgetGate: OTelObserver._gate,
+    SynthesisStarted: OTelObserver._synthesis,
+    Intervention: OTelObserver._intervention,
+    LoopFinished: OTelObserver._finished,
+    LoopFailed: OTelObserver._failed,
+}
+"""What each kind of event does to its run's spans (``loop_start`` opens the run first;
+``model_delta`` does nothing: the reply's own event carries what spans need)."""
 
 _GATE_NAMES: Final = {
     "token": (TOOLLOOP.GATE_TOKEN_LIMIT, TOOLLOOP.GATE_TOKEN_SPENT, TOOLLOOP.GATE_TOKEN_PASSED),
