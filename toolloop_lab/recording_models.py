@@ -151,8 +151,7 @@ class RecordingChatModel(ChatModelBase):
 
     def _append(
         self,
-        messages: list[BaseMessage],
-        tools: tuple[str, ...] | None,
+        call: _RecordedCall,
         reply: AIMessage | None,
         exc: BaseException | None,
         chunks: Sequence[AIMessageChunk] | None,
@@ -160,29 +159,25 @@ class RecordingChatModel(ChatModelBase):
         """Write one line; returns its call number. Raises whatever writing raised."""
         with self._lock:
             index = self._next_index
-            call = RecordedCall(
+            line = RecordedCall(
                 index=index,
-                request=tuple(messages),
+                request=tuple(call.messages),
                 response=reply,
                 error=RecordedError.of(exc) if exc is not None else None,
-                tools=tools,
+                tools=call.tools,
                 model_name=self.model_name,
                 profile=self.profile,
                 chunks=tuple(chunks) if chunks is not None else None,
             )
-            append_call(self.path, call)
+            append_call(self.path, line)
             self._next_index += 1
             return index
 
     def _record_reply(
-        self,
-        messages: list[BaseMessage],
-        tools: tuple[str, ...] | None,
-        reply: AIMessage,
-        chunks: Sequence[AIMessageChunk] | None,
+        self, call: _RecordedCall, reply: AIMessage, chunks: Sequence[AIMessageChunk] | None
     ) -> None:
         try:
-            self._append(messages, tools, reply, None, chunks)
+            self._append(call, reply, None, chunks)
         except Exception as exc:
             index = self._next_index
             raise RecordingWriteError(
@@ -194,14 +189,10 @@ class RecordingChatModel(ChatModelBase):
             ) from exc
 
     def _record_failure(
-        self,
-        messages: list[BaseMessage],
-        tools: tuple[str, ...] | None,
-        exc: Exception,
-        chunks: Sequence[AIMessageChunk] | None,
+        self, call: _RecordedCall, exc: Exception, chunks: Sequence[AIMessageChunk] | None
     ) -> None:
         try:
-            self._append(messages, tools, None, exc, chunks)
+            self._append(call, None, exc, chunks)
         except Exception as write_exc:  # noqa: BLE001 - the call's own error matters more
             exc.add_note(
                 f"toolloop_lab: recording this failure to {self.path} failed too: "
@@ -222,33 +213,33 @@ class _RecordedCall(ChatCall):
     ) -> None:
         self._recorder = recorder
         self._target = target
-        self._tools = tools
-        self._messages = messages
+        self.tools = tools
+        self.messages = messages
         self._kwargs = kwargs
 
     def invoke(self) -> AIMessage:
-        reply: AIMessage = run_detached(self._target.invoke, self._messages, **self._kwargs)
+        reply: AIMessage = run_detached(self._target.invoke, self.messages, **self._kwargs)
         return reply
 
     async def ainvoke(self) -> AIMessage:
         reply: AIMessage = await arun_detached(
-            lambda: self._target.ainvoke(self._messages, **self._kwargs)
+            lambda: self._target.ainvoke(self.messages, **self._kwargs)
         )
         return reply
 
     def stream(self) -> Iterator[AIMessageChunk]:
-        yield from iter_detached(lambda: self._target.stream(self._messages, **self._kwargs))
+        yield from iter_detached(lambda: self._target.stream(self.messages, **self._kwargs))
 
     async def astream(self) -> AsyncIterator[AIMessageChunk]:
-        chunks = aiter_detached(lambda: self._target.astream(self._messages, **self._kwargs))
+        chunks = aiter_detached(lambda: self._target.astream(self.messages, **self._kwargs))
         async for chunk in chunks:
             yield chunk
 
     def finish(self, reply: AIMessage, chunks: Sequence[AIMessageChunk] | None) -> None:
-        self._recorder._record_reply(self._messages, self._tools, reply, chunks)
+        self._recorder._record_reply(self, reply, chunks)
 
     def fail(self, exc: Exception, chunks: Sequence[AIMessageChunk] | None) -> None:
-        self._recorder._record_failure(self._messages, self._tools, exc, chunks)
+        self._recorder._record_failure(self, exc, chunks)
 
 
 @dataclass(frozen=True, slots=True)
