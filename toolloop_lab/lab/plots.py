@@ -50,6 +50,22 @@ def _width(n: int) -> float:
     return min(40.0, max(6.0, 0.6 * n + 2.0))
 
 
+def _axes(title: str, xlabel: str, ylabel: str, width: float = 8.0) -> tuple[Figure, Axes]:
+    """A new figure of one plot, titled and with both axes labelled."""
+    fig = Figure(figsize=(width, 4.8), layout="constrained")
+    ax = fig.add_subplot()
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    return fig, ax
+
+
+def _legend_beside(ax: Axes, series: int) -> None:
+    """A legend right of the plot, unless there are too many series to read one."""
+    if series <= _MAX_LEGEND:
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+
+
 def _empty(ax: Axes, text: str) -> None:
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="gray")
     ax.set_xticks([])
@@ -70,6 +86,20 @@ def scenario_rounds(group: pd.DataFrame) -> pd.Series:
     return group["round"] + group["turn"].map(offsets)
 
 
+def _by_scenario(rows: pd.DataFrame) -> list[tuple[object, pd.DataFrame]]:
+    """``rows`` grouped by scenario, in the order the scenarios come (one series each)."""
+    return list(rows.groupby("scenario", sort=False, observed=True))
+
+
+def _series(ax: Axes, rows: pd.DataFrame, nothing: str) -> list[tuple[object, pd.DataFrame]]:
+    """One series per scenario of ``rows``; none, and the axes say ``nothing``, when
+    ``rows`` is empty."""
+    if rows.empty:
+        _empty(ax, nothing)
+        return []
+    return _by_scenario(rows)
+
+
 def _round_label(rounds: pd.DataFrame) -> str:
     several = "turn" in rounds.columns and bool(rounds["turn"].gt(1).any())
     return "round (counted on across turns)" if several else "round"
@@ -78,11 +108,7 @@ def _round_label(rounds: pd.DataFrame) -> str:
 def spend_figure(runs: pd.DataFrame) -> Figure:
     """Stacked bars of prompt, completion and pruning tokens per scenario."""
     names = [_label(s) for s in runs["scenario"]]
-    fig = Figure(figsize=(_width(len(names)), 4.8), layout="constrained")
-    ax = fig.add_subplot()
-    ax.set_title("Token spend per scenario")
-    ax.set_xlabel("scenario")
-    ax.set_ylabel("tokens")
+    fig, ax = _axes("Token spend per scenario", "scenario", "tokens", _width(len(names)))
     if not names:
         _empty(ax, "no scenarios")
         return fig
@@ -105,16 +131,13 @@ def spend_figure(runs: pd.DataFrame) -> Figure:
 
 def cost_per_round_figure(rounds: pd.DataFrame) -> Figure:
     """One line per scenario: the USD cost of each round (model call plus its pruning)."""
-    fig = Figure(figsize=(8.0, 4.8), layout="constrained")
-    ax = fig.add_subplot()
-    ax.set_title("Cost per round (model call + pruning)")
-    ax.set_xlabel(_round_label(rounds))
-    ax.set_ylabel("cost per round (USD)")
+    fig, ax = _axes(
+        "Cost per round (model call + pruning)", _round_label(rounds), "cost per round (USD)"
+    )
     known = rounds[rounds["cost_known"]]
-    if known.empty:
-        _empty(ax, "no priced rounds")
+    groups = _series(ax, known, "no priced rounds")
+    if not groups:
         return fig
-    groups = list(known.groupby("scenario", sort=False, observed=True))
     synthesis_label = "synthesis call"
     for name, group in groups:
         x = scenario_rounds(group)
@@ -132,8 +155,7 @@ def cost_per_round_figure(rounds: pd.DataFrame) -> Figure:
             synthesis_label = "_nolegend_"
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     _usd_axis(ax, float(known["cost_usd"].max()))
-    if len(groups) <= _MAX_LEGEND:
-        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    _legend_beside(ax, len(groups))
     return fig
 
 
@@ -141,11 +163,7 @@ def pruning_savings_figure(runs: pd.DataFrame) -> Figure:
     """Per pruned scenario: tokens kept out of the conversation vs. tokens pruning spent."""
     pruned = runs[(runs["tokens_saved_by_pruning"] > 0) | (runs["pruning_tokens"] > 0)]
     names = [_label(s) for s in pruned["scenario"]]
-    fig = Figure(figsize=(max(6.0, 1.6 * len(names) + 3.0), 4.8), layout="constrained")
-    ax = fig.add_subplot()
-    ax.set_title("Pruning savings")
-    ax.set_xlabel("scenario")
-    ax.set_ylabel("tokens")
+    fig, ax = _axes("Pruning savings", "scenario", "tokens", max(6.0, 1.6 * len(names) + 3.0))
     if not names:
         _empty(ax, "no tool output was pruned")
         return fig
@@ -167,11 +185,7 @@ def pruning_savings_figure(runs: pd.DataFrame) -> Figure:
 
 def budget_gates_figure(rounds: pd.DataFrame) -> Figure:
     """Spend at each budget gate as % of its limit, per round; tripped gates marked ✕."""
-    fig = Figure(figsize=(8.0, 4.8), layout="constrained")
-    ax = fig.add_subplot()
-    ax.set_title("Budget gates over rounds")
-    ax.set_xlabel(_round_label(rounds))
-    ax.set_ylabel("spend at gate (% of limit)")
+    fig, ax = _axes("Budget gates over rounds", _round_label(rounds), "spend at gate (% of limit)")
     series = 0
     tripped_x: list[int] = []
     tripped_y: list[float] = []
@@ -181,7 +195,7 @@ def budget_gates_figure(rounds: pd.DataFrame) -> Figure:
         ("usd", "usd_spent", "usd_limit", "USD"),
     ):
         checked = rounds[(rounds[f"{gate}_gate"] != "off") & (rounds[limit_col] > 0)]
-        for name, group in checked.groupby("scenario", sort=False, observed=True):
+        for name, group in _by_scenario(checked):
             share = (group[spent_col].astype(float) / group[limit_col].astype(float)) * 100.0
             x = scenario_rounds(group)
             ax.plot(x, share, marker="o", label=f"{_label(name)} ({unit})")
@@ -200,24 +214,17 @@ def budget_gates_figure(rounds: pd.DataFrame) -> Figure:
         ax.set_yscale("log")
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}%"))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    if series <= _MAX_LEGEND:
-        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    _legend_beside(ax, series)
     return fig
 
 
 def turns_figure(turns: pd.DataFrame) -> Figure:
     """One line per scenario: the tokens each turn spent (model and pruning calls); a turn
     that failed is marked ✕, turns that never ran are left out."""
-    fig = Figure(figsize=(8.0, 4.8), layout="constrained")
-    ax = fig.add_subplot()
-    ax.set_title("Tokens per turn")
-    ax.set_xlabel("turn")
-    ax.set_ylabel("tokens")
-    ran = turns[turns["outcome"].notna()]
-    if ran.empty:
-        _empty(ax, "no turn ran")
+    fig, ax = _axes("Tokens per turn", "turn", "tokens")
+    groups = _series(ax, turns[turns["outcome"].notna()], "no turn ran")
+    if not groups:
         return fig
-    groups = list(ran.groupby("scenario", sort=False, observed=True))
     failed_label = "failed turn"
     for name, group in groups:
         ax.plot(group["turn"], group["total_tokens"], marker="o", label=_label(name))
@@ -235,6 +242,5 @@ def turns_figure(turns: pd.DataFrame) -> Figure:
             failed_label = "_nolegend_"
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))
-    if len(groups) <= _MAX_LEGEND:
-        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    _legend_beside(ax, len(groups))
     return fig
