@@ -636,6 +636,16 @@ function button(label, cls, onClick, title) {
   b.addEventListener("click", onClick);
   return b;
 }
+function dropdown(options, label) {
+  const sel = h("select", "tl-select");
+  for (const [value, text] of options) {
+    const o = h("option", null, text);
+    o.value = value;
+    sel.append(o);
+  }
+  if (label) sel.setAttribute("aria-label", label);
+  return sel;
+}
 function dot(state) {
   const d = h("span", `tl-dot tl-${state}`);
   d.setAttribute("aria-hidden", "true");
@@ -854,12 +864,7 @@ function createView(el, s, host) {
   const totals = h("div", "tl-totals");
   const gauges = h("div", "tl-gauges");
   // controls (live runs only)
-  const pauseSel = h("select", "tl-select");
-  for (const [v, label] of [["off", "never"], ["model", "model calls"], ["tools", "tool runs"], ["both", "both"]]) {
-    const o = h("option", null, label);
-    o.value = v;
-    pauseSel.append(o);
-  }
+  const pauseSel = dropdown([["off", "never"], ["model", "model calls"], ["tools", "tool runs"], ["both", "both"]]);
   pauseSel.addEventListener("change", () => host.setPauseOn(pauseSel.value));
   const pauseLbl = h("label", "tl-lbl", "Pause before ", pauseSel);
   const bContinue = button("Continue", "tl-primary", () => host.control("continue"), "Let the run go on to its end without pausing again");
@@ -872,15 +877,8 @@ function createView(el, s, host) {
   banner.append(bannerText, bannerActions);
 
   // timeline toolbar
-  const fErrors = h("select", "tl-select");
-  for (const [v, label] of [["all", "all rounds"], ["errors", "errors only"]]) {
-    const o = h("option", null, label);
-    o.value = v;
-    fErrors.append(o);
-  }
-  fErrors.setAttribute("aria-label", "Which rounds");
-  const fTool = h("select", "tl-select");
-  fTool.setAttribute("aria-label", "Tool");
+  const fErrors = dropdown([["all", "all rounds"], ["errors", "errors only"]], "Which rounds");
+  const fTool = dropdown([], "Tool");
   const fSearch = h("input", "tl-input");
   fSearch.type = "search";
   fSearch.placeholder = "Search";
@@ -1596,26 +1594,14 @@ function createView(el, s, host) {
     });
     const extras = h("div", "tl-edit-row");
     if (e.kind === "skip" || e.kind === "result") {
-      const sel = h("select", "tl-select");
-      for (const [v, label] of [["success", "as a success"], ["error", "as an error"]]) {
-        const o = h("option", null, label);
-        o.value = v;
-        sel.append(o);
-      }
+      const sel = dropdown([["success", "as a success"], ["error", "as an error"]], "Status of the result");
       sel.value = e.status || "success";
-      sel.setAttribute("aria-label", "Status of the result");
       sel.addEventListener("change", () => (e.status = sel.value));
       extras.append(h("label", "tl-lbl", "The model reads it ", sel));
     }
     if (e.kind === "message") {
-      const sel = h("select", "tl-select");
-      for (const [v, label] of [["user", "user"], ["assistant", "assistant"]]) {
-        const o = h("option", null, label);
-        o.value = v;
-        sel.append(o);
-      }
+      const sel = dropdown([["user", "user"], ["assistant", "assistant"]], "Who says it");
       sel.value = e.role || "user";
-      sel.setAttribute("aria-label", "Who says it");
       sel.addEventListener("change", () => (e.role = sel.value));
       extras.append(h("label", "tl-lbl", "From the ", sel));
     }
