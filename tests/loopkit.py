@@ -1,5 +1,5 @@
-"""Builders shared by the tests: scripts, reference prices, the lab's scenarios as runs,
-hostile text, and a mock comm for the debugger widget.
+"""Builders shared by the tests (and the behave steps): scripts, reference prices, the
+lab's scenarios as runs, hostile text, and a mock comm for the debugger widget.
 
 Prices are computed here straight from genai-prices' public ``calc_price``, never through
 toolloop_lab's pricing module, so a cost assertion compares two independent sums.
@@ -11,13 +11,13 @@ No test module imports another: what two test modules share lives here (or in
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
 from typing import Any
 
 import genai_prices
 from comm.base_comm import BaseComm
-from langchain_core.messages import AIMessage, ToolCall
+from langchain_core.messages import AIMessage, InvalidToolCall, ToolCall
 from langchain_core.messages.ai import UsageMetadata
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "calls",
     "catalog_run",
     "final",
+    "invalid_call",
     "received",
     "reference_cost",
     "tool_call",
@@ -59,9 +60,27 @@ def tool_call(name: str, args: dict[str, Any], call_id: str) -> ToolCall:
     return {"name": name, "args": args, "id": call_id, "type": "tool_call"}
 
 
-def calls(*tool_calls: ToolCall, text: str = "", tokens: tuple[int, int] = (10, 5)) -> AIMessage:
-    """A reply that asks for ``tool_calls`` (empty ``text`` makes it a stuck reply)."""
-    return AIMessage(content=text, tool_calls=list(tool_calls), usage_metadata=usage(*tokens))
+def invalid_call(
+    name: str | None, args: str | None, call_id: str | None, error: str | None = None
+) -> InvalidToolCall:
+    """A tool call whose argument text is not valid JSON (as a provider reports one)."""
+    return {"name": name, "args": args, "id": call_id, "error": error, "type": "invalid_tool_call"}
+
+
+def calls(
+    *tool_calls: ToolCall,
+    text: str = "",
+    tokens: tuple[int, int] = (10, 5),
+    invalid: Sequence[InvalidToolCall] = (),
+) -> AIMessage:
+    """A reply that asks for ``tool_calls`` (and the ``invalid`` ones; empty ``text`` makes
+    it a stuck reply)."""
+    return AIMessage(
+        content=text,
+        tool_calls=list(tool_calls),
+        invalid_tool_calls=list(invalid),
+        usage_metadata=usage(*tokens),
+    )
 
 
 def final(text: str, tokens: tuple[int, int] = (10, 5)) -> AIMessage:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
-from loopkit import tool_call, usage
+from loopkit import invalid_call, tool_call, usage
 from pydantic import Field
 
 from toolloop_lab import ScriptedChatModel
@@ -36,15 +36,7 @@ def test_the_three_models_write_no_call_body_of_their_own(model: type[Any]) -> N
         AIMessage(
             "calls",
             tool_calls=[tool_call("echo", {"text": "x"}, "c1")],
-            invalid_tool_calls=[
-                {
-                    "name": "echo",
-                    "args": '{"text": oops}',
-                    "id": "c2",
-                    "error": None,
-                    "type": "invalid_tool_call",
-                }
-            ],
+            invalid_tool_calls=[invalid_call("echo", '{"text": oops}', "c2")],
             usage_metadata=usage(1, 2),
             response_metadata={"model_name": "m", "finish_reason": "tool_calls"},
         ),

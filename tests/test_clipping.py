@@ -29,7 +29,7 @@ import comm
 import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.tools import StructuredTool
-from loopkit import MODEL, MockComm, calls, received, tool_call, usage
+from loopkit import MODEL, MockComm, calls, invalid_call, received, tool_call, usage
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
 from toolloop_lab.escape import ID_CHARS, NAME_CHARS, TEXT_CHARS, clip
@@ -109,9 +109,7 @@ def huge_fields_agent() -> LLMAgent:
     reply = AIMessage(
         "",
         tool_calls=[tool_call(big("n"), {}, big("i"))],
-        invalid_tool_calls=[
-            {"name": "bad", "args": "{", "id": "b1", "error": big("e"), "type": "invalid_tool_call"}
-        ],
+        invalid_tool_calls=[invalid_call("bad", "{", "b1", big("e"))],
         usage_metadata=usage(10, 5),
         response_metadata={"finish_reason": big("f")},
     )

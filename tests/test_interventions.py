@@ -22,7 +22,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.tools import BaseTool, StructuredTool, tool
-from loopkit import MODEL, calls, final, tool_call
+from loopkit import MODEL, calls, final, invalid_call, tool_call
 from pydantic import BaseModel, Field
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopResult
@@ -336,15 +336,7 @@ async def test_an_unparseable_call_is_fixed_by_giving_it_arguments() -> None:
     broken = AIMessage(
         content="",
         tool_calls=[tool_call("add", {"a": 1, "b": 1}, "ok")],
-        invalid_tool_calls=[
-            {
-                "name": "add",
-                "args": '{"a": 2, "b": ',
-                "id": "bad",
-                "error": "unterminated JSON",
-                "type": "invalid_tool_call",
-            }
-        ],
+        invalid_tool_calls=[invalid_call("add", '{"a": 2, "b": ', "bad", "unterminated JSON")],
         usage_metadata={"input_tokens": 10, "output_tokens": 5, "total_tokens": 15},
     )
     errors: list[InterventionError] = []

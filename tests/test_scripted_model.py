@@ -9,7 +9,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import BaseTool
-from loopkit import MODEL, tool_call, usage
+from loopkit import MODEL, invalid_call, tool_call, usage
 
 from toolloop_lab import ScriptedChatModel, ScriptError
 from toolloop_lab.usage import estimate_tokens
@@ -156,15 +156,7 @@ async def test_invalid_tool_calls_survive_streaming() -> None:
     reply = AIMessage(
         "text and two calls",
         tool_calls=[tool_call("echo", {"text": "a"}, "c1")],
-        invalid_tool_calls=[
-            {
-                "name": "echo",
-                "args": '{"text": oops}',
-                "id": "x1",
-                "error": None,
-                "type": "invalid_tool_call",
-            }
-        ],
+        invalid_tool_calls=[invalid_call("echo", '{"text": oops}', "x1")],
         usage_metadata=usage(5, 5),
     )
     invoked = await ScriptedChatModel([reply]).ainvoke(PROMPT)

@@ -35,7 +35,7 @@ from hostilekit import (
 )
 from langchain_core.messages import AIMessage, AIMessageChunk, ToolMessage
 from langchain_core.tools import BaseTool, tool
-from loopkit import MODEL, calls, final, tool_call, usage
+from loopkit import MODEL, calls, final, invalid_call, tool_call, usage
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopResult
 from toolloop_lab.events import ModelCalled
@@ -67,10 +67,7 @@ def _invalid(*raw_calls: tuple[str | None, str, str | None]) -> AIMessage:
     as langchain-openai and langchain-anthropic build them from a non-streamed reply)."""
     return AIMessage(
         "",
-        invalid_tool_calls=[
-            {"name": name, "args": args, "id": call_id, "error": None, "type": "invalid_tool_call"}
-            for name, args, call_id in raw_calls
-        ],
+        invalid_tool_calls=[invalid_call(name, args, call_id) for name, args, call_id in raw_calls],
         usage_metadata=usage(10, 5),
     )
 

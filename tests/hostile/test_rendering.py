@@ -47,7 +47,7 @@ import pytest
 from browser.streams import hostile_run
 from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool, StructuredTool
-from loopkit import ALL, MODEL, PAYLOADS, MockComm, usage
+from loopkit import ALL, MODEL, PAYLOADS, MockComm, invalid_call, usage
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopError
 from toolloop_lab.builtin_tools import echo_tool, file_read_tool
@@ -309,15 +309,7 @@ def widget_runs(root: Path) -> dict[str, Run]:
             [
                 _reply(
                     "",
-                    invalid_tool_calls=[
-                        {
-                            "name": ALL,
-                            "args": ALL,
-                            "id": "i1",
-                            "error": ALL,
-                            "type": "invalid_tool_call",
-                        }
-                    ],
+                    invalid_tool_calls=[invalid_call(ALL, ALL, "i1", ALL)],
                 ),
                 _reply("done"),
             ]
