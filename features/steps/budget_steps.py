@@ -5,9 +5,9 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-import genai_prices
 from behave import then
 from langchain_core.messages import AIMessage, HumanMessage
+from loopkit import reference_cost
 
 from toolloop_lab import ExecutionError
 from toolloop_lab.events import LoopStarted, SynthesisStarted
@@ -20,22 +20,14 @@ def _result(context: Any) -> Any:
     return lab.result
 
 
-def _call_cost(inp: int, out: int, model: str) -> Decimal:
-    """genai-prices' own price of one call (step modules never import each other: behave
-    would register their steps twice)."""
-    calc = genai_prices.calc_price(
-        genai_prices.Usage(input_tokens=inp, output_tokens=out), model_ref=model
-    )
-    return Decimal(calc.total_price)
-
-
 def _reference(lab: Any, calls: int) -> Decimal:
-    total = Decimal(0)
+    """genai-prices' own price of the first ``calls`` replies."""
+    counts = []
     for reply in [r for r in lab.replies if isinstance(r, AIMessage)][:calls]:
         meta = reply.usage_metadata
         assert meta is not None, "every lab reply reports its usage"
-        total += _call_cost(meta["input_tokens"], meta["output_tokens"], lab.model_name)
-    return total
+        counts.append((meta["input_tokens"], meta["output_tokens"]))
+    return reference_cost(counts, lab.model_name)
 
 
 @then('the run stops with a cost error "{reason}"')

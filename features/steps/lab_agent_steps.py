@@ -17,10 +17,10 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
-import genai_prices
 from behave import given, when
 from langchain_core.messages import AIMessage, InvalidToolCall, ToolCall
 from langchain_core.tools import BaseTool, tool
+from loopkit import MODEL, calls, final, invalid_call, reference_cost, tool_call
 
 from toolloop_lab import (
     AgentConfig,
@@ -34,7 +34,7 @@ from toolloop_lab import (
 )
 from toolloop_lab.events import Event
 
-DEFAULT_MODEL = "gpt-4o-mini"
+DEFAULT_MODEL = MODEL
 
 
 @dataclass
@@ -75,48 +75,22 @@ class _Collect(logging.Handler):
         self.records.append(record)
 
 
-def _call_cost(inp: int, out: int, model: str) -> Decimal:
-    """genai-prices' own price of one call (to set a budget covering N calls)."""
-    calc = genai_prices.calc_price(
-        genai_prices.Usage(input_tokens=inp, output_tokens=out), model_ref=model
-    )
-    return Decimal(calc.total_price)
-
-
-def _usage(tokens: tuple[int, int]) -> Any:
-    inp, out = tokens
-    return {"input_tokens": inp, "output_tokens": out, "total_tokens": inp + out}
-
-
 def _reply(kind: str, payload: Any, tokens: tuple[int, int]) -> Any:
     if kind == "final":
-        return AIMessage(content=payload, usage_metadata=_usage(tokens))
+        return final(payload, tokens)
     if kind == "fail":
         return RuntimeError(payload)
     text, rows = payload
-    tool_calls: list[ToolCall] = []
+    valid: list[ToolCall] = []
     invalid: list[InvalidToolCall] = []
     for row in rows:
         try:
             args = json.loads(row["args"])
         except json.JSONDecodeError:
-            invalid.append(
-                {
-                    "name": row["tool"],
-                    "args": row["args"],
-                    "id": row["id"],
-                    "error": None,
-                    "type": "invalid_tool_call",
-                }
-            )
+            invalid.append(invalid_call(row["tool"], row["args"], row["id"]))
             continue
-        tool_calls.append({"name": row["tool"], "args": args, "id": row["id"], "type": "tool_call"})
-    return AIMessage(
-        content=text,
-        tool_calls=tool_calls,
-        invalid_tool_calls=invalid,
-        usage_metadata=_usage(tokens),
-    )
+        valid.append(tool_call(row["tool"], args, row["id"]))
+    return calls(*valid, text=text, tokens=tokens, invalid=invalid)
 
 
 def _tools(lab: LabRun) -> list[BaseTool]:
@@ -194,8 +168,7 @@ def _build(lab: LabRun) -> LLMAgent:
     lab.model = ScriptedChatModel(lab.replies, model_name=lab.model_name, profile=lab.profile)
     if lab.pruning is not None:
         text, inp, out = lab.pruning
-        reply = AIMessage(content=text, usage_metadata=_usage((inp, out)))
-        lab.pruning_model = ScriptedChatModel([reply], model_name=DEFAULT_MODEL)
+        lab.pruning_model = ScriptedChatModel([final(text, (inp, out))], model_name=DEFAULT_MODEL)
     observers: list[Any] = []
     if lab.raising_observer:
 
@@ -217,16 +190,12 @@ def _limit(lab: LabRun) -> Decimal | None:
     if lab.usd_calls is None:
         return lab.usd_limit
     priced = [r for r in lab.replies if isinstance(r, AIMessage)][: lab.usd_calls]
-    return sum(
-        (
-            _call_cost(
-                r.usage_metadata["input_tokens"], r.usage_metadata["output_tokens"], lab.model_name
-            )
-            for r in priced
-            if r.usage_metadata
-        ),
-        Decimal(0),
-    )
+    counts = [
+        (r.usage_metadata["input_tokens"], r.usage_metadata["output_tokens"])
+        for r in priced
+        if r.usage_metadata
+    ]
+    return reference_cost(counts, lab.model_name)
 
 
 async def _run(lab: LabRun) -> None:
@@ -341,14 +310,14 @@ def step_lab_cancelled(context: Any, name: str) -> None:
 def step_lab_two_at_once(context: Any, a: int, b: int) -> None:
     template: LabRun = context.lab
     runs = []
-    for calls in (a, b):
+    for covered in (a, b):
         run = LabRun(
             template.tool_names,
             dict(template.config),
             list(template.script),
             template.tokens,
             template.model_name,
-            usd_calls=calls,
+            usd_calls=covered,
         )
         runs.append(run)
 

@@ -1,7 +1,9 @@
 """Step definitions for features/tool_loop.feature (the behaviour spec, never edited).
 
 The steps drive the real LLMAgent through ScriptedChatModel, a real langchain-core chat
-model, and keep the usage they scripted so the Then steps can check exact sums.
+model, and keep the usage they scripted so the Then steps can check exact sums. Replies
+and reference prices come from the pytest suite's own kit (``tests/loopkit.py``, on the
+path by ``features/environment.py``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 import parse
 from behave import given, register_type, then, when
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from loopkit import MODEL, calls, final, reference_cost, tool_call
 
 from toolloop_lab import (
     AgentConfig,
@@ -27,11 +30,9 @@ from toolloop_lab import (
 )
 from toolloop_lab.builtin_tools import echo_tool, file_read_tool
 from toolloop_lab.errors import _ToolLoopError
-from toolloop_lab.pricing import cost_of
-from toolloop_lab.usage import Usage
 
-MODEL_NAME = "gpt-4o-mini"
-PRUNING_MODEL_NAME = "gpt-4o-mini"
+MODEL_NAME = MODEL
+PRUNING_MODEL_NAME = MODEL
 
 
 @parse.with_pattern(r"true|false")
@@ -47,22 +48,25 @@ def _parse_count(text: str) -> str:
 register_type(Bool=_parse_bool, Count=_parse_count)
 
 
-def _usage(inp: int, out: int) -> dict[str, int]:
-    return {"input_tokens": inp, "output_tokens": out, "total_tokens": inp + out}
+def _tokens(n: int) -> tuple[int, int]:
+    """The usage scripted for the ``n``-th reply (each reply reports different counts)."""
+    return 10 + 2 * n, 5 + n
 
 
-def _tool_call(context: Any, n: int, text: str = "", name: str | None = None) -> AIMessage:
+def _tool_call(
+    context: Any,
+    n: int,
+    text: str = "",
+    name: str | None = None,
+    tokens: tuple[int, int] | None = None,
+) -> AIMessage:
     tool = name or context.tool_name
     args = {"path": "report.txt"} if tool == "file_read" else {"text": f"ping {n}"}
-    return AIMessage(
-        content=text,
-        tool_calls=[{"name": tool, "args": args, "id": f"call_{n}", "type": "tool_call"}],
-        usage_metadata=_usage(10 + 2 * n, 5 + n),
-    )
+    return calls(tool_call(tool, args, f"call_{n}"), text=text, tokens=tokens or _tokens(n))
 
 
 def _final(text: str, n: int) -> AIMessage:
-    return AIMessage(content=text, usage_metadata=_usage(10 + 2 * n, 5 + n))
+    return final(text, tokens=_tokens(n))
 
 
 def _build_agent(context: Any, tool: str, **config: Any) -> None:
@@ -144,8 +148,7 @@ def step_always_tools(context: Any) -> None:
 
 @given('I set a mock that triggers budget exhaustion then returns "{text}"')
 def step_budget_burner(context: Any, text: str) -> None:
-    burner = _tool_call(context, 1)
-    burner.usage_metadata = _usage(5_000, 200)
+    burner = _tool_call(context, 1, tokens=(5_000, 200))
     _set_script(context, [burner, _final(text, 2)])
 
 
@@ -164,9 +167,7 @@ def step_file_read(context: Any, text: str) -> None:
 
 @given("I set a mock pruning model that adds extra tokens")
 def step_pruning_model(context: Any) -> None:
-    context.pruning_script = [
-        AIMessage("revenue up 12% (quarterly figures)", usage_metadata=_usage(900, 40))
-    ]
+    context.pruning_script = [final("revenue up 12% (quarterly figures)", tokens=(900, 40))]
     context.pruning_model = ScriptedChatModel(context.pruning_script, model_name=PRUNING_MODEL_NAME)
 
 
@@ -183,8 +184,7 @@ def step_raises(context: Any) -> None:
 def _cost(item: AIMessage) -> Decimal:
     meta = item.usage_metadata
     assert meta is not None
-    cost = cost_of(Usage(meta["input_tokens"], meta["output_tokens"]), MODEL_NAME)
-    assert cost is not None
+    cost = reference_cost([(meta["input_tokens"], meta["output_tokens"])], MODEL_NAME)
     assert cost > 0
     return cost
 
