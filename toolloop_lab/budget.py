@@ -247,7 +247,8 @@ def caller_context() -> contextvars.Context:
 
 @dataclass(frozen=True, slots=True)
 class GateCheck:
-    """One budget check's figures; the loop turns it into a ``BudgetGate`` event."""
+    """One budget check's figures; the loop turns it into a ``BudgetGate`` event, whose
+    fields these are."""
 
     gate: Literal["token", "usd"]
     stage: Literal["before_call", "after_call"]

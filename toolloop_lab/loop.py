@@ -11,6 +11,7 @@ loop knows nothing about widgets, files, pandas or matplotlib.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -317,15 +318,9 @@ class ToolLoop:
         return sink
 
     def gate(self, check: GateCheck) -> None:
-        """Emit one budget check as a ``BudgetGate`` event."""
-        self.run.emit(
-            BudgetGate,
-            gate=check.gate,
-            stage=check.stage,
-            limit=check.limit,
-            spent=check.spent,
-            passed=check.passed,
-        )
+        """Emit one budget check as a ``BudgetGate`` event (the check's fields are the
+        event's own)."""
+        self.run.emit(BudgetGate, **dataclasses.asdict(check))
 
     async def pause(
         self,
