@@ -20,28 +20,10 @@ from typing import Any, Final, Literal, Protocol
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall
 
+from toolloop_lab import events as ev
 from toolloop_lab.budget import GateCheck, RunBudget
 from toolloop_lab.config import AgentConfig
 from toolloop_lab.errors import PaidCallError, describe
-from toolloop_lab.events import (
-    BudgetGate,
-    CallPurpose,
-    LoopFinished,
-    LoopStarted,
-    ModelCalled,
-    ModelCallFailed,
-    ModelCallStarted,
-    ModelDelta,
-    Pruned,
-    RoundStarted,
-    SynthesisReason,
-    SynthesisStarted,
-    ToolCallDelta,
-    ToolCallView,
-    ToolStarted,
-    finish_outcome,
-    message_dicts,
-)
 from toolloop_lab.hooks import PauseEditor, PauseHook, PausePoint
 from toolloop_lab.interventions import MessageEdits, ToolCallEdits
 from toolloop_lab.jsonsafe import frozen_json
@@ -114,7 +96,7 @@ class ToolLoop:
         self._last_calls: tuple[tuple[str, Any, bool], ...] | None = None
         self.request = ""
         """The run's question (for the pruning model), read from its input when it starts."""
-        self._views: tuple[ToolCallView, ...] = ()
+        self._views: tuple[ev.ToolCallView, ...] = ()
         """The last reply's calls as its event holds them (frozen arguments, made once)."""
         self._repeats = 0
 
@@ -144,7 +126,7 @@ class ToolLoop:
         if agent.pruning_model is not None and cfg.prune_tools:
             budget.require_price(model_name_of(agent.pruning_model))
         run.emit(
-            LoopStarted,
+            ev.LoopStarted,
             model_name=self.model_name,
             tools=self.tool_names,
             max_rounds=cfg.tool_max_rounds,
@@ -157,13 +139,13 @@ class ToolLoop:
         )
         return budget
 
-    async def rounds(self, budget: RunBudget) -> tuple[AIMessage | None, SynthesisReason | None]:
+    async def rounds(self, budget: RunBudget) -> tuple[AIMessage | None, ev.SynthesisReason | None]:
         """Tool rounds until the model answers (its reply) or the loop must stop early
         (the synthesis reason)."""
         cfg, run = self.cfg, self.run
         for number in range(1, cfg.tool_max_rounds + 1):
             run.round = number
-            run.emit(RoundStarted, max_rounds=cfg.tool_max_rounds)
+            run.emit(ev.RoundStarted, max_rounds=cfg.tool_max_rounds)
             reply = await self.call(budget, "round")
             if not reply.tool_calls and not reply.invalid_tool_calls:
                 run.rounds_done = number
@@ -176,11 +158,11 @@ class ToolLoop:
                 return None, "stuck"
         return None, "round_cap"
 
-    async def synthesise(self, budget: RunBudget, reason: SynthesisReason) -> AIMessage:
+    async def synthesise(self, budget: RunBudget, reason: ev.SynthesisReason) -> AIMessage:
         """One call without tools asking for a final answer."""
         run = self.run
         run.round = run.rounds_done + 1
-        run.emit(SynthesisStarted, reason=reason, prompt=self.cfg.synthesis_prompt)
+        run.emit(ev.SynthesisStarted, reason=reason, prompt=self.cfg.synthesis_prompt)
         run.messages.append(HumanMessage(self.cfg.synthesis_prompt))
         final = await self.call(budget, "synthesis")
         # A model may still ask for tools here; they are not run, but every call id gets
@@ -191,19 +173,19 @@ class ToolLoop:
             self.emit_dispatch(outcome)
         return final
 
-    def finish(self, final: AIMessage, reason: SynthesisReason | None) -> ToolLoopResult:
+    def finish(self, final: AIMessage, reason: ev.SynthesisReason | None) -> ToolLoopResult:
         """Announce the outcome and hand back the result."""
         run = self.run
         exhausted = reason == "token_budget"
         run.emit(
-            LoopFinished,
+            ev.LoopFinished,
             final_text=final.text,
             rounds=run.rounds_done,
             usage=run.usage,
             budget_exhausted=exhausted,
             synthesis_was_run=reason is not None,
             synthesis_reason=reason,
-            outcome=finish_outcome(
+            outcome=ev.finish_outcome(
                 budget_exhausted=exhausted, synthesis_was_run=reason is not None
             ),
             final_empty=is_empty(final),
@@ -222,7 +204,7 @@ class ToolLoop:
         stream = should_stream(self.cfg.streaming, agent.model, tools_bound=tools_bound)
         number = run.next_call()
         run.emit(
-            ModelCallStarted,
+            ev.ModelCallStarted,
             call=number,
             purpose=purpose,
             model_name=self.model_name,
@@ -270,7 +252,7 @@ class ToolLoop:
         reason = finish_reason(reply.response_metadata)
         stuck = purpose == "round" and self._repeated(views)
         run.emit(
-            ModelCalled,
+            ev.ModelCalled,
             call=number,
             purpose=purpose,
             model_name=name,
@@ -288,7 +270,7 @@ class ToolLoop:
         budget.after_call(run.usage, name, self.gate)
         return reply
 
-    def _repeated(self, views: tuple[ToolCallView, ...]) -> bool:
+    def _repeated(self, views: tuple[ev.ToolCallView, ...]) -> bool:
         """True when a round makes exactly the previous round's calls again: the same tools
         with the same arguments (ids aside), in the same order."""
         calls = tuple((v.name, v.args, v.valid) for v in views)
@@ -298,11 +280,11 @@ class ToolLoop:
         return repeated
 
     def call_failed(
-        self, number: int, purpose: CallPurpose, exc: BaseException, latency_s: float
+        self, number: int, purpose: ev.CallPurpose, exc: BaseException, latency_s: float
     ) -> None:
         """Emit the end of a call that raised (or was stopped) instead of replying."""
         self.run.emit(
-            ModelCallFailed,
+            ev.ModelCallFailed,
             call=number,
             purpose=purpose,
             error_type=type(exc).__name__,
@@ -312,15 +294,15 @@ class ToolLoop:
         )
 
     def _delta_sink(self, number: int) -> Any:
-        def sink(text: str, calls: tuple[ToolCallDelta, ...]) -> None:
-            self.run.emit(ModelDelta, call=number, text=text, tool_calls=calls)
+        def sink(text: str, calls: tuple[ev.ToolCallDelta, ...]) -> None:
+            self.run.emit(ev.ModelDelta, call=number, text=text, tool_calls=calls)
 
         return sink
 
     def gate(self, check: GateCheck) -> None:
         """Emit one budget check as a ``BudgetGate`` event (the check's fields are the
         event's own)."""
-        self.run.emit(BudgetGate, **dataclasses.asdict(check))
+        self.run.emit(ev.BudgetGate, **dataclasses.asdict(check))
 
     async def pause(
         self,
@@ -410,7 +392,9 @@ class ToolLoop:
 
     def _tool_started(self, call: Any) -> None:
         args = frozen_json(call.get("args") or {})
-        self.run.emit(ToolStarted, tool_call_id=call.get("id") or "", name=call["name"], args=args)
+        self.run.emit(
+            ev.ToolStarted, tool_call_id=call.get("id") or "", name=call["name"], args=args
+        )
 
     def emit_dispatch(self, outcome: DispatchOutcome) -> None:
         """Emit one call's ``ToolDispatched`` event."""
@@ -468,12 +452,12 @@ class ToolLoop:
         )
         number = run.next_call()
         run.emit(
-            ModelCallStarted,
+            ev.ModelCallStarted,
             call=number,
             purpose="pruning",
             model_name=model_name_of(self.agent.pruning_model),
             tools=(),
-            messages=message_dicts(prompt),
+            messages=ev.message_dicts(prompt),
             tool_call_id=outcome.message.tool_call_id,
         )
         return number, prompt
@@ -494,7 +478,7 @@ class ToolLoop:
         run.usage = run.usage + usage
         original = outcome.message
         run.emit(
-            Pruned,
+            ev.Pruned,
             call=number,
             tool_call_id=original.tool_call_id,
             tool_name=outcome.name,

@@ -17,25 +17,8 @@ from decimal import Decimal
 from functools import singledispatchmethod
 from typing import Literal, TypeVar
 
+from toolloop_lab import events as ev
 from toolloop_lab.derived import Derived
-from toolloop_lab.events import (
-    BudgetGate,
-    Event,
-    Intervention,
-    LoopFailed,
-    LoopFinished,
-    LoopStarted,
-    ModelCalled,
-    ModelCallFailed,
-    ModelCallStarted,
-    ModelDelta,
-    Pruned,
-    RoundStarted,
-    SynthesisStarted,
-    ToolCallView,
-    ToolDispatched,
-    ToolStarted,
-)
 from toolloop_lab.hooks import PausePoint
 from toolloop_lab.usage import Usage
 
@@ -60,7 +43,7 @@ class ToolRow:
     duration_s: float | None = None
     output_chars: int = 0
     content: str = ""
-    pruning: Pruned | None = None
+    pruning: ev.Pruned | None = None
     started_t: float | None = None
     """Run time its tool began (``tool_start``), for a live timer."""
     ran: bool = True
@@ -80,9 +63,9 @@ class RoundRow:
     text: str = ""
     finish_reason: str | None = None
     stuck: bool = False
-    tool_calls: tuple[ToolCallView, ...] = ()
+    tool_calls: tuple[ev.ToolCallView, ...] = ()
     tools: list[ToolRow] = field(default_factory=list)
-    gates: list[BudgetGate] = field(default_factory=list)
+    gates: list[ev.BudgetGate] = field(default_factory=list)
     synthesis_reason: str | None = None
     synthesis_prompt: str | None = None
     sent: tuple[object, ...] = ()
@@ -92,9 +75,9 @@ class RoundRow:
     first_token_s: float | None = None
     streamed_text: str = ""
     """Text streamed so far (the whole reply's text replaces it when the call returns)."""
-    interventions: list[Intervention] = field(default_factory=list)
+    interventions: list[ev.Intervention] = field(default_factory=list)
     """What a person changed in this round."""
-    failed_calls: list[ModelCallFailed] = field(default_factory=list)
+    failed_calls: list[ev.ModelCallFailed] = field(default_factory=list)
     """Calls of this round that raised (a framework may have retried them)."""
 
     @property
@@ -125,7 +108,7 @@ class RoundRow:
         return "passed" if states[-1] else "tripped"
 
 
-def _from_start(read: Callable[[LoopStarted], T | None]) -> Derived[RunView, T | None]:
+def _from_start(read: Callable[[ev.LoopStarted], T | None]) -> Derived[RunView, T | None]:
     """A limit of the run, read from its start event (``None`` before it came)."""
     return Derived(lambda view: read(view.started) if view.started else None)
 
@@ -136,13 +119,13 @@ class RunView:
 
     run_id: str | None = None
     status: RunStatus = "idle"
-    started: LoopStarted | None = None
+    started: ev.LoopStarted | None = None
     rounds: list[RoundRow] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     """Accumulated spend (every call, pruning included), as of the last event."""
     final_text: str | None = None
-    finished: LoopFinished | None = None
-    failure: LoopFailed | None = None
+    finished: ev.LoopFinished | None = None
+    failure: ev.LoopFailed | None = None
     last_context_tokens: int = 0
     """Input tokens of the most recent agent model call (how full the window was)."""
     token_gate: GateState = "off"
@@ -158,7 +141,7 @@ class RunView:
 
     # -- folding ----------------------------------------------------------------------
     @classmethod
-    def from_events(cls, events: Iterable[Event]) -> RunView:
+    def from_events(cls, events: Iterable[ev.Event]) -> RunView:
         """The view at the end of ``events`` (a finished run or a trace)."""
         view = cls()
         for event in events:
@@ -187,7 +170,7 @@ class RunView:
             index[number] = row
         return row
 
-    def apply(self, event: Event) -> None:
+    def apply(self, event: ev.Event) -> None:
         """Fold one event in; events of another run are ignored once a run is known."""
         if self.run_id is None:
             self.run_id = event.run_id
@@ -198,23 +181,23 @@ class RunView:
         self._fold(event)
 
     @singledispatchmethod
-    def _fold(self, event: Event) -> None:
+    def _fold(self, event: ev.Event) -> None:
         """Each kind of event changes the view in its own small method below."""
 
     @_fold.register
-    def _(self, event: LoopStarted) -> None:
+    def _(self, event: ev.LoopStarted) -> None:
         self.started = event
         self.status = "running"
         self.token_gate = "off" if event.token_budget is None else "passed"
         self.usd_gate = "off" if event.usd_limit is None else "passed"
 
     @_fold.register
-    def _(self, event: RoundStarted) -> None:
+    def _(self, event: ev.RoundStarted) -> None:
         self._row(event.round)
         self.status = "running"
 
     @_fold.register
-    def _(self, event: ModelCallStarted) -> None:
+    def _(self, event: ev.ModelCallStarted) -> None:
         if event.purpose == "pruning":
             return  # a pruning call belongs to a tool output, not to the round's call
         row = self._row(event.round)
@@ -225,11 +208,11 @@ class RunView:
         row.streamed_text = ""
 
     @_fold.register
-    def _(self, event: ModelDelta) -> None:
+    def _(self, event: ev.ModelDelta) -> None:
         self._row(event.round).streamed_text += event.text
 
     @_fold.register
-    def _(self, event: ModelCalled) -> None:
+    def _(self, event: ev.ModelCalled) -> None:
         row = self._row(event.round)
         row.purpose = event.purpose
         row.first_token_s = event.first_token_s
@@ -244,7 +227,7 @@ class RunView:
         self.last_context_tokens = event.usage.input_tokens
 
     @_fold.register
-    def _(self, event: ModelCallFailed) -> None:
+    def _(self, event: ev.ModelCallFailed) -> None:
         if event.purpose == "pruning":
             return
         row = self._row(event.round)
@@ -252,13 +235,13 @@ class RunView:
         row.failed_calls.append(event)
 
     @_fold.register
-    def _(self, event: ToolStarted) -> None:
+    def _(self, event: ev.ToolStarted) -> None:
         tool = self._tool(event.round, event.tool_call_id, event.name, event.args)
         tool.status = "running"
         tool.started_t = event.t
 
     @_fold.register
-    def _(self, event: ToolDispatched) -> None:
+    def _(self, event: ev.ToolDispatched) -> None:
         tool = self._tool(event.round, event.tool_call_id, event.name, event.args)
         tool.ran = event.ran
         tool.status = event.status
@@ -268,7 +251,7 @@ class RunView:
         tool.content = event.content
 
     @_fold.register
-    def _(self, event: Pruned) -> None:
+    def _(self, event: ev.Pruned) -> None:
         row = self._row(event.round)
         row.pruning_usage = row.pruning_usage + event.usage
         self.usage = self.usage + event.usage
@@ -277,7 +260,7 @@ class RunView:
                 tool.pruning = event
 
     @_fold.register
-    def _(self, event: BudgetGate) -> None:
+    def _(self, event: ev.BudgetGate) -> None:
         self._row(event.round).gates.append(event)
         state: GateState = "passed" if event.passed else "tripped"
         if event.gate == "token":
@@ -286,18 +269,18 @@ class RunView:
             self.usd_gate = state
 
     @_fold.register
-    def _(self, event: Intervention) -> None:
+    def _(self, event: ev.Intervention) -> None:
         self._row(event.round).interventions.append(event)
 
     @_fold.register
-    def _(self, event: SynthesisStarted) -> None:
+    def _(self, event: ev.SynthesisStarted) -> None:
         row = self._row(event.round)
         row.purpose = "synthesis"
         row.synthesis_reason = event.reason
         row.synthesis_prompt = event.prompt
 
     @_fold.register
-    def _(self, event: LoopFinished) -> None:
+    def _(self, event: ev.LoopFinished) -> None:
         self.paused_at = None
         self.finished = event
         self.final_text = event.final_text
@@ -305,7 +288,7 @@ class RunView:
         self.status = "finished"
 
     @_fold.register
-    def _(self, event: LoopFailed) -> None:
+    def _(self, event: ev.LoopFailed) -> None:
         self.paused_at = None
         self.failure = event
         self.usage = event.usage
@@ -381,6 +364,6 @@ class RunView:
         return sum(r.net_saved for r in self.rounds)
 
     @property
-    def prunings(self) -> list[Pruned]:
+    def prunings(self) -> list[ev.Pruned]:
         """Every pruning event of the run, in order."""
         return [t.pruning for r in self.rounds for t in r.tools if t.pruning]

@@ -36,27 +36,8 @@ from uuid import UUID
 
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
 
+from toolloop_lab import events as ev
 from toolloop_lab.errors import describe
-from toolloop_lab.events import (
-    Event,
-    LoopFailed,
-    LoopFinished,
-    LoopStarted,
-    ModelCalled,
-    ModelCallFailed,
-    ModelCallStarted,
-    ModelDelta,
-    Observer,
-    RoundStarted,
-    ToolCallDelta,
-    ToolCallView,
-    ToolDispatched,
-    ToolStarted,
-    failure_fields,
-    finish_outcome,
-    message_dicts,
-    notify,
-)
 from toolloop_lab.jsonsafe import dumps, freeze, json_safe
 from toolloop_lab.model_call import (
     DeltaBuffer,
@@ -76,7 +57,7 @@ __all__ = ["BridgedRun", "Clock"]
 _STAND_IN: Final = "invalid_tool"
 """The tool a classic ``AgentExecutor`` runs in place of one the model named but nobody has."""
 
-E = TypeVar("E", bound=Event)
+E = TypeVar("E", bound=ev.Event)
 Clock = Callable[[], float]
 Purpose = Literal["round", "synthesis"]
 
@@ -115,7 +96,7 @@ class _Tool:
 class BridgedRun:
     """One run seen through callbacks; see the module doc for what becomes which event."""
 
-    observers: tuple[Observer, ...]
+    observers: tuple[ev.Observer, ...]
     run_id: str
     clock: Clock = time.perf_counter
     name: str | None = None
@@ -168,7 +149,7 @@ class BridgedRun:
             t=max(0.0, self.clock() - self.t0),
             **fields,
         )
-        notify(self.observers, event)
+        ev.notify(self.observers, event)
         return event
 
     def ensure_started(self, *, model_name: str | None = None, tools: tuple[str, ...] = ()) -> None:
@@ -177,7 +158,7 @@ class BridgedRun:
             return
         self.started = True
         self.emit(
-            LoopStarted,
+            ev.LoopStarted,
             model_name=model_name,
             tools=tools,
             max_rounds=None,
@@ -216,17 +197,17 @@ class BridgedRun:
         if not (self.retry_next and self.round):
             self.round += 1
             if purpose == "round":
-                self.emit(RoundStarted, max_rounds=None)
+                self.emit(ev.RoundStarted, max_rounds=None)
         self.retry_next = False
         self.calls += 1
         number = self.calls
         self.emit(
-            ModelCallStarted,
+            ev.ModelCallStarted,
             call=number,
             purpose=purpose,
             model_name=model_name,
             tools=tools if purpose == "round" else (),
-            messages=message_dicts(fresh),
+            messages=ev.message_dicts(fresh),
             streaming=streaming,
         )
         self.pending = []
@@ -241,8 +222,8 @@ class BridgedRun:
         )
 
     def _delta_sink(self, number: int, round: int) -> DeltaSink:
-        def sink(text: str, calls: tuple[ToolCallDelta, ...]) -> None:
-            self.emit(ModelDelta, round=round, call=number, text=text, tool_calls=calls)
+        def sink(text: str, calls: tuple[ev.ToolCallDelta, ...]) -> None:
+            self.emit(ev.ModelDelta, round=round, call=number, text=text, tool_calls=calls)
 
         return sink
 
@@ -276,7 +257,7 @@ class BridgedRun:
         views = call_views(reply)
         stuck = call.purpose == "round" and self._repeated(views)
         self.emit(
-            ModelCalled,
+            ev.ModelCalled,
             round=call.round,
             call=call.number,
             purpose=call.purpose,
@@ -311,7 +292,7 @@ class BridgedRun:
         self.partial_text = call.deltas.partial_text or None
         self.retry_next = True
         self.emit(
-            ModelCallFailed,
+            ev.ModelCallFailed,
             round=call.round,
             call=call.number,
             purpose=call.purpose,
@@ -321,7 +302,7 @@ class BridgedRun:
             partial_text=self.partial_text,
         )
 
-    def _repeated(self, views: tuple[ToolCallView, ...]) -> bool:
+    def _repeated(self, views: tuple[ev.ToolCallView, ...]) -> bool:
         """The reply makes exactly the previous round's calls again (names, arguments and
         validity; ids aside), as the loop judges a stuck round."""
         calls = tuple((v.name, v.args, v.valid) for v in views)
@@ -352,7 +333,7 @@ class BridgedRun:
         tool = _Tool(call_id, name, shown, round, self.clock(), stand_in=stand_in)
         self._tools[key] = tool
         if not stand_in:  # an unknown tool never starts
-            self.emit(ToolStarted, round=round, tool_call_id=call_id, name=name, args=shown)
+            self.emit(ev.ToolStarted, round=round, tool_call_id=call_id, name=name, args=shown)
         return call_id
 
     def _match(self, name: str, args: Any) -> tuple[str | None, bool]:
@@ -476,7 +457,7 @@ class BridgedRun:
         self._requested.pop(tool.call_id, None)
         self._reported.add(tool.call_id)
         self.emit(
-            ToolDispatched,
+            ev.ToolDispatched,
             round=tool.round,
             tool_call_id=tool.call_id,
             name=tool.name,
@@ -500,17 +481,17 @@ class BridgedRun:
         self.ended = True
         last = self.last_reply
         self.emit(
-            LoopFinished,
+            ev.LoopFinished,
             final_text=_final_text(outputs, last),
             rounds=self.rounds_done,
             usage=self.usage,
             budget_exhausted=False,
             synthesis_was_run=self.synthesis_run,
             synthesis_reason=None,
-            outcome=finish_outcome(budget_exhausted=False, synthesis_was_run=self.synthesis_run),
+            outcome=ev.finish_outcome(budget_exhausted=False, synthesis_was_run=self.synthesis_run),
             final_empty=last is None or is_empty(last),
             final_truncated=last is not None and is_truncated(last),
-            messages=message_dicts(self.pending),
+            messages=ev.message_dicts(self.pending),
         )
 
     def fail(self, error: BaseException, *, announce: bool = False) -> None:
@@ -530,12 +511,12 @@ class BridgedRun:
         kind = _str_attr(error, "kind")
         reason = _str_attr(error, "reason")
         self.emit(
-            LoopFailed,
-            **failure_fields(error, kind=kind, reason=reason, cancelled=cancelled),
+            ev.LoopFailed,
+            **ev.failure_fields(error, kind=kind, reason=reason, cancelled=cancelled),
             rounds=self.rounds_done,
             usage=self.usage,
             any_invocation_made=self.calls > 0,
-            messages=message_dicts(self.pending),
+            messages=ev.message_dicts(self.pending),
             partial_text=self.partial_text,
         )
 

@@ -49,23 +49,8 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, StatusCode, Tracer
 from opentelemetry.util.types import AttributeValue
 
+from toolloop_lab import events as ev
 from toolloop_lab.errors import ConfigurationError
-from toolloop_lab.events import (
-    BudgetGate,
-    Event,
-    Intervention,
-    LoopFailed,
-    LoopFinished,
-    LoopStarted,
-    ModelCalled,
-    ModelCallFailed,
-    ModelCallStarted,
-    Pruned,
-    RoundStarted,
-    SynthesisStarted,
-    ToolDispatched,
-    ToolStarted,
-)
 from toolloop_lab.otel.content import (
     DEFAULT_CONTENT_LIMIT,
     clip,
@@ -133,7 +118,7 @@ class _Run:
     conversation: list[Mapping[str, Any]] = field(default_factory=list)
     agent_input_set: bool = False
     synthesis_reason: str | None = None
-    gates: dict[str, BudgetGate] = field(default_factory=dict)
+    gates: dict[str, ev.BudgetGate] = field(default_factory=dict)
     pruning_calls: int = 0
     pruning_saved: int = 0
     pruning_net: int = 0
@@ -191,7 +176,7 @@ class OTelObserver:
 
     # -- public -------------------------------------------------------------------------------
 
-    def __call__(self, event: Event) -> None:
+    def __call__(self, event: ev.Event) -> None:
         """Map one event to span starts, attributes and ends."""
         with self._lock:
             self._handle(event)
@@ -223,8 +208,8 @@ class OTelObserver:
 
     # -- dispatch -----------------------------------------------------------------------------
 
-    def _handle(self, event: Event) -> None:
-        if isinstance(event, LoopStarted):
+    def _handle(self, event: ev.Event) -> None:
+        if isinstance(event, ev.LoopStarted):
             self._loop_started(event)
             return
         if event.run_id in self._ended_ids and event.run_id not in self._runs:
@@ -236,10 +221,10 @@ class OTelObserver:
         if handle is not None:
             handle(self, run, event, now)
 
-    def _round(self, run: _Run, event: RoundStarted, now: int) -> None:
+    def _round(self, run: _Run, event: ev.RoundStarted, now: int) -> None:
         run.span.add_event(TOOLLOOP.EVENT_ROUND, {TOOLLOOP.ROUND: event.round}, now)
 
-    def _synthesis(self, run: _Run, event: SynthesisStarted, now: int) -> None:
+    def _synthesis(self, run: _Run, event: ev.SynthesisStarted, now: int) -> None:
         run.synthesis_reason = event.reason
         run.span.add_event(TOOLLOOP.EVENT_SYNTHESIS, {TOOLLOOP.SYNTHESIS_REASON: event.reason}, now)
 
@@ -248,7 +233,7 @@ class OTelObserver:
     def _ns(self, run: _Run, t: float) -> int:
         return run.base_ns + round(t * 1e9)
 
-    def _parent_context(self, event: LoopStarted) -> otel_context.Context:
+    def _parent_context(self, event: ev.LoopStarted) -> otel_context.Context:
         parent = self._runs.get(event.parent_run_id) if event.parent_run_id else None
         if parent is not None:
             tool = parent.tools.get(event.parent_tool_call_id or "")
@@ -257,7 +242,7 @@ class OTelObserver:
             return otel_context.get_current()
         return otel_context.Context()
 
-    def _loop_started(self, event: LoopStarted) -> None:
+    def _loop_started(self, event: ev.LoopStarted) -> None:
         stale = self._runs.pop(event.run_id, None)
         if stale is not None:  # the same run id started twice: close the first honestly
             self._runs[event.run_id] = stale
@@ -265,7 +250,7 @@ class OTelObserver:
         base = _wall_ns(event.started_at) - round(event.t * 1e9)
         self._open_run(event, base)
 
-    def _open_run(self, event: LoopStarted, base_ns: int) -> _Run:
+    def _open_run(self, event: ev.LoopStarted, base_ns: int) -> _Run:
         name = event.name or self.agent_name
         attributes: dict[str, AttributeValue] = {
             GEN_AI.OPERATION_NAME: GEN_AI.OP_INVOKE_AGENT,
@@ -296,13 +281,13 @@ class OTelObserver:
         self._runs[event.run_id] = run
         return run
 
-    def _run_for(self, event: Event) -> _Run:
+    def _run_for(self, event: ev.Event) -> _Run:
         """The run of ``event``; one never seen starting is opened now (a late observer)."""
         run = self._runs.get(event.run_id)
         if run is not None:
             return run
         base = time.time_ns() - round(event.t * 1e9)
-        placeholder = LoopStarted(
+        placeholder = ev.LoopStarted(
             run_id=event.run_id,
             round=0,
             t=0.0,
@@ -326,7 +311,10 @@ class OTelObserver:
     # -- model calls --------------------------------------------------------------------------
 
     def _call_attributes(
-        self, event: ModelCallStarted | ModelCalled | Pruned, purpose: str, model: str | None
+        self,
+        event: ev.ModelCallStarted | ev.ModelCalled | ev.Pruned,
+        purpose: str,
+        model: str | None,
     ) -> dict[str, AttributeValue]:
         attributes: dict[str, AttributeValue] = {
             GEN_AI.OPERATION_NAME: GEN_AI.OP_CHAT,
@@ -342,7 +330,7 @@ class OTelObserver:
     def _start_call(
         self,
         run: _Run,
-        event: ModelCallStarted | ModelCalled | Pruned,
+        event: ev.ModelCallStarted | ev.ModelCalled | ev.Pruned,
         purpose: str,
         model: str | None,
         start: int,
@@ -368,7 +356,7 @@ class OTelObserver:
         self.spans_started += 1
         return span
 
-    def _call_started(self, run: _Run, event: ModelCallStarted, now: int) -> None:
+    def _call_started(self, run: _Run, event: ev.ModelCallStarted, now: int) -> None:
         extra: dict[str, AttributeValue] = {}
         if event.streaming:
             extra[GEN_AI.REQUEST_STREAM] = True
@@ -397,7 +385,9 @@ class OTelObserver:
         span = self._start_call(run, event, event.purpose, model, now, links=links, extra=extra)
         run.calls[event.call] = _Call(span, event.purpose)
 
-    def _call_span(self, run: _Run, event: ModelCalled | Pruned, purpose: str, now: int) -> Span:
+    def _call_span(
+        self, run: _Run, event: ev.ModelCalled | ev.Pruned, purpose: str, now: int
+    ) -> Span:
         """The open span of this call, or (traces without start events) one started now."""
         call = run.calls.pop(event.call, None) if event.call else None
         if call is not None:
@@ -405,7 +395,7 @@ class OTelObserver:
         start = max(run.base_ns, now - round(event.latency_s * 1e9))
         return self._start_call(run, event, purpose, event.model_name or run.model_name, start)
 
-    def _call_ended(self, run: _Run, event: ModelCalled, now: int) -> None:
+    def _call_ended(self, run: _Run, event: ev.ModelCalled, now: int) -> None:
         span = self._call_span(run, event, event.purpose, now)
         reason = finish_reason_of(
             event.finish_reason, truncated=event.truncated, tool_calls=bool(event.tool_calls)
@@ -428,14 +418,14 @@ class OTelObserver:
             span.set_attribute(GEN_AI.OUTPUT_MESSAGES, to_json([message]))
         span.end(end_time=now)
 
-    def _call_failed(self, run: _Run, event: ModelCallFailed, now: int) -> None:
+    def _call_failed(self, run: _Run, event: ev.ModelCallFailed, now: int) -> None:
         """A call that raised instead of replying: its span ends as an error, now (a
         framework may go on and retry it as a new call)."""
         call = run.calls.pop(event.call, None)
         if call is not None:  # a failure is always announced by its call's start
             _end_error(call.span, now, event.error_type, event.message)
 
-    def _pruned(self, run: _Run, event: Pruned, now: int) -> None:
+    def _pruned(self, run: _Run, event: ev.Pruned, now: int) -> None:
         span = self._call_span(run, event, "pruning", now)
         span.set_attributes(_usage_attributes(event.usage))
         _put_span(span, GEN_AI.RESPONSE_MODEL, event.model_name)
@@ -459,7 +449,7 @@ class OTelObserver:
 
     # -- tools --------------------------------------------------------------------------------
 
-    def _start_tool(self, run: _Run, event: ToolStarted | ToolDispatched, start: int) -> Span:
+    def _start_tool(self, run: _Run, event: ev.ToolStarted | ev.ToolDispatched, start: int) -> Span:
         attributes: dict[str, AttributeValue] = {
             GEN_AI.OPERATION_NAME: GEN_AI.OP_EXECUTE_TOOL,
             GEN_AI.TOOL_NAME: event.name,
@@ -479,13 +469,13 @@ class OTelObserver:
         self.spans_started += 1
         return span
 
-    def _tool_started(self, run: _Run, event: ToolStarted, now: int) -> None:
+    def _tool_started(self, run: _Run, event: ev.ToolStarted, now: int) -> None:
         stale = run.tools.pop(event.tool_call_id, None)
         if stale is not None:
             _end_error(stale, now, _INCOMPLETE, "the tool call started twice")
         run.tools[event.tool_call_id] = self._start_tool(run, event, now)
 
-    def _tool_dispatched(self, run: _Run, event: ToolDispatched, now: int) -> None:
+    def _tool_dispatched(self, run: _Run, event: ev.ToolDispatched, now: int) -> None:
         span = run.tools.pop(event.tool_call_id, None)
         if span is None:  # never started (unknown tool, skipped, stopped) or an old trace
             ran_ns = round(event.duration_s * 1e9) if event.ran else 0
@@ -509,7 +499,7 @@ class OTelObserver:
 
     # -- gates, interventions ------------------------------------------------------------------
 
-    def _gate(self, run: _Run, event: BudgetGate, now: int) -> None:
+    def _gate(self, run: _Run, event: ev.BudgetGate, now: int) -> None:
         run.gates[event.gate] = event
         run.span.add_event(
             TOOLLOOP.EVENT_GATE,
@@ -524,7 +514,7 @@ class OTelObserver:
             now,
         )
 
-    def _intervention(self, run: _Run, event: Intervention, now: int) -> None:
+    def _intervention(self, run: _Run, event: ev.Intervention, now: int) -> None:
         run.interventions += 1
         attributes: dict[str, AttributeValue] = {
             TOOLLOOP.INTERVENTION_ACTION: event.action,
@@ -561,7 +551,7 @@ class OTelObserver:
         if len(self._ended_ids) > _ENDED_MEMORY:
             self._ended_ids.popitem(last=False)
 
-    def _run_summary(self, run: _Run, event: LoopFinished | LoopFailed) -> None:
+    def _run_summary(self, run: _Run, event: ev.LoopFinished | ev.LoopFailed) -> None:
         span = run.span
         usage = event.usage
         span.set_attributes(
@@ -590,7 +580,7 @@ class OTelObserver:
                     {limit: float(last.limit), spent: float(last.spent), passed: last.passed}
                 )
 
-    def _finished(self, run: _Run, event: LoopFinished, now: int) -> None:
+    def _finished(self, run: _Run, event: ev.LoopFinished, now: int) -> None:
         self._end_open_children(run, now, _INCOMPLETE, "the run finished with this open")
         self._run_summary(run, event)
         run.span.set_attributes(
@@ -608,7 +598,7 @@ class OTelObserver:
         self._ended(event.run_id)
         run.span.end(end_time=now)
 
-    def _failed(self, run: _Run, event: LoopFailed, now: int) -> None:
+    def _failed(self, run: _Run, event: ev.LoopFailed, now: int) -> None:
         if self.capture_content and event.partial_text:
             for call in run.calls.values():
                 message = output_message(event.partial_text, (), "error", self.content_limit)
@@ -625,19 +615,19 @@ class OTelObserver:
         _end_error(span, now, event.error_type, clip(event.message, _ERROR_MESSAGE_LIMIT))
 
 
-_HANDLERS: Final[Mapping[type[Event], Callable[[OTelObserver, _Run, Any, int], None]]] = {
-    RoundStarted: OTelObserver._round,
-    ModelCallStarted: OTelObserver._call_started,
-    ModelCalled: OTelObserver._call_ended,
-    ModelCallFailed: OTelObserver._call_failed,
-    Pruned: OTelObserver._pruned,
-    ToolStarted: OTelObserver._tool_started,
-    ToolDispatched: OTelObserver._tool_dispatched,
-    BudgetGate: OTelObserver._gate,
-    SynthesisStarted: OTelObserver._synthesis,
-    Intervention: OTelObserver._intervention,
-    LoopFinished: OTelObserver._finished,
-    LoopFailed: OTelObserver._failed,
+_HANDLERS: Final[Mapping[type[ev.Event], Callable[[OTelObserver, _Run, Any, int], None]]] = {
+    ev.RoundStarted: OTelObserver._round,
+    ev.ModelCallStarted: OTelObserver._call_started,
+    ev.ModelCalled: OTelObserver._call_ended,
+    ev.ModelCallFailed: OTelObserver._call_failed,
+    ev.Pruned: OTelObserver._pruned,
+    ev.ToolStarted: OTelObserver._tool_started,
+    ev.ToolDispatched: OTelObserver._tool_dispatched,
+    ev.BudgetGate: OTelObserver._gate,
+    ev.SynthesisStarted: OTelObserver._synthesis,
+    ev.Intervention: OTelObserver._intervention,
+    ev.LoopFinished: OTelObserver._finished,
+    ev.LoopFailed: OTelObserver._failed,
 }
 """What each kind of event does to its run's spans (``loop_start`` opens the run first;
 ``model_delta`` does nothing: the reply's own event carries what spans need)."""
