@@ -582,7 +582,8 @@ def _first_bad_key(cls: type[BaseModel], data: Mapping[str, Any]) -> str | None:
     for name, info in cls.model_fields.items():
         if name in data:
             try:
-                TypeAdapter(info.annotation).validate_python(data[name], strict=True)
+                kind: Any = info.annotation
+                TypeAdapter(kind).validate_python(data[name], strict=True)
             except ValidationError:
                 return name
     return None

@@ -92,7 +92,8 @@ def _cell_of_request() -> tuple[str, str] | None:
     try:
         from IPython.core.getipython import get_ipython
 
-        shell: Any = get_ipython()  # type: ignore[no-untyped-call]
+        getter: Any = get_ipython  # typed in some IPython releases, not in others
+        shell: Any = getter()
         kernel = getattr(shell, "kernel", None)
         parent = kernel.get_parent() if kernel is not None else None
     except Exception:  # noqa: BLE001 - no IPython, no kernel: nothing to tell
