@@ -15,6 +15,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import IPython.lib.pretty
 import pandas as pd
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -348,6 +349,7 @@ def test_the_summary_puts_both_runs_side_by_side() -> None:
     assert lines[2].split() == ["outcome", "final_answer", "final_answer"]
     assert lines[3].split() == ["rounds", "4", "3", "-1"]
     assert str(forked) == text
+    assert IPython.lib.pretty.pretty(forked) == text  # what a notebook cell shows
 
 
 def test_an_unpriced_model_gives_unknown_costs_not_zero() -> None:

@@ -13,6 +13,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import IPython.lib.pretty
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
@@ -388,14 +389,7 @@ def test_what_if_result_displays_as_its_summary(
 ) -> None:
     path, _, _ = openai_recording
     report = what_if(path, AgentConfig(tool_max_rounds=3), tools=TOOLS)
-    shown: list[str] = []
-
-    class Printer:
-        def text(self, value: str) -> None:
-            shown.append(value)
-
-    report._repr_pretty_(Printer(), False)
-    assert shown == [report.summary] == [str(report)]
+    assert IPython.lib.pretty.pretty(report) == report.summary == str(report)
     assert "ToolLoopResult" not in repr(report)
     assert repr(Recording.from_file(path)) == (
         f"Recording(4 calls, model='gpt-4o-mini', path={str(path)!r})"

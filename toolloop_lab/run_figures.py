@@ -197,6 +197,13 @@ class ComparedRuns:
         """IPython and Jupyter show the comparison table, not the fields."""
         printer.text(self.summary)
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """IPython takes the first class in the MRO that defines ``_repr_pretty_`` *or*
+        ``__repr__``; a dataclass subclass defines its own ``__repr__``, which would win over
+        the table, so every subclass gets the table printer in its own namespace too."""
+        super().__init_subclass__(**kwargs)
+        cls._repr_pretty_ = ComparedRuns._repr_pretty_  # type: ignore[method-assign]
+
 
 def config_text(config: AgentConfig) -> str:
     """The fields that differ from ``AgentConfig()``, as ``name=value`` (prompts left out)."""
