@@ -88,7 +88,7 @@ class ChatModelBase(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         call = self._start_call(messages, stop, kwargs)
-        with _failures(call, None):
+        with _failures(call):
             reply = _checked(call.invoke())
         return _finished(call, reply)
 
@@ -100,7 +100,7 @@ class ChatModelBase(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         call = self._start_call(messages, stop, kwargs)
-        with _failures(call, None):
+        with _failures(call):
             reply = _checked(await call.ainvoke())
         return _finished(call, reply)
 
@@ -113,14 +113,11 @@ class ChatModelBase(BaseChatModel):
     ) -> Iterator[ChatGenerationChunk]:
         tap = _Tap(self._start_call(messages, stop, kwargs))
         try:
-            with _failures(tap.call, tap.seen):
-                for chunk in tap.call.stream():
-                    if (ready := tap.take(chunk)) is not None:
-                        yield ready
-                tap.check_complete()
-        except Exception:
-            if (held := tap.held()) is not None:  # what arrived is passed on, then the error
-                yield held
+            for chunk in tap.call.stream():
+                yield from tap.take(chunk)
+            tap.check_complete()
+        except Exception as exc:
+            yield from tap.failed(exc)
             raise
         yield tap.finish()
 
@@ -133,25 +130,24 @@ class ChatModelBase(BaseChatModel):
     ) -> AsyncIterator[ChatGenerationChunk]:
         tap = _Tap(self._start_call(messages, stop, kwargs))
         try:
-            with _failures(tap.call, tap.seen):
-                async for chunk in tap.call.astream():
-                    if (ready := tap.take(chunk)) is not None:
-                        yield ready
-                tap.check_complete()
-        except Exception:
-            if (held := tap.held()) is not None:  # what arrived is passed on, then the error
+            async for chunk in tap.call.astream():
+                for ready in tap.take(chunk):
+                    yield ready
+            tap.check_complete()
+        except Exception as exc:
+            for held in tap.failed(exc):
                 yield held
             raise
         yield tap.finish()
 
 
 @contextmanager
-def _failures(call: ChatCall, seen: Sequence[AIMessageChunk] | None) -> Iterator[None]:
-    """Tell ``call`` about an ``Exception`` getting its reply, then let it propagate."""
+def _failures(call: ChatCall) -> Iterator[None]:
+    """Tell ``call`` about an ``Exception`` getting its whole reply, then let it propagate."""
     try:
         yield
     except Exception as exc:
-        call.fail(exc, None if seen is None else tuple(seen))
+        call.fail(exc, None)
         raise
 
 
@@ -167,32 +163,42 @@ def _finished(call: ChatCall, reply: AIMessage) -> ChatResult:
 
 
 class _Tap:
-    """Passes a call's chunks on, one behind, keeping the originals for ``finish``."""
+    """A stream's before and after, for ``_stream`` and ``_astream`` alike: passes a call's
+    chunks on one behind, keeping the originals; tells the call how the stream ended (the
+    chunk held back goes on only after ``finish`` ran, or before the error it failed with)."""
 
     def __init__(self, call: ChatCall) -> None:
         self.call = call
         self.seen: list[AIMessageChunk] = []
 
-    def take(self, chunk: AIMessageChunk) -> ChatGenerationChunk | None:
+    def take(self, chunk: AIMessageChunk) -> list[ChatGenerationChunk]:
+        """Keep ``chunk``; what to pass on now (the chunk before it, if any)."""
         if not isinstance(chunk, AIMessageChunk):
             raise TypeError(f"the model streamed {type(chunk).__name__}, not an AIMessageChunk")
         self.seen.append(chunk)
-        if len(self.seen) == 1:
-            return None
-        return ChatGenerationChunk(message=self.seen[-2].model_copy(deep=True))
-
-    def held(self) -> ChatGenerationChunk | None:
-        return (
-            ChatGenerationChunk(message=self.seen[-1].model_copy(deep=True)) if self.seen else None
-        )
+        return [self._copy(-2)] if len(self.seen) > 1 else []
 
     def check_complete(self) -> None:
         if not self.seen:
             raise ValueError("the model's stream ended without a chunk")
 
+    def failed(self, exc: Exception) -> Iterator[ChatGenerationChunk]:
+        """Getting the reply raised ``exc``: tell the call, then yield the chunk held back
+        (what arrived is passed on before the error, even if ``fail`` raised one of its own)."""
+        try:
+            self.call.fail(exc, tuple(self.seen))
+        finally:
+            if self.seen:
+                yield self._copy(-1)
+
     def finish(self) -> ChatGenerationChunk:
+        """The reply is complete: tell the call (which may raise), then the chunk held back."""
         self.call.finish(aggregate_chunks(self.seen), tuple(self.seen))
-        return ChatGenerationChunk(message=self.seen[-1].model_copy(deep=True))  # not empty
+        return self._copy(-1)
+
+    def _copy(self, index: int) -> ChatGenerationChunk:
+        """A chunk to hand langchain-core, which annotates it in place: a deep copy."""
+        return ChatGenerationChunk(message=self.seen[index].model_copy(deep=True))
 
 
 def aggregate_chunks(chunks: Sequence[AIMessageChunk]) -> AIMessage:

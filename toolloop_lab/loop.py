@@ -28,14 +28,13 @@ from toolloop_lab.hooks import PauseEditor, PauseHook, PausePoint
 from toolloop_lab.interventions import MessageEdits, ToolCallEdits
 from toolloop_lab.jsonsafe import frozen_json
 from toolloop_lab.model_call import (
-    LENGTH_STOPS,
     CallTiming,
     DeltaBuffer,
-    call_views,
-    finish_reason,
+    RepeatedCalls,
     invoke,
     is_empty,
     is_truncated,
+    reply_fields,
     should_stream,
     stream_kwargs,
 )
@@ -93,12 +92,12 @@ class ToolLoop:
         self._hooks = DispatchHooks(started=self._tool_started, done=self.emit_dispatch)
         self.model_name = model_name_of(agent.model)
         self.budget: RunBudget | None = None
-        self._last_calls: tuple[tuple[str, Any, bool], ...] | None = None
         self.request = ""
         """The run's question (for the pruning model), read from its input when it starts."""
         self._views: tuple[ev.ToolCallView, ...] = ()
         """The last reply's calls as its event holds them (frozen arguments, made once)."""
-        self._repeats = 0
+        self._repeats = RepeatedCalls()
+        """Rounds that repeated the one before (a stuck round), judged reply by reply."""
 
     async def execute(self) -> ToolLoopResult:
         """Run to the end and return the result (errors propagate to the agent's guard)."""
@@ -154,7 +153,7 @@ class ToolLoop:
             run.rounds_done = number
             if budget.token_tripped:
                 return None, "token_budget"
-            if cfg.max_stuck_rounds is not None and self._repeats >= cfg.max_stuck_rounds:
+            if cfg.max_stuck_rounds is not None and self._repeats.count >= cfg.max_stuck_rounds:
                 return None, "stuck"
         return None, "round_cap"
 
@@ -248,9 +247,9 @@ class ToolLoop:
         name = model_name_of(agent.model, reply.response_metadata)
         usage = budget.price(Usage.from_ai_message(reply, prompt=prompt), name, self.model_name)
         run.usage = run.usage + usage
-        views = self._views = call_views(reply)
-        reason = finish_reason(reply.response_metadata)
-        stuck = purpose == "round" and self._repeated(views)
+        said = reply_fields(reply)
+        self._views = said["tool_calls"]
+        stuck = purpose == "round" and self._repeats.see(self._views)
         run.emit(
             ev.ModelCalled,
             call=number,
@@ -260,24 +259,11 @@ class ToolLoop:
             accumulated=run.usage,
             latency_s=timing.latency_s,
             first_token_s=timing.first_token_s,
-            text=reply.text,
-            tool_calls=views,
-            finish_reason=reason,
             stuck=stuck,
-            empty=is_empty(reply),
-            truncated=reason is not None and reason.lower() in LENGTH_STOPS,
+            **said,
         )
         budget.after_call(run.usage, name, self.gate)
         return reply
-
-    def _repeated(self, views: tuple[ev.ToolCallView, ...]) -> bool:
-        """True when a round makes exactly the previous round's calls again: the same tools
-        with the same arguments (ids aside), in the same order."""
-        calls = tuple((v.name, v.args, v.valid) for v in views)
-        repeated = bool(calls) and calls == self._last_calls
-        self._repeats = self._repeats + 1 if repeated else 0
-        self._last_calls = calls
-        return repeated
 
     def call_failed(
         self, number: int, purpose: ev.CallPurpose, exc: BaseException, latency_s: float

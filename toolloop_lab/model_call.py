@@ -13,7 +13,7 @@ import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -35,12 +35,15 @@ __all__ = [
     "CallTiming",
     "DeltaBuffer",
     "DeltaSink",
+    "RepeatedCalls",
+    "ReplyFields",
     "call_view",
     "call_views",
     "finish_reason",
     "invoke",
     "is_empty",
     "is_truncated",
+    "reply_fields",
     "should_stream",
     "stream_kwargs",
 ]
@@ -246,3 +249,43 @@ def call_views(reply: AIMessage) -> tuple[ToolCallView, ...]:
         for c in reply.invalid_tool_calls
     )
     return valid + invalid
+
+
+class ReplyFields(TypedDict):
+    """The fields of a ``ModelCalled`` event that the reply alone decides."""
+
+    text: str
+    tool_calls: tuple[ToolCallView, ...]
+    finish_reason: str | None
+    empty: bool
+    truncated: bool
+
+
+def reply_fields(reply: AIMessage) -> ReplyFields:
+    """What ``reply`` says about itself, as its ``ModelCalled`` event carries it (the loop
+    and the bridge both emit it, so it is read off the reply in one place)."""
+    return ReplyFields(
+        text=reply.text,
+        tool_calls=call_views(reply),
+        finish_reason=finish_reason(reply.response_metadata),
+        empty=is_empty(reply),
+        truncated=is_truncated(reply),
+    )
+
+
+@dataclass(slots=True)
+class RepeatedCalls:
+    """Judges a stuck round: one that makes exactly the previous round's calls again, the
+    same tools with the same arguments and validity (ids aside), in the same order."""
+
+    count: int = 0
+    """Rounds in a row that repeated the one before."""
+    _last: tuple[tuple[str, Any, bool], ...] | None = None
+
+    def see(self, views: tuple[ToolCallView, ...]) -> bool:
+        """Note a round's calls; whether they repeat the previous round's."""
+        calls = tuple((v.name, v.args, v.valid) for v in views)
+        repeated = bool(calls) and calls == self._last
+        self.count = self.count + 1 if repeated else 0
+        self._last = calls
+        return repeated

@@ -42,10 +42,10 @@ from toolloop_lab.jsonsafe import dumps, freeze, json_safe
 from toolloop_lab.model_call import (
     DeltaBuffer,
     DeltaSink,
-    call_views,
-    finish_reason,
+    RepeatedCalls,
     is_empty,
     is_truncated,
+    reply_fields,
 )
 from toolloop_lab.pricing import PriceTable, call_cost, model_name_of
 from toolloop_lab.usage import Usage
@@ -132,7 +132,7 @@ class BridgedRun:
     _reported: set[str] = field(default_factory=set)
     _started: set[str] = field(default_factory=set)
     _bound: set[str] = field(default_factory=set)
-    _last_calls: tuple[tuple[str, Any, bool], ...] | None = None
+    _repeats: RepeatedCalls = field(default_factory=RepeatedCalls)
 
     def __post_init__(self) -> None:
         if not self.t0:
@@ -254,8 +254,9 @@ class BridgedRun:
         usage = Usage.from_ai_message(reply, prompt=call.prompt)
         usage = usage.with_cost(call_cost(usage, [reported, call.model_name], self.prices))
         self.usage = self.usage + usage
-        views = call_views(reply)
-        stuck = call.purpose == "round" and self._repeated(views)
+        said = reply_fields(reply)
+        views = said["tool_calls"]
+        stuck = call.purpose == "round" and self._repeats.see(views)
         self.emit(
             ev.ModelCalled,
             round=call.round,
@@ -266,12 +267,8 @@ class BridgedRun:
             accumulated=self.usage,
             latency_s=latency,
             first_token_s=call.first_token_s,
-            text=reply.text,
-            tool_calls=views,
-            finish_reason=finish_reason(reply.response_metadata),
             stuck=stuck,
-            empty=is_empty(reply),
-            truncated=is_truncated(reply),
+            **said,
         )
         for view in views:
             if view.id and view.id not in self._reported:
@@ -301,14 +298,6 @@ class BridgedRun:
             latency_s=self.clock() - call.started,
             partial_text=self.partial_text,
         )
-
-    def _repeated(self, views: tuple[ev.ToolCallView, ...]) -> bool:
-        """The reply makes exactly the previous round's calls again (names, arguments and
-        validity; ids aside), as the loop judges a stuck round."""
-        calls = tuple((v.name, v.args, v.valid) for v in views)
-        repeated = bool(calls) and calls == self._last_calls
-        self._last_calls = calls
-        return repeated
 
     # -- tools ------------------------------------------------------------------------
     def tool_start(self, key: UUID, call_id: str | None, name: str, args: Any) -> str:
