@@ -96,6 +96,8 @@ class ToolLoop:
         """The run's question (for the pruning model), read from its input when it starts."""
         self._views: tuple[ev.ToolCallView, ...] = ()
         """The last reply's calls as its event holds them (frozen arguments, made once)."""
+        self._truncated = False
+        """The last reply was cut off by the output-token limit, as its event says."""
         self._repeats = RepeatedCalls()
         """Rounds that repeated the one before (a stuck round), judged reply by reply."""
 
@@ -217,7 +219,11 @@ class ToolLoop:
         sent = time.perf_counter()
         try:
             reply, timing = await invoke(
-                runnable, prompt, stream=stream, kwargs=stream_kwargs(agent.model), deltas=deltas
+                runnable,
+                prompt,
+                stream=stream,
+                kwargs=stream_kwargs(agent.model) if stream else {},  # only a stream reads it
+                deltas=deltas,
             )
         except PaidCallError as exc:
             if isinstance(exc.reply, AIMessage):  # paid for: counted and kept, then raised
@@ -248,7 +254,7 @@ class ToolLoop:
         usage = budget.price(Usage.from_ai_message(reply, prompt=prompt), name, self.model_name)
         run.usage = run.usage + usage
         said = reply_fields(reply)
-        self._views = said["tool_calls"]
+        self._views, self._truncated = said["tool_calls"], said["truncated"]
         stuck = purpose == "round" and self._repeats.see(self._views)
         run.emit(
             ev.ModelCalled,
@@ -318,7 +324,7 @@ class ToolLoop:
         run = self.run
         if budget.token_tripped:
             outcomes = self.skip_all(reply, "token_budget", "not run: the token budget is spent")
-        elif is_truncated(reply):
+        elif self._truncated:  # read off this reply by ``account`` (its event's flag)
             # A reply cut off by the output-token limit may hold half-parsed calls
             # (a streamed '{"path": "rep' parses as {"path": "rep"}): none of them runs.
             outcomes = self.skip_all(reply, "truncated", TRUNCATED_TEXT)

@@ -208,13 +208,22 @@ def finish_reason(meta: Mapping[str, Any]) -> str | None:
 
 def is_truncated(reply: AIMessage) -> bool:
     """The provider cut the reply off at its output-token limit."""
-    reason = finish_reason(reply.response_metadata)
+    return _cut_off(finish_reason(reply.response_metadata))
+
+
+def _cut_off(reason: str | None) -> bool:
+    """``reason`` (a finish reason) means the output-token limit cut the reply off."""
     return reason is not None and reason.lower() in LENGTH_STOPS
 
 
 def is_empty(reply: AIMessage) -> bool:
     """No text a person can read and no tool call (a thinking-only reply is empty too)."""
-    return not reply.text.strip() and not reply.tool_calls and not reply.invalid_tool_calls
+    return _empty(reply, reply.text)
+
+
+def _empty(reply: AIMessage, text: str) -> bool:
+    """:func:`is_empty`, given ``reply.text`` already read."""
+    return not text.strip() and not reply.tool_calls and not reply.invalid_tool_calls
 
 
 def _text_or_empty(value: Any) -> str:
@@ -264,12 +273,14 @@ class ReplyFields(TypedDict):
 def reply_fields(reply: AIMessage) -> ReplyFields:
     """What ``reply`` says about itself, as its ``ModelCalled`` event carries it (the loop
     and the bridge both emit it, so it is read off the reply in one place)."""
+    text = reply.text  # a property that joins content blocks: read once
+    reason = finish_reason(reply.response_metadata)  # read once, for two fields
     return ReplyFields(
-        text=reply.text,
+        text=text,
         tool_calls=call_views(reply),
-        finish_reason=finish_reason(reply.response_metadata),
-        empty=is_empty(reply),
-        truncated=is_truncated(reply),
+        finish_reason=reason,
+        empty=_empty(reply, text),
+        truncated=_cut_off(reason),
     )
 
 
