@@ -143,22 +143,34 @@ def freeze(value: Any) -> Any:
 
 def frozen_json(value: Any, _depth: int = 0) -> Any:
     """``freeze(json_safe(value))`` in one pass: what events hold (JSON data nobody may
-    rewrite), made once per value on the loop's hot path (hence the exact-type checks)."""
+    rewrite), made once per value on the loop's hot path (hence the exact-type checks by
+    identity, and leaves of a container kept inline instead of through a call each)."""
     kind = type(value)
     if kind is str or kind is int or kind is bool or value is None:
         return value
     if kind is FrozenDict or kind is FrozenList:
         return value  # deep-frozen JSON already: these are made only here and by freeze()
     if _depth <= _MAX_DEPTH:
+        inner = _depth + 1
         if kind is dict or isinstance(value, Mapping):
-            return FrozenDict(
-                {
-                    (k if type(k) is str else _key(k, _depth)): frozen_json(v, _depth + 1)
-                    for k, v in value.items()
-                }
-            )
+            out = {}
+            for k, v in value.items():
+                if type(k) is not str:
+                    k = _key(k, _depth)
+                t = type(v)
+                out[k] = (
+                    v if t is str or t is int or t is bool or v is None else frozen_json(v, inner)
+                )
+            return FrozenDict(out)
         if kind is list or kind is tuple:
-            return FrozenList([frozen_json(v, _depth + 1) for v in value])
+            return FrozenList(
+                [
+                    v
+                    if (t := type(v)) is str or t is int or t is bool or v is None
+                    else frozen_json(v, inner)
+                    for v in value
+                ]
+            )
     if kind is float and math.isfinite(value):
         return value
     return freeze(json_safe(value, _depth))
