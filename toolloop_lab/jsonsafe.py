@@ -18,9 +18,25 @@ from decimal import Decimal
 from pathlib import PurePath
 from typing import Any
 
-__all__ = ["FrozenDict", "FrozenList", "dumps", "freeze", "frozen_json", "json_safe", "thaw"]
+__all__ = [
+    "FrozenDict",
+    "FrozenList",
+    "dumps",
+    "freeze",
+    "frozen_json",
+    "is_mapping",
+    "json_safe",
+    "thaw",
+]
 
 _MAX_DEPTH = 64
+
+
+def is_mapping(value: Any) -> bool:
+    """``isinstance(value, Mapping)``, answered at C speed for dicts (``FrozenDict``
+    included): every ``dict`` is a ``Mapping``, and only other types pay for the ABC check
+    (a Python-level ``ABCMeta.__instancecheck__`` call)."""
+    return isinstance(value, (dict, Mapping))  # dict first: tried in order
 
 
 def json_safe(value: Any, _depth: int = 0) -> Any:
@@ -150,8 +166,19 @@ def frozen_json(value: Any, _depth: int = 0) -> Any:
         return value
     if kind is FrozenDict or kind is FrozenList:
         return value  # deep-frozen JSON already: these are made only here and by freeze()
+    if kind is float and math.isfinite(value):
+        return value
     if _depth <= _MAX_DEPTH:
         inner = _depth + 1
+        if kind is list or kind is tuple:
+            return FrozenList(
+                [
+                    v
+                    if (t := type(v)) is str or t is int or t is bool or v is None
+                    else frozen_json(v, inner)
+                    for v in value
+                ]
+            )
         if kind is dict or isinstance(value, Mapping):
             out = {}
             for k, v in value.items():
@@ -162,24 +189,16 @@ def frozen_json(value: Any, _depth: int = 0) -> Any:
                     v if t is str or t is int or t is bool or v is None else frozen_json(v, inner)
                 )
             return FrozenDict(out)
-        if kind is list or kind is tuple:
-            return FrozenList(
-                [
-                    v
-                    if (t := type(v)) is str or t is int or t is bool or v is None
-                    else frozen_json(v, inner)
-                    for v in value
-                ]
-            )
-    if kind is float and math.isfinite(value):
-        return value
     return freeze(json_safe(value, _depth))
 
 
 def thaw(value: Any) -> Any:
     """A deep, mutable copy of frozen (or any JSON-like) data: dicts and lists, so a tool
     may change its arguments without reaching back into the transcript or the events."""
-    if isinstance(value, Mapping):
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value  # a leaf: neither a mapping nor a list (skips the ABC check)
+    if is_mapping(value):
         return {k: thaw(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [thaw(v) for v in value]

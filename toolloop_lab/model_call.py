@@ -27,7 +27,7 @@ from langchain_core.messages.tool import invalid_tool_call, tool_call
 from langchain_core.messages.utils import message_chunk_to_message
 
 from toolloop_lab.events import ToolCallDelta, ToolCallView
-from toolloop_lab.jsonsafe import frozen_json
+from toolloop_lab.jsonsafe import frozen_json, is_mapping
 
 __all__ = [
     "DELTA_INTERVAL_S",
@@ -202,7 +202,7 @@ def finish_reason(meta: Mapping[str, Any]) -> str | None:
         if isinstance(value, str) and value:
             return value
     details = meta.get("incomplete_details")  # OpenAI Responses API
-    reason = details.get("reason") if isinstance(details, Mapping) else None
+    reason = details.get("reason") if details is not None and is_mapping(details) else None
     return reason if isinstance(reason, str) and reason else None
 
 
@@ -232,7 +232,7 @@ def _text_or_empty(value: Any) -> str:
 
 def _frozen_args(args: Any) -> Any:
     """Arguments as frozen JSON data; anything that is not an object is kept under "raw"."""
-    return frozen_json(args if isinstance(args, Mapping) else {"raw": args})
+    return frozen_json(args if is_mapping(args) else {"raw": args})
 
 
 def call_view(call: ToolCall) -> ToolCallView:

@@ -44,7 +44,7 @@ from langchain_core.tools import BaseTool, StructuredTool, Tool, ToolException
 from pydantic import ValidationError
 
 from toolloop_lab.errors import ExecutionError, describe
-from toolloop_lab.jsonsafe import dumps, frozen_json, thaw
+from toolloop_lab.jsonsafe import dumps, frozen_json, is_mapping, thaw
 
 __all__ = [
     "DispatchHooks",
@@ -87,7 +87,7 @@ class DispatchHooks:
 
 
 def _frozen(args: Any) -> Mapping[str, Any]:
-    frozen: Mapping[str, Any] = frozen_json(args if isinstance(args, Mapping) else {})
+    frozen: Mapping[str, Any] = frozen_json(args if is_mapping(args) else {})
     return frozen
 
 
@@ -462,7 +462,7 @@ async def _dispatch_one(
         err = not_available_error(name, list(tools))
         safe_args = args if isinstance(args, Mapping) else {}
         return _error_outcome(call_id, name, safe_args, err.reason, str(err), started)
-    if not isinstance(args, Mapping):
+    if not is_mapping(args):
         text = f"arguments for tool {name!r} must be a JSON object, got {type(args).__name__}"
         return _error_outcome(call_id, name, {}, "invalid_arguments", text, started)
     hooks.started(call)

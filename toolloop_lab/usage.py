@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
 from toolloop_lab.fields import Count, FiniteDecimal, Flag
+from toolloop_lab.jsonsafe import is_mapping
 
 __all__ = ["Cost", "Usage", "estimate_tokens"]
 
@@ -154,7 +155,7 @@ class Usage:
             out_tok = estimate_tokens(message)
             estimated = True
         details = meta.get("input_token_details") if meta else None
-        if not isinstance(details, Mapping):
+        if details is None or not is_mapping(details):
             details = {}
         cache_read, cache_write, fixed = _cache_counts(
             details.get("cache_read"), details.get("cache_creation"), in_tok
