@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -60,7 +60,8 @@ class RunState:
     def emit(self, kind: Callable[..., E], **fields: Any) -> E:
         """Make an event of ``kind`` for this run at this round and time, record it and
         feed it to the observers."""
-        event = kind(run_id=self.run_id, round=self.round, t=self.now(), **fields)
+        t = time.perf_counter() - self.t0  # self.now(), without the call
+        event = kind(run_id=self.run_id, round=self.round, t=t, **fields)
         self.events.append(event)
         if self.observers:
             notify(self.observers, event)
@@ -109,8 +110,11 @@ class RunState:
         """Every tool-call id in the transcript so far. Messages are only appended (pruning
         and a person's edits replace a message with one of the same ids), so only the new
         ones are scanned: O(1) per round instead of O(transcript)."""
-        self._call_ids |= _tool_call_ids(self.messages[self._ids_scanned :])
-        self._ids_scanned = len(self.messages)
+        messages, new = self.messages, set[str]()
+        for index in range(self._ids_scanned, len(messages)):  # no slice copied
+            _add_tool_call_ids(messages[index], new)
+        self._call_ids |= new  # only once every new message was read, as before
+        self._ids_scanned = len(messages)
         return self._call_ids
 
     def answered(self) -> set[str]:
@@ -132,14 +136,13 @@ class RunState:
         }
 
 
-def _tool_call_ids(messages: Sequence[BaseMessage]) -> set[str]:
-    """Every tool-call id in ``messages`` (asked for or answered)."""
-    ids: set[str] = set()
-    for message in messages:
-        if isinstance(message, ToolMessage):
-            ids.add(message.tool_call_id)
-        elif isinstance(message, AIMessage):
-            for call in (*message.tool_calls, *message.invalid_tool_calls):
-                if call.get("id"):
-                    ids.add(str(call.get("id")))
-    return ids
+def _add_tool_call_ids(message: BaseMessage, ids: set[str]) -> None:
+    """Add every tool-call id of ``message`` (asked for or answered) to ``ids``."""
+    if isinstance(message, ToolMessage):
+        ids.add(message.tool_call_id)
+    elif isinstance(message, AIMessage):
+        for calls in (message.tool_calls, message.invalid_tool_calls):
+            for call in calls:
+                cid = call.get("id")
+                if cid:
+                    ids.add(str(cid))

@@ -135,6 +135,8 @@ def normalize_tool_call_ids(message: AIMessage, used: Collection[str] = ()) -> A
     are renamed alike, in order, so a provider converter never pairs a block with the
     wrong call. The reply is returned unchanged when all ids are fine.
     """
+    if _ids_fine(message, used):
+        return message
     calls = list(message.tool_calls)
     invalid = list(message.invalid_tool_calls)
     raw_ids = [c.get("id") for c in calls] + [c.get("id") for c in invalid]
@@ -159,6 +161,19 @@ def normalize_tool_call_ids(message: AIMessage, used: Collection[str] = ()) -> A
     ):
         update["content"] = _rename_blocks(message.content, renames)
     return message.model_copy(update=update)
+
+
+def _ids_fine(message: AIMessage, used: Collection[str]) -> bool:
+    """Every call id of ``message`` is a non-empty string, unique in it and not in ``used``
+    (the common case, checked without building the lists a renaming needs)."""
+    seen: set[str] = set()
+    for calls in (message.tool_calls, message.invalid_tool_calls):
+        for call in calls:
+            cid = call.get("id")
+            if not isinstance(cid, str) or not cid or cid in seen or cid in used:
+                return False
+            seen.add(cid)
+    return True
 
 
 def _unique_ids(raw_ids: list[Any], used: Collection[str]) -> list[str] | None:
