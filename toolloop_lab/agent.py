@@ -68,8 +68,9 @@ def _remover(
 
 
 def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-    """The same objects, in the same order."""
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+    """The same objects, in the same order (at once when it is the same tuple, as it is
+    on every call of a run)."""
+    return a is b or (len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True)))
 
 
 class LLMAgent:

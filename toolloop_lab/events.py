@@ -58,7 +58,7 @@ from toolloop_lab.fields import (
     Seconds,
     Text,
 )
-from toolloop_lab.jsonsafe import frozen_json, json_safe, thaw
+from toolloop_lab.jsonsafe import FrozenDict, frozen_json, json_safe, thaw
 from toolloop_lab.usage import Usage
 
 __all__ = [
@@ -617,5 +617,7 @@ def message_dicts(messages: Iterable[BaseMessage]) -> tuple[Mapping[str, Any], .
     ``message_to_dict``, without pydantic's warnings for a reply that was never valid (the
     loop keeps what it was given, and says so elsewhere)."""
     return tuple(
-        frozen_json({"type": m.type, "data": m.model_dump(warnings=False)}) for m in messages
+        # frozen_json({"type": ..., "data": ...}) without the dict in between (same depth)
+        FrozenDict(type=frozen_json(m.type), data=frozen_json(m.model_dump(warnings=False), 1))
+        for m in messages
     )

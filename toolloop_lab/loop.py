@@ -199,7 +199,8 @@ class ToolLoop:
     async def call(self, budget: RunBudget, purpose: Purpose) -> AIMessage:
         """One model call of the conversation: pause, gate, send, account, gate."""
         run, agent = self.run, self.agent
-        await self.pause("model_call", purpose, (), lambda: MessageEdits(run))
+        if agent.pause_hooks:  # most runs have none: no coroutine, no closure made for them
+            await self.pause("model_call", purpose, (), lambda: MessageEdits(run))
         budget.before_call(run.usage, self.gate)
         tools_bound = purpose == "round" and bool(self.tools)
         stream = should_stream(self.cfg.streaming, agent.model, tools_bound=tools_bound)

@@ -190,6 +190,8 @@ def _cache_counts(raw_read: Any, raw_write: Any, input_tokens: int) -> tuple[int
     A count that does not fit in what is left of the input is dropped: those tokens are
     then priced as plain input, the figure a consistent report would most likely give.
     """
+    if raw_read is None and raw_write is None:
+        return 0, 0, False  # none reported: nothing to fit (the common case)
     fixed = False
     counts = []
     room = input_tokens
