@@ -427,28 +427,6 @@ async def _stop(task: asyncio.Task[_Captured], grace_s: float) -> bool:
     return False
 
 
-async def _settled(task: asyncio.Task[_Captured], timeout_s: float | None) -> bool:
-    """Wait for ``task`` to end, at most ``timeout_s`` (``None``: however long it takes);
-    True if it ended. Like ``asyncio.wait({task})``, being cancelled here leaves ``task``
-    running (``await task`` would cancel it too). Without a timeout, one future and one
-    callback do what ``asyncio.wait`` does with its sets, counter and closure."""
-    if timeout_s is not None:
-        done, _ = await asyncio.wait({task}, timeout=timeout_s)
-        return bool(done)
-    waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-    def wake(_task: object) -> None:
-        if not waiter.done():
-            waiter.set_result(None)
-
-    task.add_done_callback(wake)
-    try:
-        await waiter
-    finally:
-        task.remove_done_callback(wake)
-    return True
-
-
 def _abandon(task: asyncio.Task[_Captured]) -> None:
     if task.done():
         return
@@ -483,7 +461,7 @@ async def _dispatch_one(
     hooks.started(call)
     task = asyncio.create_task(_capture(_run_tool(ready, call)), name=f"tool {name} {call_id}")
     try:
-        done = await _settled(task, timeout_s)
+        done, _ = await asyncio.wait({task}, timeout=timeout_s)
     except asyncio.CancelledError:
         await _stop(task, _CANCEL_GRACE_S)
         raise
