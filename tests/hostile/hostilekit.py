@@ -15,14 +15,18 @@ or a typed error that keeps its partial counts. Whichever it is, these hold:
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
+import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.tools import BaseTool, StructuredTool
 
-from toolloop_lab import ToolLoopResult
+from toolloop_lab import LLMAgent, ToolLoopResult
 from toolloop_lab.errors import PartialRun
 from toolloop_lab.events import (
     Event,
@@ -47,6 +51,8 @@ from toolloop_lab.usage import Usage
 
 __all__ = [
     "asked_ids",
+    "cancel_when",
+    "cancelled_failure",
     "check_events",
     "check_messages",
     "check_partial",
@@ -55,6 +61,7 @@ __all__ = [
     "dumped",
     "kinds",
     "only",
+    "stubborn_tool",
     "tool_messages",
 ]
 
@@ -209,3 +216,49 @@ def only(items: Iterable[Any]) -> Any:
     """The single item of ``items``."""
     (item,) = list(items)
     return item
+
+
+# -- cancelling a run -----------------------------------------------------------------------
+CANCEL_SAFETY_S = 60.0
+"""How long a cancelling case waits for anything before it calls the run stuck."""
+
+
+async def cancel_when(
+    agent: LLMAgent, ready: Callable[[], Awaitable[Any]], prompt: str = "go"
+) -> None:
+    """Start the run, wait until ``ready`` says it is where it should be, cancel it."""
+    task = asyncio.create_task(agent.arun(prompt))
+    waiter = asyncio.create_task(ready())
+    done, _ = await asyncio.wait(
+        {task, waiter}, timeout=CANCEL_SAFETY_S, return_when="FIRST_COMPLETED"
+    )
+    assert waiter in done, f"the run never got there: {task}"
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, CANCEL_SAFETY_S)
+    assert task.cancelled()
+
+
+def cancelled_failure(events: Sequence[Event]) -> LoopFailed:
+    """The checked events of a cancelled run end in a ``LoopFailed`` that says so."""
+    failed = check_events(events)
+    assert isinstance(failed, LoopFailed)
+    assert (failed.cancelled, failed.error_type) == (True, "CancelledError")
+    return failed
+
+
+def stubborn_tool() -> tuple[BaseTool, asyncio.Event, asyncio.Event]:
+    """A ``stubborn`` tool that swallows every cancellation until ``release`` is set; also
+    its ``started`` event (set when a call begins) and ``release``."""
+    started = asyncio.Event()
+    release = asyncio.Event()
+
+    async def stubborn() -> str:
+        started.set()
+        while not release.is_set():
+            with contextlib.suppress(asyncio.CancelledError):  # ignores the stop
+                await release.wait()
+        return "done anyway"
+
+    tool_ = StructuredTool.from_function(coroutine=stubborn, name="stubborn", description="S.")
+    return tool_, started, release

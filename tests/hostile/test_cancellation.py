@@ -16,13 +16,18 @@ Related cases elsewhere: cancelling a hanging tool, Ctrl-C in a sync run
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from hostilekit import check_events, dispatched, kinds
+from hostilekit import (
+    cancel_when,
+    cancelled_failure,
+    check_events,
+    dispatched,
+    kinds,
+    stubborn_tool,
+)
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -70,36 +75,15 @@ class HangingModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
 
-async def _cancel_when(
-    agent: LLMAgent, ready: Callable[[], Awaitable[Any]], prompt: str = "go"
-) -> None:
-    """Start the run, wait until ``ready`` says it is where it should be, cancel it."""
-    task = asyncio.create_task(agent.arun(prompt))
-    waiter = asyncio.create_task(ready())
-    done, _ = await asyncio.wait({task, waiter}, timeout=SAFETY_S, return_when="FIRST_COMPLETED")
-    assert waiter in done, f"the run never got there: {task}"
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await asyncio.wait_for(task, SAFETY_S)
-    assert task.cancelled()
-
-
-def _failed(events: list[Event]) -> LoopFailed:
-    failed = check_events(events)
-    assert isinstance(failed, LoopFailed)
-    assert (failed.cancelled, failed.error_type) == (True, "CancelledError")
-    return failed
-
-
 # -- during a model call ------------------------------------------------------------------
 
 
 async def test_cancel_during_the_first_model_call() -> None:
     events: list[Event] = []
     model = HangingModel(script=[], waiting=asyncio.Event())
-    await _cancel_when(LLMAgent(model, [], observers=[events.append]), model.waiting.wait)
+    await cancel_when(LLMAgent(model, [], observers=[events.append]), model.waiting.wait)
 
-    failed = _failed(events)
+    failed = cancelled_failure(events)
     assert kinds(events) == [
         "loop_start",
         "round_start",
@@ -124,9 +108,9 @@ async def test_cancel_during_a_later_model_call_keeps_the_earlier_rounds(
     ]
     model = HangingModel(script=script, waiting=asyncio.Event())
     agent = LLMAgent(model, [echo_tool], observers=[events.append])
-    await _cancel_when(agent, model.waiting.wait)
+    await cancel_when(agent, model.waiting.wait)
 
-    failed = _failed(events)
+    failed = cancelled_failure(events)
     assert (failed.round, failed.rounds) == (3, 2)
     assert (failed.usage.input_tokens, failed.usage.output_tokens, failed.usage.requests) == (
         300,
@@ -144,9 +128,9 @@ async def test_cancel_during_the_synthesis_call(echo_tool: BaseTool) -> None:
     script = [calls(tool_call("echo", {"text": "a"}, "c1"), text="one")]
     model = HangingModel(script=script, waiting=asyncio.Event())
     agent = LLMAgent(model, [echo_tool], AgentConfig(tool_max_rounds=1), observers=[events.append])
-    await _cancel_when(agent, model.waiting.wait)
+    await cancel_when(agent, model.waiting.wait)
 
-    failed = _failed(events)
+    failed = cancelled_failure(events)
     assert kinds(events)[-4:] == [
         "synthesis",
         "model_call_start",
@@ -187,9 +171,9 @@ async def test_cancel_during_parallel_dispatch_keeps_what_finished() -> None:
     )
     model = ScriptedChatModel([reply], model_name=MODEL)
     agent = LLMAgent(model, [quick, slow], observers=[events.append])
-    await _cancel_when(agent, both_waiting.wait)
+    await cancel_when(agent, both_waiting.wait)
 
-    failed = _failed(events)
+    failed = cancelled_failure(events)
     assert (failed.usage.input_tokens, failed.usage.output_tokens) == (50, 5)
     by_id = dispatched(events)
     # events in completion order: q2 finished, then the stop closed the others
@@ -226,34 +210,24 @@ async def test_cancel_while_sync_tools_block_in_threads() -> None:
         ScriptedChatModel([reply], model_name=MODEL), [tool_], observers=[events.append]
     )
     try:
-        await _cancel_when(agent, lambda: asyncio.to_thread(all_blocked.wait, SAFETY_S))
+        await cancel_when(agent, lambda: asyncio.to_thread(all_blocked.wait, SAFETY_S))
         # the run ended while all three threads still block
         assert not release.is_set()
     finally:
         release.set()
-    _failed(events)
+    cancelled_failure(events)
     assert {e.error_reason for e in dispatched(events).values()} == {"cancelled"}
 
 
 async def test_cancel_with_a_tool_that_ignores_cancellation() -> None:
     events: list[Event] = []
-    started = asyncio.Event()
-    release = asyncio.Event()
-
-    async def stubborn() -> str:
-        started.set()
-        while not release.is_set():
-            with contextlib.suppress(asyncio.CancelledError):  # ignores the stop
-                await release.wait()
-        return "done anyway"
-
-    tool_ = StructuredTool.from_function(coroutine=stubborn, name="stubborn", description="S.")
+    tool_, started, release = stubborn_tool()
     model = ScriptedChatModel([calls(tool_call("stubborn", {}, "s1"))], model_name=MODEL)
     agent = LLMAgent(model, [tool_], observers=[events.append])  # no tool timeout at all
     before = asyncio.all_tasks()
-    await _cancel_when(agent, started.wait)  # returns: the stop is not held up for good
+    await cancel_when(agent, started.wait)  # returns: the stop is not held up for good
 
-    _failed(events)
+    cancelled_failure(events)
     assert dispatched(events)["s1"].error_reason == "cancelled"
     stragglers = asyncio.all_tasks() - before
     assert stragglers  # the tool is still running, on its own
@@ -280,9 +254,9 @@ async def test_cancel_while_paused_before_dispatch(echo_tool: BaseTool) -> None:
         observers=[events.append],
         pause_hooks=[hold],
     )
-    await _cancel_when(agent, paused.wait)
+    await cancel_when(agent, paused.wait)
 
-    _failed(events)
+    cancelled_failure(events)
     assert [(e.tool_call_id, e.error_reason) for e in dispatched(events).values()] == [
         ("e1", "cancelled"),
         ("e2", "cancelled"),
@@ -305,9 +279,9 @@ async def test_cancel_during_a_pruning_call() -> None:
         pruning_model=pruner,
         observers=[events.append],
     )
-    await _cancel_when(agent, pruner.waiting.wait)
+    await cancel_when(agent, pruner.waiting.wait)
 
-    failed = _failed(events)
+    failed = cancelled_failure(events)
     assert (failed.usage.input_tokens, failed.rounds) == (40, 0)
     original = dispatched(events)["f1"]
     assert (original.status, original.content) == ("success", "row of data\n" * 500)
@@ -332,7 +306,7 @@ async def test_asyncio_timeout_around_the_run() -> None:
         async with asyncio.timeout(0.05):
             await agent.arun("go")
 
-    failed = _failed(events)
+    failed = cancelled_failure(events)
     assert failed.usage.input_tokens == 9
     assert dispatched(events)["n1"].error_reason == "cancelled"
 
@@ -346,7 +320,7 @@ async def test_cancel_twice_still_ends_once() -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(task, SAFETY_S)
-    _failed(events)
+    cancelled_failure(events)
 
 
 async def test_the_run_can_go_on_after_a_cancel(echo_tool: BaseTool) -> None:
@@ -354,7 +328,7 @@ async def test_the_run_can_go_on_after_a_cancel(echo_tool: BaseTool) -> None:
     events: list[Event] = []
     model = HangingModel(script=[], waiting=asyncio.Event())
     agent = LLMAgent(model, [echo_tool], observers=[events.append])
-    await _cancel_when(agent, model.waiting.wait)
+    await cancel_when(agent, model.waiting.wait)
     model.script.append(final("second run"))
     result = await asyncio.wait_for(agent.arun("again"), SAFETY_S)
     assert result.final_response.text == "second run"
@@ -382,9 +356,9 @@ async def test_cancel_with_fifty_calls_half_of_them_finished() -> None:
     agent = LLMAgent(
         ScriptedChatModel([reply], model_name=MODEL), [call], observers=[events.append]
     )
-    await _cancel_when(agent, all_hanging.wait)
+    await cancel_when(agent, all_hanging.wait)
 
-    _failed(events)
+    cancelled_failure(events)
     by_id = dispatched(events)
     assert sorted(by_id) == sorted(f"p{n}" for n in range(50))  # every id once
     finished = [i for i in by_id if by_id[i].ran]
@@ -413,9 +387,9 @@ async def test_cancel_while_paused_before_a_model_call(echo_tool: BaseTool) -> N
         observers=[events.append],
         pause_hooks=[hold],
     )
-    await _cancel_when(agent, paused.wait)
+    await cancel_when(agent, paused.wait)
 
-    failed = _failed(events)
+    failed = cancelled_failure(events)
     assert (failed.round, failed.rounds, failed.usage.input_tokens) == (2, 1, 25)
     assert dispatched(events)["e1"].content == "a"
     assert kinds(events)[-2:] == ["round_start", "loop_failure"]

@@ -8,18 +8,23 @@ results of calls that finished and answers the rest, and leaves no task behind.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from hostilekit import check_events, dispatched, kinds
-from langchain_core.tools import BaseTool, StructuredTool, tool
+from hostilekit import (
+    cancel_when,
+    cancelled_failure,
+    check_events,
+    dispatched,
+    kinds,
+    stubborn_tool,
+)
+from langchain_core.tools import BaseTool, tool
 from loopkit import MODEL, calls, final, tool_call
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
-from toolloop_lab.events import Event, LoopFailed, ToolDispatched, ToolStarted
+from toolloop_lab.events import Event, ToolDispatched, ToolStarted
 from toolloop_lab.schema_tools import tools_from_schema
 from toolloop_lab.workloads import FILE_FUNCTIONS, FileSystem
 
@@ -132,17 +137,6 @@ async def test_a_timed_out_call_is_an_error_and_the_next_call_still_runs() -> No
     check_events(events)
 
 
-async def _cancel_when(agent: LLMAgent, ready: Callable[[], Awaitable[Any]]) -> None:
-    """Start the run, wait until ``ready`` says it is where it should be, cancel it."""
-    task = asyncio.create_task(agent.arun("go"))
-    waiter = asyncio.create_task(ready())
-    done, _ = await asyncio.wait({task, waiter}, timeout=SAFETY_S, return_when="FIRST_COMPLETED")
-    assert waiter in done, f"the run never got there: {task}"
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await asyncio.wait_for(task, SAFETY_S)
-
-
 def _slow_tools(started: asyncio.Event) -> list[BaseTool]:
     @tool
     async def quick(text: str) -> str:
@@ -170,11 +164,9 @@ async def test_cancel_mid_call_keeps_what_finished_and_answers_the_rest() -> Non
     )
     model = ScriptedChatModel([reply], model_name=MODEL)
     agent = LLMAgent(model, _slow_tools(started), ORDERED, observers=[events.append])
-    await _cancel_when(agent, started.wait)
+    await cancel_when(agent, started.wait)
 
-    failed = check_events(events)
-    assert isinstance(failed, LoopFailed)
-    assert (failed.cancelled, failed.error_type) == (True, "CancelledError")
+    cancelled_failure(events)
     by_id = dispatched(events)
     stopped = "Error: the loop was stopped before this call ran"
     assert [
@@ -191,23 +183,13 @@ async def test_cancel_mid_call_keeps_what_finished_and_answers_the_rest() -> Non
 
 async def test_a_tool_that_ignores_cancellation_does_not_hold_up_the_stop() -> None:
     events: list[Event] = []
-    started = asyncio.Event()
-    release = asyncio.Event()
-
-    async def stubborn() -> str:
-        started.set()
-        while not release.is_set():
-            with contextlib.suppress(asyncio.CancelledError):  # ignores the stop
-                await release.wait()
-        return "done anyway"
-
-    tool_ = StructuredTool.from_function(coroutine=stubborn, name="stubborn", description="S.")
+    tool_, started, release = stubborn_tool()
     reply = calls(tool_call("stubborn", {}, "s1"), tool_call("stubborn", {}, "s2"))
     agent = LLMAgent(
         ScriptedChatModel([reply], model_name=MODEL), [tool_], ORDERED, observers=[events.append]
     )
     before = asyncio.all_tasks()
-    await _cancel_when(agent, started.wait)
+    await cancel_when(agent, started.wait)
 
     check_events(events)
     assert {e.error_reason for e in dispatched(events).values()} == {"cancelled"}
