@@ -6,6 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 from langchain_core.tools import BaseTool, tool
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from stubs.anthropic_stub import AnthropicStub
 from stubs.openai_stub import OpenAIStub
 
@@ -52,3 +55,18 @@ def ant() -> Iterator[AnthropicStub]:
     with AnthropicStub() as stub:
         yield stub
     stub.assert_clean()
+
+
+@pytest.fixture
+def exporter() -> InMemorySpanExporter:
+    """Where ``provider`` puts every finished span (``exporter.get_finished_spans()``)."""
+    return InMemorySpanExporter()
+
+
+@pytest.fixture
+def provider(exporter: InMemorySpanExporter) -> Iterator[TracerProvider]:
+    """A tracer provider that hands each span to ``exporter`` as it ends; shut down after."""
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    yield tracer_provider
+    tracer_provider.shutdown()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from decimal import Decimal
 
 import pytest
@@ -20,7 +19,6 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.tools import tool
 from loopkit import MODEL, calls, final, tool_call
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 from otelkit import shape
@@ -40,19 +38,6 @@ from toolloop_lab.events import (
 )
 from toolloop_lab.lab import Scenario, catalog
 from toolloop_lab.otel import OTelObserver, export_events
-
-
-@pytest.fixture
-def exporter() -> InMemorySpanExporter:
-    return InMemorySpanExporter()
-
-
-@pytest.fixture
-def provider(exporter: InMemorySpanExporter) -> Iterator[TracerProvider]:
-    tracer_provider = TracerProvider()
-    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
-    yield tracer_provider
-    tracer_provider.shutdown()
 
 
 def _op(spans: tuple[ReadableSpan, ...], operation: str) -> list[ReadableSpan]:

@@ -10,13 +10,11 @@ capture off and on.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 from otelkit import (
@@ -35,19 +33,6 @@ from toolloop_lab.trace import write_trace
 from toolloop_lab.usage import Usage
 
 NS = 1_000_000_000
-
-
-@pytest.fixture
-def exporter() -> InMemorySpanExporter:
-    return InMemorySpanExporter()
-
-
-@pytest.fixture
-def provider(exporter: InMemorySpanExporter) -> Iterator[TracerProvider]:
-    tracer_provider = TracerProvider()
-    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
-    yield tracer_provider
-    tracer_provider.shutdown()
 
 
 def feed(provider: TracerProvider, builder: RunBuilder, **options: object) -> OTelObserver:
