@@ -11,7 +11,7 @@ No test module imports another: what two test modules share lives here (or in
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -33,6 +33,7 @@ __all__ = [
     "invalid_call",
     "received",
     "reference_cost",
+    "strings",
     "tool_call",
     "usage",
 ]
@@ -199,6 +200,19 @@ def received(widget: Any) -> list[dict[str, Any]]:
         assert msg["first"] == len(events), "a batch must start where the last one ended"
         events.extend(msg["events"])
     return events
+
+
+def strings(value: Any) -> Iterator[str]:
+    """Every string in JSON data, dict keys included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from strings(item)
 
 
 class FakeTime:

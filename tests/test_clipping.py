@@ -29,7 +29,7 @@ import comm
 import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.tools import StructuredTool
-from loopkit import MODEL, MockComm, calls, invalid_call, received, tool_call, usage
+from loopkit import MODEL, MockComm, calls, invalid_call, received, strings, tool_call, usage
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
 from toolloop_lab.escape import ID_CHARS, NAME_CHARS, TEXT_CHARS, clip
@@ -71,18 +71,6 @@ def sent(dbg: LoopDebugger) -> list[dict[str, Any]]:
 
 def sent_chars(dbg: LoopDebugger) -> int:
     return sum(len(json.dumps(m, ensure_ascii=False)) for m in sent(dbg))
-
-
-def strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield key
-            yield from strings(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from strings(item)
 
 
 # -- escape.clip ----------------------------------------------------------------------------

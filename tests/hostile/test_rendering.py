@@ -47,7 +47,7 @@ import pytest
 from browser.streams import hostile_run
 from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool, StructuredTool
-from loopkit import ALL, MODEL, PAYLOADS, MockComm, invalid_call, usage
+from loopkit import ALL, MODEL, PAYLOADS, MockComm, invalid_call, strings, usage
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopError
 from toolloop_lab.builtin_tools import echo_tool, file_read_tool
@@ -142,19 +142,6 @@ def assert_no_raw_payload(text: str, where: str) -> None:
     for payload in PAYLOADS:
         if html.escape(payload, quote=True) != payload:
             assert payload not in text, f"raw payload {payload!r} in {where}"
-
-
-def strings(value: Any) -> Iterator[str]:
-    """Every string in JSON data, dict keys included."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield key
-            yield from strings(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from strings(item)
 
 
 # -- the debugger's own outputs ------------------------------------------------------------
