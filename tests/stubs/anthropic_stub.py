@@ -22,8 +22,6 @@ from functools import partial
 from typing import Any
 
 from .server import (
-    DEFAULT_CHUNK_INTERVAL,
-    DEFAULT_FRAGMENT_CHARS,
     Reply,
     StubServer,
     pairing_problem,
@@ -84,7 +82,7 @@ class AnthropicToolUse:
         return tuple(self.fragments)
 
 
-class AnthropicStub(StubServer):
+class AnthropicStub(StubServer[AnthropicUsage]):
     """Scriptable Messages server; see :mod:`stubs.server` for the mechanics."""
 
     route = "/v1/messages"
@@ -92,20 +90,6 @@ class AnthropicStub(StubServer):
     """What replies report as ``model`` (genai-prices knows it)."""
     stream_error_status = 529  # "overloaded_error", the usual mid-stream failure
     stream_error_event = "error"
-
-    def __init__(
-        self,
-        *,
-        keep_alive: bool = False,
-        chunk_interval: float = DEFAULT_CHUNK_INTERVAL,
-        fragment_chars: int = DEFAULT_FRAGMENT_CHARS,
-    ) -> None:
-        super().__init__(
-            keep_alive=keep_alive, chunk_interval=chunk_interval, fragment_chars=fragment_chars
-        )
-        self._ids = 0
-        self.reported: list[AnthropicUsage] = []
-        """Usage of every successful reply queued, in order (not those with a stream fault)."""
 
     @property
     def base_url(self) -> str:
@@ -127,8 +111,7 @@ class AnthropicStub(StubServer):
         It is streamed following ``stream`` if the request asks for a stream.
         """
         inputs = [u.wire_fragments(self.fragment_chars) for u in tool_uses]
-        self._ids += 1
-        n = self._ids
+        n = self._next_id()
         content: list[dict[str, Any]] = []
         if text is not None:
             content.append({"type": "text", "text": text})

@@ -21,8 +21,6 @@ from functools import partial
 from typing import Any
 
 from .server import (
-    DEFAULT_CHUNK_INTERVAL,
-    DEFAULT_FRAGMENT_CHARS,
     Reply,
     StubServer,
     pairing_problem,
@@ -91,35 +89,17 @@ def _loads(text: str) -> Any:
         return None
 
 
-class OpenAIStub(StubServer):
+class OpenAIStub(StubServer[OpenAIUsage]):
     """Scriptable Chat Completions server; see :mod:`stubs.server` for the mechanics."""
 
     route = "/v1/chat/completions"
     model = "gpt-4o-mini-2024-07-18"
     """What replies report as ``model`` (genai-prices knows it)."""
 
-    def __init__(
-        self,
-        *,
-        keep_alive: bool = False,
-        chunk_interval: float = DEFAULT_CHUNK_INTERVAL,
-        fragment_chars: int = DEFAULT_FRAGMENT_CHARS,
-    ) -> None:
-        super().__init__(
-            keep_alive=keep_alive, chunk_interval=chunk_interval, fragment_chars=fragment_chars
-        )
-        self._ids = 0
-        self.reported: list[OpenAIUsage] = []
-        """Usage of every successful reply queued, in order (not those with a stream fault)."""
-
     @property
     def base_url(self) -> str:
         """What ``ChatOpenAI(base_url=...)`` takes."""
         return f"{self.origin}/v1"
-
-    def _next_id(self) -> int:
-        self._ids += 1
-        return self._ids
 
     def reply(
         self,

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from .sse import (
     DEFAULT_PLAN,
@@ -94,7 +94,11 @@ class _LoopbackServer(ThreadingHTTPServer):
             super().shutdown_request(request)
 
 
-class StubServer:
+UsageT = TypeVar("UsageT")
+"""The usage record type a provider's stub queues replies with."""
+
+
+class StubServer(Generic[UsageT]):
     """Serves queued replies in order on ``POST route``; records every request.
 
     Use it as a context manager (the pytest fixtures do): it binds a free port on
@@ -145,6 +149,14 @@ class StubServer:
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._port = 0
+        self._ids = 0
+        self.reported: list[UsageT] = []
+        """Usage of every successful reply queued, in order (not those with a stream fault)."""
+
+    def _next_id(self) -> int:
+        """A new number for the ids of the next reply queued (1, 2, ...)."""
+        self._ids += 1
+        return self._ids
 
     # -- lifecycle --------------------------------------------------------------------
     def start(self) -> Self:
