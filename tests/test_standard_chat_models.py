@@ -65,7 +65,7 @@ class _Ours:
 # -- ScriptedChatModel ----------------------------------------------------------------
 
 
-class TestScriptedChatModelUnit(_Ours, ChatModelUnitTests):
+class _Scripted(_Ours):
     @property
     def chat_model_class(self) -> type[BaseChatModel]:
         return ScriptedChatModel
@@ -75,14 +75,12 @@ class TestScriptedChatModelUnit(_Ours, ChatModelUnitTests):
         return {"script": responder_model().script, "model_name": MODEL_NAME}
 
 
-class TestScriptedChatModelIntegration(_Ours, ChatModelIntegrationTests):
-    @property
-    def chat_model_class(self) -> type[BaseChatModel]:
-        return ScriptedChatModel
+class TestScriptedChatModelUnit(_Scripted, ChatModelUnitTests):
+    pass
 
-    @property
-    def chat_model_params(self) -> dict[str, Any]:
-        return {"script": responder_model().script, "model_name": MODEL_NAME}
+
+class TestScriptedChatModelIntegration(_Scripted, ChatModelIntegrationTests):
+    pass
 
 
 # -- RecordingChatModel ---------------------------------------------------------------
