@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Literal
 
 import pytest
+from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import tool
 from stubs import anthropic_stub, openai_stub
 from stubs.anthropic_stub import AnthropicStub, AnthropicToolUse, AnthropicUsage
 from stubs.clients import chat_anthropic, chat_openai
 from stubs.openai_stub import OpenAIStub, OpenAIToolCall, OpenAIUsage
 
-from toolloop_lab import AgentConfig, LLMAgent
+from toolloop_lab import AgentConfig, LLMAgent, ToolLoopResult
 from toolloop_lab.events import Intervention, ToolDispatched, transcript
 from toolloop_lab.hooks import PausePoint
 
@@ -63,6 +64,32 @@ def interventions(events: Any) -> list[tuple[str, str | None]]:
     return [(e.action, e.tool_call_id) for e in events if isinstance(e, Intervention)]
 
 
+async def run_every_intervention(
+    model: BaseChatModel,
+    streaming: bool,
+    ids: list[str],
+    skip_with: tuple[str, Literal["success", "error"]],
+) -> ToolLoopResult:
+    """Run "Go." making one intervention of each kind: at round 1's dispatch, ``ids[0]``'s
+    args become ``{"a": 40, "b": 2}`` and ``ids[1]`` is skipped with ``skip_with``'s content
+    and status; before round 2's model call, ``ids[0]``'s result becomes "forty-two" and
+    "Answer in one word." is appended."""
+    content, status = skip_with
+
+    def dispatch(point: PausePoint) -> None:
+        point.edit_args(ids[0], {"a": 40, "b": 2})
+        point.skip(ids[1], content, status=status)
+
+    def round_2(point: PausePoint) -> None:
+        point.edit_result(ids[0], "forty-two")
+        point.append("Answer in one word.")
+
+    agent = LLMAgent(
+        model, TOOLS, AgentConfig(streaming=streaming), pause_hooks=[hook_for(dispatch, round_2)]
+    )
+    return await agent.arun("Go.")
+
+
 @pytest.mark.parametrize("streaming", [False, True])
 async def test_openai_every_intervention_reaches_the_wire(oai: OpenAIStub, streaming: bool) -> None:
     oai.chunk_interval = 0
@@ -72,21 +99,9 @@ async def test_openai_every_intervention_reaches_the_wire(oai: OpenAIStub, strea
     )
     oai.reply(text="Done.", usage=OpenAIUsage(200, 5))
 
-    def dispatch(point: PausePoint) -> None:
-        point.edit_args(ids[0], {"a": 40, "b": 2})
-        point.skip(ids[1], "the file is empty")
-
-    def round_2(point: PausePoint) -> None:
-        point.edit_result(ids[0], "forty-two")
-        point.append("Answer in one word.")
-
-    agent = LLMAgent(
-        chat_openai(oai),
-        TOOLS,
-        AgentConfig(streaming=streaming),
-        pause_hooks=[hook_for(dispatch, round_2)],
+    result = await run_every_intervention(
+        chat_openai(oai), streaming, ids, skip_with=("the file is empty", "success")
     )
-    result = await agent.arun("Go.")
 
     assert ran == [("add", {"a": 40, "b": 2})]
     follow_up = oai.bodies[1]
@@ -150,21 +165,9 @@ async def test_anthropic_every_intervention_reaches_the_wire(
     )
     ant.reply(text="Done.", usage=AnthropicUsage(200, 5))
 
-    def dispatch(point: PausePoint) -> None:
-        point.edit_args(ids[0], {"a": 40, "b": 2})
-        point.skip(ids[1], "no such file", status="error")
-
-    def round_2(point: PausePoint) -> None:
-        point.edit_result(ids[0], "forty-two")
-        point.append("Answer in one word.")
-
-    agent = LLMAgent(
-        chat_anthropic(ant),
-        TOOLS,
-        AgentConfig(streaming=streaming),
-        pause_hooks=[hook_for(dispatch, round_2)],
+    result = await run_every_intervention(
+        chat_anthropic(ant), streaming, ids, skip_with=("no such file", "error")
     )
-    result = await agent.arun("Go.")
 
     assert ran == [("add", {"a": 40, "b": 2})]
     follow_up = ant.bodies[1]
