@@ -34,23 +34,21 @@ Not part of the test suite: timing figures live here, never in tests.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import dataclasses
-import gc
 import itertools
 import os
 import statistics
 import sys
 import tempfile
 import time
-import tracemalloc
 from collections.abc import Callable, Coroutine, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from benchkit import RUNNER, Cell, Run, load, peak_per_round, script, time_once
 from langchain.agents import create_agent
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import HumanMessage
 
 from toolloop_lab import ScriptedChatModel
 from toolloop_lab.bridge import watch
@@ -66,22 +64,14 @@ REPEATS = {10: 31, 100: 11, 300: 7}
 """Interleaved repeats per size (``--quick`` takes a quarter, at least 3)."""
 
 
-def _script(rounds: int) -> list[AIMessage]:
-    usage = {"input_tokens": 50, "output_tokens": 10, "total_tokens": 60}
-    calls = [
-        AIMessage(
-            "",
-            tool_calls=[{"name": "echo", "args": {"text": f"r{n}"}, "id": f"c{n}"}],
-            usage_metadata=usage,
-        )
-        for n in range(rounds)
-    ]
-    answer = AIMessage("done, and this answer streams in a few pieces", usage_metadata=usage)
-    return [*calls, answer]
-
-
 def _agent(rounds: int) -> Any:
-    return create_agent(ScriptedChatModel(_script(rounds), model_name="gpt-4o-mini"), [echo_tool()])
+    return create_agent(
+        ScriptedChatModel(
+            script(rounds, "done, and this answer streams in a few pieces"),
+            model_name="gpt-4o-mini",
+        ),
+        [echo_tool()],
+    )
 
 
 def _config(rounds: int, callbacks: list[Any] | None = None) -> dict[str, Any]:
@@ -188,8 +178,6 @@ VARIANTS: dict[str, Variant] = {
 BASELINE = {name: (STREAM_BASE if name.startswith("streamed") else BASE) for name in VARIANTS}
 BASELINE[STREAM_BASE] = STREAM_BASE
 
-_RUNNER = asyncio.Runner()
-
 
 def _check() -> None:
     """Every bridged variant sees the whole run (a benchmark of a broken bridge is no use)."""
@@ -199,38 +187,16 @@ def _check() -> None:
         with watch(events.append):
             await _agent(3).ainvoke(_INPUT, _config(3))
 
-    _RUNNER.run(run())
+    RUNNER.run(run())
     [end] = [e for e in events if isinstance(e, LoopFinished)]
     assert end.rounds == 4
     assert end.usage.requests == 4
 
 
-def _time_once(variant: Variant, rounds: int) -> tuple[float, float]:
-    agent = _agent(rounds)  # built outside the timed run: its cost is the same everywhere
-    gc.collect()
-    wall, cpu = time.perf_counter(), time.process_time()
-    _RUNNER.run(variant(agent, rounds))
-    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-    return wall * 1e6 / rounds, cpu * 1e6 / rounds
-
-
-def _peak_per_round(variant: Variant, rounds: int) -> float:
-    agent = _agent(rounds)
-    gc.collect()
-    tracemalloc.start()
-    try:
-        _RUNNER.run(variant(agent, rounds))
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return peak / rounds
-
-
-@dataclasses.dataclass
-class Cell:
-    wall: list[float] = dataclasses.field(default_factory=list)
-    cpu: list[float] = dataclasses.field(default_factory=list)
-    peak: float = 0.0
+def _timed(variant: Variant, rounds: int) -> Run:
+    """The run to time: the agent is built here, outside the timed run (its cost is the same
+    everywhere)."""
+    return partial(variant, _agent(rounds), rounds)
 
 
 def measure(sizes: Sequence[int], quick: bool) -> dict[tuple[str, int], Cell]:
@@ -244,11 +210,11 @@ def measure(sizes: Sequence[int], quick: bool) -> dict[tuple[str, int], Cell]:
         for done in range(repeats):
             shift = done % len(names)
             for name in names[shift:] + names[:shift]:
-                wall, cpu = _time_once(VARIANTS[name], rounds)
+                wall, cpu = time_once(_timed(VARIANTS[name], rounds), rounds)
                 cells[(name, rounds)].wall.append(wall)
                 cells[(name, rounds)].cpu.append(cpu)
         for name in names:
-            cells[(name, rounds)].peak = _peak_per_round(VARIANTS[name], rounds)
+            cells[(name, rounds)].peak = peak_per_round(_timed(VARIANTS[name], rounds), rounds)
         print(
             f"  {rounds:>5} rounds: {repeats} interleaved repeats, "
             f"{time.perf_counter() - started:.0f} s so far",
@@ -328,7 +294,7 @@ def measure_inside(sizes: Sequence[int], repeats: int) -> dict[tuple[str, int], 
                 for _ in range(repeats):
                     agent = _agent(rounds)
                     spent[0] = 0.0
-                    _RUNNER.run(variant(agent, rounds))
+                    RUNNER.run(variant(agent, rounds))
                     samples.append(spent[0] * 1e6 / rounds)
                 found[(label, rounds)] = statistics.median(samples)
     finally:
@@ -337,23 +303,16 @@ def measure_inside(sizes: Sequence[int], repeats: int) -> dict[tuple[str, int], 
     return found
 
 
-def _load() -> str:
-    try:
-        return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "n/a"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer repeats, for a smoke run")
     parser.add_argument("--rounds", type=int, nargs="*", default=list(SIZES))
     args = parser.parse_args()
     started = time.perf_counter()
-    load_before = _load()
+    load_before = load()
     _check()
     for variant in VARIANTS.values():  # warm imports and caches
-        _RUNNER.run(variant(_agent(2), 2))
+        RUNNER.run(variant(_agent(2), 2))
     sizes = sorted(set(args.rounds))
     cells = measure(sizes, args.quick)
     print(
@@ -379,7 +338,7 @@ def main() -> None:
     for label in INSIDE:
         print(f"  {label:28}" + "".join(f"{inside[(label, r)]:>12.0f}" for r in sizes))
     print(
-        f"\nload average before {load_before}, after {_load()}; total "
+        f"\nload average before {load_before}, after {load()}; total "
         f"{time.perf_counter() - started:.0f} s"
     )
 

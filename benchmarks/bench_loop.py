@@ -23,7 +23,6 @@ reported on its own line, as a one-off cost, not per round.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 import gc
 import itertools
@@ -34,10 +33,12 @@ import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable, Coroutine, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from benchkit import RUNNER, Cell, load, peak_per_round, script, time_once
+from langchain_core.messages import BaseMessage, HumanMessage
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
 from toolloop_lab.builtin_tools import echo_tool
@@ -53,21 +54,8 @@ BUDGET_S = 480.0
 the whole benchmark stays under 10 minutes however loaded the machine is."""
 
 
-def _script(rounds: int) -> list[AIMessage]:
-    usage = {"input_tokens": 50, "output_tokens": 10, "total_tokens": 60}
-    calls = [
-        AIMessage(
-            "",
-            tool_calls=[{"name": "echo", "args": {"text": f"r{n}"}, "id": f"c{n}"}],
-            usage_metadata=usage,
-        )
-        for n in range(rounds)
-    ]
-    return [*calls, AIMessage("done", usage_metadata=usage)]
-
-
 def _model(rounds: int) -> ScriptedChatModel:
-    return ScriptedChatModel(_script(rounds), model_name="gpt-4o-mini")
+    return ScriptedChatModel(script(rounds, "done"), model_name="gpt-4o-mini")
 
 
 async def floor(rounds: int) -> None:
@@ -156,52 +144,13 @@ VARIANTS: dict[str, Variant] = {
 }
 
 
-_RUNNER = asyncio.Runner()
-"""One event loop for every run, so loop start-up is not counted as per-round cost."""
-
-
 def _available(name: str, variant: Variant) -> bool:
     try:
-        _RUNNER.run(variant(2))
+        RUNNER.run(variant(2))
     except ImportError as exc:
         print(f"skipping {name}: {exc}", file=sys.stderr)
         return False
     return True
-
-
-def _time_once(variant: Variant, rounds: int) -> tuple[float, float]:
-    """Wall-clock and process-CPU µs per round of one run."""
-    gc.collect()
-    wall, cpu = time.perf_counter(), time.process_time()
-    _RUNNER.run(variant(rounds))
-    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-    return wall * 1e6 / rounds, cpu * 1e6 / rounds
-
-
-def _peak_per_round(variant: Variant, rounds: int) -> float:
-    gc.collect()
-    tracemalloc.start()
-    try:
-        _RUNNER.run(variant(rounds))
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return peak / rounds
-
-
-@dataclasses.dataclass
-class Cell:
-    wall: list[float] = dataclasses.field(default_factory=list)
-    cpu: list[float] = dataclasses.field(default_factory=list)
-    peak: float = 0.0
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.wall)
-
-    @property
-    def cpu_median(self) -> float:
-        return statistics.median(self.cpu)
 
 
 def measure_loops(
@@ -225,7 +174,7 @@ def measure_loops(
             shift = done % len(names)  # rotate the order too, so no variant always runs first
             for name in names[shift:] + names[:shift]:
                 variant = variants[name]
-                wall, cpu = _time_once(variant, rounds)
+                wall, cpu = time_once(partial(variant, rounds), rounds)
                 cells[(name, rounds)].wall.append(wall)
                 cells[(name, rounds)].cpu.append(cpu)
             if done >= 3 and time.perf_counter() > deadline:
@@ -233,7 +182,7 @@ def measure_loops(
         if done < wanted:
             notes.append(f"{rounds} rounds: {done} of {wanted} repeats (time budget)")
         for name, variant in variants.items():
-            cells[(name, rounds)].peak = _peak_per_round(variant, rounds)
+            cells[(name, rounds)].peak = peak_per_round(partial(variant, rounds), rounds)
         print(
             f"  {rounds:>5} rounds: {done} interleaved repeats, "
             f"{time.perf_counter() - started:.0f} s so far",
@@ -261,7 +210,7 @@ def measure_widget(events_wanted: int, repeats: int) -> dict[str, float]:
     from toolloop_lab.runview import RunView
     from toolloop_lab.widget import LoopDebugger
 
-    recorded = _RUNNER.run(_agent(3).arun("go")).events
+    recorded = RUNNER.run(_agent(3).arun("go")).events
     per_round = sum(1 for e in recorded if e.round == 1)
     stream = _stream(recorded, max(1, events_wanted // per_round))
     widget_rates, view_rates, draws = [], [], 0
@@ -394,13 +343,6 @@ def report(
             print(f"  {name:34} {g / own:.2f}; {g_cpu / own_cpu:.2f}{extra}")
 
 
-def _load() -> str:
-    try:
-        return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "n/a"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer repeats, for a smoke run")
@@ -410,7 +352,7 @@ def main() -> None:
     parser.add_argument("--lab-scenarios", type=int, default=300)
     args = parser.parse_args()
     started = time.perf_counter()
-    load_before = _load()
+    load_before = load()
     sizes = sorted(set(args.rounds))
     variants = {n: v for n, v in VARIANTS.items() if _available(n, v)}
     if FLOOR not in variants:
@@ -459,7 +401,7 @@ def main() -> None:
         print(f"  [{'met' if ok else 'MISSED'}] {label}: {value}")
     for note in notes:
         print(f"note: {note}")
-    print(f"\nload average before {load_before}, after {_load()}; total {elapsed:.0f} s")
+    print(f"\nload average before {load_before}, after {load()}; total {elapsed:.0f} s")
 
 
 if __name__ == "__main__":
