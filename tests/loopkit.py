@@ -11,6 +11,7 @@ No test module imports another: what two test modules share lives here (or in
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from decimal import Decimal
 from typing import Any
@@ -29,13 +30,16 @@ __all__ = [
     "MockComm",
     "calls",
     "catalog_run",
+    "channel",
     "final",
     "invalid_call",
     "received",
     "reference_cost",
     "strings",
     "tool_call",
+    "until",
     "usage",
+    "wait_until",
 ]
 
 MODEL = "gpt-4o-mini"
@@ -187,13 +191,17 @@ class MockComm(BaseComm):  # type: ignore[misc]
         )
 
 
+def channel(widget: Any) -> MockComm:
+    """The mock comm of ``widget`` (made while ``comm.create_comm`` is ``MockComm``)."""
+    assert isinstance(widget.comm, MockComm)
+    return widget.comm
+
+
 def received(widget: Any) -> list[dict[str, Any]]:
     """The events a browser folding every batch of ``widget`` in order ends up with
     (resets honoured); asserts each batch starts where the last one ended."""
-    channel = widget.comm
-    assert isinstance(channel, MockComm)
     events: list[dict[str, Any]] = []
-    for msg in channel.custom():
+    for msg in channel(widget).custom():
         assert msg["type"] == "events"
         if msg["reset"]:
             events = []
@@ -213,6 +221,25 @@ def strings(value: Any) -> Iterator[str]:
     elif isinstance(value, (list, tuple)):
         for item in value:
             yield from strings(item)
+
+
+async def until(predicate: Callable[[], bool], limit: float = 10.0) -> None:
+    """Wait on the running event loop until ``predicate()`` holds; fail after ``limit`` s."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + limit
+    while not predicate():
+        assert loop.time() < end, "timed out waiting"
+        await asyncio.sleep(0.005)
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
+    """Block this thread until ``condition()`` holds: whether it did within ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
 
 
 class FakeTime:

@@ -12,8 +12,6 @@ failure keeps its partial counts.
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable
 from typing import Any, Literal
 
 import openai
@@ -31,6 +29,7 @@ from bridgekit import (
 )
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
+from loopkit import wait_until
 from stubs.clients import chat_openai
 from stubs.openai_stub import OpenAIStub, OpenAIToolCall, OpenAIUsage
 from stubs.prices import openai_cost
@@ -51,15 +50,6 @@ from toolloop_lab.events import (
 from toolloop_lab.widget import LoopDebugger
 
 Provider = Literal["scripted", "openai"]
-
-
-def _wait_until(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)
-    return True
 
 
 def _projection(messages: Any) -> list[tuple[str, str, tuple[str, ...], str | None]]:
@@ -166,7 +156,7 @@ async def test_the_view_shows_a_reply_while_it_streams(kind: AgentKind, oai: Ope
         task = asyncio.create_task(run_agent(kind, model, stream=True))
         assert await asyncio.to_thread(oai.wait_held, 5.0)
         shown = await asyncio.to_thread(
-            _wait_until, lambda: bool(seen.view.rounds and seen.view.rounds[-1].streamed_text)
+            wait_until, lambda: bool(seen.view.rounds and seen.view.rounds[-1].streamed_text)
         )
         assert shown
         assert not task.done()

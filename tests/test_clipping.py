@@ -29,7 +29,17 @@ import comm
 import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.tools import StructuredTool
-from loopkit import MODEL, MockComm, calls, invalid_call, received, strings, tool_call, usage
+from loopkit import (
+    MODEL,
+    MockComm,
+    calls,
+    channel,
+    invalid_call,
+    received,
+    strings,
+    tool_call,
+    usage,
+)
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
 from toolloop_lab.escape import ID_CHARS, NAME_CHARS, TEXT_CHARS, clip
@@ -65,8 +75,7 @@ def clipped(char: str, limit: int) -> str:
 def sent(dbg: LoopDebugger) -> list[dict[str, Any]]:
     """Everything the browser was sent, once the pacing let it all out."""
     dbg.flush()
-    assert isinstance(dbg.comm, MockComm)
-    return dbg.comm.custom()
+    return channel(dbg).custom()
 
 
 def sent_chars(dbg: LoopDebugger) -> int:

@@ -27,6 +27,7 @@ import pytest
 from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.tools import tool
+from loopkit import wait_until
 from stubs.anthropic_stub import AnthropicStub, AnthropicToolUse, AnthropicUsage
 from stubs.clients import chat_anthropic, chat_openai
 from stubs.openai_stub import OpenAIStub, OpenAIToolCall, OpenAIUsage
@@ -74,15 +75,6 @@ def escape_cuts(text: str) -> list[int]:
     cuts |= {m.start() + 1 for m in re.finditer(r'\\["\\/bfnrt]', text)}
     cuts |= {m.end() for m in re.finditer(r"\\u[dD][89abAB][0-9a-fA-F]{2}", text)}
     return sorted(c for c in cuts if 0 < c < len(text))
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)
-    return True
 
 
 # -- chunks arrive while the call runs ------------------------------------------------

@@ -9,10 +9,9 @@ and leave the pause holding.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ import comm
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.tools import tool
-from loopkit import ALL, MockComm, calls, final, received, tool_call
+from loopkit import ALL, MockComm, calls, channel, final, received, tool_call, until
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
 from toolloop_lab.errors import ConfigurationError
@@ -67,19 +66,6 @@ def clean() -> Iterator[None]:
     ran.clear()
     yield
     ran.clear()
-
-
-def channel(dbg: LoopDebugger) -> MockComm:
-    assert isinstance(dbg.comm, MockComm)
-    return dbg.comm
-
-
-async def until(predicate: Callable[[], bool], limit: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + limit
-    while not predicate():
-        assert loop.time() < end, "timed out waiting"
-        await asyncio.sleep(0.005)
 
 
 def control(dbg: LoopDebugger) -> dict[str, Any]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from typing import Any
 import comm
 import pytest
 from browser.streams import PlaybackAgent, Stream, ToolSpec, long_run, sample_run, slow_run
-from loopkit import FakeTime, MockComm, received
+from loopkit import FakeTime, MockComm, channel, received, until
 
 from toolloop_lab.events import Event, LoopFinished
 from toolloop_lab.trace import write_trace
@@ -41,11 +40,6 @@ def fake() -> FakeTime:
 
 def make(fake: FakeTime, **options: Any) -> LoopDebugger:
     return LoopDebugger(clock=fake.clock, schedule=fake.schedule, **options)
-
-
-def channel(dbg: LoopDebugger) -> MockComm:
-    assert isinstance(dbg.comm, MockComm)
-    return dbg.comm
 
 
 def expected(events: list[Event], max_chars: int = 20_000) -> list[dict[str, Any]]:
@@ -223,22 +217,14 @@ def test_the_snapshot_stays_small_for_a_long_run() -> None:
 
 
 # -- step mode through the front end -----------------------------------------------------
-async def wait_for(predicate: Callable[[], bool], limit: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + limit
-    while not predicate():
-        assert loop.time() < end, "timed out waiting"
-        await asyncio.sleep(0.01)
-
-
 async def test_step_continue_and_stop_arrive_as_browser_messages() -> None:
     dbg = LoopDebugger(pause_on="both")
     task = dbg.start(PlaybackAgent(slow_run(), speed=50), "go")
-    await wait_for(lambda: dbg.paused_at is not None)
+    await until(lambda: dbg.paused_at is not None)
     assert dbg.paused_at is not None
     assert dbg.paused_at.stage == "model_call"
     channel(dbg).from_browser({"type": "control", "action": "step"})
-    await wait_for(lambda: dbg.paused_at is not None and dbg.paused_at.stage == "tool_dispatch")
+    await until(lambda: dbg.paused_at is not None and dbg.paused_at.stage == "tool_dispatch")
     dbg.flush()
     control = channel(dbg).custom()[-1]["control"]
     assert control["paused_at"]["stage"] == "tool_dispatch"
@@ -259,13 +245,13 @@ async def test_step_continue_and_stop_arrive_as_browser_messages() -> None:
 async def test_continue_lets_this_run_finish_but_the_next_run_pauses_again() -> None:
     dbg = LoopDebugger(pause_on="model")
     task = dbg.start(PlaybackAgent(slow_run(), speed=50), "go")
-    await wait_for(lambda: dbg.paused_at is not None)
+    await until(lambda: dbg.paused_at is not None)
     channel(dbg).from_browser({"type": "control", "action": "continue"})
     await task
     assert dbg.view.status == "finished"
     assert dbg.pause_on == "model"
     task = dbg.start(PlaybackAgent(slow_run(), speed=50), "again")
-    await wait_for(lambda: dbg.paused_at is not None)
+    await until(lambda: dbg.paused_at is not None)
     assert dbg.paused_at is not None
     dbg.stop()
     with pytest.raises(asyncio.CancelledError):

@@ -47,7 +47,7 @@ import pytest
 from browser.streams import hostile_run
 from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool, StructuredTool
-from loopkit import ALL, MODEL, PAYLOADS, MockComm, invalid_call, strings, usage
+from loopkit import ALL, MODEL, PAYLOADS, MockComm, channel, invalid_call, strings, usage
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopError
 from toolloop_lab.builtin_tools import echo_tool, file_read_tool
@@ -173,9 +173,7 @@ def sent_strings(dbg: LoopDebugger) -> list[str]:
     """Every string the browser was sent (events, step state, answers) and keeps in the
     saved notebook state."""
     dbg.flush()
-    channel = dbg.comm
-    assert isinstance(channel, MockComm)
-    return [*strings(channel.custom()), *strings(dbg.saved_events)]
+    return [*strings(channel(dbg).custom()), *strings(dbg.saved_events)]
 
 
 def assert_sent_as_data(dbg: LoopDebugger, payloads: tuple[str, ...] = tuple(PAYLOADS)) -> None:
@@ -399,9 +397,7 @@ async def test_paused_at_a_tool_dispatch_and_before_a_model_call() -> None:
         assert dbg.paused_at is not None
         assert dbg.paused_at.stage == stage
         dbg.redraw()
-        channel = dbg.comm
-        assert isinstance(channel, MockComm)
-        point = channel.custom()[-1]["control"]["paused_at"]
+        point = channel(dbg).custom()[-1]["control"]["paused_at"]
         shown = "\n".join(strings(point))
         for payload in PAYLOADS:  # the prompt, the names, the arguments, the results
             assert payload in shown, (stage, payload)
@@ -474,9 +470,7 @@ async def test_lone_surrogates_reach_every_view_as_a_replacement_character(
     )
     await LLMAgent(model, [echo_tool()], observers=[dbg]).arun("go \ud800")
     dbg.flush()
-    channel = dbg.comm
-    assert isinstance(channel, MockComm)
-    wire = json.dumps(channel.custom(), ensure_ascii=False).encode("utf-8")  # no surrogate
+    wire = json.dumps(channel(dbg).custom(), ensure_ascii=False).encode("utf-8")  # no surrogate
     for shown in ("says \ufffd", "echo\ufffd", "in \ufffd", "end \ufffd", "model \ufffd"):
         assert shown.encode("utf-8") in wire, shown
     for text in (dbg.summary(), dbg.snapshot_html()):
