@@ -149,6 +149,41 @@ def run_all_cells(page: Any) -> None:
     pytest.fail("Run All Cells never started the cells")
 
 
+CHECKS = (Path(__file__).with_name("checks.js")).read_text()
+"""The page-side checks (``layoutProblems``, ``contrastReport``): evaluate them with
+:func:`layout_problems` and :func:`contrast_report`."""
+
+
+def widget(page: Any, index: int = 0) -> Any:
+    """The ``index``-th debugger on the page."""
+    return page.locator(".tl-root").nth(index)
+
+
+def layout_problems(page: Any) -> list[str]:
+    """Horizontal overflow of any debugger, and controls that are clipped or cut."""
+    result: list[str] = page.evaluate(f"(() => {{ {CHECKS}; return layoutProblems(); }})()")
+    return result
+
+
+def contrast_report(page: Any) -> dict[str, Any]:
+    """How many text nodes were checked (``count``) and those below 4.5:1 (``worst``)."""
+    result: dict[str, Any] = page.evaluate(f"(() => {{ {CHECKS}; return contrastReport(); }})()")
+    return result
+
+
+def switch_theme(page: Any, theme: str) -> None:
+    """Pick ``theme`` in JupyterLab's Settings menu and wait until it is applied."""
+    page.get_by_role("menuitem", name="Settings", exact=True).click()
+    page.locator(
+        ".lm-Menu-item", has=page.locator(".lm-Menu-itemLabel", has_text="Theme")
+    ).first.hover()
+    page.locator(
+        ".lm-Menu-item", has=page.locator(".lm-Menu-itemLabel", has_text=theme)
+    ).first.click()
+    page.wait_for_function(f"document.body.dataset.jpThemeName === {theme!r}")
+    page.wait_for_timeout(500)
+
+
 def shot(page_or_locator: Any, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     page_or_locator.screenshot(path=str(ARTIFACTS / f"{name}.png"))

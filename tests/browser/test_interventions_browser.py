@@ -16,11 +16,20 @@ from typing import Any
 
 import pytest
 
-from browser.jupyterkit import Jupyter, run_all_cells, shot, wait_idle, write_notebook
+from browser.jupyterkit import (
+    Jupyter,
+    contrast_report,
+    layout_problems,
+    run_all_cells,
+    shot,
+    switch_theme,
+    wait_idle,
+    widget,
+    write_notebook,
+)
 
 pytestmark = pytest.mark.browser
 
-CHECKS = (__import__("pathlib").Path(__file__).with_name("checks.js")).read_text()
 
 AGENT = '''\
 from langchain_core.messages import AIMessage, ToolMessage
@@ -56,24 +65,8 @@ agent = LLMAgent(model, [read_log], AgentConfig(tool_max_rounds=6))
 '''
 
 
-def widget(page: Any, index: int = 0) -> Any:
-    return page.locator(".tl-root").nth(index)
-
-
 def banner(view: Any, text: str) -> None:
     view.locator(".tl-banner", has_text=text).wait_for()
-
-
-def switch_theme(page: Any, theme: str) -> None:
-    page.get_by_role("menuitem", name="Settings", exact=True).click()
-    page.locator(
-        ".lm-Menu-item", has=page.locator(".lm-Menu-itemLabel", has_text="Theme")
-    ).first.hover()
-    page.locator(
-        ".lm-Menu-item", has=page.locator(".lm-Menu-itemLabel", has_text=theme)
-    ).first.click()
-    page.wait_for_function(f"document.body.dataset.jpThemeName === {theme!r}")
-    page.wait_for_timeout(500)
 
 
 def left_sidebar(page: Any, show: bool) -> None:
@@ -88,11 +81,6 @@ def left_sidebar(page: Any, show: bool) -> None:
         current = tabs.and_(page.locator(".lm-mod-current"))
         (current if not show and current.count() else tabs.first).click()
         page.wait_for_timeout(400)
-
-
-def layout_problems(page: Any) -> list[str]:
-    result: list[str] = page.evaluate(f"(() => {{ {CHECKS}; return layoutProblems(); }})()")
-    return result
 
 
 def narrow(page: Any, view: Any, name: str) -> None:
@@ -212,7 +200,7 @@ def test_edit_skip_add_and_fork_by_clicking(page_for: Any, jupyter: Jupyter) -> 
         editor.locator("textarea").fill('{"database": ["users"]}')
         editor.get_by_role("button", name="Run with these arguments").click()
         editor.locator(".tl-edit-error", has_text="Refused (invalid_args)").wait_for()
-        contrast = page.evaluate(f"(() => {{ {CHECKS}; return contrastReport(); }})()")
+        contrast = contrast_report(page)
         print(f"\n[dark, editors] text nodes: {contrast['count']}, low: {contrast['worst']}")
         assert contrast["worst"] == []
         narrow(page, fork, "lab_dark_fork_edit_refused_600px")
@@ -223,7 +211,7 @@ def test_edit_skip_add_and_fork_by_clicking(page_for: Any, jupyter: Jupyter) -> 
         compared = fork.locator(".tl-forkbox .tl-block", has_text="The fork next to the original")
         compared.wait_for()
         assert "taken" in compared.inner_text()  # round 1 came from the original
-        contrast = page.evaluate(f"(() => {{ {CHECKS}; return contrastReport(); }})()")
+        contrast = contrast_report(page)
         assert contrast["worst"] == []
         narrow(page, fork, "lab_dark_fork_compared_600px")
         switch_theme(page, "JupyterLab Light")

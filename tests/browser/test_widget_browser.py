@@ -13,12 +13,22 @@ import json
 import os
 import re
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from browser.jupyterkit import ARTIFACTS, Jupyter, run_all_cells, shot, wait_idle, write_notebook
+from browser.jupyterkit import (
+    ARTIFACTS,
+    Jupyter,
+    contrast_report,
+    layout_problems,
+    run_all_cells,
+    shot,
+    switch_theme,
+    wait_idle,
+    widget,
+    write_notebook,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -93,19 +103,6 @@ agent = LLMAgent(model, [file_read, echo], AgentConfig(tool_max_rounds=6, stream
 """
 CONTROL = "ipywidgets.HTML('<img src=x onerror=\"alert(\\'control\\')\">')"
 """An HTML widget that does run its markup: proves the dialog listener would see a payload."""
-
-ROOT = ".tl-root"
-CHECKS = (Path(__file__).with_name("checks.js")).read_text()
-
-
-def widget(page: Any, index: int = 0) -> Any:
-    return page.locator(ROOT).nth(index)
-
-
-def layout_problems(page: Any) -> list[str]:
-    """Horizontal overflow of any debugger, and controls that are clipped or cut."""
-    result: list[str] = page.evaluate(f"(() => {{ {CHECKS}; return layoutProblems(); }})()")
-    return result
 
 
 def texts_over_time(page: Any, seconds: float, every: float = 0.2) -> list[tuple[float, str]]:
@@ -235,18 +232,6 @@ def test_live_run_steps_ticks_and_inspects(page_for: Any, jupyter: Jupyter, ui: 
         raise
 
 
-def switch_theme(page: Any, theme: str) -> None:
-    page.get_by_role("menuitem", name="Settings", exact=True).click()
-    page.locator(
-        ".lm-Menu-item", has=page.locator(".lm-Menu-itemLabel", has_text="Theme")
-    ).first.hover()
-    page.locator(
-        ".lm-Menu-item", has=page.locator(".lm-Menu-itemLabel", has_text=theme)
-    ).first.click()
-    page.wait_for_function(f"document.body.dataset.jpThemeName === {theme!r}")
-    page.wait_for_timeout(500)
-
-
 def test_dark_theme_contrast_failure_and_stop(page_for: Any, jupyter: Jupyter) -> None:
     name = write_notebook(
         jupyter.root,
@@ -275,7 +260,7 @@ def test_dark_theme_contrast_failure_and_stop(page_for: Any, jupyter: Jupyter) -
             widget(page, index).scroll_into_view_if_needed()
             shot(widget(page, index), f"lab_light_{label}")
         switch_theme(page, "JupyterLab Dark")
-        result = page.evaluate(f"(() => {{ {CHECKS}; return contrastReport(); }})()")
+        result = contrast_report(page)
         print(f"\n[dark] text nodes checked: {result['count']}, below 4.5:1: {result['worst']}")
         assert result["count"] > 100
         assert result["worst"] == []
@@ -283,7 +268,7 @@ def test_dark_theme_contrast_failure_and_stop(page_for: Any, jupyter: Jupyter) -
             widget(page, index).scroll_into_view_if_needed()
             shot(widget(page, index), f"lab_dark_{label}")
         switch_theme(page, "JupyterLab Light")
-        light = page.evaluate(f"(() => {{ {CHECKS}; return contrastReport(); }})()")
+        light = contrast_report(page)
         print(f"[light] text nodes checked: {light['count']}, below 4.5:1: {light['worst']}")
         assert light["worst"] == []
     except BaseException:
