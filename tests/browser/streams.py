@@ -32,6 +32,7 @@ from toolloop_lab.events import (
     LoopFinished,
     LoopStarted,
     ModelCalled,
+    ModelCallFailed,
     ModelCallStarted,
     ModelDelta,
     Pruned,
@@ -133,6 +134,21 @@ class Stream:
     def delta(self, n: int, text: str) -> Stream:
         if self.modern:
             self.events.append(ModelDelta(**self._base(n), call=self.calls, text=text))
+        return self
+
+    def call_failed(self, n: int, error_type: str, message: str, *, latency: float) -> Stream:
+        """The model call last started fails after ``latency`` seconds."""
+        self.t += latency
+        self.events.append(
+            ModelCallFailed(
+                **self._base(n),
+                call=self.calls,
+                purpose="round",
+                error_type=error_type,
+                message=message,
+                latency_s=latency,
+            )
+        )
         return self
 
     def call_end(

@@ -19,7 +19,6 @@ from loopkit import PAYLOADS
 from browser.jupyterkit import on_dialog, shot
 from browser.streams import XSS, Stream, ToolSpec, hostile_run, sample_run
 from toolloop_lab import run_scenarios
-from toolloop_lab.events import ModelCallFailed
 from toolloop_lab.lab import Reply, Scenario
 from toolloop_lab.widget.page import static_page
 
@@ -161,34 +160,14 @@ def test_a_failed_call_and_its_retry_are_both_shown(browser: Any, tmp_path: Path
     of the same round; a call that fails the run says what it raised."""
     s = Stream().start("Where is order A-17?")
     s.round_start(1)
-    first = s.call_start(1)
-    s.t += 0.4
-    s.events.append(
-        ModelCallFailed(
-            **s._base(1),
-            call=first,
-            purpose="round",
-            error_type="RateLimitError",
-            message="slow down",
-            latency_s=0.4,
-        )
-    )
+    s.call_start(1)
+    s.call_failed(1, "RateLimitError", "slow down", latency=0.4)
     s.call_start(1)
     s.t += 0.6
     s.call_end(1, "Order A-17 ships tomorrow.", ())
     s.round_start(2)
-    second = s.call_start(2)
-    s.t += 0.2
-    s.events.append(
-        ModelCallFailed(
-            **s._base(2),
-            call=second,
-            purpose="round",
-            error_type="RuntimeError",
-            message="upstream returned HTTP 500",
-            latency_s=0.2,
-        )
-    )
+    s.call_start(2)
+    s.call_failed(2, "RuntimeError", "upstream returned HTTP 500", latency=0.2)
     path = tmp_path / "retry.html"
     path.write_text(static_page(s.fail(1, message="upstream returned HTTP 500").events), "utf-8")
     page = open_file(browser, path, width=900)
