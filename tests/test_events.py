@@ -6,14 +6,15 @@ import dataclasses
 import itertools
 import json
 import logging
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from loopkit import MODEL, calls, final, reference_cost, tool_call, usage
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from toolloop_lab import (
     AgentConfig,
@@ -39,9 +40,11 @@ from toolloop_lab.events import (
     ToolDispatched,
     ToolStarted,
     event_from_dict,
+    message_dicts,
     transcript,
 )
 from toolloop_lab.hooks import PausePoint
+from toolloop_lab.jsonsafe import FrozenDict, frozen_json
 from toolloop_lab.lab import Scenario, catalog
 
 
@@ -265,6 +268,76 @@ async def test_event_fields_for_pruning_gates_and_synthesis(
     assert model_call.tool_calls[2] == ToolCallView(
         "bad", "echo", {"raw": "{oops"}, False, "not JSON"
     )
+
+
+async def test_to_json_is_the_same_data_as_to_dict(tmp_path: Path, echo_tool: BaseTool) -> None:
+    events = await _every_kind(tmp_path, echo_tool)
+    for event in events:
+        raw = event.to_json()
+        assert raw is not None, event.kind
+        assert json.loads(raw) == event.to_dict(), event.kind
+        assert event_from_dict(json.loads(raw)) == event, event.kind
+
+
+def test_to_json_declines_a_lone_surrogate_and_to_dict_keeps_it() -> None:
+    event = ToolDispatched(
+        run_id="r",
+        round=1,
+        t=0.0,
+        tool_call_id="c1",
+        name="echo",
+        args=frozen_json({"k\udcff": ["\ud800"]}),
+        status="success",
+        error_reason=None,
+        duration_s=0.0,
+        output_chars=3,
+        content="a\ud800b",
+        ran=True,
+    )
+    assert event.to_json() is None
+    data = event.to_dict()
+    assert data["content"] == "a\ud800b"
+    assert data["args"] == {"k\udcff": ["\ud800"]}
+    assert event_from_dict(json.loads(json.dumps(data))) == event
+
+
+class _Tagged(ToolMessage):
+    """A message subclass with a field of its own (pydantic must dump it)."""
+
+    tag: str = "mine"
+
+
+class _Parsed(BaseModel):
+    when: datetime
+    raw: bytes
+
+
+def test_message_snapshots_are_what_pydantic_dumps() -> None:
+    when = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+    messages = [
+        HumanMessage("hi", id="h1"),
+        AIMessage(
+            "",
+            tool_calls=[{"name": "echo", "args": {"text": "a", "n": [1, {"x": None}]}, "id": "c1"}],
+            usage_metadata={"input_tokens": 5, "output_tokens": 2, "total_tokens": 7},
+            response_metadata={"model_name": MODEL},
+        ),
+        AIMessage("parsed", additional_kwargs={"parsed": _Parsed(when=when, raw=b"\xff")}),
+        ToolMessage("r", tool_call_id="c1", name="echo", extra_field=[1, 2]),
+        _Tagged("t", tool_call_id="c2"),
+    ]
+    snapshots = message_dicts(messages)
+    for message, snapshot in zip(messages, snapshots, strict=True):
+        assert snapshot == {
+            "type": message.type,
+            "data": frozen_json(message.model_dump(warnings=False)),
+        }
+        assert isinstance(snapshot["data"], FrozenDict)
+        with pytest.raises(TypeError):
+            snapshot["data"]["additional_kwargs"]["new"] = 1  # type: ignore[index]
+    assert snapshots[3]["data"]["extra_field"] == [1, 2]
+    assert snapshots[4]["data"]["tag"] == "mine"
+    assert snapshots[2]["data"]["additional_kwargs"]["parsed"]["when"] == when.isoformat()
 
 
 def test_events_are_frozen() -> None:

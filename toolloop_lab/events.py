@@ -46,6 +46,7 @@ from langchain_core.messages import (
     messages_from_dict,
 )
 from pydantic import Field, TypeAdapter, ValidationError
+from pydantic_core import PydanticSerializationError
 
 from toolloop_lab.errors import describe
 from toolloop_lab.fields import (
@@ -198,6 +199,22 @@ class _Base:
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe data: Decimal as string, tuples as lists, no Python reprs (text is kept
         exactly, lone surrogates included: ``json.dumps`` escapes them)."""
+        raw = self.to_json()
+        if raw is not None:  # pydantic's serialiser and the C parser: the fast way there
+            data: dict[str, Any] = json.loads(raw)
+            return data
+        return self._careful_dict()
+
+    def to_json(self) -> bytes | None:
+        """The event as compact UTF-8 JSON, made by pydantic in one pass; ``None`` when a
+        string holds a lone surrogate, which UTF-8 cannot carry (:meth:`to_dict` and
+        ``json.dumps`` keep those as ``\\udXXX`` escapes)."""
+        try:
+            return EVENT_ADAPTER.dump_json(self)  # type: ignore[arg-type]
+        except PydanticSerializationError:
+            return None
+
+    def _careful_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = json_safe(EVENT_ADAPTER.dump_python(self))  # type: ignore[arg-type]
         return data
 
@@ -508,7 +525,7 @@ def notify(observers: Iterable[Observer], event: Event) -> None:
         except Exception:  # noqa: BLE001 - an observer never breaks the loop
             _log.warning("observer %r raised on %s", observer, event.kind, exc_info=True)
             continue
-        if inspect.isawaitable(outcome):
+        if outcome is not None and inspect.isawaitable(outcome):
             if inspect.iscoroutine(outcome):
                 outcome.close()
             _log.warning(

@@ -57,8 +57,15 @@ _SNIPPET: Final = 200
 
 
 def encode_event(event: Event) -> bytes:
-    """One trace line for ``event``: ASCII JSON plus a newline."""
-    text = json.dumps(event.to_dict(), sort_keys=True, allow_nan=False, ensure_ascii=True)
+    """One trace line for ``event``: ASCII JSON plus a newline.
+
+    Pydantic writes the line in one pass; only a line holding non-ASCII text goes through
+    ``json.dumps`` as well, to escape it (lone surrogates included)."""
+    raw = event.to_json()
+    if raw is not None and raw.isascii():
+        return raw + b"\n"
+    data = event.to_dict() if raw is None else json.loads(raw)
+    text = json.dumps(data, allow_nan=False, ensure_ascii=True, separators=(",", ":"))
     return (text + "\n").encode("ascii")
 
 
