@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from functools import singledispatchmethod
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from toolloop_lab import events as ev
 from toolloop_lab.derived import Derived
@@ -113,6 +112,21 @@ def _from_start(read: Callable[[ev.LoopStarted], T | None]) -> Derived[RunView, 
     return Derived(lambda view: read(view.started) if view.started else None)
 
 
+_FOLDS: dict[type[ev.Event], Callable[[Any, Any], None]] = {}
+"""How each kind of event changes a :class:`RunView`: one small method per kind, found by
+the event's exact type (a dict lookup: the fold runs on every event of a live run)."""
+
+F = TypeVar("F", bound=Callable[..., None])
+
+
+def _folds(kind: type[ev.Event]) -> Callable[[F], F]:
+    def register(method: F) -> F:
+        _FOLDS[kind] = method
+        return method
+
+    return register
+
+
 @dataclass(slots=True)
 class RunView:
     """Everything a person sees about one run, derived from its events only."""
@@ -177,27 +191,26 @@ class RunView:
         elif event.run_id != self.run_id:
             return
         self.events += 1
-        self.elapsed_s = max(self.elapsed_s, event.t)
-        self._fold(event)
+        if event.t > self.elapsed_s:
+            self.elapsed_s = event.t
+        fold = _FOLDS.get(type(event))
+        if fold is not None:
+            fold(self, event)
 
-    @singledispatchmethod
-    def _fold(self, event: ev.Event) -> None:
-        """Each kind of event changes the view in its own small method below."""
-
-    @_fold.register
-    def _(self, event: ev.LoopStarted) -> None:
+    @_folds(ev.LoopStarted)
+    def _loop_started(self, event: ev.LoopStarted) -> None:
         self.started = event
         self.status = "running"
         self.token_gate = "off" if event.token_budget is None else "passed"
         self.usd_gate = "off" if event.usd_limit is None else "passed"
 
-    @_fold.register
-    def _(self, event: ev.RoundStarted) -> None:
+    @_folds(ev.RoundStarted)
+    def _round_started(self, event: ev.RoundStarted) -> None:
         self._row(event.round)
         self.status = "running"
 
-    @_fold.register
-    def _(self, event: ev.ModelCallStarted) -> None:
+    @_folds(ev.ModelCallStarted)
+    def _call_started(self, event: ev.ModelCallStarted) -> None:
         if event.purpose == "pruning":
             return  # a pruning call belongs to a tool output, not to the round's call
         row = self._row(event.round)
@@ -207,12 +220,12 @@ class RunView:
         row.latency_s = None
         row.streamed_text = ""
 
-    @_fold.register
-    def _(self, event: ev.ModelDelta) -> None:
+    @_folds(ev.ModelDelta)
+    def _delta(self, event: ev.ModelDelta) -> None:
         self._row(event.round).streamed_text += event.text
 
-    @_fold.register
-    def _(self, event: ev.ModelCalled) -> None:
+    @_folds(ev.ModelCalled)
+    def _called(self, event: ev.ModelCalled) -> None:
         row = self._row(event.round)
         row.purpose = event.purpose
         row.first_token_s = event.first_token_s
@@ -226,22 +239,22 @@ class RunView:
         self.usage = event.accumulated
         self.last_context_tokens = event.usage.input_tokens
 
-    @_fold.register
-    def _(self, event: ev.ModelCallFailed) -> None:
+    @_folds(ev.ModelCallFailed)
+    def _call_failed(self, event: ev.ModelCallFailed) -> None:
         if event.purpose == "pruning":
             return
         row = self._row(event.round)
         row.latency_s = event.latency_s  # not calling any more
         row.failed_calls.append(event)
 
-    @_fold.register
-    def _(self, event: ev.ToolStarted) -> None:
+    @_folds(ev.ToolStarted)
+    def _tool_started(self, event: ev.ToolStarted) -> None:
         tool = self._tool(event.round, event.tool_call_id, event.name, event.args)
         tool.status = "running"
         tool.started_t = event.t
 
-    @_fold.register
-    def _(self, event: ev.ToolDispatched) -> None:
+    @_folds(ev.ToolDispatched)
+    def _tool_dispatched(self, event: ev.ToolDispatched) -> None:
         tool = self._tool(event.round, event.tool_call_id, event.name, event.args)
         tool.ran = event.ran
         tool.status = event.status
@@ -250,8 +263,8 @@ class RunView:
         tool.output_chars = event.output_chars
         tool.content = event.content
 
-    @_fold.register
-    def _(self, event: ev.Pruned) -> None:
+    @_folds(ev.Pruned)
+    def _pruned(self, event: ev.Pruned) -> None:
         row = self._row(event.round)
         row.pruning_usage = row.pruning_usage + event.usage
         self.usage = self.usage + event.usage
@@ -259,8 +272,8 @@ class RunView:
             if tool.id == event.tool_call_id:
                 tool.pruning = event
 
-    @_fold.register
-    def _(self, event: ev.BudgetGate) -> None:
+    @_folds(ev.BudgetGate)
+    def _gate(self, event: ev.BudgetGate) -> None:
         self._row(event.round).gates.append(event)
         state: GateState = "passed" if event.passed else "tripped"
         if event.gate == "token":
@@ -268,27 +281,27 @@ class RunView:
         else:
             self.usd_gate = state
 
-    @_fold.register
-    def _(self, event: ev.Intervention) -> None:
+    @_folds(ev.Intervention)
+    def _intervention(self, event: ev.Intervention) -> None:
         self._row(event.round).interventions.append(event)
 
-    @_fold.register
-    def _(self, event: ev.SynthesisStarted) -> None:
+    @_folds(ev.SynthesisStarted)
+    def _synthesis(self, event: ev.SynthesisStarted) -> None:
         row = self._row(event.round)
         row.purpose = "synthesis"
         row.synthesis_reason = event.reason
         row.synthesis_prompt = event.prompt
 
-    @_fold.register
-    def _(self, event: ev.LoopFinished) -> None:
+    @_folds(ev.LoopFinished)
+    def _finished(self, event: ev.LoopFinished) -> None:
         self.paused_at = None
         self.finished = event
         self.final_text = event.final_text
         self.usage = event.usage
         self.status = "finished"
 
-    @_fold.register
-    def _(self, event: ev.LoopFailed) -> None:
+    @_folds(ev.LoopFailed)
+    def _failed(self, event: ev.LoopFailed) -> None:
         self.paused_at = None
         self.failure = event
         self.usage = event.usage
