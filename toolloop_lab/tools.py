@@ -240,11 +240,33 @@ class _Captured:
     error: BaseException | None = None
 
 
-async def _capture(awaitable: Awaitable[Any]) -> _Captured:
+async def _capture(
+    awaitable: Awaitable[Any], waiter: asyncio.Future[_Captured | None] | None = None
+) -> _Captured:
+    """What ``awaitable`` ended with; also handed to ``waiter`` the moment it is known, so
+    the waiting task resumes on the next turn of the event loop, not one later (a done
+    callback would only be scheduled once this task had finished)."""
     try:
-        return _Captured(value=await awaitable)
+        captured = _Captured(value=await awaitable)
     except BaseException as exc:  # noqa: BLE001 - handed to the waiting task, which decides
-        return _Captured(error=exc)
+        captured = _Captured(error=exc)
+    if waiter is not None and not waiter.done():
+        waiter.set_result(captured)
+    return captured
+
+
+def _settle(waiter: asyncio.Future[_Captured | None], task: asyncio.Task[_Captured]) -> None:
+    """A tool task ended without handing over its outcome (cancelled before it started)."""
+    if not waiter.done():
+        waiter.set_result(
+            _Captured(error=asyncio.CancelledError()) if task.cancelled() else task.result()
+        )
+
+
+def _expire(waiter: asyncio.Future[_Captured | None]) -> None:
+    """The tool's time is up: the waiting task resumes with no outcome."""
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 class _HandledToolError(Exception):
@@ -459,31 +481,40 @@ async def _dispatch_one(
         text = f"arguments for tool {name!r} must be a JSON object, got {type(args).__name__}"
         return _error_outcome(call_id, name, {}, "invalid_arguments", text, started)
     hooks.started(call)
-    task = asyncio.create_task(_capture(_run_tool(ready, call)), name=f"tool {name} {call_id}")
+    # The tool runs in its own task, so a stop of this one never has to wait on a tool that
+    # swallows cancellation; this task waits on a plain future the tool's task settles.
+    loop = asyncio.get_running_loop()
+    waiter: asyncio.Future[_Captured | None] = loop.create_future()
+    task = loop.create_task(_capture(_run_tool(ready, call), waiter), name=f"tool {name} {call_id}")
+    task.add_done_callback(functools.partial(_settle, waiter))
+    timer = None if timeout_s is None else loop.call_later(timeout_s, _expire, waiter)
     try:
-        done, _ = await asyncio.wait({task}, timeout=timeout_s)
+        captured = await waiter
     except asyncio.CancelledError:
         await _stop(task, _CANCEL_GRACE_S)
         raise
-    if not done:
+    finally:
+        if timer is not None:
+            timer.cancel()
+    if captured is None:
         stopped = await _stop(task, min(timeout_s or _CANCEL_GRACE_S, _CANCEL_GRACE_S))
         text = f"tool {name!r} timed out after {timeout_s} s"
         if not stopped:
             text += " and ignored cancellation; it may still be running"
         return _error_outcome(call_id, name, args, "timeout", text, started)
-    return _ended(task, call_id, name, args, started)
+    return _ended(captured, call_id, name, args, started)
 
 
 def _ended(
-    task: asyncio.Task[_Captured], call_id: str, name: str, args: Mapping[str, Any], started: float
+    captured: _Captured, call_id: str, name: str, args: Mapping[str, Any], started: float
 ) -> DispatchOutcome:
     """The outcome of a tool task that ended on its own: its result, or why it failed."""
-    exc = None if task.cancelled() else task.result().error
-    if task.cancelled() or isinstance(exc, asyncio.CancelledError):
+    exc = captured.error
+    if isinstance(exc, asyncio.CancelledError):
         text = f"tool {name!r} was cancelled from inside"  # not by the loop: by the tool
         return _error_outcome(call_id, name, args, "tool_cancelled", text, started)
     if exc is None:
-        return _success(call_id, name, args, task.result().value, started)
+        return _success(call_id, name, args, captured.value, started)
     if not isinstance(exc, Exception):
         raise exc  # KeyboardInterrupt, SystemExit and their kind stop the loop
     if isinstance(exc, _HandledToolError):
