@@ -16,7 +16,7 @@ import math
 from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import PurePath
-from typing import Any
+from typing import Any, Final
 
 __all__ = [
     "FrozenDict",
@@ -147,6 +147,10 @@ class FrozenList(list[Any]):
         return (FrozenList, (list(self),))
 
 
+_EMPTY_DICT: Final = FrozenDict()
+_EMPTY_LIST: Final = FrozenList()
+
+
 def freeze(value: Any) -> Any:
     """A deep, frozen copy of JSON-like data: mappings become :class:`FrozenDict`, lists
     and tuples :class:`FrozenList`; anything else is kept as it is."""
@@ -170,6 +174,8 @@ def frozen_json(value: Any, _depth: int = 0) -> Any:
         return value
     if _depth <= _MAX_DEPTH:
         inner = _depth + 1
+        if not value and (kind is list or kind is tuple or kind is dict):
+            return _EMPTY_LIST if kind is not dict else _EMPTY_DICT  # shared: never changes
         if kind is list or kind is tuple:
             return FrozenList(
                 [

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, TypedDict
 
@@ -138,21 +138,24 @@ class CallTiming:
 
 async def invoke(
     runnable: Any,
-    prompt: Sequence[BaseMessage],
+    prompt: list[BaseMessage],
     *,
     stream: bool,
     kwargs: Mapping[str, Any],
     deltas: DeltaBuffer | None,
 ) -> tuple[Any, CallTiming]:
-    """Call ``runnable`` once (``ainvoke``, or ``astream`` merged into one message)."""
+    """Call ``runnable`` once (``ainvoke``, or ``astream`` merged into one message).
+
+    ``prompt`` is the caller's own copy of the transcript: it is sent as it is, so a long
+    run does not copy its whole transcript twice per call."""
     started = time.perf_counter()
     if not stream or deltas is None:
-        reply = await runnable.ainvoke(list(prompt))
+        reply = await runnable.ainvoke(prompt)
         return reply, CallTiming(time.perf_counter() - started)
     merged: Any = None
     first: float | None = None
     try:
-        async for chunk in runnable.astream(list(prompt), **kwargs):
+        async for chunk in runnable.astream(prompt, **kwargs):
             if first is None:
                 first = time.perf_counter() - started
             if isinstance(chunk, AIMessageChunk):
