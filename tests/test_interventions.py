@@ -38,6 +38,7 @@ from toolloop_lab.events import (
 from toolloop_lab.hooks import PausePoint
 from toolloop_lab.runview import RunView
 from toolloop_lab.trace import read_trace, write_trace
+from toolloop_lab.widget.step import StepController
 
 Step = Callable[[PausePoint], None]
 
@@ -918,3 +919,56 @@ async def test_the_view_shows_the_arguments_a_call_really_ran_with() -> None:
     assert ran == [3]
     assert row.args == {"n": 3}  # what ran, not what the model first asked for
     assert view.rounds[0].tool_calls[0].args == {"n": 300}  # the model's ask stays visible
+
+
+class _Picky:
+    """A pause hook that says where it may hold (``may_hold``) and records where it was
+    asked."""
+
+    def __init__(self, stages: set[str]) -> None:
+        self.stages = stages
+        self.asked: list[str] = []
+        self.called: list[str] = []
+
+    def may_hold(self, stage: str) -> bool:
+        self.asked.append(stage)
+        return stage in self.stages
+
+    async def __call__(self, point: PausePoint) -> None:
+        self.called.append(point.stage)
+
+
+async def test_a_hook_is_only_awaited_where_it_says_it_may_hold(echo_tool: BaseTool) -> None:
+    model = ScriptedChatModel([calls(tool_call("echo", {"text": "a"}, "c1")), final("done")])
+    picky = _Picky({"tool_dispatch"})
+    plain: list[str] = []
+
+    async def every(point: PausePoint) -> None:
+        plain.append(point.stage)
+
+    result = await LLMAgent(model, [echo_tool], pause_hooks=[picky, every]).arun("go")
+    assert result.final_response.text == "done"
+    assert picky.asked == ["model_call", "tool_dispatch", "model_call"]
+    assert picky.called == ["tool_dispatch"]
+    assert plain == ["model_call", "tool_dispatch", "model_call"]  # no may_hold: always asked
+
+
+async def test_a_step_controller_may_hold_only_its_armed_task_where_its_mode_stops() -> None:
+    controller = StepController(mode="tools")
+    assert not controller.may_hold("tool_dispatch")  # not armed: never holds
+
+    async def inside() -> tuple[bool, bool]:
+        return controller.may_hold("tool_dispatch"), controller.may_hold("model_call")
+
+    task = asyncio.ensure_future(inside())
+    controller.arm(task)
+    assert await task == (True, False)
+    assert not controller.may_hold("tool_dispatch")  # another task (this test's own)
+
+    async def released() -> bool:
+        controller.continue_()
+        return controller.may_hold("tool_dispatch")
+
+    again = asyncio.ensure_future(released())
+    controller.arm(again)
+    assert await again is False

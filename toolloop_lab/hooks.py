@@ -33,7 +33,7 @@ from langchain_core.messages import BaseMessage
 from toolloop_lab.errors import InterventionError
 from toolloop_lab.events import ToolCallView
 
-__all__ = ["PauseEditor", "PauseHook", "PausePoint"]
+__all__ = ["PauseEditor", "PauseHook", "PausePoint", "holding"]
 
 
 class PauseEditor(Protocol):
@@ -114,4 +114,17 @@ class PausePoint:
 
 
 PauseHook: TypeAlias = Callable[[PausePoint], Awaitable[None]]
-"""Awaited at every pause point; cancelling the loop's task while it waits stops the loop."""
+"""Awaited at every pause point; cancelling the loop's task while it waits stops the loop.
+
+A hook may also have a ``may_hold(stage) -> bool`` method: when it says ``False`` the loop
+does not build the point (nor its editor) for that hook, which keeps a debugger that is
+attached but not stepping this run nearly free."""
+
+
+def holding(hooks: tuple[PauseHook, ...], stage: str) -> tuple[PauseHook, ...]:
+    """The hooks that may hold the loop at a ``stage`` point now (see :data:`PauseHook`)."""
+    if not hooks:
+        return hooks
+    return tuple(
+        h for h in hooks if (check := getattr(h, "may_hold", None)) is None or check(stage)
+    )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, Protocol
 
@@ -24,7 +24,7 @@ from toolloop_lab import events as ev
 from toolloop_lab.budget import GateCheck, RunBudget
 from toolloop_lab.config import AgentConfig
 from toolloop_lab.errors import PaidCallError, describe
-from toolloop_lab.hooks import PauseEditor, PauseHook, PausePoint
+from toolloop_lab.hooks import PauseEditor, PauseHook, PausePoint, holding
 from toolloop_lab.interventions import MessageEdits, ToolCallEdits
 from toolloop_lab.jsonsafe import frozen_json
 from toolloop_lab.model_call import (
@@ -199,8 +199,9 @@ class ToolLoop:
     async def call(self, budget: RunBudget, purpose: Purpose) -> AIMessage:
         """One model call of the conversation: pause, gate, send, account, gate."""
         run, agent = self.run, self.agent
-        if agent.pause_hooks:  # most runs have none: no coroutine, no closure made for them
-            await self.pause("model_call", purpose, (), lambda: MessageEdits(run))
+        hooks = holding(agent.pause_hooks, "model_call")
+        if hooks:  # most runs have none: no coroutine, no closure made for them
+            await self.pause(hooks, "model_call", purpose, (), MessageEdits(run))
         budget.before_call(run.usage, self.gate)
         tools_bound = purpose == "round" and bool(self.tools)
         stream = should_stream(self.cfg.streaming, agent.model, tools_bound=tools_bound)
@@ -299,17 +300,14 @@ class ToolLoop:
 
     async def pause(
         self,
+        hooks: tuple[PauseHook, ...],
         stage: Literal["model_call", "tool_dispatch"],
         purpose: str,
         detail: tuple[str, ...],
-        editor_for: Callable[[], PauseEditor] | None,
+        editor: PauseEditor | None,
     ) -> None:
-        """Let every pause hook hold the loop here (and change the run through the point);
-        the editor is made only when somebody may pause (most runs have no hook)."""
-        hooks = self.agent.pause_hooks
-        if not hooks:
-            return
-        editor = editor_for() if editor_for is not None else None
+        """Let ``hooks`` (those that may hold at ``stage``, see ``hooks.holding``) hold the
+        loop here, and change the run through the point."""
         point = PausePoint(self.run.run_id, self.run.round, stage, purpose, detail, editor)
         try:
             for hook in hooks:
@@ -376,11 +374,12 @@ class ToolLoop:
         """The reply and the calls answered by hand, after a pause (if anyone pauses)."""
         reply = self.run.messages[index]
         assert isinstance(reply, AIMessage)
-        if not self.agent.pause_hooks:
+        hooks = holding(self.agent.pause_hooks, "tool_dispatch")
+        if not hooks:
             return reply, {}
         edits = ToolCallEdits(self.run, index, self.tools)
         names = tuple(str(c.get("name") or "") for c in reply.tool_calls)
-        await self.pause("tool_dispatch", "tools", names, lambda: edits)
+        await self.pause(hooks, "tool_dispatch", "tools", names, edits)
         return edits.reply, edits.written
 
     def _tool_started(self, call: Any) -> None:
@@ -408,7 +407,9 @@ class ToolLoop:
         ]
         if not todo:
             return
-        await self.pause("model_call", "pruning", (), None)
+        hooks = holding(self.agent.pause_hooks, "model_call")
+        if hooks:
+            await self.pause(hooks, "model_call", "pruning", (), None)
         budget.before_call(self.run.usage, self.gate)
         calls = [(i, *self._pruning_call(outcomes[i])) for i in todo]
         # return_exceptions: a failed pruning call must neither orphan its siblings nor

@@ -53,19 +53,33 @@ class StepController:
 
     def matches(self, point: PausePoint) -> bool:
         """True when the current mode pauses at ``point``."""
-        if self.mode == "both":
+        return self._stops_at(point.stage)
+
+    def _stops_at(self, stage: str) -> bool:
+        mode = self.mode
+        if mode == "both":
             return True
-        if self.mode == "model":
-            return point.stage == "model_call"
-        if self.mode == "tools":
-            return point.stage == "tool_dispatch"
+        if mode == "model":
+            return stage == "model_call"
+        if mode == "tools":
+            return stage == "tool_dispatch"
         return False
+
+    def may_hold(self, stage: str) -> bool:
+        """Whether the calling task would be held at a ``stage`` point now: only the armed
+        task, not released, in a mode that stops there (the loop asks before it builds a
+        pause point, so an attached debugger costs a running loop almost nothing)."""
+        task = self._task
+        return (
+            task is not None
+            and self._released is not task
+            and asyncio.current_task() is task
+            and self._stops_at(stage)
+        )
 
     async def __call__(self, point: PausePoint) -> None:
         """The pause hook: wait here until released; a stop raises ``CancelledError``."""
-        if self._task is None or asyncio.current_task() is not self._task:
-            return
-        if self._released is self._task or not self.matches(point):
+        if not self.may_hold(point.stage):
             return
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[None] = loop.create_future()
