@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from hostilekit import (
+    SAFETY_S,
     cancel_when,
     cancelled_failure,
     check_events,
@@ -38,10 +39,6 @@ from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
 from toolloop_lab.events import Event, LoopFailed, ModelCallFailed
 from toolloop_lab.hooks import PausePoint
 from toolloop_lab.usage import Usage
-
-SAFETY_S = 60.0
-"""Only a deadlock guard: turns a hang into a failure, never a timing assertion."""
-
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 

@@ -20,7 +20,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from hostilekit import check_events, check_partial, check_result, kinds, only
+from hostilekit import SAFETY_S, check_events, check_partial, check_result, kinds, only
 from langchain_core.tools import BaseTool, StructuredTool, tool
 from loopkit import MODEL, calls, final, reference_cost, tool_call
 
@@ -35,7 +35,6 @@ from toolloop_lab import (
 from toolloop_lab.budget import UsdBudget, current_usd_budget
 from toolloop_lab.events import BudgetGate, Event, LoopFailed, LoopStarted
 
-SAFETY_S = 60.0
 SPEND = (1000, 100)
 """Tokens of every call below; ``reference_cost`` prices them independently."""
 

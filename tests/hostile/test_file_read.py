@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostilekit import check_result, dispatched, dumped, only, tool_messages
+from hostilekit import SAFETY_S, check_result, dispatched, dumped, only, tool_messages
 from langchain_core.messages import ToolMessage
 from loopkit import MODEL, calls, final, tool_call
 
@@ -28,7 +28,6 @@ from toolloop_lab.builtin_tools import file_read_tool
 
 SECRET = "TOP-SECRET-0xC0FFEE"
 LIMIT = 64
-SAFETY_S = 60.0
 
 
 @pytest.fixture

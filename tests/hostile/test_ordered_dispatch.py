@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from hostilekit import (
+    SAFETY_S,
     cancel_when,
     cancelled_failure,
     check_events,
@@ -27,9 +28,6 @@ from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
 from toolloop_lab.events import Event, ToolDispatched, ToolStarted
 from toolloop_lab.schema_tools import tools_from_schema
 from toolloop_lab.workloads import FILE_FUNCTIONS, FileSystem
-
-SAFETY_S = 60.0
-"""Only a deadlock guard: turns a hang into a failure, never a timing assertion."""
 
 ORDERED = AgentConfig(parallel_tool_calls=False)
 

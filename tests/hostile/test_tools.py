@@ -22,16 +22,13 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from hostilekit import check_events, check_result, dispatched, kinds, only
+from hostilekit import SAFETY_S, check_events, check_result, dispatched, kinds, only
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from loopkit import MODEL, calls, final, tool_call
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopResult
 from toolloop_lab.events import Event, LoopFailed, ToolDispatched
-
-SAFETY_S = 60.0
-"""Only a deadlock guard: turns a hang into a failure, never a timing assertion."""
 
 
 async def _one_call(
