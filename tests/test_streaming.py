@@ -12,9 +12,9 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from hostile.hostilekit import check_events, check_messages, check_partial, check_result
+from hostile.hostilekit import check_events, check_messages, check_partial, check_result, only
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
-from langchain_core.messages import AIMessageChunk, BaseMessage
+from langchain_core.messages import AIMessageChunk, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGenerationChunk
 from langchain_core.tools import BaseTool, tool
 from loopkit import MODEL, calls, final, tool_call
@@ -288,3 +288,46 @@ async def test_a_real_stream_dropped_midway_keeps_the_text_so_far(oai: OpenAIStu
     assert "This answer will not arrive in full.".startswith(info.value.partial_text)
     assert failed.partial_text == info.value.partial_text
     check_messages(info.value.messages, info.value.events)
+
+
+# -- argument text too deeply nested to parse (issue 24, item 11) -------------------------
+
+DEEP = 20_000
+DEEP_ARGS = '{"payload": ' + "[" * DEEP + "]" * DEEP + "}"
+"""Tool-argument text nested far deeper than any JSON parser's recursion allows."""
+
+
+@tool
+def store(payload: Any) -> str:
+    """Store a payload."""
+    return "stored"
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["streamed", "invoked"])
+async def test_arguments_nested_too_deep_to_parse_are_an_invalid_call(
+    oai: OpenAIStub, streaming: bool
+) -> None:
+    oai.chunk_interval = 0
+    oai.fragment_chars = 4_096  # a few large fragments: the depth is the point, not the count
+    [call_id] = oai.reply(
+        tool_calls=[OpenAIToolCall("store", DEEP_ARGS)], usage=OpenAIUsage(321, 9_000)
+    )
+    oai.reply(text="I will send smaller arguments.", usage=OpenAIUsage(400, 8))
+    config = AgentConfig(streaming=streaming, tool_timeout_s=SAFETY_S)
+    result = await LLMAgent(chat_openai(oai), [store], config).arun("store it")
+
+    check_result(result)
+    first = next(e for e in result.events if isinstance(e, ModelCalled))
+    assert (first.usage.input_tokens, first.usage.output_tokens) == (321, 9_000)  # kept, paid
+    view = only(first.tool_calls)
+    assert (view.id, view.name, view.valid, view.args["raw"]) == (
+        call_id,
+        "store",
+        False,
+        DEEP_ARGS,
+    )
+    answer = only(m for m in result.messages if isinstance(m, ToolMessage))
+    assert (answer.tool_call_id, answer.status) == (call_id, "error")
+    assert str(answer.content).startswith("Error: could not parse the call to 'store': ")
+    assert result.final_response.text == "I will send smaller arguments."
+    assert oai.bodies[1]["messages"][-1]["tool_call_id"] == call_id  # the model was told

@@ -177,7 +177,9 @@ def _strict(chunk: AIMessageChunk) -> Any:
     langchain-core parses streamed arguments with a lenient partial-JSON parser, made for
     showing calls as they grow: on a whole stream it would turn ``{"path": "rep`` (a reply
     cut off) or ``{"a": 1} trailing`` into a call. Here the complete argument text must be
-    one JSON object, exactly as an invoked reply's must; anything else is an invalid call.
+    one JSON object, exactly as an invoked reply's must; anything else is an invalid call,
+    text nested past the parser's recursion limit included (the reply was paid for whole:
+    its calls are answered with errors, the run goes on).
     """
     message = message_chunk_to_message(chunk)
     if not chunk.tool_call_chunks or not isinstance(message, AIMessage):
@@ -189,7 +191,7 @@ def _strict(chunk: AIMessageChunk) -> Any:
         name, call_id = part.get("name"), part.get("id")
         try:
             value = json.loads(raw) if raw.strip() else {}
-        except ValueError:
+        except (ValueError, RecursionError):  # dispatch says why (too deep is one way)
             value = None
         if isinstance(value, dict) and isinstance(name, str) and name:
             calls.append(tool_call(name=name, args=value, id=call_id))
