@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,9 +31,12 @@ from toolloop_lab.events import (
     ModelCalled,
     ModelCallStarted,
     ModelDelta,
+    ToolCallDelta,
+    parse_event,
     transcript,
 )
 from toolloop_lab.model_call import DELTA_INTERVAL_S, DeltaBuffer
+from toolloop_lab.trace import TraceWriter, encode_event, read_trace
 
 SAFETY_S = 30.0
 """Only a deadlock guard: turns a hang into a failure, never a timing assertion."""
@@ -331,3 +335,77 @@ async def test_arguments_nested_too_deep_to_parse_are_an_invalid_call(
     assert str(answer.content).startswith("Error: could not parse the call to 'store': ")
     assert result.final_response.text == "I will send smaller arguments."
     assert oai.bodies[1]["messages"][-1]["tool_call_id"] == call_id  # the model was told
+
+
+# -- odd tool-call indexes (issue 24, item 12) ----------------------------------------------
+
+
+def test_fragments_go_to_each_call_in_reply_order_whatever_index_the_provider_sent() -> None:
+    clock = _Clock()
+    sent: list[ToolCallDelta] = []
+    buffer = DeltaBuffer(lambda text, parts: sent.extend(parts), clock=clock)
+    huge = 2**64
+    pieces_sent = [
+        {"index": -1, "id": "c1", "name": "add", "args": '{"a": '},
+        {"index": huge, "id": "c2", "name": "add", "args": '{"a": 5'},
+        {"index": -1, "args": '2, "b": 3}'},
+        {"index": huge, "args": ', "b": 1}'},
+        {"index": None, "id": "c3", "name": "add", "args": '{"a": 0, "b": 0}'},
+        {"index": None, "id": "c4", "name": "add", "args": '{"a": 1, "b": 1}'},
+    ]
+    chunks = [
+        AIMessageChunk(content="", tool_call_chunks=[{"type": "tool_call_chunk", **piece}])
+        for piece in pieces_sent
+    ]
+    for n, chunk in enumerate(chunks):
+        clock.now = n * 0.001  # some fragments go out together, some alone
+        buffer.feed(chunk)
+    buffer.flush()
+
+    for part in sent:  # each one a valid event field, as the trace reader checks it
+        delta = ModelDelta(run_id="r", round=1, t=0.0, call=1, tool_calls=(part,))
+        assert parse_event(encode_event(delta)) == delta
+    joined: dict[int, list[Any]] = {}
+    for part in sent:
+        slot = joined.setdefault(part.index, [None, None, ""])
+        slot[0], slot[1], slot[2] = slot[0] or part.id, slot[1] or part.name, slot[2] + part.args
+    # the calls as langchain-core adds the same chunks up, in the same order
+    merged = chunks[0]
+    for chunk in chunks[1:]:
+        merged = merged + chunk
+    assert [tuple(slot) for _, slot in sorted(joined.items())] == [
+        (c["id"], c["name"], c["args"]) for c in merged.tool_call_chunks
+    ]
+    assert sorted(joined) == [0, 1, 2, 3]
+
+
+async def test_a_stream_with_odd_call_indexes_is_written_and_read_back_whole(
+    oai: OpenAIStub, tmp_path: Path
+) -> None:
+    oai.chunk_interval = 0
+    ids = oai.reply(
+        text="Adding both.",
+        tool_calls=[
+            OpenAIToolCall("add", {"a": 1, "b": 2}, index=-1),
+            OpenAIToolCall("add", {"a": 3, "b": 4}, index=2**64),
+        ],
+        usage=OpenAIUsage(50, 30),
+    )
+    oai.reply(text="3 and 7.", usage=OpenAIUsage(80, 4))
+    path = tmp_path / "run.jsonl"
+    with TraceWriter(path) as trace:
+        result = await LLMAgent(chat_openai(oai), [add], STREAM, observers=[trace]).arun("add")
+
+    check_result(result)
+    read = read_trace(path)
+    assert read.skipped == ()
+    assert read.events == result.events
+    streamed: dict[int, tuple[str | None, str]] = {}
+    for part in (p for d in _deltas(read.events, 1) for p in d.tool_calls):
+        known, args = streamed.get(part.index, (None, ""))
+        streamed[part.index] = (known or part.id, args + part.args)
+    assert {i: (cid, json.loads(args)) for i, (cid, args) in streamed.items()} == {
+        0: (ids[0], {"a": 1, "b": 2}),
+        1: (ids[1], {"a": 3, "b": 4}),
+    }
+    assert [m.content for m in result.messages if isinstance(m, ToolMessage)] == ["3", "7"]

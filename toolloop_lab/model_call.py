@@ -81,7 +81,13 @@ def stream_kwargs(model: BaseChatModel) -> dict[str, Any]:
 
 @dataclass(slots=True)
 class DeltaBuffer:
-    """Collects a stream's fragments and passes them on, coalesced, to ``sink``."""
+    """Collects a stream's fragments and passes them on, coalesced, to ``sink``.
+
+    Each tool-call fragment goes out under its call's position in the reply (0, 1, ... in
+    the order the calls first appear), never under the provider's own index, which may be
+    any number at all (negative, huge): a position is always a valid event field, and a
+    view can keep one slot per call. Fragments are grouped the way langchain-core adds the
+    chunks up, so the positions are the order of the reply's calls."""
 
     sink: DeltaSink
     clock: Callable[[], float] = time.perf_counter
@@ -90,6 +96,8 @@ class DeltaBuffer:
     """Every text fragment so far (what a failed stream leaves behind)."""
     _pending: list[str] = field(default_factory=list)
     _calls: dict[int, list[Any]] = field(default_factory=dict)
+    _positions: dict[int | str, int] = field(default_factory=dict)
+    _count: int = 0
     _last: float | None = None
 
     def feed(self, chunk: AIMessageChunk) -> None:
@@ -99,16 +107,27 @@ class DeltaBuffer:
             self.text.append(piece)
             self._pending.append(piece)
         for part in chunk.tool_call_chunks:
-            index = part.get("index")
-            slot = self._calls.setdefault(index if isinstance(index, int) else 0, [None, None, []])
-            slot[0] = slot[0] or part.get("id")
-            slot[1] = slot[1] or part.get("name")
+            slot = self._calls.setdefault(self._position(part.get("index")), [None, None, []])
+            slot[0] = slot[0] or _text_or_none(part.get("id"))
+            slot[1] = slot[1] or _text_or_none(part.get("name"))
             if part.get("args"):
                 slot[2].append(str(part.get("args")))
         if (self._pending or self._calls) and (
             self._last is None or self.clock() - self._last >= self.interval_s
         ):
             self.flush()
+
+    def _position(self, index: Any) -> int:
+        """The position of the call a fragment with ``index`` belongs to. Like
+        langchain-core, fragments with the same int (or ``lc_`` string) index belong to
+        one call; a fragment with no such index starts a call of its own."""
+        keyed = isinstance(index, int) or (isinstance(index, str) and index.startswith("lc_"))
+        position = self._positions.get(index) if keyed else None
+        if position is None:
+            position, self._count = self._count, self._count + 1
+            if keyed:
+                self._positions[index] = position
+        return position
 
     def flush(self) -> None:
         """Pass on whatever is pending now."""
@@ -126,6 +145,10 @@ class DeltaBuffer:
     @property
     def partial_text(self) -> str:
         return "".join(self.text)
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 @dataclass(frozen=True, slots=True)
