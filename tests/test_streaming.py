@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +20,20 @@ from langchain_core.messages import AIMessageChunk, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGenerationChunk
 from langchain_core.tools import BaseTool, tool
 from loopkit import MODEL, calls, final, tool_call
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from stubs.anthropic_stub import AnthropicStub, AnthropicToolUse, AnthropicUsage
 from stubs.clients import chat_anthropic, chat_openai
 from stubs.openai_stub import OpenAIStub, OpenAIToolCall, OpenAIUsage
-from stubs.sse import StreamFault, StreamPlan
+from stubs.prices import anthropic_cost, openai_cost
+from stubs.sse import StreamFault, StreamPlan, pieces
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopError
 from toolloop_lab.events import (
     Event,
     LoopFailed,
     ModelCalled,
+    ModelCallFailed,
     ModelCallStarted,
     ModelDelta,
     ToolCallDelta,
@@ -36,6 +41,8 @@ from toolloop_lab.events import (
     transcript,
 )
 from toolloop_lab.model_call import DELTA_INTERVAL_S, DeltaBuffer
+from toolloop_lab.otel import OTelObserver
+from toolloop_lab.runview import RunView
 from toolloop_lab.trace import TraceWriter, encode_event, read_trace
 
 SAFETY_S = 30.0
@@ -292,6 +299,76 @@ async def test_a_real_stream_dropped_midway_keeps_the_text_so_far(oai: OpenAIStu
     assert "This answer will not arrive in full.".startswith(info.value.partial_text)
     assert failed.partial_text == info.value.partial_text
     check_messages(info.value.messages, info.value.events)
+
+
+# -- a stream that fails after the provider reported its usage (issue 24, item 10) ---------
+
+USAGE_THEN_DROP = "Every word of this arrived, and so did the usage."
+
+
+def _usage_then_drop(
+    vendor: str, oai: OpenAIStub, ant: AnthropicStub
+) -> tuple[Any, int, int, Decimal]:
+    """A reply streamed whole, usage included, whose connection then drops before the end
+    of the stream; the client, the input and output tokens the provider reported, and what
+    genai-prices says they cost."""
+    if vendor == "openai":
+        oai.chunk_interval = 0
+        # role chunk, text pieces, finish chunk, usage chunk: dropped before [DONE]
+        sent = 1 + len(pieces(USAGE_THEN_DROP, oai.fragment_chars)) + 2
+        plan = StreamPlan(fault=StreamFault(after=sent, how="drop"))
+        reported = OpenAIUsage(321, 17, cached_tokens=64)
+        oai.reply(text=USAGE_THEN_DROP, usage=reported, stream=plan)
+        return chat_openai(oai), 321, 17, openai_cost([reported])
+    ant.chunk_interval = 0
+    # every event (message_delta carries the usage), then the body is cut
+    plan = StreamPlan(fault=StreamFault(after=10_000, how="drop"))
+    billed = AnthropicUsage(300, 17)
+    ant.reply(text=USAGE_THEN_DROP, usage=billed, stream=plan)
+    return chat_anthropic(ant), 300, 17, anthropic_cost([billed])
+
+
+@pytest.mark.parametrize("vendor", ["openai", "anthropic"])
+async def test_a_stream_failing_after_its_usage_keeps_the_reported_tokens(
+    vendor: str,
+    oai: OpenAIStub,
+    ant: AnthropicStub,
+    exporter: InMemorySpanExporter,
+    provider: TracerProvider,
+) -> None:
+    model, prompt_tokens, completion_tokens, cost = _usage_then_drop(vendor, oai, ant)
+    events: list[Event] = []
+    observers = [events.append, OTelObserver(provider, use_current_context=False)]
+    with pytest.raises(ToolLoopError) as info:
+        await LLMAgent(model, [add], STREAM, observers=observers).arun("go")
+
+    err = info.value
+    assert (err.accumulated_prompt, err.accumulated_completion) == (
+        prompt_tokens,
+        completion_tokens,
+    )
+    assert err.cost_usd == cost  # priced as the provider billed it
+    assert err.partial_text == USAGE_THEN_DROP
+    failed = only(e for e in events if isinstance(e, ModelCallFailed))
+    assert failed.partial_text == USAGE_THEN_DROP
+    assert failed.usage is not None
+    assert (failed.usage.input_tokens, failed.usage.output_tokens) == (
+        prompt_tokens,
+        completion_tokens,
+    )
+    assert failed.usage.estimated is False  # the provider's own figures
+    assert failed.usage.cost_usd == err.cost_usd
+    assert failed.accumulated == failed.usage
+    loop_failed = check_partial(err)  # the run's totals are the sum of its calls, this one too
+    assert loop_failed.usage == failed.usage
+    check_messages(err.messages, err.events)
+    # every view shows what the failed call cost: the run view's round, and its span
+    assert RunView.from_events(events[: events.index(failed) + 1]).rounds[0].usage == failed.usage
+    (chat,) = [s for s in exporter.get_finished_spans() if s.name.startswith("chat")]
+    assert chat.attributes is not None
+    assert chat.attributes["error.type"] == failed.error_type
+    assert chat.attributes["gen_ai.usage.input_tokens"] == prompt_tokens
+    assert chat.attributes["gen_ai.usage.output_tokens"] == completion_tokens
 
 
 # -- argument text too deeply nested to parse (issue 24, item 11) -------------------------

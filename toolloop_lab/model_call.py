@@ -94,6 +94,10 @@ class DeltaBuffer:
     interval_s: float = DELTA_INTERVAL_S
     text: list[str] = field(default_factory=list)
     """Every text fragment so far (what a failed stream leaves behind)."""
+    reply: AIMessageChunk | None = None
+    """The stream's chunks added up, as :func:`invoke` leaves them however the stream
+    ended: the whole reply, or what a failed stream leaves behind (its usage, if the
+    provider had reported it)."""
     _pending: list[str] = field(default_factory=list)
     _calls: dict[int, list[Any]] = field(default_factory=dict)
     _positions: dict[int | str, int] = field(default_factory=dict)
@@ -146,6 +150,13 @@ class DeltaBuffer:
     def partial_text(self) -> str:
         return "".join(self.text)
 
+    @property
+    def billed(self) -> AIMessageChunk | None:
+        """What arrived, if the provider reported usage in it: a stream cut after its usage
+        chunk was paid for, so a failed call still counts those tokens."""
+        reply = self.reply
+        return reply if reply is not None and reply.usage_metadata is not None else None
+
 
 def _text_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
@@ -175,23 +186,23 @@ async def invoke(
     if not stream or deltas is None:
         reply = await runnable.ainvoke(prompt)
         return reply, CallTiming(time.perf_counter() - started)
-    merged: Any = None
+    merged: AIMessageChunk | None = None
     first: float | None = None
     try:
         async for chunk in runnable.astream(prompt, **kwargs):
             if first is None:
                 first = time.perf_counter() - started
-            if isinstance(chunk, AIMessageChunk):
-                deltas.feed(chunk)
+            if not isinstance(chunk, AIMessageChunk):
+                raise TypeError(f"model streamed {type(chunk).__name__}, not an AIMessageChunk")
+            deltas.feed(chunk)
             merged = chunk if merged is None else merged + chunk
-    finally:
-        deltas.flush()  # what arrived is shown, however the stream ended
+    finally:  # what arrived is kept and shown, however the stream ended
+        deltas.reply = merged
+        deltas.flush()
     latency = time.perf_counter() - started
     if merged is None:
         return AIMessage(content=""), CallTiming(latency, first)
-    if isinstance(merged, AIMessageChunk):
-        merged = _strict(merged)
-    return merged, CallTiming(latency, first)
+    return _strict(merged), CallTiming(latency, first)
 
 
 def _strict(chunk: AIMessageChunk) -> Any:
