@@ -9,30 +9,41 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
+from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
-from hostile.hostilekit import check_events, check_messages, check_partial, check_result
+from hostile.hostilekit import check_events, check_messages, check_partial, check_result, only
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
-from langchain_core.messages import AIMessageChunk, BaseMessage
+from langchain_core.messages import AIMessageChunk, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGenerationChunk
 from langchain_core.tools import BaseTool, tool
 from loopkit import MODEL, calls, final, tool_call
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from stubs.anthropic_stub import AnthropicStub, AnthropicToolUse, AnthropicUsage
 from stubs.clients import chat_anthropic, chat_openai
 from stubs.openai_stub import OpenAIStub, OpenAIToolCall, OpenAIUsage
-from stubs.sse import StreamFault, StreamPlan
+from stubs.prices import anthropic_cost, openai_cost
+from stubs.sse import StreamFault, StreamPlan, pieces
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopError
 from toolloop_lab.events import (
     Event,
     LoopFailed,
     ModelCalled,
+    ModelCallFailed,
     ModelCallStarted,
     ModelDelta,
+    ToolCallDelta,
+    parse_event,
     transcript,
 )
 from toolloop_lab.model_call import DELTA_INTERVAL_S, DeltaBuffer
+from toolloop_lab.otel import OTelObserver
+from toolloop_lab.runview import RunView
+from toolloop_lab.trace import TraceWriter, encode_event, read_trace
 
 SAFETY_S = 30.0
 """Only a deadlock guard: turns a hang into a failure, never a timing assertion."""
@@ -288,3 +299,190 @@ async def test_a_real_stream_dropped_midway_keeps_the_text_so_far(oai: OpenAIStu
     assert "This answer will not arrive in full.".startswith(info.value.partial_text)
     assert failed.partial_text == info.value.partial_text
     check_messages(info.value.messages, info.value.events)
+
+
+# -- a stream that fails after the provider reported its usage (issue 24, item 10) ---------
+
+USAGE_THEN_DROP = "Every word of this arrived, and so did the usage."
+
+
+def _usage_then_drop(
+    vendor: str, oai: OpenAIStub, ant: AnthropicStub
+) -> tuple[Any, int, int, Decimal]:
+    """A reply streamed whole, usage included, whose connection then drops before the end
+    of the stream; the client, the input and output tokens the provider reported, and what
+    genai-prices says they cost."""
+    if vendor == "openai":
+        oai.chunk_interval = 0
+        # role chunk, text pieces, finish chunk, usage chunk: dropped before [DONE]
+        sent = 1 + len(pieces(USAGE_THEN_DROP, oai.fragment_chars)) + 2
+        plan = StreamPlan(fault=StreamFault(after=sent, how="drop"))
+        reported = OpenAIUsage(321, 17, cached_tokens=64)
+        oai.reply(text=USAGE_THEN_DROP, usage=reported, stream=plan)
+        return chat_openai(oai), 321, 17, openai_cost([reported])
+    ant.chunk_interval = 0
+    # every event (message_delta carries the usage), then the body is cut
+    plan = StreamPlan(fault=StreamFault(after=10_000, how="drop"))
+    billed = AnthropicUsage(300, 17)
+    ant.reply(text=USAGE_THEN_DROP, usage=billed, stream=plan)
+    return chat_anthropic(ant), 300, 17, anthropic_cost([billed])
+
+
+@pytest.mark.parametrize("vendor", ["openai", "anthropic"])
+async def test_a_stream_failing_after_its_usage_keeps_the_reported_tokens(
+    vendor: str,
+    oai: OpenAIStub,
+    ant: AnthropicStub,
+    exporter: InMemorySpanExporter,
+    provider: TracerProvider,
+) -> None:
+    model, prompt_tokens, completion_tokens, cost = _usage_then_drop(vendor, oai, ant)
+    events: list[Event] = []
+    observers = [events.append, OTelObserver(provider, use_current_context=False)]
+    with pytest.raises(ToolLoopError) as info:
+        await LLMAgent(model, [add], STREAM, observers=observers).arun("go")
+
+    err = info.value
+    assert (err.accumulated_prompt, err.accumulated_completion) == (
+        prompt_tokens,
+        completion_tokens,
+    )
+    assert err.cost_usd == cost  # priced as the provider billed it
+    assert err.partial_text == USAGE_THEN_DROP
+    failed = only(e for e in events if isinstance(e, ModelCallFailed))
+    assert failed.partial_text == USAGE_THEN_DROP
+    assert failed.usage is not None
+    assert (failed.usage.input_tokens, failed.usage.output_tokens) == (
+        prompt_tokens,
+        completion_tokens,
+    )
+    assert failed.usage.estimated is False  # the provider's own figures
+    assert failed.usage.cost_usd == err.cost_usd
+    assert failed.accumulated == failed.usage
+    loop_failed = check_partial(err)  # the run's totals are the sum of its calls, this one too
+    assert loop_failed.usage == failed.usage
+    check_messages(err.messages, err.events)
+    # every view shows what the failed call cost: the run view's round, and its span
+    assert RunView.from_events(events[: events.index(failed) + 1]).rounds[0].usage == failed.usage
+    (chat,) = [s for s in exporter.get_finished_spans() if s.name.startswith("chat")]
+    assert chat.attributes is not None
+    assert chat.attributes["error.type"] == failed.error_type
+    assert chat.attributes["gen_ai.usage.input_tokens"] == prompt_tokens
+    assert chat.attributes["gen_ai.usage.output_tokens"] == completion_tokens
+
+
+# -- argument text too deeply nested to parse (issue 24, item 11) -------------------------
+
+DEEP = 20_000
+DEEP_ARGS = '{"payload": ' + "[" * DEEP + "]" * DEEP + "}"
+"""Tool-argument text nested far deeper than any JSON parser's recursion allows."""
+
+
+@tool
+def store(payload: Any) -> str:
+    """Store a payload."""
+    return "stored"
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["streamed", "invoked"])
+async def test_arguments_nested_too_deep_to_parse_are_an_invalid_call(
+    oai: OpenAIStub, streaming: bool
+) -> None:
+    oai.chunk_interval = 0
+    oai.fragment_chars = 4_096  # a few large fragments: the depth is the point, not the count
+    [call_id] = oai.reply(
+        tool_calls=[OpenAIToolCall("store", DEEP_ARGS)], usage=OpenAIUsage(321, 9_000)
+    )
+    oai.reply(text="I will send smaller arguments.", usage=OpenAIUsage(400, 8))
+    config = AgentConfig(streaming=streaming, tool_timeout_s=SAFETY_S)
+    result = await LLMAgent(chat_openai(oai), [store], config).arun("store it")
+
+    check_result(result)
+    first = next(e for e in result.events if isinstance(e, ModelCalled))
+    assert (first.usage.input_tokens, first.usage.output_tokens) == (321, 9_000)  # kept, paid
+    view = only(first.tool_calls)
+    assert (view.id, view.name, view.valid, view.args["raw"]) == (
+        call_id,
+        "store",
+        False,
+        DEEP_ARGS,
+    )
+    answer = only(m for m in result.messages if isinstance(m, ToolMessage))
+    assert (answer.tool_call_id, answer.status) == (call_id, "error")
+    assert str(answer.content).startswith("Error: could not parse the call to 'store': ")
+    assert result.final_response.text == "I will send smaller arguments."
+    assert oai.bodies[1]["messages"][-1]["tool_call_id"] == call_id  # the model was told
+
+
+# -- odd tool-call indexes (issue 24, item 12) ----------------------------------------------
+
+
+def test_fragments_go_to_each_call_in_reply_order_whatever_index_the_provider_sent() -> None:
+    clock = _Clock()
+    sent: list[ToolCallDelta] = []
+    buffer = DeltaBuffer(lambda text, parts: sent.extend(parts), clock=clock)
+    huge = 2**64
+    pieces_sent = [
+        {"index": -1, "id": "c1", "name": "add", "args": '{"a": '},
+        {"index": huge, "id": "c2", "name": "add", "args": '{"a": 5'},
+        {"index": -1, "args": '2, "b": 3}'},
+        {"index": huge, "args": ', "b": 1}'},
+        {"index": None, "id": "c3", "name": "add", "args": '{"a": 0, "b": 0}'},
+        {"index": None, "id": "c4", "name": "add", "args": '{"a": 1, "b": 1}'},
+    ]
+    chunks = [
+        AIMessageChunk(content="", tool_call_chunks=[{"type": "tool_call_chunk", **piece}])
+        for piece in pieces_sent
+    ]
+    for n, chunk in enumerate(chunks):
+        clock.now = n * 0.001  # some fragments go out together, some alone
+        buffer.feed(chunk)
+    buffer.flush()
+
+    for part in sent:  # each one a valid event field, as the trace reader checks it
+        delta = ModelDelta(run_id="r", round=1, t=0.0, call=1, tool_calls=(part,))
+        assert parse_event(encode_event(delta)) == delta
+    joined: dict[int, list[Any]] = {}
+    for part in sent:
+        slot = joined.setdefault(part.index, [None, None, ""])
+        slot[0], slot[1], slot[2] = slot[0] or part.id, slot[1] or part.name, slot[2] + part.args
+    # the calls as langchain-core adds the same chunks up, in the same order
+    merged = chunks[0]
+    for chunk in chunks[1:]:
+        merged = merged + chunk
+    assert [tuple(slot) for _, slot in sorted(joined.items())] == [
+        (c["id"], c["name"], c["args"]) for c in merged.tool_call_chunks
+    ]
+    assert sorted(joined) == [0, 1, 2, 3]
+
+
+async def test_a_stream_with_odd_call_indexes_is_written_and_read_back_whole(
+    oai: OpenAIStub, tmp_path: Path
+) -> None:
+    oai.chunk_interval = 0
+    ids = oai.reply(
+        text="Adding both.",
+        tool_calls=[
+            OpenAIToolCall("add", {"a": 1, "b": 2}, index=-1),
+            OpenAIToolCall("add", {"a": 3, "b": 4}, index=2**64),
+        ],
+        usage=OpenAIUsage(50, 30),
+    )
+    oai.reply(text="3 and 7.", usage=OpenAIUsage(80, 4))
+    path = tmp_path / "run.jsonl"
+    with TraceWriter(path) as trace:
+        result = await LLMAgent(chat_openai(oai), [add], STREAM, observers=[trace]).arun("add")
+
+    check_result(result)
+    read = read_trace(path)
+    assert read.skipped == ()
+    assert read.events == result.events
+    streamed: dict[int, tuple[str | None, str]] = {}
+    for part in (p for d in _deltas(read.events, 1) for p in d.tool_calls):
+        known, args = streamed.get(part.index, (None, ""))
+        streamed[part.index] = (known or part.id, args + part.args)
+    assert {i: (cid, json.loads(args)) for i, (cid, args) in streamed.items()} == {
+        0: (ids[0], {"a": 1, "b": 2}),
+        1: (ids[1], {"a": 3, "b": 4}),
+    }
+    assert [m.content for m in result.messages if isinstance(m, ToolMessage)] == ["3", "7"]

@@ -335,6 +335,11 @@ class ModelCallFailed(_Base):
     """From sending the request to the failure."""
     partial_text: Text | None = None
     """Text it had streamed before it failed, if any."""
+    usage: Usage | None = None
+    """Tokens and cost the provider reported before the call failed (a stream cut after
+    its usage chunk was billed), counted in the run's totals; ``None`` if it reported none."""
+    accumulated: Usage | None = None
+    """Everything spent by the run so far, this call included (set with ``usage``)."""
     kind: Literal["model_call_failed"] = "model_call_failed"
 
 

@@ -233,7 +233,8 @@ class ToolLoop:
             raise
         except BaseException as exc:
             run.partial_text = deltas.partial_text if deltas and deltas.text else None
-            self.call_failed(number, purpose, exc, time.perf_counter() - sent)
+            billed = self._billed(budget, deltas, prompt)
+            self.call_failed(number, purpose, exc, time.perf_counter() - sent, billed)
             raise
         if not isinstance(reply, AIMessage):
             raise TypeError(f"model returned {type(reply).__name__}, not an AIMessage")
@@ -274,18 +275,40 @@ class ToolLoop:
         return reply
 
     def call_failed(
-        self, number: int, purpose: ev.CallPurpose, exc: BaseException, latency_s: float
+        self,
+        number: int,
+        purpose: ev.CallPurpose,
+        exc: BaseException,
+        latency_s: float,
+        usage: Usage | None = None,
     ) -> None:
-        """Emit the end of a call that raised (or was stopped) instead of replying."""
-        self.run.emit(
+        """Emit the end of a call that raised (or was stopped) instead of replying; the
+        ``usage`` its provider had reported by then is counted first."""
+        run = self.run
+        if usage is not None:
+            run.usage = run.usage + usage
+        run.emit(
             ev.ModelCallFailed,
             call=number,
             purpose=purpose,
             error_type=type(exc).__name__,
             message=describe(exc),
             latency_s=latency_s,
-            partial_text=self.run.partial_text if purpose != "pruning" else None,
+            partial_text=run.partial_text if purpose != "pruning" else None,
+            usage=usage,
+            accumulated=run.usage if usage is not None else None,
         )
+
+    def _billed(
+        self, budget: RunBudget, deltas: DeltaBuffer | None, prompt: Sequence[BaseMessage]
+    ) -> Usage | None:
+        """The tokens and cost a failed stream's provider had reported, if any (read as a
+        reply's are, priced by the model the provider named)."""
+        billed = deltas.billed if deltas is not None else None
+        if billed is None:
+            return None
+        name = model_name_of(self.agent.model, billed.response_metadata)
+        return budget.price(Usage.from_ai_message(billed, prompt=prompt), name, self.model_name)
 
     def _delta_sink(self, number: int) -> Any:
         def sink(text: str, calls: tuple[ev.ToolCallDelta, ...]) -> None:

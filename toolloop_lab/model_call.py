@@ -81,15 +81,27 @@ def stream_kwargs(model: BaseChatModel) -> dict[str, Any]:
 
 @dataclass(slots=True)
 class DeltaBuffer:
-    """Collects a stream's fragments and passes them on, coalesced, to ``sink``."""
+    """Collects a stream's fragments and passes them on, coalesced, to ``sink``.
+
+    Each tool-call fragment goes out under its call's position in the reply (0, 1, ... in
+    the order the calls first appear), never under the provider's own index, which may be
+    any number at all (negative, huge): a position is always a valid event field, and a
+    view can keep one slot per call. Fragments are grouped the way langchain-core adds the
+    chunks up, so the positions are the order of the reply's calls."""
 
     sink: DeltaSink
     clock: Callable[[], float] = time.perf_counter
     interval_s: float = DELTA_INTERVAL_S
     text: list[str] = field(default_factory=list)
     """Every text fragment so far (what a failed stream leaves behind)."""
+    reply: AIMessageChunk | None = None
+    """The stream's chunks added up, as :func:`invoke` leaves them however the stream
+    ended: the whole reply, or what a failed stream leaves behind (its usage, if the
+    provider had reported it)."""
     _pending: list[str] = field(default_factory=list)
     _calls: dict[int, list[Any]] = field(default_factory=dict)
+    _positions: dict[int | str, int] = field(default_factory=dict)
+    _count: int = 0
     _last: float | None = None
 
     def feed(self, chunk: AIMessageChunk) -> None:
@@ -99,16 +111,27 @@ class DeltaBuffer:
             self.text.append(piece)
             self._pending.append(piece)
         for part in chunk.tool_call_chunks:
-            index = part.get("index")
-            slot = self._calls.setdefault(index if isinstance(index, int) else 0, [None, None, []])
-            slot[0] = slot[0] or part.get("id")
-            slot[1] = slot[1] or part.get("name")
+            slot = self._calls.setdefault(self._position(part.get("index")), [None, None, []])
+            slot[0] = slot[0] or _text_or_none(part.get("id"))
+            slot[1] = slot[1] or _text_or_none(part.get("name"))
             if part.get("args"):
                 slot[2].append(str(part.get("args")))
         if (self._pending or self._calls) and (
             self._last is None or self.clock() - self._last >= self.interval_s
         ):
             self.flush()
+
+    def _position(self, index: Any) -> int:
+        """The position of the call a fragment with ``index`` belongs to. Like
+        langchain-core, fragments with the same int (or ``lc_`` string) index belong to
+        one call; a fragment with no such index starts a call of its own."""
+        keyed = isinstance(index, int) or (isinstance(index, str) and index.startswith("lc_"))
+        position = self._positions.get(index) if keyed else None
+        if position is None:
+            position, self._count = self._count, self._count + 1
+            if keyed:
+                self._positions[index] = position
+        return position
 
     def flush(self) -> None:
         """Pass on whatever is pending now."""
@@ -126,6 +149,17 @@ class DeltaBuffer:
     @property
     def partial_text(self) -> str:
         return "".join(self.text)
+
+    @property
+    def billed(self) -> AIMessageChunk | None:
+        """What arrived, if the provider reported usage in it: a stream cut after its usage
+        chunk was paid for, so a failed call still counts those tokens."""
+        reply = self.reply
+        return reply if reply is not None and reply.usage_metadata is not None else None
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,23 +186,23 @@ async def invoke(
     if not stream or deltas is None:
         reply = await runnable.ainvoke(prompt)
         return reply, CallTiming(time.perf_counter() - started)
-    merged: Any = None
+    merged: AIMessageChunk | None = None
     first: float | None = None
     try:
         async for chunk in runnable.astream(prompt, **kwargs):
             if first is None:
                 first = time.perf_counter() - started
-            if isinstance(chunk, AIMessageChunk):
-                deltas.feed(chunk)
+            if not isinstance(chunk, AIMessageChunk):
+                raise TypeError(f"model streamed {type(chunk).__name__}, not an AIMessageChunk")
+            deltas.feed(chunk)
             merged = chunk if merged is None else merged + chunk
-    finally:
-        deltas.flush()  # what arrived is shown, however the stream ended
+    finally:  # what arrived is kept and shown, however the stream ended
+        deltas.reply = merged
+        deltas.flush()
     latency = time.perf_counter() - started
     if merged is None:
         return AIMessage(content=""), CallTiming(latency, first)
-    if isinstance(merged, AIMessageChunk):
-        merged = _strict(merged)
-    return merged, CallTiming(latency, first)
+    return _strict(merged), CallTiming(latency, first)
 
 
 def _strict(chunk: AIMessageChunk) -> Any:
@@ -177,7 +211,9 @@ def _strict(chunk: AIMessageChunk) -> Any:
     langchain-core parses streamed arguments with a lenient partial-JSON parser, made for
     showing calls as they grow: on a whole stream it would turn ``{"path": "rep`` (a reply
     cut off) or ``{"a": 1} trailing`` into a call. Here the complete argument text must be
-    one JSON object, exactly as an invoked reply's must; anything else is an invalid call.
+    one JSON object, exactly as an invoked reply's must; anything else is an invalid call,
+    text nested past the parser's recursion limit included (the reply was paid for whole:
+    its calls are answered with errors, the run goes on).
     """
     message = message_chunk_to_message(chunk)
     if not chunk.tool_call_chunks or not isinstance(message, AIMessage):
@@ -189,7 +225,7 @@ def _strict(chunk: AIMessageChunk) -> Any:
         name, call_id = part.get("name"), part.get("id")
         try:
             value = json.loads(raw) if raw.strip() else {}
-        except ValueError:
+        except (ValueError, RecursionError):  # dispatch says why (too deep is one way)
             value = None
         if isinstance(value, dict) and isinstance(name, str) and name:
             calls.append(tool_call(name=name, args=value, id=call_id))

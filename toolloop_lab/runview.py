@@ -241,9 +241,15 @@ class RunView:
 
     @_folds(ev.ModelCallFailed)
     def _call_failed(self, event: ev.ModelCallFailed) -> None:
+        row = self._row(event.round)
+        if event.usage is not None:  # the provider had reported it: paid for, so counted
+            if event.purpose == "pruning":
+                row.pruning_usage = row.pruning_usage + event.usage
+            else:
+                row.usage = row.usage + event.usage
+            self.usage = event.accumulated or self.usage + event.usage
         if event.purpose == "pruning":
             return
-        row = self._row(event.round)
         row.latency_s = event.latency_s  # not calling any more
         row.failed_calls.append(event)
 

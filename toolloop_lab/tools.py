@@ -558,6 +558,8 @@ def _why_unparsed(raw: Any) -> str:
             value = json.loads(raw)
         except ValueError:
             return "arguments are not valid JSON"
+        except RecursionError:  # valid or not, too deep for any parser here to read
+            return "arguments are nested too deeply to parse"
         return f"arguments must be a JSON object, got {_json_kind(value)}"
     return "arguments are not valid JSON"
 

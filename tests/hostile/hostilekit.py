@@ -8,8 +8,8 @@ or a typed error that keeps its partial counts. Whichever it is, these hold:
   that never goes back, one ``ToolDispatched`` per tool-call id the model asked for;
 * every tool-call id in the transcript is answered by exactly one ``ToolMessage``, after
   the ``AIMessage`` that asked for it, and the event says what the message says;
-* the final event's usage is the sum of every model call's (pruning included), and an
-  error's partial counts are that same sum;
+* the final event's usage is the sum of every model call's (pruning included, and what a
+  failed call's provider reported), and an error's partial counts are that same sum;
 * every event survives its trip through a trace line.
 """
 
@@ -52,6 +52,7 @@ from toolloop_lab.usage import Usage
 __all__ = [
     "SAFETY_S",
     "asked_ids",
+    "call_usage",
     "cancel_when",
     "cancelled_failure",
     "check_events",
@@ -108,13 +109,21 @@ def check_events(events: Sequence[Event], *, started: bool = True) -> LoopFinish
     assert len(asked) == len(set(asked)), f"repeated tool-call ids: {asked}"
     answered = [e.tool_call_id for e in events if isinstance(e, ToolDispatched)]
     assert Counter(answered) == Counter(asked), (answered, asked)
-    spent = sum((e.usage for e in events if isinstance(e, (ModelCalled, Pruned))), start=Usage())
+    spent = sum((u for u in map(call_usage, events) if u is not None), start=Usage())
     assert final.usage == spent
     check_starts(events, final)
     for event in events:
         back = event_from_dict(json.loads(encode_event(event)))
         assert back == event
     return final
+
+
+def call_usage(event: Event) -> Usage | None:
+    """What one event says a model call spent: a reply's usage, a pruning call's, or what a
+    failed call's provider had reported before it failed (``None``: no spend here)."""
+    if isinstance(event, (ModelCalled, Pruned)):
+        return event.usage
+    return event.usage if isinstance(event, ModelCallFailed) else None
 
 
 def check_starts(events: Sequence[Event], final: LoopFinished | LoopFailed) -> None:

@@ -114,6 +114,29 @@ async def test_arguments_that_are_no_json_object(raw: str, why: str, echo_tool: 
     assert result.final_response.text == "done"
 
 
+DEEP_RAW = '{"text": ' + "[" * 20_000 + "]" * 20_000 + "}"
+"""Argument text nested deeper than any JSON parser's recursion allows."""
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["invoked", "streamed"])
+async def test_arguments_nested_too_deep_to_parse(streamed: bool, echo_tool: BaseTool) -> None:
+    reply = _invalid(("echo", DEEP_RAW, "d1"))
+    config = AgentConfig(tool_timeout_s=60, streaming=streamed)
+    result, model = await _run([reply, final("done")], [echo_tool], config)
+
+    message = only(tool_messages(result.messages).values())
+    assert (message.tool_call_id, message.status) == ("d1", "error")
+    assert message.content == (
+        "Error: could not parse the call to 'echo': arguments are nested too deeply to "
+        f"parse. Raw arguments: {_json(DEEP_RAW)}"
+    )
+    assert dispatched(result.events)["d1"].error_reason == "invalid_call"
+    first = _model_calls(result)[0]
+    assert (first.usage.input_tokens, first.usage.output_tokens) == (10, 5)  # kept, paid
+    assert dict(only(first.tool_calls).args) == {"raw": DEEP_RAW}
+    assert message in model.calls[1].messages  # the model reads why
+
+
 def _json(text: str) -> str:
     import json
 

@@ -61,12 +61,15 @@ class OpenAIToolCall:
     *is* the wire text, so it must equal a ``str`` ``arguments`` or decode to a mapping
     one (write escapes such as ``\\u00e9`` into them freely). Without ``fragments`` the
     text is ``json.dumps(arguments)`` cut every ``stub.fragment_chars`` characters.
+    ``index`` is the number its stream chunks carry (by default its position among the
+    reply's calls); a provider may send any number there, negative or huge.
     """
 
     name: str
     arguments: Mapping[str, Any] | str
     id: str | None = None
     fragments: Sequence[str] | None = None
+    index: int | None = None
 
     def wire_fragments(self, size: int) -> tuple[str, ...]:
         """The arguments text as streamed; joined, it is the text sent whole."""
@@ -148,7 +151,8 @@ class OpenAIStub(StubServer[OpenAIUsage]):
         if stream.fault is None:
             self.reported.append(usage)
         text_pieces = pieces(text, self.fragment_chars) if text is not None else None
-        render = partial(completion_chunks, body, text_pieces, tuple(args))
+        indexes = tuple(i if c.index is None else c.index for i, c in enumerate(tool_calls))
+        render = partial(completion_chunks, body, text_pieces, tuple(args), indexes=indexes)
         self.enqueue(Reply(body, render_stream=render, stream=stream))
         return [str(c["id"]) for c in calls]
 
@@ -186,11 +190,14 @@ def completion_chunks(
     text: Sequence[str] | None,
     arguments: Sequence[Sequence[str]],
     request: Any,
+    *,
+    indexes: Sequence[int] | None = None,
 ) -> list[SSEEvent]:
     """The ``chat.completion`` ``body`` as the stream of chunks OpenAI sends for it.
 
     ``text`` and ``arguments`` (one fragment list per tool call) are the content cut as it
-    should stream; ``request`` is the request body (``stream_options.include_usage``).
+    should stream; ``request`` is the request body (``stream_options.include_usage``);
+    ``indexes`` the number each call's chunks carry (by default its position).
     """
     options = request.get("stream_options") if isinstance(request, Mapping) else None
     include_usage = isinstance(options, Mapping) and options.get("include_usage") is True
@@ -218,7 +225,8 @@ def completion_chunks(
     events = [chunk({"role": "assistant", "content": "" if text else None, "refusal": None})]
     events.extend(chunk({"content": piece}) for piece in text or ())
     calls = choice["message"].get("tool_calls") or []
-    for index, (call, fragments) in enumerate(zip(calls, arguments, strict=True)):
+    numbers = range(len(calls)) if indexes is None else indexes
+    for index, call, fragments in zip(numbers, calls, arguments, strict=True):
         first = {
             "index": index,
             "id": call["id"],

@@ -420,9 +420,12 @@ class OTelObserver:
 
     def _call_failed(self, run: _Run, event: ev.ModelCallFailed, now: int) -> None:
         """A call that raised instead of replying: its span ends as an error, now (a
-        framework may go on and retry it as a new call)."""
+        framework may go on and retry it as a new call), with the usage its provider had
+        reported, if any."""
         call = run.calls.pop(event.call, None)
         if call is not None:  # a failure is always announced by its call's start
+            if event.usage is not None:  # reported before it failed (a cut stream): billed
+                call.span.set_attributes(_usage_attributes(event.usage))
             _end_error(call.span, now, event.error_type, event.message)
 
     def _pruned(self, run: _Run, event: ev.Pruned, now: int) -> None:

@@ -325,7 +325,10 @@ export function fold(s, e) {
         c.interrupted = e.error_type === "CancelledError" ? "cancelled" : "failed";
         c.error = { type: e.error_type, message: e.message || "" };
         if (e.partial_text) c.text = e.partial_text;
+        if (e.usage && e.purpose !== "pruning") c.usage = readUsage(e.usage); // reported before it failed: paid for
       }
+      if (e.usage && e.purpose === "pruning") r.pruneUsage = addUsage(r.pruneUsage, readUsage(e.usage));
+      if (e.accumulated) s.totals = readUsage(e.accumulated);
       if (e.purpose !== "pruning") r.failedCalls.push({ type: e.error_type, message: e.message || "", latency: e.latency_s });
       break;
     }
