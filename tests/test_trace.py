@@ -183,6 +183,20 @@ def test_lines_that_are_not_events_are_skipped(tmp_path: Path) -> None:
     ]
 
 
+def test_the_reader_says_where_each_event_was_and_whose_a_skipped_line_is(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "mixed.jsonl"
+    events = catalog_run("single_round").events
+    write_trace(path, events[:2])
+    with path.open("ab") as handle:
+        handle.write(b'{"run_id": "r9", "kind": "round_start"}\nnot json\n\n')
+    write_trace(path, events[2:])
+    read = read_trace(path)
+    assert read.lines == (1, 2, *range(6, 4 + len(events)))
+    assert [(s.number, s.run_id) for s in read.skipped] == [(3, "r9"), (4, None)]
+
+
 def test_not_a_trace(tmp_path: Path) -> None:
     with pytest.raises(TraceError, match="cannot read trace"):
         read_trace(tmp_path / "missing.jsonl")

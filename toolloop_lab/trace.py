@@ -176,6 +176,9 @@ class SkippedLine:
     check that failed (``int_type``, ``literal_error``, ``finite_number``, ``missing``...)."""
     field: str | None = None
     """The event field that failed its check (``tool_dispatch.status``), if one did."""
+    run_id: str | None = None
+    """The run the line names, when it is a JSON object with a text ``run_id`` (so a
+    damaged line can be told apart from the lines of other runs); else ``None``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +190,9 @@ class TraceRead:
     skipped: tuple[SkippedLine, ...] = ()
     partial_line: str | None = None
     """The unfinished last line (the writer was killed mid-write), if there was one."""
+    lines: tuple[int, ...] = ()
+    """The 1-based line number of each event, in the order of ``events`` (a reader
+    built by hand may leave it empty: then no event's line is known)."""
 
     @property
     def run_ids(self) -> tuple[str, ...]:
@@ -233,12 +239,15 @@ def read_trace(path: str | os.PathLike[str]) -> TraceRead:
     except OSError as exc:
         raise TraceError(f"cannot read trace {str(file)!r}: {exc.strerror or exc}") from exc
     events: list[Event] = []
+    numbers: list[int] = []
     skipped: list[SkippedLine] = []
     for line in read.lines:
         try:
             events.append(parse_event(line.data))
         except ValidationError as exc:
             skipped.append(_skipped(line.number, exc, line.data))
+        else:
+            numbers.append(line.number)
     partial: str | None = None
     if read.partial is not None:
         partial = read.partial.data.decode("utf-8", "replace")
@@ -247,7 +256,7 @@ def read_trace(path: str | os.PathLike[str]) -> TraceRead:
         )
     if not events and any(s.reason != "partial last line" for s in skipped):
         raise TraceError(f"{str(file)!r} is not a toolloop_lab trace: {skipped[0].reason}")
-    return TraceRead(file, tuple(events), tuple(skipped), partial)
+    return TraceRead(file, tuple(events), tuple(skipped), partial, tuple(numbers))
 
 
 def _skipped(number: int, exc: ValidationError, data: bytes) -> SkippedLine:
@@ -258,7 +267,17 @@ def _skipped(number: int, exc: ValidationError, data: bytes) -> SkippedLine:
         reason = f"not JSON: {first['msg']}"
     else:
         reason = f"not an event: {where + ': ' if where else ''}{first['msg']}"
-    return SkippedLine(number, reason, _snippet(data), first["type"], where)
+    return SkippedLine(number, reason, _snippet(data), first["type"], where, _run_id(data))
+
+
+def _run_id(data: bytes) -> str | None:
+    """The ``run_id`` a skipped line names, if it is a JSON object naming one."""
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    run_id = value.get("run_id") if isinstance(value, dict) else None
+    return run_id if isinstance(run_id, str) else None
 
 
 def _snippet(line: bytes) -> str:
