@@ -105,6 +105,22 @@ def test_a_lone_surrogate_in_a_tool_result_is_recorded_and_replayed(tmp_path: Pa
     assert again.usage == live.usage
 
 
+def test_surrogate_halves_in_a_tool_result_replay_strictly(tmp_path: Path) -> None:
+    """Two halves of a pair as separate code points must not come back joined: strict
+    replay would then see a different conversation and refuse an unchanged run."""
+    path = tmp_path / "halves.jsonl"
+    text = "halves \udbff\udc00 and a character \U0010fc00"
+    tools = [_tool_returning(text)]
+
+    live = _session(path, tools)
+
+    recording = Recording.from_file(path)
+    assert recording.calls[1].request[-1].content == f"k: {text}"
+    again = LLMAgent(ReplayChatModel.from_file(path), tools).run("Look k up.")
+    assert again.usage == live.usage
+    assert [m.content for m in again.messages] == [m.content for m in live.messages]
+
+
 # -- a reply that came back must never be lost -----------------------------------------
 
 

@@ -135,6 +135,35 @@ def test_awkward_values_serialise(tmp_path: Path) -> None:
     }
 
 
+SPLIT_HALVES = (
+    "two halves, not one character: \udbff\udc00; one character: \U0010fc00; "
+    "halves around a noncharacter: \ud800\ufdd0\udc00, \ud800\ufdd0\ufdd0\udfff; "
+    "backwards: \udc00\udbff; three: \ud800\ud800\udc00\udc00; at the end \udbff"
+)
+"""Surrogate code points as tools that assemble UTF-16 halves leave them."""
+
+
+def test_surrogate_halves_read_back_as_the_same_code_points(tmp_path: Path) -> None:
+    event = dispatched("r1", 1, SPLIT_HALVES, {SPLIT_HALVES: [SPLIT_HALVES, "\udbff\udc00"]})
+    path = write_trace(tmp_path / "halves.jsonl", [event])
+    assert path.read_bytes().isascii()
+    back = read_trace(path).events[0]
+    assert isinstance(back, ToolDispatched)
+    assert back.content == SPLIT_HALVES
+    assert back.args == {SPLIT_HALVES: [SPLIT_HALVES, "\udbff\udc00"]}
+    assert back == event
+
+
+def test_a_trace_written_before_halves_were_kept_apart_reads_as_it_did(tmp_path: Path) -> None:
+    """Older writers escaped every surrogate alone, and JSON joins a pair of escapes."""
+    event = dispatched("r1", 1, "x \ud83d\ude00 \ufdd0 \ud800")
+    path = tmp_path / "old.jsonl"
+    path.write_text(json.dumps(event.to_dict()) + "\n", encoding="ascii")
+    back = read_trace(path).events[0]
+    assert isinstance(back, ToolDispatched)
+    assert back.content == "x \U0001f600 \ufdd0 \ud800"
+
+
 def test_partial_last_line_is_skipped_and_reported(tmp_path: Path) -> None:
     path = tmp_path / "killed.jsonl"
     outcome = catalog_run("single_round")

@@ -23,7 +23,9 @@ aggregated ``response``. Each line holds the full request, so a line is readable
 (at the price of size growing with the square of the rounds).
 
 Lines are written as ASCII JSON (everything past ASCII escaped, as traces are), so a tool
-result holding a lone surrogate or U+2028 is stored safely; lines are split on ``\\n`` only
+result holding a lone surrogate or U+2028 is stored safely, and surrogate halves written as
+two code points are kept apart, so they do not come back joined (a line marked
+``"surrogate_halves": 1``; see :mod:`toolloop_lab.jsonl`); lines are split on ``\\n`` only
 (:func:`toolloop_lab.jsonl.read_lines`), so files holding such characters raw still load.
 A file is untrusted input: each line is checked by a strict pydantic model and each message
 by its own langchain-core class in strict mode, and anything wrong is a
@@ -78,8 +80,8 @@ from langchain_core.utils.json import parse_partial_json
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from toolloop_lab.errors import PaidCallError, ToolLoopLabError
-from toolloop_lab.jsonl import Line, read_lines
-from toolloop_lab.jsonsafe import dumps, json_safe
+from toolloop_lab.jsonl import Line, dump_line, load_line, read_lines
+from toolloop_lab.jsonsafe import json_safe
 from toolloop_lab.pricing import PriceTable, model_name_of, price_of
 from toolloop_lab.usage import Usage
 
@@ -396,7 +398,7 @@ class RecordedCall:
                 reason="not_utf8",
             ) from exc
         try:
-            data = json.loads(text)
+            data = load_line(text)
         except json.JSONDecodeError as exc:
             raise RecordingFormatError(
                 f"{path}:{line.number}: not JSON ({exc.msg})",
@@ -479,7 +481,7 @@ def append_call(path: str | os.PathLike[str], call: RecordedCall) -> None:
     """Append one line as ASCII JSON; the caller serialises writers (RecordingChatModel
     holds a lock). Any failure (``OSError`` and the like) propagates to the caller."""
     target = Path(path)
-    line = dumps(call.to_json())
+    line = dump_line(call.to_json())
     target.parent.mkdir(parents=True, exist_ok=True)
     with target.open("a", encoding="ascii") as handle:
         handle.write(line + "\n")

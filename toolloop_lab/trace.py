@@ -13,7 +13,9 @@ Why this shape:
   turns it on: the file is then synced at every round boundary (round start, synthesis,
   finish, failure) and on close, never on every event.
 * **ASCII JSON**: ``Event.to_dict()`` is JSON-safe (pydantic serialises it), and lone
-  surrogates survive as ``\\udXXX`` escapes; a line never contains a raw newline.
+  surrogates survive as ``\\udXXX`` escapes; a line never contains a raw newline. Surrogate
+  halves written as two code points are kept apart (:mod:`toolloop_lab.jsonl`), so every
+  string reads back as exactly the same code points.
 * **The reader forgives the tail**: lines are split on ``\\n`` only (:mod:`toolloop_lab.jsonl`)
   and each is parsed strictly by :func:`toolloop_lab.events.parse_event`; a partial last
   line (the writer was killed mid-run) is skipped and reported, as is any line that is
@@ -44,7 +46,7 @@ from toolloop_lab.events import (
     SynthesisStarted,
     parse_event,
 )
-from toolloop_lab.jsonl import read_lines
+from toolloop_lab.jsonl import dump_line, read_lines
 
 __all__ = ["SkippedLine", "TraceRead", "TraceWriter", "encode_event", "read_trace", "write_trace"]
 
@@ -60,12 +62,16 @@ def encode_event(event: Event) -> bytes:
     """One trace line for ``event``: ASCII JSON plus a newline.
 
     Pydantic writes the line in one pass; only a line holding non-ASCII text goes through
-    ``json.dumps`` as well, to escape it (lone surrogates included)."""
+    ``json.dumps`` as well, to escape it. Pydantic refuses text with surrogate code points
+    (UTF-8 cannot carry them): such an event is written by
+    :func:`~toolloop_lab.jsonl.dump_line`, which keeps surrogate halves apart."""
     raw = event.to_json()
     if raw is not None and raw.isascii():
         return raw + b"\n"
-    data = event.to_dict() if raw is None else json.loads(raw)
-    text = json.dumps(data, allow_nan=False, ensure_ascii=True, separators=(",", ":"))
+    if raw is None:
+        text = dump_line(event.to_dict(), sort_keys=False, compact=True)
+    else:  # no surrogate code point: pydantic wrote it, so escaping is all that is left
+        text = json.dumps(json.loads(raw), allow_nan=False, separators=(",", ":"))
     return (text + "\n").encode("ascii")
 
 
