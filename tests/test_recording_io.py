@@ -262,6 +262,11 @@ def test_a_bad_byte_inside_a_field_names_the_field(tmp_path: Path) -> None:
         ("call", "0", "call"),
         ("call", True, "call"),
         ("profile", [], "profile"),
+        ("profile", {"max_input_tokens": "x"}, "profile.max_input_tokens"),
+        ("profile", {"max_input_tokens": True}, "profile.max_input_tokens"),
+        ("profile", {"max_input_tokens": 0}, "profile.max_input_tokens"),
+        ("profile", {"max_output_tokens": -1}, "profile.max_output_tokens"),
+        ("profile", {"tool_calling": "yes"}, "profile.tool_calling"),
         ("request", 3, "request"),
         ("request", [{"type": "human"}], "request.0.data"),
         ("request", [{"type": "nonsense", "data": {}}], "request.0.type"),
@@ -319,6 +324,7 @@ def test_a_response_that_is_not_an_ai_message_is_a_format_error(tmp_path: Path) 
     [
         ("", None, "empty", None),
         ("{not json\n", 1, "not_json", None),
+        ("[" * 100_000 + "\n", 1, "not_json", None),
         ("[1, 2]\n", 1, "not_a_recording", None),
         ('{"format": "other"}\n', 1, "not_a_recording", "format"),
         (

@@ -27,8 +27,9 @@ result holding a lone surrogate or U+2028 is stored safely, and surrogate halves
 two code points are kept apart, so they do not come back joined (a line marked
 ``"surrogate_halves": 1``; see :mod:`toolloop_lab.jsonl`); lines are split on ``\\n`` only
 (:func:`toolloop_lab.jsonl.read_lines`), so files holding such characters raw still load.
-A file is untrusted input: each line is checked by a strict pydantic model and each message
-by its own langchain-core class in strict mode, and anything wrong is a
+A file is untrusted input: each line is checked by a strict pydantic model, each message
+by its own langchain-core class and the profile as langchain-core types it (both in strict
+mode, token limits positive), and anything wrong is a
 :class:`RecordingFormatError` naming the line, the field and the reason.
 
 Errors, all :class:`~toolloop_lab.errors.ToolLoopLabError`::
@@ -57,6 +58,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Final, Literal, TypeVar, cast
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
@@ -365,6 +367,7 @@ class RecordedCall:
                 if parsed.chunks is not None
                 else None
             )
+            profile = _profile(parsed.profile)
         except _BadField as exc:
             why = f"malformed field {exc.field}: {exc.why}"
             raise bad(why, "invalid_field", exc.field) from exc
@@ -378,7 +381,7 @@ class RecordedCall:
             error=RecordedError(error.type, error.message, error.status_code) if error else None,
             tools=tuple(parsed.tools) if parsed.tools is not None else None,
             model_name=parsed.model_name,
-            profile=parsed.profile,
+            profile=profile,
             chunks=chunks,
         )
 
@@ -576,6 +579,30 @@ def _message(raw: _MessageModel, at: str, kind: type[_M] | None = None) -> _M:
         key = _first_bad_key(cls, raw.data)
         where = f"{at}.data.{key}" if key else f"{at}.data"
         raise _BadField(where, f"{type(exc).__name__}: {exc}") from exc
+
+
+_PROFILE_TYPE: Any = BaseChatModel.model_fields["profile"].annotation
+_PROFILE: Final[TypeAdapter[Any]] = TypeAdapter(_PROFILE_TYPE)
+"""A model profile as langchain-core's chat models declare it (its keys typed, newer keys
+allowed): what a replay model is given, so a bad one is refused where it is read."""
+_TOKEN_LIMITS: Final = ("max_input_tokens", "max_output_tokens")
+
+
+def _profile(raw: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The recorded profile, checked strictly (``"128000"`` is refused, never coerced);
+    its token limits, which set a replay's context window, must be positive."""
+    if raw is None:
+        return None
+    try:
+        _PROFILE.validate_python(raw, strict=True)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        raise _BadField(_dotted(("profile", *first["loc"])), first["msg"]) from exc
+    for key in _TOKEN_LIMITS:
+        value = raw.get(key)
+        if isinstance(value, int) and value < 1:
+            raise _BadField(f"profile.{key}", f"should be a positive number of tokens, not {value}")
+    return raw
 
 
 def _first_bad_key(cls: type[BaseModel], data: Mapping[str, Any]) -> str | None:
