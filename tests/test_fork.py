@@ -582,6 +582,10 @@ def test_sources_that_are_not_runs_are_refused(tmp_path: Path) -> None:
     assert info.value.field == "source"
     with pytest.raises(TraceError):
         fork(tmp_path / "missing.jsonl", 1, model=model([]), tools=tools)
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text("[" * 100_000 + "\n")
+    with pytest.raises(TraceError, match="not a toolloop_lab trace"):
+        fork(deep, 1, model=model([]), tools=tools)
     result, _ = original(replies(1))
     with pytest.raises(ConfigurationError) as info:
         fork(result.events, 1, model=model([]), tools=tools, run_id="nope")

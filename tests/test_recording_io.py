@@ -240,6 +240,14 @@ def test_bytes_that_are_neither_utf8_nor_json_name_no_field(tmp_path: Path) -> N
     assert (info.value.line, info.value.reason, info.value.field) == (1, "not_utf8", None)
 
 
+def test_a_bad_byte_in_a_line_nested_too_deep_to_read_names_no_field(tmp_path: Path) -> None:
+    path = tmp_path / "deep.jsonl"
+    path.write_bytes(b"[" * 100_000 + b"\xff\n")
+    with pytest.raises(RecordingFormatError) as info:
+        Recording.from_file(path)
+    assert (info.value.line, info.value.reason, info.value.field) == (1, "not_utf8", None)
+
+
 def test_a_bad_byte_inside_a_field_names_the_field(tmp_path: Path) -> None:
     good = _good_line(tmp_path)
     path = tmp_path / "byte.jsonl"

@@ -44,7 +44,6 @@ Limits, by construction:
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -86,6 +85,7 @@ from toolloop_lab.events import (
     message_from_dict,
 )
 from toolloop_lab.hooks import PauseHook
+from toolloop_lab.jsonl import load_line
 from toolloop_lab.jsonsafe import thaw
 from toolloop_lab.pricing import PriceTable, TokenPrice
 from toolloop_lab.recording_format import FORMAT, Recording
@@ -376,8 +376,8 @@ def _is_recording(path: Path) -> bool:
     except OSError:
         return False  # read_trace reports the missing file as a TraceError
     try:
-        data = json.loads(first)
-    except ValueError:
+        data = load_line(first)
+    except ValueError:  # not JSON, or nested too deep: read_trace reports it
         return False
     return isinstance(data, dict) and data.get("format") == FORMAT
 

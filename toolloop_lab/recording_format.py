@@ -628,13 +628,13 @@ def _bad_bytes_field(data: bytes) -> str | None:
     langchain-core's partial-JSON parser); ``None`` when no field holds them."""
     text = data.decode("utf-8", "surrogateescape")
     try:
-        parsed = json.loads(text)
-    except json.JSONDecodeError:
         try:
-            parsed = parse_partial_json(text)
+            parsed = load_line(text)
         except json.JSONDecodeError:
-            return None
-    return _find_text(parsed, (), lambda s: any("\udc80" <= ch <= "\udcff" for ch in s))
+            parsed = parse_partial_json(text)
+        return _find_text(parsed, (), lambda s: any("\udc80" <= ch <= "\udcff" for ch in s))
+    except (json.JSONDecodeError, RecursionError):  # no field to name in what cannot be read
+        return None
 
 
 def _find_text(value: Any, at: tuple[int | str, ...], hit: Callable[[str], bool]) -> str | None:
