@@ -10,6 +10,7 @@ the original's own closing event, never the fork's arithmetic.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
@@ -581,6 +582,10 @@ def test_sources_that_are_not_runs_are_refused(tmp_path: Path) -> None:
     assert info.value.field == "source"
     with pytest.raises(TraceError):
         fork(tmp_path / "missing.jsonl", 1, model=model([]), tools=tools)
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text("[" * 100_000 + "\n")
+    with pytest.raises(TraceError, match="not a toolloop_lab trace"):
+        fork(deep, 1, model=model([]), tools=tools)
     result, _ = original(replies(1))
     with pytest.raises(ConfigurationError) as info:
         fork(result.events, 1, model=model([]), tools=tools, run_id="nope")
@@ -634,3 +639,63 @@ def test_preparing_a_fork_runs_nothing() -> None:
     assert repr(prepared) == "Fork(at_round=2, source='result', prefix=3 messages)"
     assert prepared.taken.requests == 1
     assert prepared.original == RunFigures.of_result(result)
+
+
+def traced_run(path: Path, rounds: int) -> ToolLoopResult:
+    """A run of ``rounds`` tool rounds and a final answer, traced to ``path``."""
+    with TraceWriter(path) as writer:
+        return LLMAgent(model(replies(rounds)), Adder().tools, observers=[writer]).run("Add.")
+
+
+def damage_line(path: Path, kind: str, round_number: int, text: str) -> int:
+    """Overwrite the trace line of the ``kind`` event of ``round_number`` with ``text``;
+    returns its line number."""
+    lines = path.read_text(encoding="ascii").split("\n")
+    for number, line in enumerate(lines, start=1):
+        if f'"kind":"{kind}"' in line and f'"round":{round_number},' in line:
+            lines[number - 1] = text
+            path.write_text("\n".join(lines), encoding="ascii")
+            return number
+    raise AssertionError(f"no {kind} line in round {round_number}")
+
+
+@pytest.mark.parametrize("damage", ['{"run_id": "cut sh', '{"kind": "model_call_start"}'])
+def test_a_fork_whose_taken_rounds_touch_an_unreadable_trace_line_is_refused(
+    tmp_path: Path, damage: str
+) -> None:
+    path = tmp_path / "trace.jsonl"
+    traced_run(path, 2)
+    number = damage_line(path, "model_call_start", 1, damage)
+    assert [s.number for s in read_trace(path).skipped] == [number]
+    for source in (path, read_trace(path)):
+        fork_model = model([final("done", tokens=(700, 30))])
+        with pytest.raises(TraceError) as info:
+            fork(source, 3, model=fork_model, tools=Adder().tools)
+        assert info.value.lines == (number,)
+        assert f"line {number}" in str(info.value)
+        assert fork_model.calls == ()
+
+
+def test_a_fork_from_a_trace_whose_round_is_on_an_unreadable_line_names_the_line(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "trace.jsonl"
+    traced_run(path, 2)
+    number = damage_line(path, "model_call_start", 2, "not json")
+    with pytest.raises(TraceError) as info:
+        fork(path, 2, model=model(replies(2)[1:]), tools=Adder().tools)
+    assert info.value.lines == (number,)
+
+
+def test_unreadable_trace_lines_outside_the_rounds_taken_do_not_stop_a_fork(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "trace.jsonl"
+    first = traced_run(path, 1)
+    result = traced_run(path, 2)
+    # a damaged line of the earlier run, and one of the round the fork runs again
+    damage_line(path, "tool_dispatch", 1, json.dumps({"run_id": first.run_id, "round": "x"}))
+    damage_line(path, "model_call", 3, "not json")
+    forked = fork(path, 3, model=model(replies(2)[2:]), tools=Adder().tools)
+    assert forked.prefix == tuple(result.messages[: len(forked.prefix)])
+    assert forked.forked.rounds == 3

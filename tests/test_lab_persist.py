@@ -53,6 +53,18 @@ def test_file_layout_is_one_json_object_per_line(results: LabResults, tmp_path: 
     assert not list(tmp_path.glob("*.tmp"))
 
 
+def test_surrogate_halves_in_tool_output_load_back_unchanged(tmp_path: Path) -> None:
+    text = "halves \udbff\udc00, a character \U0010fc00, a noncharacter \ud800\ufdd0\udc00"
+    halves = Scenario.scripted(
+        "halves", [Reply.call("echo", {"text": text}), Reply.final(text)], tags=(text,)
+    )
+    results = run_scenarios([halves], progress=False)
+    loaded = LabResults.load(results.save(tmp_path / "halves.jsonl"))
+    assert loaded.records == results.records
+    assert loaded.records[0].tags == (text,)
+    pd.testing.assert_frame_equal(loaded.tools, results.tools)
+
+
 def test_saving_twice_overwrites(results: LabResults, tmp_path: Path) -> None:
     path = tmp_path / "sweep.jsonl"
     results.save(path)

@@ -10,10 +10,14 @@ capture off and on.
 from __future__ import annotations
 
 import json
+import logging
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
@@ -27,7 +31,13 @@ from otelkit import (
 )
 
 from toolloop_lab.errors import ConfigurationError, TraceError
-from toolloop_lab.events import LoopFinished, ModelCalled, ToolDispatched, parse_event
+from toolloop_lab.events import (
+    LoopFinished,
+    ModelCalled,
+    ToolCallView,
+    ToolDispatched,
+    parse_event,
+)
 from toolloop_lab.otel import OTelObserver, export_events, export_trace, provider_for_model
 from toolloop_lab.trace import write_trace
 from toolloop_lab.usage import Usage
@@ -642,6 +652,75 @@ def test_partial_text_of_a_stopped_stream_is_kept_only_with_capture(
             ]
         else:
             assert "gen_ai.output.messages" not in attrs(chat)
+
+
+HALF = "\ud800"
+"""A lone surrogate: a model or a tool may emit one; UTF-8 (and so protobuf) cannot carry it."""
+
+
+def _halves_run() -> RunBuilder:
+    """Lone surrogates everywhere a model, a tool or a person puts text, names included."""
+    b = RunBuilder()
+    b.start(f"prompt {HALF}", name=f"agent {HALF}", tools=(f"echo{HALF}",))
+    b.round()
+    call = ToolCallView(id=f"c{HALF}", name=f"echo{HALF}", args={f"k{HALF}": f"v{HALF}"})
+    b.reply(
+        b.call_start(tools=(f"echo{HALF}",)), usage(10, 2), text=f"look {HALF}", tool_calls=[call]
+    )
+    b.tool_start(f"c{HALF}", name=f"echo{HALF}", text=f"v{HALF}")
+    b.tool_done(f"c{HALF}", name=f"echo{HALF}", content=f"result {HALF}", args={"k": f"v{HALF}"})
+    b.round()
+    b.call_start()
+    b.fail(f"Error{HALF}", f"it broke {HALF}", partial_text=f"half {HALF}", reason=f"why{HALF}")
+    return b
+
+
+def _otlp_spans(spans: tuple[ReadableSpan, ...]) -> dict[str, tuple[str, dict[str, object]]]:
+    """The spans as the OTLP protobuf exporter encodes and sends them, read back from the
+    bytes: span id -> (name, attributes)."""
+    sent = ExportTraceServiceRequest.FromString(encode_spans(spans).SerializeToString())
+    out: dict[str, tuple[str, dict[str, object]]] = {}
+    for resource in sent.resource_spans:
+        for scope in resource.scope_spans:
+            for span in scope.spans:
+                values = {kv.key: _any_value(kv.value) for kv in span.attributes}
+                out[span.span_id.hex()] = (span.name, values)
+    return out
+
+
+def _any_value(value: AnyValue) -> object:
+    kind = value.WhichOneof("value")
+    if kind == "array_value":
+        return tuple(_any_value(v) for v in value.array_value.values)
+    return getattr(value, kind) if kind else None
+
+
+def test_lone_surrogates_reach_the_otlp_protobuf_encoder_as_replacement_characters(
+    provider: TracerProvider, exporter: InMemorySpanExporter, caplog: pytest.LogCaptureFixture
+) -> None:
+    feed(provider, _halves_run(), capture_content=True)
+    spans = exporter.get_finished_spans()
+
+    with caplog.at_level(logging.WARNING):
+        sent = _otlp_spans(spans)
+
+    assert not [r for r in caplog.records if "encode" in r.getMessage()]
+    assert len(sent) == len(spans) == 4
+    for span in spans:
+        name, values = sent[format(span.context.span_id, "016x")]
+        assert (name, values) == (span.name, attrs(span))  # every attribute, unchanged
+        assert span.status.description is None or HALF not in span.status.description
+    (tool,) = by_op(spans, "execute_tool")
+    assert attrs(tool)["gen_ai.tool.call.result"] == "result \ufffd"
+    assert tool.name == "execute_tool echo\ufffd"
+    first, second = by_op(spans, "chat")
+    history = json.loads(str(attrs(second)["gen_ai.input.messages"]))
+    assert history[-1]["parts"][0]["response"] == "result \ufffd"
+    assert json.loads(str(attrs(first)["gen_ai.input.messages"]))[0]["parts"][0] == {
+        "type": "text",
+        "content": "prompt \ufffd",
+    }
+    assert the_agent(spans).status.description == "it broke \ufffd"
 
 
 def test_bad_content_limit_is_refused() -> None:

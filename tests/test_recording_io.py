@@ -105,6 +105,22 @@ def test_a_lone_surrogate_in_a_tool_result_is_recorded_and_replayed(tmp_path: Pa
     assert again.usage == live.usage
 
 
+def test_surrogate_halves_in_a_tool_result_replay_strictly(tmp_path: Path) -> None:
+    """Two halves of a pair as separate code points must not come back joined: strict
+    replay would then see a different conversation and refuse an unchanged run."""
+    path = tmp_path / "halves.jsonl"
+    text = "halves \udbff\udc00 and a character \U0010fc00"
+    tools = [_tool_returning(text)]
+
+    live = _session(path, tools)
+
+    recording = Recording.from_file(path)
+    assert recording.calls[1].request[-1].content == f"k: {text}"
+    again = LLMAgent(ReplayChatModel.from_file(path), tools).run("Look k up.")
+    assert again.usage == live.usage
+    assert [m.content for m in again.messages] == [m.content for m in live.messages]
+
+
 # -- a reply that came back must never be lost -----------------------------------------
 
 
@@ -224,6 +240,14 @@ def test_bytes_that_are_neither_utf8_nor_json_name_no_field(tmp_path: Path) -> N
     assert (info.value.line, info.value.reason, info.value.field) == (1, "not_utf8", None)
 
 
+def test_a_bad_byte_in_a_line_nested_too_deep_to_read_names_no_field(tmp_path: Path) -> None:
+    path = tmp_path / "deep.jsonl"
+    path.write_bytes(b"[" * 100_000 + b"\xff\n")
+    with pytest.raises(RecordingFormatError) as info:
+        Recording.from_file(path)
+    assert (info.value.line, info.value.reason, info.value.field) == (1, "not_utf8", None)
+
+
 def test_a_bad_byte_inside_a_field_names_the_field(tmp_path: Path) -> None:
     good = _good_line(tmp_path)
     path = tmp_path / "byte.jsonl"
@@ -246,6 +270,11 @@ def test_a_bad_byte_inside_a_field_names_the_field(tmp_path: Path) -> None:
         ("call", "0", "call"),
         ("call", True, "call"),
         ("profile", [], "profile"),
+        ("profile", {"max_input_tokens": "x"}, "profile.max_input_tokens"),
+        ("profile", {"max_input_tokens": True}, "profile.max_input_tokens"),
+        ("profile", {"max_input_tokens": 0}, "profile.max_input_tokens"),
+        ("profile", {"max_output_tokens": -1}, "profile.max_output_tokens"),
+        ("profile", {"tool_calling": "yes"}, "profile.tool_calling"),
         ("request", 3, "request"),
         ("request", [{"type": "human"}], "request.0.data"),
         ("request", [{"type": "nonsense", "data": {}}], "request.0.type"),
@@ -303,6 +332,7 @@ def test_a_response_that_is_not_an_ai_message_is_a_format_error(tmp_path: Path) 
     [
         ("", None, "empty", None),
         ("{not json\n", 1, "not_json", None),
+        ("[" * 100_000 + "\n", 1, "not_json", None),
         ("[1, 2]\n", 1, "not_a_recording", None),
         ('{"format": "other"}\n', 1, "not_a_recording", "format"),
         (

@@ -135,6 +135,35 @@ def test_awkward_values_serialise(tmp_path: Path) -> None:
     }
 
 
+SPLIT_HALVES = (
+    "two halves, not one character: \udbff\udc00; one character: \U0010fc00; "
+    "halves around a noncharacter: \ud800\ufdd0\udc00, \ud800\ufdd0\ufdd0\udfff; "
+    "backwards: \udc00\udbff; three: \ud800\ud800\udc00\udc00; at the end \udbff"
+)
+"""Surrogate code points as tools that assemble UTF-16 halves leave them."""
+
+
+def test_surrogate_halves_read_back_as_the_same_code_points(tmp_path: Path) -> None:
+    event = dispatched("r1", 1, SPLIT_HALVES, {SPLIT_HALVES: [SPLIT_HALVES, "\udbff\udc00"]})
+    path = write_trace(tmp_path / "halves.jsonl", [event])
+    assert path.read_bytes().isascii()
+    back = read_trace(path).events[0]
+    assert isinstance(back, ToolDispatched)
+    assert back.content == SPLIT_HALVES
+    assert back.args == {SPLIT_HALVES: [SPLIT_HALVES, "\udbff\udc00"]}
+    assert back == event
+
+
+def test_a_trace_written_before_halves_were_kept_apart_reads_as_it_did(tmp_path: Path) -> None:
+    """Older writers escaped every surrogate alone, and JSON joins a pair of escapes."""
+    event = dispatched("r1", 1, "x \ud83d\ude00 \ufdd0 \ud800")
+    path = tmp_path / "old.jsonl"
+    path.write_text(json.dumps(event.to_dict()) + "\n", encoding="ascii")
+    back = read_trace(path).events[0]
+    assert isinstance(back, ToolDispatched)
+    assert back.content == "x \U0001f600 \ufdd0 \ud800"
+
+
 def test_partial_last_line_is_skipped_and_reported(tmp_path: Path) -> None:
     path = tmp_path / "killed.jsonl"
     outcome = catalog_run("single_round")
@@ -181,6 +210,20 @@ def test_lines_that_are_not_events_are_skipped(tmp_path: Path) -> None:
         (3, "model_attributes_type"),  # an array, not an object
         (4, "union_tag_invalid"),  # a kind no version of the loop emits
     ]
+
+
+def test_the_reader_says_where_each_event_was_and_whose_a_skipped_line_is(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "mixed.jsonl"
+    events = catalog_run("single_round").events
+    write_trace(path, events[:2])
+    with path.open("ab") as handle:
+        handle.write(b'{"run_id": "r9", "kind": "round_start"}\nnot json\n\n')
+    write_trace(path, events[2:])
+    read = read_trace(path)
+    assert read.lines == (1, 2, *range(6, 4 + len(events)))
+    assert [(s.number, s.run_id) for s in read.skipped] == [(3, "r9"), (4, None)]
 
 
 def test_not_a_trace(tmp_path: Path) -> None:

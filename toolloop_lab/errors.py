@@ -188,4 +188,11 @@ class ScriptError(ToolLoopLabError):
 
 
 class TraceError(ToolLoopLabError):
-    """A trace file is missing or not a toolloop_lab trace."""
+    """A trace file is missing, not a toolloop_lab trace, or lacks lines a use needs.
+
+    ``lines`` names the 1-based lines at fault, when some are (a fork whose rounds taken
+    touch lines the reader had to skip, say)."""
+
+    def __init__(self, message: str, *, lines: Sequence[int] = ()) -> None:
+        super().__init__(message)
+        self.lines: tuple[int, ...] = tuple(lines)

@@ -59,6 +59,7 @@ from toolloop_lab.fields import (
     Seconds,
     Text,
 )
+from toolloop_lab.jsonl import load_line
 from toolloop_lab.jsonsafe import FrozenDict, frozen_json, json_safe, thaw
 from toolloop_lab.usage import Usage
 
@@ -551,11 +552,12 @@ def parse_event(line: bytes | str) -> Event:
     outcome from its other fields.
 
     The text is read by Python's own JSON parser, which keeps lone surrogates exactly as
-    the loop saw them (a tool may return any ``str``); pydantic then checks the data.
+    the loop saw them (a tool may return any ``str``; :func:`~toolloop_lab.jsonl.load_line`
+    puts surrogate halves the writer kept apart back together); pydantic then checks it.
     """
     try:
-        data = json.loads(line)
-    except ValueError as exc:  # UnicodeDecodeError included
+        data = load_line(line)
+    except ValueError as exc:  # UnicodeDecodeError and too deep included
         raise ValidationError.from_exception_data(
             "Event",
             [{"type": "json_invalid", "loc": (), "input": line, "ctx": {"error": str(exc)}}],

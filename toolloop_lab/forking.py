@@ -44,7 +44,7 @@ Limits, by construction:
 from __future__ import annotations
 
 import dataclasses
-import json
+import math
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -72,6 +72,7 @@ from toolloop_lab.errors import (
     ExecutionError,
     ToolLoopError,
     ToolLoopLabError,
+    TraceError,
 )
 from toolloop_lab.events import (
     EVENT_TYPES,
@@ -84,6 +85,7 @@ from toolloop_lab.events import (
     message_from_dict,
 )
 from toolloop_lab.hooks import PauseHook
+from toolloop_lab.jsonl import load_line
 from toolloop_lab.jsonsafe import thaw
 from toolloop_lab.pricing import PriceTable, TokenPrice
 from toolloop_lab.recording_format import FORMAT, Recording
@@ -331,6 +333,8 @@ class _Taken:
     rounds: tuple[RoundFigures, ...]
     figures: RunFigures
     started: LoopStarted | None = None
+    at: ModelCallStarted | None = None
+    """The event of the call the fork makes again (events and traces only)."""
 
 
 def _bad_round(at_round: int, available: int) -> ConfigurationError:
@@ -350,11 +354,11 @@ def _read(source: Any, at_round: int, run_id: str | None, prices: PriceTable | N
     if isinstance(source, Recording):
         return _from_recording(source, at_round, prices)
     if isinstance(source, TraceRead):
-        return _from_events(source.events, at_round, "trace", run_id)
+        return _from_trace(source, at_round, run_id)
     if isinstance(source, (str, os.PathLike)):
         if _is_recording(Path(source)):
             return _from_recording(Recording.from_file(source), at_round, prices)
-        return _from_events(read_trace(source).events, at_round, "trace", run_id)
+        return _from_trace(read_trace(source), at_round, run_id)
     if isinstance(source, Sequence) and all(isinstance(e, _EVENT_CLASSES) for e in source):
         return _from_events(tuple(source), at_round, "events", run_id)
     raise ConfigurationError(
@@ -372,8 +376,8 @@ def _is_recording(path: Path) -> bool:
     except OSError:
         return False  # read_trace reports the missing file as a TraceError
     try:
-        data = json.loads(first)
-    except ValueError:
+        data = load_line(first)
+    except ValueError:  # not JSON, or nested too deep: read_trace reports it
         return False
     return isinstance(data, dict) and data.get("format") == FORMAT
 
@@ -436,7 +440,53 @@ def _from_events(
         if row.round < at_round:
             taken = taken + row.usage
     started = view.started
-    return _Taken(kind, prefix, taken, rows, figures, started)
+    return _Taken(kind, prefix, taken, rows, figures, started, target)
+
+
+def _from_trace(trace: TraceRead, at_round: int, run_id: str | None) -> _Taken:
+    """A trace's run, refused when the rounds taken touch a line the reader skipped: the
+    fork would start from a conversation that lacks what that line held."""
+    run = _run_events(trace.events, run_id)
+    try:
+        taken = _from_events(run, at_round, "trace", run[0].run_id)
+    except ConfigurationError as exc:
+        lines = _skipped_lines(trace, run, None) if exc.field == "at_round" else ()
+        if lines:  # the round asked for may be on one of them
+            raise _damaged(trace, at_round, lines) from exc
+        raise
+    lines = _skipped_lines(trace, run, taken.at)
+    if lines:
+        raise _damaged(trace, at_round, lines)
+    return taken
+
+
+def _skipped_lines(
+    trace: TraceRead, run: Sequence[Event], target: ModelCallStarted | None
+) -> tuple[int, ...]:
+    """The skipped lines from the run's start to the fork's call (to the end without
+    one) that may be the run's: those naming it, and those naming no run at all."""
+    if not trace.skipped:
+        return ()
+    known = len(trace.lines) == len(trace.events)
+    where = {id(e): n for e, n in zip(trace.events, trace.lines, strict=True)} if known else {}
+    start = next((where.get(id(e), 0) for e in run if isinstance(e, LoopStarted)), 0)
+    end = where.get(id(target), math.inf) if target is not None else math.inf
+    wanted = run[0].run_id
+    return tuple(
+        s.number for s in trace.skipped if start < s.number < end and s.run_id in (None, wanted)
+    )
+
+
+def _damaged(trace: TraceRead, at_round: int, lines: Sequence[int]) -> TraceError:
+    named = ", ".join(str(n) for n in lines)
+    reasons = {s.number: s.reason for s in trace.skipped}
+    return TraceError(
+        f"cannot fork at round {at_round} of {str(trace.path)!r}: the rounds taken need "
+        f"line{'s' if len(lines) > 1 else ''} {named}, which could not be read "
+        f"({reasons[lines[0]]}); a fork from there would start from a conversation that "
+        "lacks them",
+        lines=lines,
+    )
 
 
 def _rows_of_view(
@@ -709,7 +759,9 @@ def prepare_fork(
     Raises :class:`~toolloop_lab.errors.ConfigurationError` naming the field for a round
     the source does not have (``at_round``), a config the run could never have reached
     that round under (``tool_max_rounds``, ``token_budget_percent``) or a bad config;
-    a missing or unreadable file raises the trace's or the recording's own error.
+    a missing or unreadable file raises the trace's or the recording's own error, and so
+    does a trace whose rounds taken touch lines :func:`read_trace` had to skip
+    (:class:`~toolloop_lab.errors.TraceError`, its ``lines`` naming them).
     """
     merged = {**(prices or {}), **(current_prices() or {})} or None
     taken = _read(source, at_round, run_id, merged)

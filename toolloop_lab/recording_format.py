@@ -23,10 +23,13 @@ aggregated ``response``. Each line holds the full request, so a line is readable
 (at the price of size growing with the square of the rounds).
 
 Lines are written as ASCII JSON (everything past ASCII escaped, as traces are), so a tool
-result holding a lone surrogate or U+2028 is stored safely; lines are split on ``\\n`` only
+result holding a lone surrogate or U+2028 is stored safely, and surrogate halves written as
+two code points are kept apart, so they do not come back joined (a line marked
+``"surrogate_halves": 1``; see :mod:`toolloop_lab.jsonl`); lines are split on ``\\n`` only
 (:func:`toolloop_lab.jsonl.read_lines`), so files holding such characters raw still load.
-A file is untrusted input: each line is checked by a strict pydantic model and each message
-by its own langchain-core class in strict mode, and anything wrong is a
+A file is untrusted input: each line is checked by a strict pydantic model, each message
+by its own langchain-core class and the profile as langchain-core types it (both in strict
+mode, token limits positive), and anything wrong is a
 :class:`RecordingFormatError` naming the line, the field and the reason.
 
 Errors, all :class:`~toolloop_lab.errors.ToolLoopLabError`::
@@ -55,6 +58,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Final, Literal, TypeVar, cast
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
@@ -78,8 +82,8 @@ from langchain_core.utils.json import parse_partial_json
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from toolloop_lab.errors import PaidCallError, ToolLoopLabError
-from toolloop_lab.jsonl import Line, read_lines
-from toolloop_lab.jsonsafe import dumps, json_safe
+from toolloop_lab.jsonl import Line, dump_line, load_line, read_lines
+from toolloop_lab.jsonsafe import json_safe
 from toolloop_lab.pricing import PriceTable, model_name_of, price_of
 from toolloop_lab.usage import Usage
 
@@ -363,6 +367,7 @@ class RecordedCall:
                 if parsed.chunks is not None
                 else None
             )
+            profile = _profile(parsed.profile)
         except _BadField as exc:
             why = f"malformed field {exc.field}: {exc.why}"
             raise bad(why, "invalid_field", exc.field) from exc
@@ -376,7 +381,7 @@ class RecordedCall:
             error=RecordedError(error.type, error.message, error.status_code) if error else None,
             tools=tuple(parsed.tools) if parsed.tools is not None else None,
             model_name=parsed.model_name,
-            profile=parsed.profile,
+            profile=profile,
             chunks=chunks,
         )
 
@@ -396,7 +401,7 @@ class RecordedCall:
                 reason="not_utf8",
             ) from exc
         try:
-            data = json.loads(text)
+            data = load_line(text)
         except json.JSONDecodeError as exc:
             raise RecordingFormatError(
                 f"{path}:{line.number}: not JSON ({exc.msg})",
@@ -479,7 +484,7 @@ def append_call(path: str | os.PathLike[str], call: RecordedCall) -> None:
     """Append one line as ASCII JSON; the caller serialises writers (RecordingChatModel
     holds a lock). Any failure (``OSError`` and the like) propagates to the caller."""
     target = Path(path)
-    line = dumps(call.to_json())
+    line = dump_line(call.to_json())
     target.parent.mkdir(parents=True, exist_ok=True)
     with target.open("a", encoding="ascii") as handle:
         handle.write(line + "\n")
@@ -576,6 +581,30 @@ def _message(raw: _MessageModel, at: str, kind: type[_M] | None = None) -> _M:
         raise _BadField(where, f"{type(exc).__name__}: {exc}") from exc
 
 
+_PROFILE_TYPE: Any = BaseChatModel.model_fields["profile"].annotation
+_PROFILE: Final[TypeAdapter[Any]] = TypeAdapter(_PROFILE_TYPE)
+"""A model profile as langchain-core's chat models declare it (its keys typed, newer keys
+allowed): what a replay model is given, so a bad one is refused where it is read."""
+_TOKEN_LIMITS: Final = ("max_input_tokens", "max_output_tokens")
+
+
+def _profile(raw: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The recorded profile, checked strictly (``"128000"`` is refused, never coerced);
+    its token limits, which set a replay's context window, must be positive."""
+    if raw is None:
+        return None
+    try:
+        _PROFILE.validate_python(raw, strict=True)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        raise _BadField(_dotted(("profile", *first["loc"])), first["msg"]) from exc
+    for key in _TOKEN_LIMITS:
+        value = raw.get(key)
+        if isinstance(value, int) and value < 1:
+            raise _BadField(f"profile.{key}", f"should be a positive number of tokens, not {value}")
+    return raw
+
+
 def _first_bad_key(cls: type[BaseModel], data: Mapping[str, Any]) -> str | None:
     """The first field of ``data`` its type refuses, checked alone: for the failures a
     class's own validators raise before pydantic could say where."""
@@ -599,13 +628,13 @@ def _bad_bytes_field(data: bytes) -> str | None:
     langchain-core's partial-JSON parser); ``None`` when no field holds them."""
     text = data.decode("utf-8", "surrogateescape")
     try:
-        parsed = json.loads(text)
-    except json.JSONDecodeError:
         try:
-            parsed = parse_partial_json(text)
+            parsed = load_line(text)
         except json.JSONDecodeError:
-            return None
-    return _find_text(parsed, (), lambda s: any("\udc80" <= ch <= "\udcff" for ch in s))
+            parsed = parse_partial_json(text)
+        return _find_text(parsed, (), lambda s: any("\udc80" <= ch <= "\udcff" for ch in s))
+    except (json.JSONDecodeError, RecursionError):  # no field to name in what cannot be read
+        return None
 
 
 def _find_text(value: Any, at: tuple[int | str, ...], hit: Callable[[str], bool]) -> str | None:

@@ -13,7 +13,9 @@ Why this shape:
   turns it on: the file is then synced at every round boundary (round start, synthesis,
   finish, failure) and on close, never on every event.
 * **ASCII JSON**: ``Event.to_dict()`` is JSON-safe (pydantic serialises it), and lone
-  surrogates survive as ``\\udXXX`` escapes; a line never contains a raw newline.
+  surrogates survive as ``\\udXXX`` escapes; a line never contains a raw newline. Surrogate
+  halves written as two code points are kept apart (:mod:`toolloop_lab.jsonl`), so every
+  string reads back as exactly the same code points.
 * **The reader forgives the tail**: lines are split on ``\\n`` only (:mod:`toolloop_lab.jsonl`)
   and each is parsed strictly by :func:`toolloop_lab.events.parse_event`; a partial last
   line (the writer was killed mid-run) is skipped and reported, as is any line that is
@@ -44,7 +46,7 @@ from toolloop_lab.events import (
     SynthesisStarted,
     parse_event,
 )
-from toolloop_lab.jsonl import read_lines
+from toolloop_lab.jsonl import dump_line, read_lines
 
 __all__ = ["SkippedLine", "TraceRead", "TraceWriter", "encode_event", "read_trace", "write_trace"]
 
@@ -60,12 +62,16 @@ def encode_event(event: Event) -> bytes:
     """One trace line for ``event``: ASCII JSON plus a newline.
 
     Pydantic writes the line in one pass; only a line holding non-ASCII text goes through
-    ``json.dumps`` as well, to escape it (lone surrogates included)."""
+    ``json.dumps`` as well, to escape it. Pydantic refuses text with surrogate code points
+    (UTF-8 cannot carry them): such an event is written by
+    :func:`~toolloop_lab.jsonl.dump_line`, which keeps surrogate halves apart."""
     raw = event.to_json()
     if raw is not None and raw.isascii():
         return raw + b"\n"
-    data = event.to_dict() if raw is None else json.loads(raw)
-    text = json.dumps(data, allow_nan=False, ensure_ascii=True, separators=(",", ":"))
+    if raw is None:
+        text = dump_line(event.to_dict(), sort_keys=False, compact=True)
+    else:  # no surrogate code point: pydantic wrote it, so escaping is all that is left
+        text = json.dumps(json.loads(raw), allow_nan=False, separators=(",", ":"))
     return (text + "\n").encode("ascii")
 
 
@@ -176,6 +182,9 @@ class SkippedLine:
     check that failed (``int_type``, ``literal_error``, ``finite_number``, ``missing``...)."""
     field: str | None = None
     """The event field that failed its check (``tool_dispatch.status``), if one did."""
+    run_id: str | None = None
+    """The run the line names, when it is a JSON object with a text ``run_id`` (so a
+    damaged line can be told apart from the lines of other runs); else ``None``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +196,9 @@ class TraceRead:
     skipped: tuple[SkippedLine, ...] = ()
     partial_line: str | None = None
     """The unfinished last line (the writer was killed mid-write), if there was one."""
+    lines: tuple[int, ...] = ()
+    """The 1-based line number of each event, in the order of ``events`` (a reader
+    built by hand may leave it empty: then no event's line is known)."""
 
     @property
     def run_ids(self) -> tuple[str, ...]:
@@ -233,12 +245,15 @@ def read_trace(path: str | os.PathLike[str]) -> TraceRead:
     except OSError as exc:
         raise TraceError(f"cannot read trace {str(file)!r}: {exc.strerror or exc}") from exc
     events: list[Event] = []
+    numbers: list[int] = []
     skipped: list[SkippedLine] = []
     for line in read.lines:
         try:
             events.append(parse_event(line.data))
         except ValidationError as exc:
             skipped.append(_skipped(line.number, exc, line.data))
+        else:
+            numbers.append(line.number)
     partial: str | None = None
     if read.partial is not None:
         partial = read.partial.data.decode("utf-8", "replace")
@@ -247,7 +262,7 @@ def read_trace(path: str | os.PathLike[str]) -> TraceRead:
         )
     if not events and any(s.reason != "partial last line" for s in skipped):
         raise TraceError(f"{str(file)!r} is not a toolloop_lab trace: {skipped[0].reason}")
-    return TraceRead(file, tuple(events), tuple(skipped), partial)
+    return TraceRead(file, tuple(events), tuple(skipped), partial, tuple(numbers))
 
 
 def _skipped(number: int, exc: ValidationError, data: bytes) -> SkippedLine:
@@ -258,7 +273,17 @@ def _skipped(number: int, exc: ValidationError, data: bytes) -> SkippedLine:
         reason = f"not JSON: {first['msg']}"
     else:
         reason = f"not an event: {where + ': ' if where else ''}{first['msg']}"
-    return SkippedLine(number, reason, _snippet(data), first["type"], where)
+    return SkippedLine(number, reason, _snippet(data), first["type"], where, _run_id(data))
+
+
+def _run_id(data: bytes) -> str | None:
+    """The ``run_id`` a skipped line names, if it is a JSON object naming one."""
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    run_id = value.get("run_id") if isinstance(value, dict) else None
+    return run_id if isinstance(run_id, str) else None
 
 
 def _snippet(line: bytes) -> str:

@@ -40,9 +40,9 @@ from toolloop_lab.events import (
     Pruned,
     ToolDispatched,
     ToolStarted,
-    event_from_dict,
     message_dicts,
     message_from_dict,
+    parse_event,
     transcript,
 )
 from toolloop_lab.jsonsafe import thaw
@@ -113,7 +113,7 @@ def check_events(events: Sequence[Event], *, started: bool = True) -> LoopFinish
     assert final.usage == spent
     check_starts(events, final)
     for event in events:
-        back = event_from_dict(json.loads(encode_event(event)))
+        back = parse_event(encode_event(event))  # the project's own reader
         assert back == event
     return final
 

@@ -35,7 +35,7 @@ from loopkit import MODEL, calls, final, tool_call, usage
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopResult
 from toolloop_lab.errors import TraceError
-from toolloop_lab.events import Event, ModelCalled, ToolDispatched
+from toolloop_lab.events import Event, ModelCalled, ToolDispatched, transcript
 from toolloop_lab.lab import LabResults, Reply, Scenario, run_scenarios
 from toolloop_lab.trace import TraceWriter, encode_event, read_trace, write_trace
 
@@ -358,6 +358,37 @@ def test_awkward_values_from_a_real_run_serialise_and_read_back(tmp_path: Path) 
     assert read.events[-1].to_dict()["final_text"] == TEXT
 
 
+def _utf16_text(units: list[int]) -> str:
+    """Text assembled from UTF-16 code units one by one, as some tools do: a pair of
+    halves stays two code points."""
+    return "".join(chr(u) for u in units)
+
+
+def test_surrogate_halves_from_a_real_run_read_back_as_the_same_transcript(
+    tmp_path: Path,
+) -> None:
+    halves = _utf16_text([0x68, 0xDBFF, 0xDC00, 0x20, 0xD83D, 0xDE00])  # "h", two pairs
+
+    @tool
+    def decode(units: str) -> str:
+        """Decode UTF-16 code units."""
+        return halves + units
+
+    model = ScriptedChatModel(
+        [calls(tool_call("decode", {"units": halves}, "d1"), text=halves), final(halves)],
+        model_name=MODEL,
+    )
+    path = tmp_path / "halves.jsonl"
+    with TraceWriter(path) as writer:
+        result = LLMAgent(model, [decode], observers=[writer]).run(halves)
+    check_result(result)
+    read = read_trace(path)
+    assert read.skipped == ()
+    assert read.events == result.events
+    assert [m.content for m in transcript(read.events)] == [m.content for m in result.messages]
+    check_events(read.events)
+
+
 # -- lines edited by hand -----------------------------------------------------------------
 
 
@@ -468,8 +499,10 @@ def test_a_line_missing_a_field_is_skipped(tmp_path: Path) -> None:
         (b"\xff\xfe not utf-8\n", "json_invalid"),
         (b"[1, 2, 3]\n", "model_attributes_type"),
         (b"x" * 5_000_000 + b"\n", "json_invalid"),
+        (b"[" * 100_000 + b"\n", "json_invalid"),
+        (b'{"a":' * 100_000 + b"1" + b"}" * 100_000 + b"\n", "json_invalid"),
     ],
-    ids=["invalid-utf8", "array", "huge-garbage"],
+    ids=["invalid-utf8", "array", "huge-garbage", "nested-too-deep", "objects-too-deep"],
 )
 def test_garbage_between_good_lines(raw: bytes, problem: str, tmp_path: Path) -> None:
     events = _run().events

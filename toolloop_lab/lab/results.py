@@ -5,14 +5,14 @@ first use and handed out as copies, so a caller editing a frame never changes an
 reader's view. Saving writes the records and every event as JSONL (one header line, then
 per scenario a ``run`` line, with its turns' user messages, followed by its ``event`` lines,
 every turn's in order); loading rebuilds the same records, so every frame, plot and report
-of a loaded sweep equals the original's. Saves written before turns load as one-turn
-scenarios.
+of a loaded sweep equals the original's (lines are written and read by
+:mod:`toolloop_lab.jsonl`, so any text, surrogate halves included, reads back exactly).
+Saves written before turns load as one-turn scenarios.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,8 +25,8 @@ from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError
 from toolloop_lab.errors import TraceError
 from toolloop_lab.events import Event, Outcome, event_from_dict
 from toolloop_lab.fields import Count, JsonObject, Seconds, Text
-from toolloop_lab.jsonl import Line, read_lines
-from toolloop_lab.jsonsafe import dumps, thaw
+from toolloop_lab.jsonl import Line, dump_line, load_line, read_lines
+from toolloop_lab.jsonsafe import thaw
 from toolloop_lab.lab.frames import (
     events_frame,
     rounds_frame,
@@ -187,13 +187,13 @@ class LabResults:
         target = Path(path).resolve()
         tmp = target.with_name(target.name + ".tmp")
         with tmp.open("w", encoding="utf-8") as out:
-            out.write(dumps({"type": "header", "format": FORMAT, "runs": len(self.records)}))
+            out.write(dump_line({"type": "header", "format": FORMAT, "runs": len(self.records)}))
             out.write("\n")
             for record in self.records:
-                out.write(dumps({"type": "run", **record.header()}))
+                out.write(dump_line({"type": "run", **record.header()}))
                 out.write("\n")
                 for event in record.events:
-                    out.write(dumps({"type": "event", "event": event.to_dict()}))
+                    out.write(dump_line({"type": "event", "event": event.to_dict()}))
                     out.write("\n")
         tmp.replace(target)
         return target
@@ -302,7 +302,7 @@ def _parse(
     """One line of a save; ``quiet`` gives ``None`` for a JSON object that is no line of
     a save (the first line decides whether the file is one at all)."""
     try:
-        data = json.loads(line.data)  # Python's parser keeps lone surrogates exactly
+        data = load_line(line.data)  # keeps lone surrogates and surrogate halves exactly
     except ValueError as exc:
         raise TraceError(f"{source}:{line.number}: not JSON ({exc})") from exc
     if not isinstance(data, dict):

@@ -27,6 +27,8 @@ Why it is built this way:
   tool arguments and results, intervention values. Without it no model or tool text leaves
   the process, apart from a failure's exception message (clipped), as OpenTelemetry
   exception recording does.
+* **Every text is cleaned** (:mod:`toolloop_lab.otel.clean`): a lone surrogate becomes
+  U+FFFD, as in reports, so an OTLP exporter never drops an attribute or a batch over one.
 * **Nested runs nest**: a run whose ``parent_tool_call_id`` names a tool span still open in
   the same observer becomes that span's child, so a sub-agent sits under the tool call that
   ran it.
@@ -51,6 +53,8 @@ from opentelemetry.util.types import AttributeValue
 
 from toolloop_lab import events as ev
 from toolloop_lab.errors import ConfigurationError
+from toolloop_lab.escape import scrub
+from toolloop_lab.otel.clean import CleanSpan, clean_attributes
 from toolloop_lab.otel.content import (
     DEFAULT_CONTENT_LIMIT,
     clip,
@@ -269,14 +273,13 @@ class OTelObserver:
         _put(attributes, TOOLLOOP.CONTEXT_WINDOW, event.context_window)
         _put(attributes, TOOLLOOP.USD_LIMIT, _float(event.usd_limit))
         start = base_ns + round(event.t * 1e9)
-        span = self._tracer.start_span(
+        span = self._start_span(
             f"{GEN_AI.OP_INVOKE_AGENT} {name}" if name else GEN_AI.OP_INVOKE_AGENT,
-            context=self._parent_context(event),
-            kind=SpanKind.INTERNAL,
-            attributes=attributes,
-            start_time=start,
+            self._parent_context(event),
+            SpanKind.INTERNAL,
+            attributes,
+            start,
         )
-        self.spans_started += 1
         run = _Run(span=span, base_ns=base_ns, model_name=event.model_name, last_ns=start)
         self._runs[event.run_id] = run
         return run
@@ -304,6 +307,28 @@ class OTelObserver:
         run = self._open_run(placeholder, base)
         run.span.set_attribute(TOOLLOOP.INCOMPLETE, True)
         return run
+
+    def _start_span(
+        self,
+        name: str,
+        context: otel_context.Context,
+        kind: SpanKind,
+        attributes: Mapping[str, AttributeValue],
+        start: int,
+        links: Sequence[Link] = (),
+    ) -> Span:
+        """Start a span whose every text is cleaned (:mod:`toolloop_lab.otel.clean`): its
+        name and attributes now, whatever is set on it later by :class:`CleanSpan`."""
+        span = self._tracer.start_span(
+            scrub(name),
+            context=context,
+            kind=kind,
+            attributes=clean_attributes(attributes),
+            links=links,
+            start_time=start,
+        )
+        self.spans_started += 1
+        return CleanSpan(span)
 
     def _provider(self, model_name: str | None) -> str:
         return self.provider_name or provider_for_model(model_name)
@@ -345,16 +370,8 @@ class OTelObserver:
         if purpose == "synthesis" and run.synthesis_reason:
             attributes[TOOLLOOP.SYNTHESIS_REASON] = run.synthesis_reason
         attributes.update(extra or {})
-        span = self._tracer.start_span(
-            name,
-            context=trace.set_span_in_context(run.span),
-            kind=SpanKind.CLIENT,
-            attributes=attributes,
-            links=links,
-            start_time=start,
-        )
-        self.spans_started += 1
-        return span
+        context = trace.set_span_in_context(run.span)
+        return self._start_span(name, context, SpanKind.CLIENT, attributes, start, links)
 
     def _call_started(self, run: _Run, event: ev.ModelCallStarted, now: int) -> None:
         extra: dict[str, AttributeValue] = {}
@@ -462,15 +479,9 @@ class OTelObserver:
         }
         if self.capture_content:
             attributes[GEN_AI.TOOL_CALL_ARGUMENTS] = clip(to_json(event.args), self.content_limit)
-        span = self._tracer.start_span(
-            f"{GEN_AI.OP_EXECUTE_TOOL} {event.name}",
-            context=trace.set_span_in_context(run.span),
-            kind=SpanKind.INTERNAL,
-            attributes=attributes,
-            start_time=start,
-        )
-        self.spans_started += 1
-        return span
+        name = f"{GEN_AI.OP_EXECUTE_TOOL} {event.name}"
+        context = trace.set_span_in_context(run.span)
+        return self._start_span(name, context, SpanKind.INTERNAL, attributes, start)
 
     def _tool_started(self, run: _Run, event: ev.ToolStarted, now: int) -> None:
         stale = run.tools.pop(event.tool_call_id, None)
