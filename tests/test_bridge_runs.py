@@ -284,12 +284,12 @@ async def test_a_classic_agent_executor_gets_one_dispatch_per_tool_call(stream: 
     assert len(_of(events, ToolDispatched)) == 3
     assert (dispatched["k_add"].content, dispatched["k_add2"].content) == ("3", "10")
     assert dispatched["k_add"].ran is True
-    nope = dispatched["k_nope"]  # answered by the executor's stand-in tool
+    nope = dispatched["k_nope"]  # answered by the executor's stand-in: the loop's own error
     assert (nope.name, nope.status, nope.error_reason, nope.ran) == (
         "nope",
         "error",
         "not_available",
-        False,
+        True,
     )
     assert sorted(e.tool_call_id for e in _of(events, ToolStarted)) == ["k_add", "k_add2"]
     [start] = _of(events, LoopStarted)

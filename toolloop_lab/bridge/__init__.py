@@ -24,7 +24,8 @@ What a bridge can and cannot know (``LoopStarted.source == "langchain"``):
 * **Unknown, never zero**: a reply without ``usage_metadata`` has its tokens estimated and
   flagged ``estimated`` (as the loop does); a model genai-prices cannot price has cost
   ``None``; a call the framework answered without running a tool has ``ran=False`` and no
-  duration.
+  duration, except a call to a tool the agent does not have, which reads as the loop's
+  own: an error of the call (``not_available``), found by the debugger's "errors only".
 * **Retries are separate calls**: a framework's retry (``with_retry``, a retry or fallback
   middleware) is a new ``model_call_start`` of the same round after the one that failed
   (which has no ``model_call``: no reply, no usage); a client's own HTTP retries

@@ -14,10 +14,12 @@ How callbacks become events:
   framework's reason is not in the callbacks); a call after a call that failed is a retry,
   a new call of the same round;
 * each tool call gets exactly one ``tool_dispatch``: from the tool's own end or error, or,
-  for calls the framework answered without running a tool (an unknown tool name), from the
-  ``ToolMessage`` found in a chain's output or in the next prompt (``ran=False``); a tool
-  that raised is reported with the framework's error ``ToolMessage`` when one follows, and
-  with the exception's text when none does;
+  for calls the framework answered without running a tool, from the ``ToolMessage`` found
+  in a chain's output or in the next prompt (``ran=False``); a call to a tool the agent does
+  not have reads as the loop reports its own: an error of the call (``not_available``,
+  ``ran=True``, no ``tool_start``), never a call left unrun; a tool that raised is reported
+  with the framework's error ``ToolMessage`` when one follows, and with the exception's
+  text when none does;
 * the run ends with ``loop_finish`` or ``loop_failure`` (partial counts, streamed text).
 
 What a bridge cannot know is never shown as known: no gate, no round cap, no token budget
@@ -349,14 +351,13 @@ class BridgedRun:
             content = str(message.content)
         else:
             status, content = "success", output if isinstance(output, str) else dumps(output)
-        if tool.stand_in:
+        if tool.stand_in:  # the call named a tool nobody has: the loop's own error for it
             self._dispatch(
                 tool,
                 status="error",
                 error_reason="not_available",
                 content=content,
                 duration_s=0.0,
-                ran=False,
             )
             return
         self._dispatch(
@@ -417,7 +418,7 @@ class BridgedRun:
                 error_reason=reason,
                 content=str(message.content),
                 duration_s=0.0,
-                ran=False,
+                ran=reason == "not_available",  # a call to no tool is an error of the call
             )
 
     def _close_raised(self) -> None:
