@@ -40,6 +40,12 @@ What a bridge can and cannot know (``LoopStarted.source == "langchain"``):
 * **Interrupts and stops**: a LangGraph ``interrupt`` leaves its tool call open and the
   run ends with ``loop_finish`` (the resume is a new run); a stream its consumer closed
   early ends ``cancelled``.
+* **The end is the last event**: when a run's root returns or raises while a tool it
+  started still runs (a sync tool's thread, which a failed or stopped run cannot stop) or
+  a model call it did not wait for is still out, ``loop_finish`` / ``loop_failure`` waits
+  for them, so the view reads "running" while they do and the end's totals include them.
+  A model call still out at a failure was cancelled with the run (langchain-core reports
+  no end for it): the failure closes it, with what it had streamed.
 * **Streaming**: ``model_call_start.streaming`` is what the call's parameters ask for; a
   framework that decides to stream later (LangGraph's ``messages`` mode) still sends
   ``model_delta`` events. Only chat models are seen (text-completion LLMs are not).
