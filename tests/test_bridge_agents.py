@@ -101,7 +101,8 @@ async def test_a_watched_agent_reports_what_the_model_and_tools_did(
     assert calls[-1].accumulated == finish.usage
     assert (finish.rounds, finish.outcome, finish.final_text) == (2, "final_answer", FINAL_TEXT)
 
-    # one dispatch per tool call, statuses kept; the unknown tool never ran
+    # one dispatch per tool call, statuses kept; the unknown tool is an error of its call,
+    # as the loop reports one (it never started)
     by_call = dispatches_by_call(events)
     assert set(by_call) == set(expected.call_ids)
     assert all(len(found) == 1 for found in by_call.values())
@@ -110,7 +111,8 @@ async def test_a_watched_agent_reports_what_the_model_and_tools_did(
     assert by_call[explode_id][0].status == "error"
     assert "exploded: why" in by_call[explode_id][0].content
     assert by_call[explode_id][0].error_reason == "tool_error"
-    assert (by_call[nope_id][0].status, by_call[nope_id][0].ran) == ("error", False)
+    nope = by_call[nope_id][0]
+    assert (nope.status, nope.error_reason, nope.ran) == ("error", "not_available", True)
     started = [e.tool_call_id for e in events if isinstance(e, ToolStarted)]
     assert sorted(started) == sorted([add_id, explode_id])
     assert [c.name for c in calls[0].tool_calls] == [name for name, _ in ROUND_ONE]

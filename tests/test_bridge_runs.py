@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import threading
+import uuid
+from concurrent.futures import Future
 from decimal import Decimal
 from typing import Annotated, Any, TypedDict
 
@@ -24,7 +27,9 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.runnables import RunnableLambda, chain
+from langchain_core.runnables.config import ContextThreadPoolExecutor
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
@@ -32,7 +37,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, interrupt
-from loopkit import MODEL, calls, final, reference_cost, tool_call
+from loopkit import MODEL, calls, final, reference_cost, tool_call, wait_until
 from stubs.openai_stub import OpenAIStub, OpenAIUsage
 
 from toolloop_lab import ScriptedChatModel
@@ -58,6 +63,10 @@ from toolloop_lab.events import (
     transcript,
 )
 from toolloop_lab.runview import RunView
+from toolloop_lab.widget import LoopDebugger
+
+_WAIT_S = 10.0
+"""Longest wait for a thread a test holds (a safety net: tests release them at once)."""
 
 
 def _of(events: list[Event], kind: type[Any], run_id: str | None = None) -> list[Any]:
@@ -66,6 +75,11 @@ def _of(events: list[Event], kind: type[Any], run_id: str | None = None) -> list
 
 def _script(*replies: Any) -> ScriptedChatModel:
     return ScriptedChatModel(list(replies), model_name=MODEL)
+
+
+def _result(reply: AIMessage) -> LLMResult:
+    """What langchain-core hands ``on_llm_end`` for one reply."""
+    return LLMResult(generations=[[ChatGeneration(message=reply)]])
 
 
 # -- nested runs -----------------------------------------------------------------------------
@@ -284,12 +298,12 @@ async def test_a_classic_agent_executor_gets_one_dispatch_per_tool_call(stream: 
     assert len(_of(events, ToolDispatched)) == 3
     assert (dispatched["k_add"].content, dispatched["k_add2"].content) == ("3", "10")
     assert dispatched["k_add"].ran is True
-    nope = dispatched["k_nope"]  # answered by the executor's stand-in tool
+    nope = dispatched["k_nope"]  # answered by the executor's stand-in: the loop's own error
     assert (nope.name, nope.status, nope.error_reason, nope.ran) == (
         "nope",
         "error",
         "not_available",
-        False,
+        True,
     )
     assert sorted(e.tool_call_id for e in _of(events, ToolStarted)) == ["k_add", "k_add2"]
     [start] = _of(events, LoopStarted)
@@ -404,6 +418,130 @@ def test_a_chain_that_calls_no_model_is_no_run_but_a_failing_one_is_reported() -
         "ZeroDivisionError",
         False,
     )
+
+
+def test_a_model_call_that_returns_after_its_chain_ended_is_in_the_run_before_its_end() -> None:
+    began, go = threading.Event(), threading.Event()
+
+    def held(messages: Any, tools: Any) -> AIMessage:
+        began.set()
+        go.wait(_WAIT_S)
+        return final("late", tokens=(7, 3))
+
+    model = _script(final("first", tokens=(10, 2)), held)
+    pool = ContextThreadPoolExecutor(max_workers=1)  # copies the context: the chain's child
+    later: list[Future[Any]] = []
+
+    @chain
+    def fire_and_forget(text: str) -> str:
+        first = model.invoke(text)
+        later.append(pool.submit(model.invoke, text))  # not waited for
+        began.wait(_WAIT_S)
+        return str(first.text)
+
+    seen = Snapshots()
+    with watch(seen):
+        fire_and_forget.invoke("go")
+        assert seen.view.status == "running"  # a call it started is still out
+        go.set()
+        later[0].result(_WAIT_S)
+    pool.shutdown()
+    [end] = _of(seen.events, LoopFinished)
+    assert seen.events[-1] is end  # the run's end is its last event ...
+    assert (end.usage.requests, end.usage.input_tokens, end.usage.output_tokens) == (2, 17, 5)
+    assert end.usage == seen.model_calls[-1].accumulated  # ... and its totals hold the call
+    assert seen.view.status == "finished"
+
+
+async def test_a_tool_that_ends_after_its_run_failed_is_in_the_run_before_the_failure() -> None:
+    running, release = threading.Event(), threading.Event()
+
+    @tool
+    def lookup() -> str:
+        """Runs in a worker thread that nothing can stop."""
+        running.set()
+        release.wait(_WAIT_S)
+        return "found it"
+
+    @tool
+    def broken() -> str:
+        """Fails once lookup runs, and its error ends the run."""
+        running.wait(_WAIT_S)
+        raise RuntimeError("broken tool")
+
+    agent = create_agent(
+        _script(calls(tool_call("lookup", {}, "k1"), tool_call("broken", {}, "k2")), final("-")),
+        [lookup, broken],
+    )
+    seen = Snapshots()
+    debugger = LoopDebugger()
+    with watch(seen, debugger), pytest.raises(RuntimeError, match="broken tool"):
+        await agent.ainvoke({"messages": [HumanMessage("go")]})
+    assert seen.view.status == debugger.view.status == "running"  # lookup still runs
+    release.set()
+    assert await asyncio.to_thread(wait_until, lambda: bool(_of(seen.events, LoopFailed)))
+    [end] = _of(seen.events, LoopFailed)
+    assert seen.events[-1] is end
+    dispatched = {e.tool_call_id: e for e in _of(seen.events, ToolDispatched)}
+    assert (dispatched["k1"].status, dispatched["k1"].content) == ("success", "found it")
+    assert dispatched["k2"].status == "error"
+    for view in (seen.view, debugger.view):
+        assert view.status == "failed"
+        assert [t.status for t in view.rounds[0].tools] == ["success", "error"]
+    assert "failed" in debugger.summary()
+    debugger.close()
+
+
+def test_a_model_call_still_out_when_its_run_fails_is_closed_with_the_failure() -> None:
+    # langchain-core reports no end for a call its run cancelled, so a failure cannot wait
+    # for one; a reply that comes anyway belongs to an ended run and changes nothing
+    events: list[Event] = []
+    bridge = callbacks(events.append)
+    root, call = uuid.uuid4(), uuid.uuid4()
+    bridge.on_chain_start(None, {"messages": [HumanMessage("go")]}, run_id=root)
+    bridge.on_chat_model_start(None, [[HumanMessage("go")]], run_id=call, parent_run_id=root)
+    bridge.on_chain_error(asyncio.CancelledError(), run_id=root)
+    ended = len(events)
+    bridge.on_llm_end(_result(final("late", tokens=(5, 1))), run_id=call, parent_run_id=root)
+    assert len(events) == ended
+    [end] = _of(events, LoopFailed)
+    assert (end.cancelled, end.rounds, events[-1]) == (True, 0, end)
+
+
+def test_a_repeated_chain_start_is_the_same_run_and_it_ends() -> None:
+    events: list[Event] = []
+    bridge = callbacks(events.append)
+    root, call = uuid.uuid4(), uuid.uuid4()
+    inputs = {"messages": [HumanMessage("go")]}
+    bridge.on_chain_start({"name": "agent"}, inputs, run_id=root)
+    bridge.on_chat_model_start(None, [[HumanMessage("go")]], run_id=call, parent_run_id=root)
+    bridge.on_chain_start({"name": "agent"}, inputs, run_id=root)  # said twice
+    bridge.on_llm_end(_result(final("done", tokens=(9, 2))), run_id=call, parent_run_id=root)
+    bridge.on_chain_end({"messages": [AIMessage("done")]}, run_id=root)
+    bridge.on_chain_end({"messages": [AIMessage("done")]}, run_id=root)
+    [start] = _of(events, LoopStarted)
+    [end] = _of(events, LoopFinished)
+    assert start.run_id == end.run_id == str(root)
+    assert (end.rounds, end.usage.input_tokens, end.final_text) == (1, 9, "done")
+    assert events[-1] is end
+
+
+def test_a_repeated_chat_model_start_is_one_call_of_one_round() -> None:
+    events: list[Event] = []
+    bridge = callbacks(events.append)
+    root, call = uuid.uuid4(), uuid.uuid4()
+    prompt = [[HumanMessage("go")]]
+    bridge.on_chain_start(None, {"messages": prompt[0]}, run_id=root)
+    bridge.on_chat_model_start(None, prompt, run_id=call, parent_run_id=root)
+    bridge.on_chat_model_start(None, prompt, run_id=call, parent_run_id=root)  # said twice
+    bridge.on_llm_end(_result(final("done", tokens=(9, 2))), run_id=call, parent_run_id=root)
+    bridge.on_chain_end({"messages": [AIMessage("done")]}, run_id=root)
+    assert len(_of(events, RoundStarted)) == len(_of(events, ModelCallStarted)) == 1
+    [end] = _of(events, LoopFinished)
+    assert (end.rounds, end.usage.requests) == (1, 1)
+    view = RunView.from_events(events)
+    assert [r.number for r in view.rounds] == [1]
+    assert view.status == "finished"
 
 
 # -- hand-written loops (no enclosing chain) -------------------------------------------------

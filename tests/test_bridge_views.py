@@ -1,13 +1,20 @@
 """Bridged runs in every view the loop's own runs have, unchanged: the live
 ``LoopDebugger``, a JSONL ``TraceWriter`` read back strictly, ``LoopDebugger.from_trace``,
-``RunView`` and the lab's pandas frames.
+``RunView`` and the lab's pandas frames; and one failure read the same way under
+``LLMAgent`` and under the bridge, in the text view, the snapshot, the report and the
+browser's own fold (``debugger.js``, run under node when it is installed).
 """
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from bridgekit import TOOLS, add, prepare, run_agent
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
@@ -15,20 +22,27 @@ from langchain_core.tools import tool
 from loopkit import MODEL, calls, final, tool_call
 from stubs.openai_stub import OpenAIStub
 
-from toolloop_lab import ScriptedChatModel
+from toolloop_lab import LLMAgent, ScriptedChatModel
 from toolloop_lab.bridge import watch
 from toolloop_lab.events import (
     Event,
     LoopFinished,
     LoopStarted,
+    ToolDispatched,
+    ToolStarted,
     event_from_dict,
     transcript,
 )
-from toolloop_lab.lab.frames import rounds_frame, runs_frame
+from toolloop_lab.lab import LabResults
+from toolloop_lab.lab.frames import rounds_frame, runs_frame, tools_frame
 from toolloop_lab.lab.record import ScenarioRun, outcome_of_events
 from toolloop_lab.runview import RunView
 from toolloop_lab.trace import TraceWriter, read_trace
 from toolloop_lab.widget import LoopDebugger
+from toolloop_lab.widget import figures as fig
+from toolloop_lab.widget.snapshot import snapshot_html
+from toolloop_lab.widget.text import summary_text
+from toolloop_lab.widget.wire import event_payload
 
 
 def _record(name: str, events: list[Event]) -> ScenarioRun:
@@ -135,3 +149,136 @@ def test_a_nested_run_can_be_opened_on_its_own(tmp_path: Path) -> None:
     ends = [e for e in read.events if isinstance(e, LoopFinished)]
     assert {e.run_id for e in ends} == {boss.run_id, helper.run_id}
     assert RunView.from_events(read.run(boss.run_id)).status == "finished"
+
+
+# -- one failure, read the same under LLMAgent and under the bridge --------------------------
+@tool
+def slow(what: str) -> str:
+    """Looks something up (takes a moment)."""
+    time.sleep(0.05)
+    return f"found {what}"
+
+
+def _unknown_tool_script() -> ScriptedChatModel:
+    """Round 1 calls a tool that works and one nobody has; round 2 answers."""
+    first = calls(tool_call("slow", {"what": "x"}, "u_slow"), tool_call("nope", {}, "u_nope"))
+    return ScriptedChatModel([first, final("done")], model_name=MODEL)
+
+
+def _both_runs() -> dict[str, list[Event]]:
+    """The same conversation run by ``LLMAgent`` and by a watched ``create_agent``."""
+    ours: list[Event] = []
+    LLMAgent(_unknown_tool_script(), [slow], observers=[ours.append]).run("go")
+    bridged: list[Event] = []
+    with watch(bridged.append):
+        create_agent(_unknown_tool_script(), [slow]).invoke({"messages": [HumanMessage("go")]})
+    return {"LLMAgent": ours, "bridge": bridged}
+
+
+def _shape(event: ToolDispatched) -> tuple[str, str | None, bool]:
+    return (event.status, event.error_reason, event.ran)
+
+
+def test_an_unknown_tool_reads_as_the_same_error_under_the_bridge_and_llmagent() -> None:
+    runs = _both_runs()
+    shapes = {}
+    for source, events in runs.items():
+        by_id = {e.tool_call_id: e for e in events if isinstance(e, ToolDispatched)}
+        shapes[source] = (_shape(by_id["u_nope"]), _shape(by_id["u_slow"]))
+        assert "u_nope" not in {e.tool_call_id for e in events if isinstance(e, ToolStarted)}
+        assert by_id["u_slow"].duration_s >= 0.05
+    assert shapes["bridge"] == shapes["LLMAgent"]
+    assert shapes["bridge"] == (("error", "not_available", True), ("success", None, True))
+
+
+def test_every_view_shows_an_unknown_tool_as_an_error_with_its_reason_in_words() -> None:
+    for source, events in _both_runs().items():
+        view = RunView.from_events(events)
+        text = summary_text(view)
+        assert "nope: error (no such tool)" in text, (source, text)
+        assert "slow: success" in text, source
+        html = snapshot_html(view)
+        assert "nope: error (no such tool)" in html, source
+        record = _record(source, events)
+        report = LabResults((record,)).report_html()
+        assert "(no such tool)" in report, source
+        assert "(not_available)" not in report, source
+        for shown in (text, html):
+            assert "not run" not in shown, source
+            assert "not_available" not in shown, source
+        tools = tools_frame([record]).set_index("tool_call_id")
+        assert (tools.loc["u_nope", "status"], bool(tools.loc["u_nope", "ran"])) == ("error", True)
+
+
+_DEBUGGER_JS = Path(__file__).parent.parent / "toolloop_lab" / "widget" / "static" / "debugger.js"
+_FOLD_IN_NODE = r"""
+import { readFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
+const [moduleFile, inputFile] = process.argv.slice(2);
+const { events, codes } = JSON.parse(readFileSync(inputFile, "utf8"));
+const m = await import(pathToFileURL(moduleFile).href);
+const { roundState, matches, reasonWords } = globalThis.__debugger;
+const words = (code) => (reasonWords ? reasonWords(code) : code);
+const s = m.createStore();
+for (const e of events) m.fold(s, e);
+s.ui.filter = "errors";
+const rounds = s.rounds.map((r) => ({
+  state: roundState(s, r),
+  errorsOnly: matches(s, r),
+  tools: r.tools.map((t) => [t.name, t.status, t.reason ? words(t.reason) : null]),
+}));
+const said = Object.fromEntries(codes.map((c) => [c, words(c)]));
+console.log(JSON.stringify({ status: s.status, rounds, said }));
+"""
+_HAND_OVER = (
+    "\nglobalThis.__debugger = { roundState, matches,"
+    ' reasonWords: typeof reasonWords === "function" ? reasonWords : null };\n'
+)
+"""Appended to a copy of the module: what a round reads as, for the harness."""
+
+
+def _browser_fold(events: list[Event], tmp_path: Path) -> Any:
+    """What the debugger's own module makes of ``events`` as the browser gets them (run
+    under node: the fold and what a round reads as need no page)."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    module = tmp_path / "debugger.mjs"
+    module.write_text(_DEBUGGER_JS.read_text(encoding="utf-8") + _HAND_OVER, encoding="utf-8")
+    script = tmp_path / "fold.mjs"
+    script.write_text(_FOLD_IN_NODE, encoding="utf-8")
+    sent = tmp_path / "input.json"
+    payloads = [event_payload(e, 4000) for e in events]
+    codes = [*fig.NOT_RUN, *fig.FAILED, "constructor", "a_newer_code"]
+    sent.write_text(json.dumps({"events": payloads, "codes": codes}), encoding="utf-8")
+    done = subprocess.run(
+        [node, str(script), str(module), str(sent)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)
+
+
+def test_the_browser_finds_an_unknown_tool_with_errors_only_under_both(tmp_path: Path) -> None:
+    for source, events in _both_runs().items():
+        folded = _browser_fold(events, tmp_path)
+        first, second = folded["rounds"]
+        assert folded["status"] == "finished", source
+        assert (first["state"], first["errorsOnly"]) == ("error", True), source
+        assert (second["state"], second["errorsOnly"]) == ("answer", False), source
+        tools = {name: (status, words) for name, status, words in first["tools"]}
+        assert tools == {"slow": ("success", None), "nope": ("error", "no such tool")}, source
+
+
+def test_the_browser_and_python_give_every_reason_the_same_words(tmp_path: Path) -> None:
+    said = _browser_fold([], tmp_path)["said"]
+    assert said == {
+        **fig.NOT_RUN,
+        **fig.FAILED,
+        "constructor": "constructor",  # a code that is a name on every JS object
+        "a_newer_code": "a_newer_code",  # shown as it is (clipped, as text)
+    }
+    assert fig.reason_words("a_newer_code") == "a_newer_code"

@@ -24,7 +24,8 @@ What a bridge can and cannot know (``LoopStarted.source == "langchain"``):
 * **Unknown, never zero**: a reply without ``usage_metadata`` has its tokens estimated and
   flagged ``estimated`` (as the loop does); a model genai-prices cannot price has cost
   ``None``; a call the framework answered without running a tool has ``ran=False`` and no
-  duration.
+  duration, except a call to a tool the agent does not have, which reads as the loop's
+  own: an error of the call (``not_available``), found by the debugger's "errors only".
 * **Retries are separate calls**: a framework's retry (``with_retry``, a retry or fallback
   middleware) is a new ``model_call_start`` of the same round after the one that failed
   (which has no ``model_call``: no reply, no usage); a client's own HTTP retries
@@ -39,6 +40,12 @@ What a bridge can and cannot know (``LoopStarted.source == "langchain"``):
 * **Interrupts and stops**: a LangGraph ``interrupt`` leaves its tool call open and the
   run ends with ``loop_finish`` (the resume is a new run); a stream its consumer closed
   early ends ``cancelled``.
+* **The end is the last event**: when a run's root returns or raises while a tool it
+  started still runs (a sync tool's thread, which a failed or stopped run cannot stop) or
+  a model call it did not wait for is still out, ``loop_finish`` / ``loop_failure`` waits
+  for them, so the view reads "running" while they do and the end's totals include them.
+  A model call still out at a failure was cancelled with the run (langchain-core reports
+  no end for it): the failure closes it, with what it had streamed.
 * **Streaming**: ``model_call_start.streaming`` is what the call's parameters ask for; a
   framework that decides to stream later (LangGraph's ``messages`` mode) still sends
   ``model_delta`` events. Only chat models are seen (text-completion LLMs are not).

@@ -10,6 +10,8 @@ parent. The handler keeps one node per open LangChain run and routes every callb
 * a chain started inside a tool (a sub-agent called as a tool) starts a *nested* run that
   names its parent run and the tool call it answers; a chat model called directly inside a
   tool gets one nested run per tool call, ended with the tool;
+* a start said again for a run id that is still open (a chain, a chat-model call, a tool)
+  is the same run, never a second one: it changes nothing;
 * chat-model and tool calls with no enclosing chain (a hand-written ``bind_tools`` loop)
   share one *loose* run: a reply without tool calls ends it with ``loop_finish``, a failed
   call with ``loop_failure``; :meth:`EventBridge.close` (the end of a ``watch`` block) ends
@@ -134,6 +136,8 @@ class EventBridge(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         with self._lock:
+            if run_id in self._nodes:
+                return  # said again: the run it names is already open
             parent = self._nodes.get(parent_run_id) if parent_run_id is not None else None
             name = _chain_name(serialized, kwargs)
             if parent is None:
@@ -176,6 +180,8 @@ class EventBridge(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         with self._lock:
+            if run_id in self._nodes:
+                return  # said again: one call, one round
             run = self._owner(parent_run_id, run_id)
             self._nodes[run_id] = _Node(run, "model")
             run.model_start(
@@ -233,6 +239,8 @@ class EventBridge(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         with self._lock:
+            if run_id in self._nodes:
+                return  # said again: the tool is already running
             run = self._owner(parent_run_id, run_id)
             given = kwargs.get("tool_call_id")
             name = (serialized or {}).get("name") or kwargs.get("name") or "tool"

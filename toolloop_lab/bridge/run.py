@@ -14,11 +14,19 @@ How callbacks become events:
   framework's reason is not in the callbacks); a call after a call that failed is a retry,
   a new call of the same round;
 * each tool call gets exactly one ``tool_dispatch``: from the tool's own end or error, or,
-  for calls the framework answered without running a tool (an unknown tool name), from the
-  ``ToolMessage`` found in a chain's output or in the next prompt (``ran=False``); a tool
-  that raised is reported with the framework's error ``ToolMessage`` when one follows, and
-  with the exception's text when none does;
-* the run ends with ``loop_finish`` or ``loop_failure`` (partial counts, streamed text).
+  for calls the framework answered without running a tool, from the ``ToolMessage`` found
+  in a chain's output or in the next prompt (``ran=False``); a call to a tool the agent does
+  not have reads as the loop reports its own: an error of the call (``not_available``,
+  ``ran=True``, no ``tool_start``), never a call left unrun; a tool that raised is reported
+  with the framework's error ``ToolMessage`` when one follows, and with the exception's
+  text when none does;
+* the run ends with ``loop_finish`` or ``loop_failure`` (partial counts, streamed text),
+  always as its last event: when its root ends while calls or tools it started are still
+  out (a tool thread a failed run could not stop, a call a chain started and did not wait
+  for), the end waits for them, so their events come first and its totals include them.
+  At a failure, a model call still out was cancelled with the run (langchain-core reports
+  no end for a call it cancelled): the failure closes it, keeping what it streamed.
+  Callbacks for a run whose end was sent change nothing.
 
 What a bridge cannot know is never shown as known: no gate, no round cap, no token budget
 or context window (all ``None``: absent, not passed); a reply without usage is estimated
@@ -31,6 +39,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Final, Literal, TypeVar
 from uuid import UUID
 
@@ -113,6 +122,9 @@ class BridgedRun:
     """Rounds whose model call returned (a retried call counts once)."""
     calls: int = 0
     usage: Usage = field(default_factory=Usage)
+    _end_held: Callable[[], None] | None = None
+    """The run's root ended while calls or tools it started were still out: its end, sent
+    when the last of them lands (:meth:`_settle`)."""
     synthesis_run: bool = False
     tools_bound: bool = False
     """Some call of this run had tools bound (a later call without tools is synthesis)."""
@@ -185,6 +197,8 @@ class BridgedRun:
         streaming: bool,
     ) -> None:
         """A chat-model call was sent."""
+        if self.ended:
+            return
         if self.input_messages is None:
             self.input_messages = len(prompt)
         self.ensure_started(model_name=model_name, tools=tools)
@@ -280,6 +294,7 @@ class BridgedRun:
         self.last_reply = reply
         self.partial_text = None
         self.pending.append(reply)
+        self._settle()
 
     def model_error(self, key: UUID, error: BaseException) -> None:
         """A chat-model call raised: no reply, no usage; the next call is its retry."""
@@ -298,6 +313,7 @@ class BridgedRun:
             latency_s=self.clock() - call.started,
             partial_text=self.partial_text,
         )
+        self._settle()
 
     # -- tools ------------------------------------------------------------------------
     def tool_start(self, key: UUID, call_id: str | None, name: str, args: Any) -> str:
@@ -306,6 +322,8 @@ class BridgedRun:
         ``tool.invoke(call["args"])``): the open call with the same name and arguments is
         the one it answers, and a framework's stand-in for an unknown tool (``invalid_tool``)
         answers the call that named it. Returns the call id the tool answers."""
+        if self.ended:
+            return call_id or str(key)
         self.ensure_started()
         frozen = freeze(json_safe(args))
         stand_in = False
@@ -349,39 +367,41 @@ class BridgedRun:
             content = str(message.content)
         else:
             status, content = "success", output if isinstance(output, str) else dumps(output)
-        if tool.stand_in:
+        if tool.stand_in:  # the call named a tool nobody has: the loop's own error for it
             self._dispatch(
                 tool,
                 status="error",
                 error_reason="not_available",
                 content=content,
                 duration_s=0.0,
-                ran=False,
             )
-            return
-        self._dispatch(
-            tool,
-            status=status,
-            error_reason="tool_error" if status == "error" else None,
-            content=content,
-            duration_s=self.clock() - tool.started,
-        )
+        else:
+            self._dispatch(
+                tool,
+                status=status,
+                error_reason="tool_error" if status == "error" else None,
+                content=content,
+                duration_s=self.clock() - tool.started,
+            )
+        self._settle()
 
     def tool_error(self, key: UUID, error: BaseException) -> None:
         """A tool raised. The framework may answer the call with an error ``ToolMessage``
         (reported then, with its text) or let the error end the run."""
         tool = self._tools.pop(key, None)
-        if tool is None or _bubbles_up(error):
-            return  # a LangGraph interrupt or hand-off: the call is not answered yet
-        tool.duration_s = self.clock() - tool.started
-        tool.error_reason = _error_reason(error)
-        text = describe(error)
-        tool.error_text = f"{type(error).__name__}: {text}" if text else type(error).__name__
-        self._raised[tool.call_id] = tool
+        if tool is None:
+            return
+        if not _bubbles_up(error):  # an interrupt or hand-off leaves the call unanswered
+            tool.duration_s = self.clock() - tool.started
+            tool.error_reason = _error_reason(error)
+            text = describe(error)
+            tool.error_text = f"{type(error).__name__}: {text}" if text else type(error).__name__
+            self._raised[tool.call_id] = tool
+        self._settle()
 
     def chain_output(self, outputs: Any) -> None:
         """A chain inside the run ended: answers to open calls may be in its output."""
-        if self._requested or self._raised:
+        if not self.ended and (self._requested or self._raised):
             self._answered_by(messages_in(outputs))
 
     def _answered_by(self, messages: Any) -> None:
@@ -417,7 +437,7 @@ class BridgedRun:
                 error_reason=reason,
                 content=str(message.content),
                 duration_s=0.0,
-                ran=False,
+                ran=reason == "not_available",  # a call to no tool is an error of the call
             )
 
     def _close_raised(self) -> None:
@@ -461,14 +481,46 @@ class BridgedRun:
 
     # -- the end ----------------------------------------------------------------------
     def finish(self, outputs: Any) -> None:
-        """The run returned ``outputs``."""
-        if self.ended or not self.started:
+        """The run returned ``outputs``; its end is sent once nothing it started is out."""
+        if self.ended or self._end_held is not None:
+            return
+        if not self.started:
             self.ended = True
             return
+        self._end_held = partial(self._finished, outputs, self.last_reply)
+        self._settle()
+
+    def fail(self, error: BaseException, *, announce: bool = False) -> None:
+        """The run raised ``error``; ``announce`` reports a run that failed before its
+        first model or tool call too (a top-level run). Model calls still out were
+        cancelled with it and end here; its end waits for the tools still running."""
+        if self.ended or self._end_held is not None:
+            return
+        if not (self.started or announce):
+            self.ended = True
+            return
+        self.ensure_started()
+        for call in self._in_flight.values():  # a stop mid-call: keep what had streamed
+            call.deltas.flush()
+            self.partial_text = call.deltas.partial_text or self.partial_text
+        self._in_flight.clear()
+        self._end_held = partial(self._failed, error)
+        self._settle()
+
+    def _settle(self) -> None:
+        """Send the held end once no call or tool of the run is still out."""
+        end = self._end_held
+        if end is None or self._in_flight or self._tools:
+            return
+        self._end_held = None
+        end()
+
+    def _finished(self, outputs: Any, last: AIMessage | None) -> None:
+        """``loop_finish``; ``last`` is the reply the run had when its root returned (a
+        call it did not wait for may land after it)."""
         self.chain_output(outputs)
         self._close_raised()
         self.ended = True
-        last = self.last_reply
         self.emit(
             ev.LoopFinished,
             final_text=_final_text(outputs, last),
@@ -483,19 +535,10 @@ class BridgedRun:
             messages=ev.message_dicts(self.pending),
         )
 
-    def fail(self, error: BaseException, *, announce: bool = False) -> None:
-        """The run raised ``error``; ``announce`` reports a run that failed before its
-        first model or tool call too (a top-level run)."""
-        if self.ended or not (self.started or announce):
-            self.ended = True
-            return
-        self.ensure_started()
+    def _failed(self, error: BaseException) -> None:
+        """``loop_failure``, with the partial counts."""
         self._close_raised()
         self.ended = True
-        for call in self._in_flight.values():  # a stop mid-call: keep what had streamed
-            call.deltas.flush()
-            self.partial_text = call.deltas.partial_text or self.partial_text
-        self._in_flight.clear()
         cancelled = _is_cancel(error)
         kind = _str_attr(error, "kind")
         reason = _str_attr(error, "reason")

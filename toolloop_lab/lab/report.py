@@ -30,6 +30,7 @@ from toolloop_lab.events import BudgetGate, Event
 from toolloop_lab.jsonsafe import dumps
 from toolloop_lab.lab.record import ScenarioRun
 from toolloop_lab.runview import RoundRow, RunView, ToolRow
+from toolloop_lab.widget.figures import reason_words
 from toolloop_lab.widget.page import LOADER_CSP, view_assets, view_slot
 
 if TYPE_CHECKING:
@@ -209,12 +210,14 @@ def _tags(tags: Iterable[str]) -> str:
 
 
 def _tool(tool: ToolRow) -> str:
-    status = (
-        f'<span class="error">{esc(tool.status)}</span>'
-        if tool.status == "error"
-        else esc(tool.status)
-    )
-    reason = f" ({_name(tool.error_reason)})" if tool.error_reason else ""
+    if not tool.ran:  # answered without running it: no failure (the other views agree)
+        status = "not run"
+    elif tool.status == "error":
+        status = f'<span class="error">{esc(tool.status)}</span>'
+    else:
+        status = esc(tool.status)
+    why = reason_words(tool.error_reason)
+    reason = f" ({_name(why)})" if why else ""
     args = _cut(dumps(tool.args, ascii_only=False), ARGS_LIMIT)
     parts = [
         f'<div class="tool"><b>{_name(tool.name)}</b> {status}{reason}'

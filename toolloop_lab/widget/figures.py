@@ -1,5 +1,5 @@
 """How numbers read in the debugger: one formatter per kind of figure, and the words for
-a call that never ran.
+why a tool call is an error or never ran (a reason code is never shown as it is).
 
 The static snapshot and the text repr share these, so a figure never reads two ways. They
 return plain text made of digits and our own words only, never untrusted content.
@@ -11,7 +11,17 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Final
 
-__all__ = ["NOT_RUN", "gate_label", "pct", "seconds", "share", "tokens", "usd"]
+__all__ = [
+    "FAILED",
+    "NOT_RUN",
+    "gate_label",
+    "pct",
+    "reason_words",
+    "seconds",
+    "share",
+    "tokens",
+    "usd",
+]
 
 _SIGNIFICANT: Final = 4
 
@@ -20,8 +30,29 @@ NOT_RUN: Final[Mapping[str, str]] = {
     "cancelled": "stopped",
     "truncated": "reply cut off",
     "skipped": "skipped by you",
+    "synthesis": "a final answer was asked for",
+    "unknown": "answered by the framework",
 }
 """Why a call the loop answered without running it never ran, by its error reason."""
+
+FAILED: Final[Mapping[str, str]] = {
+    "not_available": "no such tool",
+    "invalid_call": "invalid call",
+    "invalid_arguments": "invalid arguments",
+    "tool_error": "the tool failed",
+    "timeout": "timed out",
+    "tool_cancelled": "cancelled by the tool",
+    "bad_output": "unusable output",
+}
+"""Why a call that was dispatched is an error, by its error reason."""
+
+
+def reason_words(code: str | None) -> str | None:
+    """A tool call's error reason in words; a code without words (a newer version's, an
+    edited trace's) as it is, for the caller to clip and escape."""
+    if code is None:
+        return None
+    return NOT_RUN.get(code) or FAILED.get(code) or code
 
 
 def tokens(n: int | Decimal | None) -> str:

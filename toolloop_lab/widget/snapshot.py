@@ -44,14 +44,16 @@ def _usd(amount: Decimal | None) -> str:
 
 
 def _tool(tool: ToolRow) -> str:
-    why = fig.NOT_RUN.get(tool.error_reason or "")
-    if tool.status == "error" and why is not None:
-        state = f"not run ({why})"
-    elif tool.status == "pending":
-        state = "not run"
+    """A call that never ran reads "not run (why)" (as in the text view); an error says why."""
+    why = fig.reason_words(tool.error_reason)
+    said = f" ({esc_clip(why, 60)})" if why else ""
+    if not tool.ran or tool.status == "pending":
+        state = f"not run{said}"
+    elif tool.status == "error":
+        state = f"error{said}"
     else:
-        state = tool.status
-    return f"{esc_clip(tool.name, 60)}: {esc(state)}"
+        state = esc(tool.status)
+    return f"{esc_clip(tool.name, 60)}: {state}"
 
 
 def _row(row: RoundRow, offset: int) -> str:

@@ -41,10 +41,12 @@ _SYNTHESIS: Final = {
 
 
 def _tool_status(tool: ToolRow, done: bool) -> str:
-    """A call that never ran reads "not run (why)", never as a failure."""
+    """A call that never ran reads "not run (why)", never as a failure; an error says why."""
+    why = fig.reason_words(tool.error_reason)
     if not tool.ran or (tool.status == "pending" and done):
-        why = fig.NOT_RUN.get(tool.error_reason or "", tool.error_reason)
         return f"not run ({plain(why, NAME_PREVIEW)})" if why else "not run"
+    if tool.status == "error" and why:
+        return f"error ({plain(why, NAME_PREVIEW)})"
     return tool.status
 
 

@@ -546,10 +546,21 @@ const REASONS = {
   truncated: "reply cut off",
   skipped: "skipped by you",
   unfinished: "run ended",
+  synthesis: "a final answer was asked for",
+  unknown: "answered by the framework",
+  // why a call that was dispatched is an error (widget/figures.py says the same)
+  not_available: "no such tool",
+  invalid_call: "invalid call",
+  invalid_arguments: "invalid arguments",
+  tool_error: "the tool failed",
+  timeout: "timed out",
+  tool_cancelled: "cancelled by the tool",
+  bad_output: "unusable output",
 };
+const reasonWords = (code) => (Object.hasOwn(REASONS, code) ? REASONS[code] : code);
 function notRunLabel(t) {
   if (t.answeredByHand) return "answered by you";
-  return t.reason ? `not run (${REASONS[t.reason] || t.reason})` : "not run";
+  return t.reason ? `not run (${reasonWords(t.reason)})` : "not run";
 }
 const SYNTH = { round_cap: "round cap", stuck: "model repeating itself", token_budget: "token budget" };
 const OUTCOME = {
@@ -1713,7 +1724,7 @@ function createView(el, s, host) {
       if (t.status === "not_run") facts.append(h("span", null, notRunLabel(t)));
       else {
         facts.append(h("span", null, t.status === "running" ? "running" : t.status === "queued" ? "waiting to run" : t.status));
-        if (t.reason) facts.append(h("span", null, `reason ${t.reason}`));
+        if (t.reason) facts.append(h("span", null, `reason: ${reasonWords(t.reason)}`));
         if (t.duration !== null) facts.append(h("span", null, `ran ${duration(t.duration)}`));
         if (t.status === "success" || t.status === "error") facts.append(h("span", null, `${plural(t.chars, "character")}`));
       }
