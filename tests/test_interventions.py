@@ -22,7 +22,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.tools import BaseTool, StructuredTool, tool
-from loopkit import MODEL, calls, final, invalid_call, tool_call
+from loopkit import MODEL, calls, final, invalid_call, tool_call, until
 from pydantic import BaseModel, Field
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopResult
@@ -965,10 +965,21 @@ async def test_a_step_controller_may_hold_only_its_armed_task_where_its_mode_sto
     assert await task == (True, False)
     assert not controller.may_hold("tool_dispatch")  # another task (this test's own)
 
-    async def released() -> bool:
-        controller.continue_()
+    async def not_paused() -> tuple[bool, bool, bool]:
+        # nothing waits: Continue and Step change nothing, so the run still pauses
+        return controller.continue_(), controller.step(), controller.may_hold("tool_dispatch")
+
+    idle = asyncio.ensure_future(not_paused())
+    controller.arm(idle)
+    assert await idle == (False, False, True)
+
+    async def held() -> bool:
+        await controller(PausePoint("r", 1, "tool_dispatch", "tools"))
         return controller.may_hold("tool_dispatch")
 
-    again = asyncio.ensure_future(released())
+    again = asyncio.ensure_future(held())
     controller.arm(again)
-    assert await again is False
+    await until(lambda: controller.paused)
+    assert not controller.continue_(at=controller.pauses - 1)  # meant for an earlier pause
+    assert controller.continue_(at=controller.pauses)
+    assert await again is False  # released while paused: no more pauses this run
