@@ -307,6 +307,79 @@ async def test_json_schema_tools_are_checked_with_their_schema() -> None:
     assert ran == [{"city": "Oslo", "days": 3}]
 
 
+def nested(depth: int) -> Any:
+    """A value ``depth`` lists deep (built without recursion)."""
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def storing(ran: list[dict[str, Any]], schema: dict[str, Any] | None = None) -> BaseTool:
+    """A JSON-schema tool taking any ``data``, remembering what it ran with."""
+
+    def store(**kwargs: Any) -> str:
+        ran.append(kwargs)
+        return "stored"
+
+    return StructuredTool.from_function(
+        store,
+        name="store",
+        description="Store data.",
+        args_schema=schema or {"type": "object", "properties": {"data": {}}},
+    )
+
+
+@pytest.mark.parametrize("depth", [100, 10_000])
+async def test_arguments_nested_too_deep_are_refused_and_the_pause_holds(depth: int) -> None:
+    ran: list[dict[str, Any]] = []
+    errors: list[InterventionError] = []
+
+    def edit(point: PausePoint) -> None:
+        errors.append(refused(lambda p: p.edit_args("s1", {"data": nested(depth)}), point))
+        assert [dict(c.args) for c in point.calls] == [{"data": 1}]
+        point.edit_args("s1", {"data": nested(20)})  # the same pause takes a sane edit
+
+    result, _ = await run(
+        [calls(tool_call("store", {"data": 1}, "s1")), final("stored")],
+        [storing(ran)],
+        at("tool_dispatch", 1, edit),
+    )
+
+    [error] = errors
+    assert (error.action, error.reason, error.call_id) == ("edit_args", "invalid_args", "s1")
+    assert "nested" in str(error)
+    assert ran == [{"data": nested(20)}]
+    [change] = interventions(result.events)
+    assert change.after == {"data": nested(20)}  # recorded whole
+
+
+async def test_an_edit_of_a_tool_whose_schema_refers_to_itself_is_refused() -> None:
+    ran: list[dict[str, Any]] = []
+    looping = {
+        "type": "object",
+        "properties": {"data": {"$ref": "#/$defs/again"}},
+        "$defs": {"again": {"$ref": "#/$defs/again"}},
+    }
+    errors: list[InterventionError] = []
+
+    def edit(point: PausePoint) -> None:
+        errors.append(refused(lambda p: p.edit_args("s1", {"data": 2}), point))
+        point.skip("s1", "written by hand")  # the pause holds and takes another change
+
+    result, _ = await run(
+        [calls(tool_call("store", {"data": 1}, "s1")), final("ok")],
+        [storing(ran, looping)],
+        at("tool_dispatch", 1, edit),
+    )
+
+    [error] = errors
+    assert (error.action, error.reason, error.call_id) == ("edit_args", "invalid_args", "s1")
+    assert "$ref" in str(error)
+    assert ran == []
+    assert [c.action for c in interventions(result.events)] == ["skip"]
+
+
 async def test_pydantic_schema_with_aliases_accepts_the_names_the_model_sees() -> None:
     class Query(BaseModel):
         text: str = Field(description="what to look for")

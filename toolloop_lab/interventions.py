@@ -33,6 +33,7 @@ from toolloop_lab.events import Intervention, ToolCallView, message_dicts
 from toolloop_lab.jsonsafe import freeze, thaw
 from toolloop_lab.model_call import call_views
 from toolloop_lab.run_state import RunState
+from toolloop_lab.schema_tools import SchemaCheckError, depth_problem, json_schema_problem
 from toolloop_lab.tools import DispatchOutcome, written_outcome
 
 __all__ = ["MessageEdits", "ToolCallEdits", "check_args"]
@@ -45,10 +46,16 @@ def check_args(tool: BaseTool | None, args: Any) -> str | None:
     """Why ``args`` would not be valid input for ``tool``, or ``None`` when they are.
 
     Pydantic schemas validate as the tool itself would; JSON-schema tools (MCP, OpenAPI,
-    ``StructuredTool`` with a dict schema) are checked with ``jsonschema``.
+    ``StructuredTool`` with a dict schema) are checked as :func:`tools_from_schema`'s tools
+    check the model's arguments (``schema_tools.json_schema_problem``: patterns in linear
+    time, a schema that refers to itself without end refused in words). Arguments nested
+    deeper than the events keep whole are refused first.
     """
     if not isinstance(args, Mapping) or not all(isinstance(k, str) for k in args):
         return "arguments must be a JSON object"
+    too_deep = depth_problem(args)
+    if too_deep is not None:
+        return str(too_deep)
     try:
         json.dumps(args, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -59,13 +66,12 @@ def check_args(tool: BaseTool | None, args: Any) -> str | None:
     schema = tool.tool_call_schema
     if isinstance(schema, dict):
         try:
-            jsonschema.validate(data, schema)
-        except jsonschema.ValidationError as exc:
-            where = ".".join(str(p) for p in exc.absolute_path) or "(arguments)"
-            return f"{where}: {exc.message}"
+            problem = json_schema_problem(schema, data)
+        except SchemaCheckError as exc:
+            return f"the tool's own schema cannot check arguments: {exc.message}"
         except jsonschema.SchemaError as exc:
             return f"the tool's own schema is not valid JSON schema ({exc.message})"
-        return None
+        return None if problem is None else str(problem)
     if isinstance(schema, type) and issubclass(schema, BaseModel):
         unknown = _unknown_names(schema, data)
         if unknown:
