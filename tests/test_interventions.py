@@ -664,6 +664,48 @@ async def test_a_message_appended_before_the_first_call_and_before_synthesis() -
         42,
         None,
         ("bogus", "text"),
+        pytest.param(("tool", "x"), id="tool-pair-without-id"),
+        pytest.param({"role": "tool", "content": "x"}, id="tool-dict-without-id"),
+        pytest.param(
+            AIMessage(content=[{"type": "tool_use", "id": "t9", "name": "add", "input": {}}]),
+            id="tool_use-block",
+        ),
+        pytest.param(
+            AIMessage(
+                content=[
+                    {"type": "text", "text": "Calling."},
+                    {"type": "function_call", "call_id": "f9", "name": "add", "arguments": "{}"},
+                ]
+            ),
+            id="function_call-block",
+        ),
+        pytest.param(
+            AIMessage(content=[{"type": "tool_call", "id": "s9", "name": "add", "args": {}}]),
+            id="standard-tool_call-block",
+        ),
+        pytest.param(
+            HumanMessage(content=[{"type": "tool_result", "tool_use_id": "c1", "content": "5"}]),
+            id="result-block-for-an-answered-call",
+        ),
+        pytest.param(
+            HumanMessage(content=[{"type": "tool_result", "tool_use_id": "zz", "content": "5"}]),
+            id="result-block-for-no-call",
+        ),
+        pytest.param(
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1"}]},
+            id="result-block-in-a-dict",
+        ),
+        pytest.param(HumanMessage(content=[{"type": "text", "text": ""}]), id="empty-text-block"),
+        pytest.param(
+            HumanMessage(content=[{"type": "text", "text": "  "}, "\n"]), id="blank-blocks"
+        ),
+        pytest.param(HumanMessage(content=[{"type": "text"}]), id="text-block-without-text"),
+        pytest.param(AIMessage(content=[]), id="no-blocks"),
+        pytest.param(HumanMessage(content=[{"type": "image"}]), id="image-block-without-data"),
+        pytest.param(
+            HumanMessage(content=[{"type": "server_tool_use", "id": "w1", "name": "search"}]),
+            id="server-tool-call-block",
+        ),
     ],
 )
 async def test_a_message_that_would_break_the_transcript_is_refused(message: Any) -> None:
@@ -685,6 +727,113 @@ async def test_a_message_that_would_break_the_transcript_is_refused(message: Any
     assert [(e.action, e.reason) for e in errors] == [("append_message", "not_allowed")]
     assert sizes[0] == sizes[1]
     assert len(model.calls[1].messages) == 3
+    assert interventions(result.events) == []
+
+
+async def test_a_refused_result_block_says_which_call_it_would_answer_twice() -> None:
+    calc = Calculator()
+    errors: list[InterventionError] = []
+
+    def append(point: PausePoint) -> None:
+        for call_id in ("c1", "zz"):
+            block = {"type": "tool_result", "tool_use_id": call_id, "content": "5"}
+            message = HumanMessage(content=[block])
+            errors.append(refused(lambda p, m=message: p.append(m), point))
+
+    await run(
+        [calls(tool_call("add", {"a": 1, "b": 2}, "c1")), final("3")],
+        calc.tools,
+        at("model_call", 2, append),
+    )
+
+    answered, unknown = (str(e) for e in errors)
+    assert "'c1'" in answered
+    assert "already" in answered
+    assert "'zz'" in unknown
+    assert "no call" in unknown
+
+
+async def test_a_message_with_text_and_an_image_block_is_added() -> None:
+    calc = Calculator()
+    content = [
+        {"type": "text", "text": "Compare with this chart."},
+        {"type": "image", "url": "https://example.com/chart.png"},
+    ]
+
+    def append(point: PausePoint) -> None:
+        point.append(HumanMessage(content=content))
+
+    result, model = await run(
+        [calls(tool_call("add", {"a": 1, "b": 2}, "c1")), final("3")],
+        calc.tools,
+        at("model_call", 2, append),
+    )
+
+    assert model.calls[1].messages[-1].content == content
+    assert [c.action for c in interventions(result.events)] == ["append_message"]
+
+
+async def test_a_message_changed_after_it_was_added_stays_as_added() -> None:
+    calc = Calculator()
+    hint = HumanMessage("Use the read tool next.")
+
+    def append(point: PausePoint) -> None:
+        point.append(hint)
+        hint.content = "changed behind the point's back"
+
+    _, model = await run(
+        [calls(tool_call("add", {"a": 1, "b": 2}, "c1")), final("3")],
+        calc.tools,
+        at("model_call", 2, append),
+    )
+
+    assert model.calls[1].messages[-1].content == "Use the read tool next."
+
+
+async def test_the_messages_a_pause_shows_cannot_change_the_run() -> None:
+    calc = Calculator()
+
+    def scribble(point: PausePoint) -> None:
+        question, reply, result = point.messages
+        assert isinstance(reply, AIMessage)
+        reply.tool_calls.append(tool_call("add", {"a": 5, "b": 5}, "sneaked"))
+        reply.content = "rewritten"
+        result.content = "999"
+        question.content = "Do something else."
+        assert [m.content for m in point.messages] == ["Compute.", "", "3"]
+
+    result, model = await run(
+        [calls(tool_call("add", {"a": 1, "b": 2}, "c1")), final("3")],
+        calc.tools,
+        at("model_call", 2, scribble),
+    )
+
+    sent = model.calls[1].messages
+    assert [m.content for m in sent] == ["Compute.", "", "3"]
+    assert isinstance(sent[1], AIMessage)
+    assert [c["id"] for c in sent[1].tool_calls] == ["c1"]
+    assert interventions(result.events) == []
+
+
+async def test_the_reply_an_editor_shows_cannot_change_the_calls() -> None:
+    calc = Calculator()
+
+    def scribble(point: PausePoint) -> None:
+        editor = point.editor
+        assert editor is not None
+        reply = getattr(editor, "reply")  # noqa: B009 - the editor's public view of the reply
+        reply.tool_calls[0]["args"]["a"] = 99
+        reply.tool_calls.append(tool_call("add", {"a": 5, "b": 5}, "sneaked"))
+        written = getattr(editor, "written")  # noqa: B009
+        written["c1"] = None  # not a written result: only skip() answers a call
+
+    result, _ = await run(
+        [calls(tool_call("add", {"a": 1, "b": 2}, "c1")), final("3")],
+        calc.tools,
+        at("tool_dispatch", 1, scribble),
+    )
+
+    assert calc.ran == [("add", {"a": 1, "b": 2})]
     assert interventions(result.events) == []
 
 
