@@ -22,7 +22,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.tools import BaseTool, StructuredTool, tool
-from loopkit import MODEL, calls, final, invalid_call, tool_call
+from loopkit import MODEL, calls, final, invalid_call, tool_call, until
 from pydantic import BaseModel, Field
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopResult
@@ -305,6 +305,79 @@ async def test_json_schema_tools_are_checked_with_their_schema() -> None:
 
     assert [e.reason for e in errors] == ["invalid_args"] * 3
     assert ran == [{"city": "Oslo", "days": 3}]
+
+
+def nested(depth: int) -> Any:
+    """A value ``depth`` lists deep (built without recursion)."""
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def storing(ran: list[dict[str, Any]], schema: dict[str, Any] | None = None) -> BaseTool:
+    """A JSON-schema tool taking any ``data``, remembering what it ran with."""
+
+    def store(**kwargs: Any) -> str:
+        ran.append(kwargs)
+        return "stored"
+
+    return StructuredTool.from_function(
+        store,
+        name="store",
+        description="Store data.",
+        args_schema=schema or {"type": "object", "properties": {"data": {}}},
+    )
+
+
+@pytest.mark.parametrize("depth", [100, 10_000])
+async def test_arguments_nested_too_deep_are_refused_and_the_pause_holds(depth: int) -> None:
+    ran: list[dict[str, Any]] = []
+    errors: list[InterventionError] = []
+
+    def edit(point: PausePoint) -> None:
+        errors.append(refused(lambda p: p.edit_args("s1", {"data": nested(depth)}), point))
+        assert [dict(c.args) for c in point.calls] == [{"data": 1}]
+        point.edit_args("s1", {"data": nested(20)})  # the same pause takes a sane edit
+
+    result, _ = await run(
+        [calls(tool_call("store", {"data": 1}, "s1")), final("stored")],
+        [storing(ran)],
+        at("tool_dispatch", 1, edit),
+    )
+
+    [error] = errors
+    assert (error.action, error.reason, error.call_id) == ("edit_args", "invalid_args", "s1")
+    assert "nested" in str(error)
+    assert ran == [{"data": nested(20)}]
+    [change] = interventions(result.events)
+    assert change.after == {"data": nested(20)}  # recorded whole
+
+
+async def test_an_edit_of_a_tool_whose_schema_refers_to_itself_is_refused() -> None:
+    ran: list[dict[str, Any]] = []
+    looping = {
+        "type": "object",
+        "properties": {"data": {"$ref": "#/$defs/again"}},
+        "$defs": {"again": {"$ref": "#/$defs/again"}},
+    }
+    errors: list[InterventionError] = []
+
+    def edit(point: PausePoint) -> None:
+        errors.append(refused(lambda p: p.edit_args("s1", {"data": 2}), point))
+        point.skip("s1", "written by hand")  # the pause holds and takes another change
+
+    result, _ = await run(
+        [calls(tool_call("store", {"data": 1}, "s1")), final("ok")],
+        [storing(ran, looping)],
+        at("tool_dispatch", 1, edit),
+    )
+
+    [error] = errors
+    assert (error.action, error.reason, error.call_id) == ("edit_args", "invalid_args", "s1")
+    assert "$ref" in str(error)
+    assert ran == []
+    assert [c.action for c in interventions(result.events)] == ["skip"]
 
 
 async def test_pydantic_schema_with_aliases_accepts_the_names_the_model_sees() -> None:
@@ -591,6 +664,48 @@ async def test_a_message_appended_before_the_first_call_and_before_synthesis() -
         42,
         None,
         ("bogus", "text"),
+        pytest.param(("tool", "x"), id="tool-pair-without-id"),
+        pytest.param({"role": "tool", "content": "x"}, id="tool-dict-without-id"),
+        pytest.param(
+            AIMessage(content=[{"type": "tool_use", "id": "t9", "name": "add", "input": {}}]),
+            id="tool_use-block",
+        ),
+        pytest.param(
+            AIMessage(
+                content=[
+                    {"type": "text", "text": "Calling."},
+                    {"type": "function_call", "call_id": "f9", "name": "add", "arguments": "{}"},
+                ]
+            ),
+            id="function_call-block",
+        ),
+        pytest.param(
+            AIMessage(content=[{"type": "tool_call", "id": "s9", "name": "add", "args": {}}]),
+            id="standard-tool_call-block",
+        ),
+        pytest.param(
+            HumanMessage(content=[{"type": "tool_result", "tool_use_id": "c1", "content": "5"}]),
+            id="result-block-for-an-answered-call",
+        ),
+        pytest.param(
+            HumanMessage(content=[{"type": "tool_result", "tool_use_id": "zz", "content": "5"}]),
+            id="result-block-for-no-call",
+        ),
+        pytest.param(
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1"}]},
+            id="result-block-in-a-dict",
+        ),
+        pytest.param(HumanMessage(content=[{"type": "text", "text": ""}]), id="empty-text-block"),
+        pytest.param(
+            HumanMessage(content=[{"type": "text", "text": "  "}, "\n"]), id="blank-blocks"
+        ),
+        pytest.param(HumanMessage(content=[{"type": "text"}]), id="text-block-without-text"),
+        pytest.param(AIMessage(content=[]), id="no-blocks"),
+        pytest.param(HumanMessage(content=[{"type": "image"}]), id="image-block-without-data"),
+        pytest.param(
+            HumanMessage(content=[{"type": "server_tool_use", "id": "w1", "name": "search"}]),
+            id="server-tool-call-block",
+        ),
     ],
 )
 async def test_a_message_that_would_break_the_transcript_is_refused(message: Any) -> None:
@@ -612,6 +727,113 @@ async def test_a_message_that_would_break_the_transcript_is_refused(message: Any
     assert [(e.action, e.reason) for e in errors] == [("append_message", "not_allowed")]
     assert sizes[0] == sizes[1]
     assert len(model.calls[1].messages) == 3
+    assert interventions(result.events) == []
+
+
+async def test_a_refused_result_block_says_which_call_it_would_answer_twice() -> None:
+    calc = Calculator()
+    errors: list[InterventionError] = []
+
+    def append(point: PausePoint) -> None:
+        for call_id in ("c1", "zz"):
+            block = {"type": "tool_result", "tool_use_id": call_id, "content": "5"}
+            message = HumanMessage(content=[block])
+            errors.append(refused(lambda p, m=message: p.append(m), point))
+
+    await run(
+        [calls(tool_call("add", {"a": 1, "b": 2}, "c1")), final("3")],
+        calc.tools,
+        at("model_call", 2, append),
+    )
+
+    answered, unknown = (str(e) for e in errors)
+    assert "'c1'" in answered
+    assert "already" in answered
+    assert "'zz'" in unknown
+    assert "no call" in unknown
+
+
+async def test_a_message_with_text_and_an_image_block_is_added() -> None:
+    calc = Calculator()
+    content = [
+        {"type": "text", "text": "Compare with this chart."},
+        {"type": "image", "url": "https://example.com/chart.png"},
+    ]
+
+    def append(point: PausePoint) -> None:
+        point.append(HumanMessage(content=content))
+
+    result, model = await run(
+        [calls(tool_call("add", {"a": 1, "b": 2}, "c1")), final("3")],
+        calc.tools,
+        at("model_call", 2, append),
+    )
+
+    assert model.calls[1].messages[-1].content == content
+    assert [c.action for c in interventions(result.events)] == ["append_message"]
+
+
+async def test_a_message_changed_after_it_was_added_stays_as_added() -> None:
+    calc = Calculator()
+    hint = HumanMessage("Use the read tool next.")
+
+    def append(point: PausePoint) -> None:
+        point.append(hint)
+        hint.content = "changed behind the point's back"
+
+    _, model = await run(
+        [calls(tool_call("add", {"a": 1, "b": 2}, "c1")), final("3")],
+        calc.tools,
+        at("model_call", 2, append),
+    )
+
+    assert model.calls[1].messages[-1].content == "Use the read tool next."
+
+
+async def test_the_messages_a_pause_shows_cannot_change_the_run() -> None:
+    calc = Calculator()
+
+    def scribble(point: PausePoint) -> None:
+        question, reply, result = point.messages
+        assert isinstance(reply, AIMessage)
+        reply.tool_calls.append(tool_call("add", {"a": 5, "b": 5}, "sneaked"))
+        reply.content = "rewritten"
+        result.content = "999"
+        question.content = "Do something else."
+        assert [m.content for m in point.messages] == ["Compute.", "", "3"]
+
+    result, model = await run(
+        [calls(tool_call("add", {"a": 1, "b": 2}, "c1")), final("3")],
+        calc.tools,
+        at("model_call", 2, scribble),
+    )
+
+    sent = model.calls[1].messages
+    assert [m.content for m in sent] == ["Compute.", "", "3"]
+    assert isinstance(sent[1], AIMessage)
+    assert [c["id"] for c in sent[1].tool_calls] == ["c1"]
+    assert interventions(result.events) == []
+
+
+async def test_the_reply_an_editor_shows_cannot_change_the_calls() -> None:
+    calc = Calculator()
+
+    def scribble(point: PausePoint) -> None:
+        editor = point.editor
+        assert editor is not None
+        reply = getattr(editor, "reply")  # noqa: B009 - the editor's public view of the reply
+        reply.tool_calls[0]["args"]["a"] = 99
+        reply.tool_calls.append(tool_call("add", {"a": 5, "b": 5}, "sneaked"))
+        written = getattr(editor, "written")  # noqa: B009
+        written["c1"] = None  # not a written result: only skip() answers a call
+
+    result, _ = await run(
+        [calls(tool_call("add", {"a": 1, "b": 2}, "c1")), final("3")],
+        calc.tools,
+        at("tool_dispatch", 1, scribble),
+    )
+
+    assert calc.ran == [("add", {"a": 1, "b": 2})]
     assert interventions(result.events) == []
 
 
@@ -965,10 +1187,21 @@ async def test_a_step_controller_may_hold_only_its_armed_task_where_its_mode_sto
     assert await task == (True, False)
     assert not controller.may_hold("tool_dispatch")  # another task (this test's own)
 
-    async def released() -> bool:
-        controller.continue_()
+    async def not_paused() -> tuple[bool, bool, bool]:
+        # nothing waits: Continue and Step change nothing, so the run still pauses
+        return controller.continue_(), controller.step(), controller.may_hold("tool_dispatch")
+
+    idle = asyncio.ensure_future(not_paused())
+    controller.arm(idle)
+    assert await idle == (False, False, True)
+
+    async def held() -> bool:
+        await controller(PausePoint("r", 1, "tool_dispatch", "tools"))
         return controller.may_hold("tool_dispatch")
 
-    again = asyncio.ensure_future(released())
+    again = asyncio.ensure_future(held())
     controller.arm(again)
-    assert await again is False
+    await until(lambda: controller.paused)
+    assert not controller.continue_(at=controller.pauses - 1)  # meant for an earlier pause
+    assert controller.continue_(at=controller.pauses)
+    assert await again is False  # released while paused: no more pauses this run

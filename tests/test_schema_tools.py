@@ -5,16 +5,27 @@ parameters and schema defaults are mapped, and docs that do not fit are refused 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from langchain_core.messages import ToolMessage
+from langchain_core.tools import StructuredTool
 from loopkit import MODEL, calls, final, tool_call
 
 from toolloop_lab import ConfigurationError, LLMAgent, ScriptedChatModel
 from toolloop_lab.events import ToolDispatched
 from toolloop_lab.interventions import check_args
 from toolloop_lab.schema_tools import function_spec, json_schema_problem, tools_from_schema
+
+SAFETY_S = 60.0
+"""Guard against a stall: far beyond what a check that cannot stall takes."""
 
 
 class Shelf:
@@ -249,3 +260,162 @@ def test_function_spec_reads_both_shapes() -> None:
     bare = function_spec(MOVE["function"])
     assert wrapped == bare
     assert function_spec({"name": "ping"}).parameters == {"type": "object", "properties": {}}
+
+
+# -- schemas that cannot check everything safely ----------------------------------------
+
+LOOPING = {
+    "type": "object",
+    "properties": {"key": {"$ref": "#/$defs/again"}},
+    "$defs": {"again": {"$ref": "#/$defs/again"}},
+}
+
+
+class Anything:
+    """A backend whose method takes any argument (and remembers what it got)."""
+
+    def __init__(self) -> None:
+        self.fields: list[dict[str, Any]] = []
+
+    def fetch(self, **fields: Any) -> str:
+        self.fields.append(fields)
+        return "ran"
+
+
+def dict_schema_tool(schema: dict[str, Any]) -> StructuredTool:
+    """A tool whose schema is a plain dict (as MCP and OpenAPI tools have)."""
+    return StructuredTool.from_function(
+        lambda **kwargs: "ran", name="lookup", description="Look up.", args_schema=schema
+    )
+
+
+async def test_a_schema_that_refers_to_itself_is_one_typed_refusal_everywhere() -> None:
+    with pytest.raises(jsonschema.SchemaError, match=r"\$ref"):
+        json_schema_problem(LOOPING, {"key": "k"})
+    # a person's edit: a refusal in words
+    problem = check_args(dict_schema_tool(LOOPING), {"key": "k"})
+    assert problem is not None
+    assert "$ref" in problem
+    # the model's call: an error ToolMessage in the same words; the method never runs
+    backend = Anything()
+    (fetch,) = tools_from_schema(backend, [{"name": "fetch", "parameters": LOOPING}])
+    model = ScriptedChatModel([calls(tool_call("fetch", {"key": "k"}, "c1")), final("done")])
+    result = await LLMAgent(model, [fetch]).arun("go")
+    (event,) = (e for e in result.events if isinstance(e, ToolDispatched))
+    assert event.status == "error"
+    assert "$ref" in event.content
+    assert "RecursionError" not in event.content
+    assert backend.fields == []
+
+
+def test_patterns_keep_their_meaning() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"word": {"type": "string", "pattern": "^[a-z\\u00e9]+$"}},
+        "patternProperties": {"^x-": {"type": "integer"}},
+        "additionalProperties": False,
+    }
+    assert json_schema_problem(schema, {"word": "caf\u00e9", "x-size": 3}) is None
+    assert json_schema_problem(schema, {"word": "\ud800"}) is not None  # a lone surrogate
+    bad_word = json_schema_problem(schema, {"word": "Caf\u00e9"})
+    assert bad_word is not None
+    assert bad_word.path == ("word",)
+    assert "does not match" in bad_word.message
+    wrong_type = json_schema_problem(schema, {"x-size": "big"})
+    assert wrong_type is not None
+    assert wrong_type.path == ("x-size",)
+    extra = json_schema_problem(schema, {"colour": "red"})
+    assert extra is not None
+    assert "'colour'" in extra.message
+    named = {"type": "object", "propertyNames": {"pattern": "^[a-z]+$"}}
+    assert json_schema_problem(named, {"ok": 1}) is None
+    assert json_schema_problem(named, {"NO": 1}) is not None
+
+
+@pytest.mark.parametrize(
+    "parameters",
+    [
+        {"type": "object", "properties": {"key": {"type": "string", "pattern": "^(?!tmp)"}}},
+        {"type": "object", "properties": {"key": {"type": "string", "pattern": "(a)\\1"}}},
+        {"type": "object", "patternProperties": {"(?<=x)y": {}}},
+        {
+            "type": "object",
+            "patternProperties": {"^x-": {}},
+            "unevaluatedProperties": False,
+        },
+    ],
+)
+def test_a_pattern_that_cannot_be_matched_in_linear_time_is_refused(
+    parameters: dict[str, Any],
+) -> None:
+    with pytest.raises(ConfigurationError, match="pattern") as err:
+        tools_from_schema(Anything(), [{"name": "fetch", "parameters": parameters}])
+    assert err.value.field == "parameters"
+    # other tools with such a schema: an edit that would need it is refused, in words
+    problem = check_args(dict_schema_tool(parameters), {"key": "tmp", "x-1": 1, "xy": 2})
+    assert problem is not None
+    assert "pattern" in problem
+
+
+def test_a_backtracking_pattern_cannot_stall_the_process() -> None:
+    """``^(a+)+$`` takes Python's ``re`` about 2**n steps on n a's and a '!': a model's
+    40-character argument would hold the GIL for hours. Run in a child process, so a
+    stall fails this test at the guard instead of hanging the suite."""
+    script = textwrap.dedent(
+        """
+        import asyncio, json
+        from langchain_core.messages import AIMessage
+        from langchain_core.tools import StructuredTool
+        from toolloop_lab import LLMAgent, ScriptedChatModel
+        from toolloop_lab.errors import InterventionError
+        from toolloop_lab.events import ToolDispatched
+        from toolloop_lab.schema_tools import tools_from_schema
+
+        EVIL = "a" * 40 + "!"
+        SCHEMA = {"type": "object", "properties": {"key": {"type": "string",
+                  "pattern": "^(a+)+$"}}, "required": ["key"]}
+
+        class Shelf:
+            def fetch(self, key):
+                return "ran"
+
+        (fetch,) = tools_from_schema(Shelf(), [{"name": "fetch", "parameters": SCHEMA}])
+        lookup = StructuredTool.from_function(
+            lambda **kw: "ran", name="lookup", description="d", args_schema=SCHEMA)
+        refusals = []
+
+        async def hook(point):
+            if point.stage == "tool_dispatch":
+                try:
+                    point.edit_args("l1", {"key": EVIL})
+                except InterventionError as exc:
+                    refusals.append(str(exc))
+
+        reply = AIMessage("", tool_calls=[
+            {"name": "fetch", "args": {"key": EVIL}, "id": "f1", "type": "tool_call"},
+            {"name": "lookup", "args": {"key": "aaa"}, "id": "l1", "type": "tool_call"}])
+        model = ScriptedChatModel([reply, AIMessage("done")])
+        result = asyncio.run(LLMAgent(model, [fetch, lookup], pause_hooks=[hook]).arun("go"))
+        out = {e.tool_call_id: [e.status, e.error_reason, e.content]
+               for e in result.events if isinstance(e, ToolDispatched)}
+        print(json.dumps({"dispatched": out, "refusals": refusals}))
+        """
+    )
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=SAFETY_S,
+        cwd=root,
+        env=env,
+        check=True,
+    )
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    status, reason, content = seen["dispatched"]["f1"]
+    assert (status, reason) == ("error", "invalid_arguments")
+    assert "does not match" in content
+    assert seen["dispatched"]["l1"][:2] == ["success", None]
+    [refusal] = seen["refusals"]
+    assert "does not match" in refusal

@@ -261,6 +261,43 @@ async def test_a_request_made_at_an_earlier_pause_is_stale() -> None:
     dbg.close()
 
 
+async def test_continue_and_step_while_not_paused_change_nothing() -> None:
+    dbg = LoopDebugger(pause_on="tools")
+    task = dbg.start(agent(), "go")
+    # the run has not reached a pause yet: these clicks find nothing to release
+    channel(dbg).from_browser({"type": "control", "action": "continue"})
+    channel(dbg).from_browser({"type": "control", "action": "step"})
+    point = await paused(dbg, "tool_dispatch")  # so the run still pauses where it should
+    assert dbg.paused_at is not None
+    assert point["round"] == 1
+    dbg.continue_()
+    await task
+    assert ran == ["orders"]
+    assert dbg.continue_() is False  # the run is over: nothing to continue
+    dbg.close()
+
+
+async def test_a_click_meant_for_an_earlier_pause_changes_nothing() -> None:
+    dbg = LoopDebugger(pause_on="both")
+    task = dbg.start(agent(), "go")
+    first = await paused(dbg, "model_call")
+    step = {"type": "control", "action": "step", "pause": first["pause"]}
+    channel(dbg).from_browser(step)
+    second = await paused(dbg, "tool_dispatch")
+    # a second click on the same Step and a late Continue reach the next pause: ignored
+    channel(dbg).from_browser(step)
+    channel(dbg).from_browser({"type": "control", "action": "continue", "pause": first["pause"]})
+    assert ran == []
+    channel(dbg).from_browser({"type": "control", "action": "step", "pause": second["pause"]})
+    third = await paused(dbg, "model_call")  # one step: the next pause, and it holds
+    assert (third["round"], third["pause"]) == (2, second["pause"] + 1)
+    assert ran == ["orders"]
+    channel(dbg).from_browser({"type": "control", "action": "continue", "pause": third["pause"]})
+    await task
+    assert dbg.paused_at is None
+    dbg.close()
+
+
 def test_a_change_with_nothing_paused_is_refused() -> None:
     dbg = LoopDebugger()
     answer = ask(

@@ -4,14 +4,16 @@ A hook is awaited at every pause point. While it waits, a person can look at wha
 pending and intervene through the point itself:
 
 * before a tool dispatch: :attr:`PausePoint.calls`, :meth:`~PausePoint.edit_args` (checked
-  against the tool's schema first: types, required and unknown names; it also fixes a call
-  the model sent as unreadable JSON) and :meth:`~PausePoint.skip` (answer a call by hand:
+  against the tool's schema first: types, required and unknown names, patterns in linear
+  time, at most ``schema_tools.MAX_ARG_DEPTH`` levels deep; it also fixes a call the model
+  sent as unreadable JSON) and :meth:`~PausePoint.skip` (answer a call by hand:
   the tool never runs and the model reads the text as the call's result);
-* before a model call (a round or the synthesis): :attr:`PausePoint.messages` (exactly
-  what will be sent), :meth:`~PausePoint.append` (a user or assistant message, a hint say)
-  and :meth:`~PausePoint.edit_result` (replace a tool result the model has not seen yet;
-  the original stays in the message's ``artifact``). The pause before a pruning call
-  changes nothing.
+* before a model call (a round or the synthesis): :attr:`PausePoint.messages` (copies of
+  exactly what will be sent), :meth:`~PausePoint.append` (a user or assistant message, a
+  hint say, of text and media only: no tool call or tool result, in ``tool_calls`` or in a
+  content block, and not empty) and :meth:`~PausePoint.edit_result` (replace a tool
+  result the model has not seen yet; the original stays in the message's ``artifact``).
+  The pause before a pruning call changes nothing.
 
 Every change is one ``intervention`` event with what was there before and what is there
 after, so traces and views show what was made by hand; the transcript stays valid (one
@@ -84,7 +86,9 @@ class PausePoint:
 
     @property
     def messages(self) -> tuple[BaseMessage, ...]:
-        """The messages about to be sent, as they stand now (model calls)."""
+        """The messages about to be sent, as they stand now (model calls): copies, so
+        changing one changes nothing; :meth:`append` and :meth:`edit_result` change the
+        run, checked and recorded."""
         return self.editor.messages() if self.editor is not None else ()
 
     def edit_args(self, call_id: str, args: Mapping[str, Any]) -> None:

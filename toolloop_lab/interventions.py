@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, Final, Literal, cast
 
 import jsonschema
@@ -28,11 +28,12 @@ from langchain_core.messages import (
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ValidationError
 
-from toolloop_lab.errors import InterventionError
+from toolloop_lab.errors import InterventionError, describe
 from toolloop_lab.events import Intervention, ToolCallView, message_dicts
 from toolloop_lab.jsonsafe import freeze, thaw
 from toolloop_lab.model_call import call_views
 from toolloop_lab.run_state import RunState
+from toolloop_lab.schema_tools import SchemaCheckError, depth_problem, json_schema_problem
 from toolloop_lab.tools import DispatchOutcome, written_outcome
 
 __all__ = ["MessageEdits", "ToolCallEdits", "check_args"]
@@ -45,10 +46,16 @@ def check_args(tool: BaseTool | None, args: Any) -> str | None:
     """Why ``args`` would not be valid input for ``tool``, or ``None`` when they are.
 
     Pydantic schemas validate as the tool itself would; JSON-schema tools (MCP, OpenAPI,
-    ``StructuredTool`` with a dict schema) are checked with ``jsonschema``.
+    ``StructuredTool`` with a dict schema) are checked as :func:`tools_from_schema`'s tools
+    check the model's arguments (``schema_tools.json_schema_problem``: patterns in linear
+    time, a schema that refers to itself without end refused in words). Arguments nested
+    deeper than the events keep whole are refused first.
     """
     if not isinstance(args, Mapping) or not all(isinstance(k, str) for k in args):
         return "arguments must be a JSON object"
+    too_deep = depth_problem(args)
+    if too_deep is not None:
+        return str(too_deep)
     try:
         json.dumps(args, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -59,13 +66,12 @@ def check_args(tool: BaseTool | None, args: Any) -> str | None:
     schema = tool.tool_call_schema
     if isinstance(schema, dict):
         try:
-            jsonschema.validate(data, schema)
-        except jsonschema.ValidationError as exc:
-            where = ".".join(str(p) for p in exc.absolute_path) or "(arguments)"
-            return f"{where}: {exc.message}"
+            problem = json_schema_problem(schema, data)
+        except SchemaCheckError as exc:
+            return f"the tool's own schema cannot check arguments: {exc.message}"
         except jsonschema.SchemaError as exc:
             return f"the tool's own schema is not valid JSON schema ({exc.message})"
-        return None
+        return None if problem is None else str(problem)
     if isinstance(schema, type) and issubclass(schema, BaseModel):
         unknown = _unknown_names(schema, data)
         if unknown:
@@ -166,31 +172,40 @@ class ToolCallEdits(_Edits):
         super().__init__(run, "tool_dispatch")
         self._index = index
         self._tools = tools
-        self.written: dict[str, DispatchOutcome] = {}
-        """Calls a person answered by hand, by id (they are not run)."""
+        self._written: dict[str, DispatchOutcome] = {}
+
+    @property
+    def written(self) -> dict[str, DispatchOutcome]:
+        """Calls a person answered by hand, by id (they are not run): a copy, so only
+        :meth:`skip` answers a call."""
+        return dict(self._written)
 
     @property
     def reply(self) -> AIMessage:
-        """The round's reply as it stands (edited arguments included)."""
+        """A copy of the round's reply as it stands (edited arguments included): changing
+        it changes nothing; every change goes through the checked calls."""
+        return self._reply().model_copy(deep=True)
+
+    def _reply(self) -> AIMessage:
         message = self._run.messages[self._index]
         assert isinstance(message, AIMessage)
         return message
 
     def calls(self) -> tuple[ToolCallView, ...]:
-        return call_views(self.reply)
+        return call_views(self._reply())
 
     def _find(self, action: str, call_id: str) -> tuple[ToolCall | InvalidToolCall, bool]:
         """The pending call ``call_id``, and whether it is a valid one (an invalid call
         could not be parsed); a call already answered is refused."""
         self._check_open(action)
-        reply = self.reply
+        reply = self._reply()
         valid = next((c for c in reply.tool_calls if c.get("id") == call_id), None)
         invalid = next((c for c in reply.invalid_tool_calls if c.get("id") == call_id), None)
         if valid is None and invalid is None:
             self._refuse(
                 action, "unknown_call", f"no pending tool call has id {call_id!r}", call_id
             )
-        if call_id in self.written:
+        if call_id in self._written:
             self._refuse(action, "not_allowed", f"call {call_id!r} is already answered", call_id)
         if valid is not None:
             return valid, True
@@ -205,7 +220,7 @@ class ToolCallEdits(_Edits):
             if problem is not None:
                 self._refuse("edit_args", "invalid_args", f"{name}: {problem}", call_id)
             new_args = thaw(args)
-            reply = self.reply
+            reply = self._reply()
             update: dict[str, Any]
             if not is_valid:
                 fixed: ToolCall = {
@@ -260,7 +275,7 @@ class ToolCallEdits(_Edits):
                     call_id,
                 )
             valid = cast(ToolCall, call)
-            self.written[call_id] = written_outcome(valid, content, status=status)
+            self._written[call_id] = written_outcome(valid, content, status=status)
             before = {"name": valid["name"], "args": valid["args"]}
             self._record("skip", call_id, before, {"content": content, "status": status})
 
@@ -295,6 +310,72 @@ def _raw_with_args(raw: Any, call_id: str, args: Any) -> Any:
     return {**raw, "function": {**function, "arguments": json.dumps(args)}}
 
 
+_MEDIA_BLOCKS: Final = frozenset(
+    {"image", "image_url", "input_image", "audio", "input_audio", "video", "file", "document"}
+)
+"""Content blocks a hand-added message may hold besides text: data, never a call or a
+result (langchain-core's standard blocks, OpenAI's and Anthropic's)."""
+
+_RESULT_ID_KEYS: Final = ("tool_use_id", "tool_call_id", "call_id", "id")
+"""Where a result block names the call it answers (Anthropic, standard, OpenAI)."""
+
+
+def _message_problem(message: BaseMessage, answered: Collection[str]) -> str | None:
+    """Why ``message`` cannot be added by hand (it would leave a call unanswered, answer a
+    call twice or none, or say nothing), or ``None`` when it can."""
+    if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
+        return "a message with tool calls cannot be added by hand: its calls would have no results"
+    if not isinstance(message, (HumanMessage, AIMessage)):
+        return (
+            f"only a user or an assistant message can be added, not a {message.type} "
+            "message (a tool result needs its call; a system message opens a conversation)"
+        )
+    raw = {k for k in ("tool_calls", "function_call") if message.additional_kwargs.get(k)}
+    if raw:
+        return f"a message with raw {', '.join(sorted(raw))} cannot be added by hand"
+    content = message.content
+    if isinstance(content, str):
+        return None if content.strip() else "the message is empty"
+    says_something = False
+    for block in content:
+        if isinstance(block, str):
+            says_something = says_something or bool(block.strip())
+            continue
+        problem, has_data = _block_problem(block, answered)
+        if problem is not None:
+            return problem
+        says_something = says_something or has_data
+    return None if says_something else "the message is empty"
+
+
+def _block_problem(block: Any, answered: Collection[str]) -> tuple[str | None, bool]:
+    """Why one content block cannot be added by hand (or ``None``), and whether it holds
+    anything (a blank text block does not)."""
+    kind = block.get("type") if isinstance(block, Mapping) else None
+    if kind == "text":
+        text = block.get("text")
+        if not isinstance(text, str):
+            return "a text block must hold text", False
+        return None, bool(text.strip())
+    if kind in _MEDIA_BLOCKS:
+        filled = any(v for k, v in block.items() if k not in ("type", "id", "index", "extras"))
+        return (None, True) if filled else (f"the {kind} block holds nothing", False)
+    if not isinstance(kind, str):
+        return "every content block needs a type", False
+    if "result" in kind or kind.endswith("_output"):
+        call_id = next((block[k] for k in _RESULT_ID_KEYS if isinstance(block.get(k), str)), "")
+        if call_id in answered:
+            return (
+                f"a {kind!r:.60} block answers call {call_id!r:.80}, which already has its result",
+                False,
+            )
+        return f"a {kind!r:.60} block answers no call of this run ({call_id!r:.80})", False
+    if "call" in kind or "tool" in kind:
+        return f"a {kind!r:.60} block is a tool call nobody would answer", False
+    media = ", ".join(sorted(_MEDIA_BLOCKS))
+    return f"a {kind!r:.60} block cannot be added by hand (only text and {media})", False
+
+
 class MessageEdits(_Edits):
     """Changes before a model call: an added message, or a replaced tool result."""
 
@@ -302,36 +383,25 @@ class MessageEdits(_Edits):
         super().__init__(run, "model_call")
 
     def messages(self) -> tuple[BaseMessage, ...]:
-        return tuple(self._run.messages)
+        """Copies of the messages about to be sent: changing one changes nothing; every
+        change goes through the checked calls and is recorded."""
+        return tuple(m.model_copy(deep=True) for m in self._run.messages)
 
     def append(self, message: Any) -> None:
         with self._lock:
             self._check_open("append_message")
             try:
-                converted = convert_to_messages([message])[0]
-            except (ValueError, TypeError, NotImplementedError) as exc:
-                self._refuse("append_message", "not_allowed", f"not a message: {exc}")
-            if isinstance(converted, AIMessage) and (
-                converted.tool_calls or converted.invalid_tool_calls
-            ):
-                self._refuse(
-                    "append_message",
-                    "not_allowed",
-                    "a message with tool calls cannot be added by hand: its calls would "
-                    "have no results",
-                )
-            if not isinstance(converted, (HumanMessage, AIMessage)):
-                self._refuse(
-                    "append_message",
-                    "not_allowed",
-                    f"only a user or an assistant message can be added, not a {converted.type} "
-                    "message (a tool result needs its call; a system message opens a "
-                    "conversation)",
-                )
-            if not converted.content or (
-                isinstance(converted.content, str) and not converted.text.strip()
-            ):
-                self._refuse("append_message", "not_allowed", "the message is empty")
+                # a copy: the caller's object can change later without reaching the run
+                converted = convert_to_messages([message])[0].model_copy(deep=True)
+            except KeyError as exc:  # ("tool", "x"): langchain-core wants a field it lacks
+                self._refuse("append_message", "not_allowed", f"not a message: no {exc!s:.100}")
+            except Exception as exc:  # noqa: BLE001 - any failure to convert: not a message
+                why = f"{type(exc).__name__}: {describe(exc)}"
+                self._refuse("append_message", "not_allowed", f"not a message ({why:.300})")
+            answered = {m.tool_call_id for m in self._run.messages if isinstance(m, ToolMessage)}
+            problem = _message_problem(converted, answered)
+            if problem is not None:
+                self._refuse("append_message", "not_allowed", problem)
             self._run.messages.append(converted)
             self._record("append_message", None, None, message_dicts([converted])[0])
 

@@ -17,7 +17,21 @@ tools the loop dispatches like any other:
 
 The schema is checked the way ``jsonschema.validate`` checks it (the schema's own dialect,
 the most relevant error first), which is also how a person's argument edit at a pause is
-checked (``toolloop_lab.interventions.check_args``), so the two agree on every call.
+checked (``toolloop_lab.interventions.check_args``), so the two agree on every call. Two
+things differ, so that no argument can stall the process:
+
+* ``pattern`` and ``patternProperties`` are matched by RE2 (linear time, no backtracking)
+  instead of Python's ``re``, which holds the GIL through a catastrophic backtrack (a
+  25-character argument against ``^(a+)+$`` takes a second, a 40-character one hours). A
+  pattern RE2 cannot run (lookaround, backreferences) makes the doc a
+  ``ConfigurationError`` when the tools are built; for other JSON-schema tools the check
+  that needs it is refused (:class:`SchemaCheckError`), and so is ``patternProperties``
+  under ``unevaluatedProperties``, which jsonschema matches with ``re`` itself. ``\\uXXXX``
+  escapes are read as in JSON Schema's ECMA-262 dialect; a lone surrogate in an argument
+  is matched as U+FFFD.
+* arguments nested deeper than :data:`MAX_ARG_DEPTH` are refused before the check (the
+  events could not keep them whole), and a schema whose ``$ref`` refers to itself without
+  end is a :class:`SchemaCheckError`, not a ``RecursionError``.
 
 The tools hold the object itself, so tools built from one object share its state: build
 them inside a scenario's ``tools_factory`` to get one fresh backend per run.
@@ -26,23 +40,29 @@ them inside a scenario's ``tools_factory`` to get one fresh backend per run.
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
 import jsonschema
+import re2  # type: ignore[import-untyped]
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import ValidationError
 from pydantic_core import PydanticCustomError
 
 from toolloop_lab.errors import ConfigurationError
+from toolloop_lab.jsonsafe import is_mapping
 
 __all__ = [
+    "MAX_ARG_DEPTH",
     "ArgumentProblem",
     "FunctionDoc",
     "FunctionSpec",
+    "SchemaCheckError",
+    "depth_problem",
     "function_spec",
     "json_schema_problem",
     "tools_from_schema",
@@ -56,6 +76,11 @@ _NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """Tool names every provider accepts (OpenAI's rule, the strictest)."""
 
 _EMPTY_PARAMETERS: Final[Mapping[str, Any]] = {"type": "object", "properties": {}}
+
+MAX_ARG_DEPTH: Final = 32
+"""How many levels arguments may nest below the arguments object. Deeper ones are refused
+before any check (which would recurse): the events keep only 64 levels whole, counted from
+an event's top, and a call's arguments sit a few levels down."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,28 +96,217 @@ class ArgumentProblem:
         return f"{where}: {self.message}"
 
 
+class SchemaCheckError(jsonschema.SchemaError):
+    """A schema that cannot check arguments safely: its ``$ref`` refers to itself without
+    end, or it has a pattern RE2 cannot run (see the module doc). A ``SchemaError``, so a
+    caller that handles invalid schemas handles these too."""
+
+
 def json_schema_problem(schema: Mapping[str, Any], args: Any) -> ArgumentProblem | None:
     """The most relevant reason ``args`` do not fit ``schema`` (jsonschema's own pick, as
     ``jsonschema.validate`` reports it), or ``None`` when they fit.
 
-    Raises ``jsonschema.SchemaError`` when the schema itself is not valid JSON Schema.
+    Raises ``jsonschema.SchemaError`` when the schema itself is not valid JSON Schema, and
+    :class:`SchemaCheckError` when it cannot check ``args`` safely.
     """
     return _best_problem(_validator(schema), args)
 
 
 def _validator(schema: Mapping[str, Any]) -> Any:
-    """A validator of the schema's own JSON Schema dialect, the schema checked first."""
+    """A validator of the schema's own JSON Schema dialect, the schema checked first, that
+    matches patterns with RE2."""
     plain = dict(schema)
     validator_class = jsonschema.validators.validator_for(plain)
     validator_class.check_schema(plain)
-    return validator_class(plain)
+    keywords = {key for key, _ in _keywords(plain)}
+    if {"patternProperties", "unevaluatedProperties"} <= keywords:
+        raise SchemaCheckError(
+            "patternProperties under unevaluatedProperties cannot be matched in linear time "
+            "(jsonschema matches them with Python's backtracking re)"
+        )
+    return _linear(validator_class)(plain)
 
 
 def _best_problem(validator: Any, args: Any) -> ArgumentProblem | None:
-    error = jsonschema.exceptions.best_match(validator.iter_errors(args))
+    too_deep = depth_problem(args)
+    if too_deep is not None:
+        return too_deep
+    try:
+        error = jsonschema.exceptions.best_match(validator.iter_errors(args))
+    except RecursionError:
+        raise SchemaCheckError(
+            "the schema refers to itself without end (a $ref that never reaches a value), "
+            "so no arguments can be checked against it"
+        ) from None
     if error is None:
         return None
     return ArgumentProblem(tuple(error.absolute_path), error.message)
+
+
+def depth_problem(args: Any) -> ArgumentProblem | None:
+    """Why ``args`` nest too deep to check or record (more than :data:`MAX_ARG_DEPTH`
+    levels of objects and arrays), or ``None``. Walked without recursion, so any depth (a
+    cycle too) is safe to ask about before anything recursive, ``json.dumps`` or a schema
+    check, sees the arguments."""
+    stack: list[tuple[Any, int]] = [(args, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if is_mapping(item):
+            children: Any = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth > MAX_ARG_DEPTH:
+            return ArgumentProblem((), f"nested more than {MAX_ARG_DEPTH} levels deep")
+        stack.extend((child, depth + 1) for child in children)
+    return None
+
+
+# -- patterns, matched in linear time ----------------------------------------------------
+
+_RE2_OPTIONS: Final = re2.Options()
+_RE2_OPTIONS.log_errors = False  # a refused pattern is reported once, as our own error
+
+_ECMA_ESCAPE: Final = re.compile(
+    r"\\\\|\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})|\\u([0-9a-fA-F]{4})"
+)
+"""An escaped backslash, or a ``\\uXXXX`` escape (a surrogate pair as one), which RE2 spells
+``\\x{...}``. Linear: no nested repetition."""
+
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+_NAMED_SCHEMAS: Final = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+)
+"""Keywords whose value maps names to subschemas."""
+
+_DATA: Final = frozenset({"const", "enum", "default", "examples", "required"})
+"""Keywords whose value is data, not a schema."""
+
+
+def _keywords(schema: Any) -> Iterator[tuple[str, Any]]:
+    """Every (keyword, value) of every subschema of ``schema``, found without recursion."""
+    stack: list[Any] = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, Mapping):
+            continue
+        for key, value in node.items():
+            yield key, value
+            if key in _DATA:
+                continue
+            if key in _NAMED_SCHEMAS and isinstance(value, Mapping):
+                stack.extend(value.values())
+            else:
+                stack.append(value)
+
+
+def _patterns(schema: Mapping[str, Any]) -> Iterator[str]:
+    """Every regular expression in ``schema``: ``pattern`` values, ``patternProperties``
+    names."""
+    for key, value in _keywords(schema):
+        if key == "pattern" and isinstance(value, str):
+            yield value
+        elif key == "patternProperties" and isinstance(value, Mapping):
+            yield from (name for name in value if isinstance(name, str))
+
+
+def _re2_syntax(pattern: str) -> str:
+    def escape(match: re.Match[str]) -> str:
+        high, low, single = match.groups()
+        if single is not None:
+            return f"\\x{{{single}}}"
+        if high is not None:
+            code = 0x10000 + ((int(high, 16) - 0xD800) << 10) + (int(low, 16) - 0xDC00)
+            return f"\\x{{{code:X}}}"
+        return match.group(0)  # an escaped backslash stays as it is
+
+    return _ECMA_ESCAPE.sub(escape, pattern)
+
+
+@functools.lru_cache(maxsize=512)
+def _program(pattern: str) -> Any:
+    """``pattern`` compiled by RE2; a pattern RE2 cannot run is a :class:`SchemaCheckError`."""
+    try:
+        return re2.compile(_re2_syntax(pattern), _RE2_OPTIONS)
+    except re2.error as exc:
+        why = exc.args[0] if exc.args else "unsupported"
+        why = why.decode("utf-8", "replace") if isinstance(why, bytes) else str(why)
+        raise SchemaCheckError(
+            f"pattern {pattern!r} cannot be matched in linear time ({why}); RE2 runs no "
+            "lookaround and no backreferences"
+        ) from None
+
+
+def _matches(pattern: str, text: str) -> bool:
+    """``re.search(pattern, text)`` as JSON Schema means it, in linear time."""
+    program = _program(pattern)
+    try:
+        return program.search(text) is not None
+    except UnicodeEncodeError:  # a lone surrogate: UTF-8 cannot carry it, RE2 reads UTF-8
+        return program.search(_SURROGATE.sub("\ufffd", text)) is not None
+
+
+def _pattern(validator: Any, pattern: Any, instance: Any, _schema: Any) -> Iterator[Any]:
+    if validator.is_type(instance, "string") and not _matches(pattern, instance):
+        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(
+    validator: Any, patterns: Any, instance: Any, _schema: Any
+) -> Iterator[Any]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for key, value in instance.items():
+            if _matches(pattern, key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _additional_properties(original: Any) -> Any:
+    """jsonschema's ``additionalProperties``, but names are matched against
+    ``patternProperties`` by RE2."""
+
+    def check(validator: Any, allowed: Any, instance: Any, schema: Any) -> Iterator[Any]:
+        patterns = schema.get("patternProperties")
+        if not patterns or not validator.is_type(instance, "object"):
+            yield from original(validator, allowed, instance, schema)
+            return
+        known = schema.get("properties", {})
+        extras = [
+            k for k in instance if k not in known and not any(_matches(p, k) for p in patterns)
+        ]
+        if validator.is_type(allowed, "object"):
+            for extra in extras:
+                yield from validator.descend(instance[extra], allowed, path=extra)
+        elif not allowed and extras:
+            names = ", ".join(repr(k) for k in sorted(extras))
+            verb = "does" if len(extras) == 1 else "do"
+            regexes = ", ".join(repr(p) for p in sorted(patterns))
+            yield jsonschema.ValidationError(
+                f"{names} {verb} not match any of the regexes: {regexes}"
+            )
+
+    return check
+
+
+@functools.cache
+def _linear(validator_class: Any) -> Any:
+    """``validator_class`` with every pattern matched by RE2 (made once per dialect)."""
+    return jsonschema.validators.extend(  # type: ignore[no-untyped-call]
+        validator_class,
+        {
+            "pattern": _pattern,
+            "patternProperties": _pattern_properties,
+            "additionalProperties": _additional_properties(
+                validator_class.VALIDATORS["additionalProperties"]
+            ),
+        },
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +344,10 @@ def function_spec(doc: FunctionDoc) -> FunctionSpec:
         )
     try:
         _validator(parameters)
+        for pattern in _patterns(parameters):
+            _program(pattern)
+    except SchemaCheckError as exc:
+        raise ConfigurationError(f"{name}: {exc.message}", field="parameters") from None
     except jsonschema.SchemaError as exc:
         raise ConfigurationError(
             f"{name}: parameters are not valid JSON Schema: {exc.message}", field="parameters"

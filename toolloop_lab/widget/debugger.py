@@ -315,13 +315,7 @@ class LoopDebugger(anywidget.AnyWidget):
                 self._answer = None  # answers were for the requests of an earlier page
             self._request()
         elif kind == "control":
-            action = content.get("action")
-            if action == "continue":
-                self.continue_()
-            elif action == "step":
-                self.step()
-            elif action == "stop":
-                self.stop()
+            self._on_control(content)
         elif kind in ("intervene", "fork"):
             try:
                 answer = self._carry_out(content)
@@ -335,6 +329,23 @@ class LoopDebugger(anywidget.AnyWidget):
                     f"{type(exc).__name__}: {describe(exc)}",
                 )
             self._reply(answer)
+
+    def _on_control(self, content: dict[Any, Any]) -> None:
+        """Continue, Step or Stop from the browser. A Continue or Step that names the pause
+        it was clicked at (``pause``) acts only while the loop still waits there: a double
+        click or a late message never releases a later pause."""
+        action = content.get("action")
+        if action == "stop":
+            self.stop()
+            return
+        if action not in ("continue", "step"):
+            return
+        pause = content.get("pause")
+        at = pause if isinstance(pause, int) and not isinstance(pause, bool) else None
+        if action == "step":
+            self._controller.step(at=at)
+        elif self._controller.continue_(at=at):
+            self._request()
 
     def _carry_out(self, content: dict[Any, Any]) -> Answer:
         """Check a request from the browser, then act on it; refusals are answers."""
@@ -489,11 +500,13 @@ class LoopDebugger(anywidget.AnyWidget):
         self._request()
 
     def step(self) -> bool:
-        """Let the paused loop go on to the next pause point."""
+        """Let the paused loop go on to the next pause point; False, and nothing
+        changes, when the run is not paused."""
         return self._controller.step()
 
     def continue_(self) -> bool:
-        """Let this run go on to its end without pausing (the next run pauses again)."""
+        """Let this run go on to its end without pausing (the next run pauses again);
+        False, and nothing changes, when the run is not paused."""
         released = self._controller.continue_()
         self._request()
         return released

@@ -12,10 +12,10 @@ becomes the answer's reason and text; the run is unchanged and the pause holds.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
 from toolloop_lab.errors import InterventionError, describe
@@ -48,7 +48,10 @@ ToolLookup = Callable[[str], BaseTool | None]
 def unsent_results(point: PausePoint) -> list[str]:
     """Ids of the tool results the model has not been sent yet: those after its last reply
     (the loop refuses an edit of any other, so the browser offers no other)."""
-    messages = point.messages
+    return _unsent(point.messages)
+
+
+def _unsent(messages: Sequence[BaseMessage]) -> list[str]:
     last_reply = max((i for i, m in enumerate(messages) if isinstance(m, AIMessage)), default=-1)
     return [m.tool_call_id for m in messages[last_reply + 1 :] if isinstance(m, ToolMessage)]
 
@@ -71,7 +74,7 @@ def point_dict(point: PausePoint | None, serial: int, max_chars: int) -> dict[st
         messages = point.messages
         data["message_count"] = len(messages)
         data["messages"] = compact_messages(message_dicts(messages[-PAUSE_MESSAGES:]), max_chars)
-        data["results"] = unsent_results(point) if point.editor is not None else []
+        data["results"] = _unsent(messages) if point.editor is not None else []
     else:
         data["calls"] = [
             {"id": c.id, "name": c.name, "args": thaw(c.args), "valid": c.valid, "error": c.error}

@@ -103,11 +103,18 @@ class StepController:
         """True while the loop waits at a pause point."""
         return self.paused_at is not None
 
-    def _release(self, *, cancel: bool) -> bool:
+    def _release(self, *, cancel: bool, for_good: bool = False, at: int | None = None) -> bool:
+        """Release the pause the loop waits at; nothing changes when it waits at none, or
+        at another than pause number ``at`` (``for_good``: and let the armed run go on
+        without pausing again)."""
         with self._lock:
             waiter, loop = self._waiter, self._waiter_loop
-        if waiter is None or loop is None:
-            return False
+            if waiter is None or loop is None or waiter.done():
+                return False
+            if at is not None and at != self.pauses:
+                return False
+            if for_good:
+                self._released = self._task
 
         def settle() -> None:
             if waiter.done():
@@ -127,15 +134,18 @@ class StepController:
             loop.call_soon_threadsafe(settle)
         return True
 
-    def step(self) -> bool:
-        """Go on to the next matching pause point; False when nothing was paused."""
-        return self._release(cancel=False)
+    def step(self, *, at: int | None = None) -> bool:
+        """Go on to the next matching pause point. False, and nothing changes, when
+        nothing is paused, or (given ``at``, a count of :attr:`pauses`) when the loop
+        waits at another pause than the one meant: a double click steps once."""
+        return self._release(cancel=False, at=at)
 
-    def continue_(self) -> bool:
+    def continue_(self, *, at: int | None = None) -> bool:
         """Let this run go on to its end without pausing again; ``mode`` stays as it is,
-        so the next run pauses where the person asked it to."""
-        self._released = self._task
-        return self._release(cancel=False)
+        so the next run pauses where the person asked it to. False, and nothing changes,
+        as for :meth:`step` (a late click must not stop every later pause; to stop pausing
+        a running run, set ``mode`` to ``"off"``)."""
+        return self._release(cancel=False, for_good=True, at=at)
 
     def stop(self) -> bool:
         """Cancel the run at the pause point it waits at; False when nothing was paused."""

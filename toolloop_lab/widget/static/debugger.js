@@ -1927,7 +1927,9 @@ function widgetFactory() {
           model.save_changes();
         },
         control(action) {
-          model.send({ type: "control", action });
+          // the pause it was clicked at: a double click never releases the next one
+          const at = s.control.paused_at;
+          model.send({ type: "control", action, pause: at ? at.pause : null });
         },
         send(msg) {
           model.send(msg);
