@@ -11,7 +11,19 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Final
 
-__all__ = ["NOT_RUN", "gate_label", "pct", "seconds", "share", "tokens", "usd"]
+__all__ = [
+    "CUT_SHORT",
+    "NOT_RUN",
+    "SHOWN_PAUSE_S",
+    "cut_short",
+    "gate_label",
+    "held",
+    "pct",
+    "seconds",
+    "share",
+    "tokens",
+    "usd",
+]
 
 _SIGNIFICANT: Final = 4
 
@@ -22,6 +34,17 @@ NOT_RUN: Final[Mapping[str, str]] = {
     "skipped": "skipped by you",
 }
 """Why a call the loop answered without running it never ran, by its error reason."""
+
+CUT_SHORT: Final[Mapping[str, str]] = {
+    "cancelled": "stopped while running",
+    "unfinished": "cut short when the run ended",
+}
+"""A call whose tool had begun when the run stopped (status ``cancelled``), by its reason:
+it ran, for as long as it did."""
+
+SHOWN_PAUSE_S: Final = 0.001
+"""A pause that held the loop at least this long is shown as time of its own (the page
+uses the same threshold): a hook that only looks costs nothing worth a word."""
 
 
 def tokens(n: int | Decimal | None) -> str:
@@ -55,6 +78,20 @@ def seconds(value: float | None) -> str:
     if value < 1:
         return f"{value * 1000:.0f} ms"
     return f"{value:.2f} s"
+
+
+def cut_short(reason: str | None, duration_s: float | None) -> str:
+    """``stopped while running after 1.50 s``: a call whose tool the run's end cut short."""
+    how = CUT_SHORT.get(reason or "", CUT_SHORT["cancelled"])
+    return f"{how} after {seconds(duration_s)}"
+
+
+def held(duration_s: float | None, paused_s: float) -> str | None:
+    """``took 552 ms (+6.45 s paused)``: a round's own time and, beside it, the time pauses
+    held it; ``None`` when no pause held it long enough to show."""
+    if paused_s < SHOWN_PAUSE_S:
+        return None
+    return f"took {seconds(duration_s)} (+{seconds(paused_s)} paused)"
 
 
 def pct(fraction: float | None) -> str:

@@ -45,7 +45,9 @@ def _usd(amount: Decimal | None) -> str:
 
 def _tool(tool: ToolRow) -> str:
     why = fig.NOT_RUN.get(tool.error_reason or "")
-    if tool.status == "error" and why is not None:
+    if tool.status == "cancelled":
+        state = fig.cut_short(tool.error_reason, tool.duration_s)
+    elif tool.status == "error" and why is not None:
         state = f"not run ({why})"
     elif tool.status == "pending":
         state = "not run"
@@ -61,6 +63,9 @@ def _row(row: RoundRow, offset: int) -> str:
     tools = ", ".join(_tool(t) for t in row.tools)
     if row.interventions:
         tools += ("; " if tools else "") + "<i>changed by you</i>"
+    held = fig.held(row.duration_s, row.paused_s)
+    if held:  # a person's time at a pause, beside the round's own
+        tools += ("; " if tools else "") + f"<i>{esc(held)}</i>"
     usage = row.usage
     cells = [
         label,
