@@ -14,7 +14,6 @@ from typing import Final
 __all__ = [
     "CUT_SHORT",
     "NOT_RUN",
-    "SHOWN_PAUSE_S",
     "cut_short",
     "gate_label",
     "held",
@@ -41,10 +40,6 @@ CUT_SHORT: Final[Mapping[str, str]] = {
 }
 """A call whose tool had begun when the run stopped (status ``cancelled``), by its reason:
 it ran, for as long as it did."""
-
-SHOWN_PAUSE_S: Final = 0.001
-"""A pause that held the loop at least this long is shown as time of its own (the page
-uses the same threshold): a hook that only looks costs nothing worth a word."""
 
 
 def tokens(n: int | Decimal | None) -> str:
@@ -86,10 +81,11 @@ def cut_short(reason: str | None, duration_s: float | None) -> str:
     return f"{how} after {seconds(duration_s)}"
 
 
-def held(duration_s: float | None, paused_s: float) -> str | None:
+def held(duration_s: float | None, paused_s: float | None) -> str | None:
     """``took 552 ms (+6.45 s paused)``: a round's own time and, beside it, the time pauses
-    held it; ``None`` when no pause held it long enough to show."""
-    if paused_s < SHOWN_PAUSE_S:
+    held it; ``None`` when no pause held it (``paused_s`` is ``None``). Any pause says so,
+    however short: whether a round was held never depends on a clock."""
+    if paused_s is None:
         return None
     return f"took {seconds(duration_s)} (+{seconds(paused_s)} paused)"
 

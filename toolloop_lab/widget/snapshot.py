@@ -63,7 +63,7 @@ def _row(row: RoundRow, offset: int) -> str:
     tools = ", ".join(_tool(t) for t in row.tools)
     if row.interventions:
         tools += ("; " if tools else "") + "<i>changed by you</i>"
-    held = fig.held(row.duration_s, row.paused_s)
+    held = fig.held(row.duration_s, row.paused_s if row.pauses else None)
     if held:  # a person's time at a pause, beside the round's own
         tools += ("; " if tools else "") + f"<i>{esc(held)}</i>"
     usage = row.usage

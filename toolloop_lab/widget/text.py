@@ -56,7 +56,7 @@ def _round_line(row: RoundRow, done: bool, offset: int) -> str:
     usage = row.usage
     bits = [f"{fig.tokens(usage.input_tokens)} in / {fig.tokens(usage.output_tokens)} out"]
     bits.append(fig.usd(row.cost_usd))
-    held = fig.held(row.duration_s, row.paused_s)
+    held = fig.held(row.duration_s, row.paused_s if row.pauses else None)
     if held:
         bits.append(held)
     tools = []

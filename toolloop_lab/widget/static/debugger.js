@@ -17,7 +17,6 @@ const DRAW_MS = 150; // shortest time between two redraws driven by new events
 const PREVIEW_CHARS = 4000; // text shown before "show all"
 const MAX_JSON_ENTRIES = 200; // entries of one JSON level drawn before "… more"
 const MAX_MESSAGES = 40; // messages of one call drawn before "show earlier"
-const SHOWN_PAUSE_S = 0.001; // a pause held at least this long is shown as its own time
 
 // -- formatting ---------------------------------------------------------------------------
 const nf = new Intl.NumberFormat("en-US");
@@ -112,6 +111,7 @@ function resetRun(s) {
   s.failure = null;
   s.lastT = 0;
   s.paused = 0; // seconds pauses held the loop ("pause" events): a person's time, not the run's
+  s.pauses = 0; // ... and how many there were (a round a pause held always says so)
   s.totals = newUsage();
   s.lastContext = 0;
   s.rounds = [];
@@ -418,6 +418,7 @@ export function fold(s, e) {
       r.pauses.push({ stage: e.stage, purpose: e.purpose, t0: Math.max(0, e.t - held), t1: e.t });
       r.paused += held;
       s.paused += held;
+      s.pauses++;
       break;
     }
     case "intervention": {
@@ -1142,7 +1143,7 @@ function createView(el, s, host) {
       // the run's own time: what pauses held it is a person's time, shown on its own
       const held = s.paused + holdingNow(s);
       const own = isDone(s) ? `took ${duration(s.lastT - held)}` : `elapsed ${duration(runNow(s) - held)}`;
-      return held >= SHOWN_PAUSE_S ? `${own} · paused ${duration(held)}` : own;
+      return s.pauses || (s.control.paused_at && !isDone(s)) ? `${own} · paused ${duration(held)}` : own;
     };
     elapsed.textContent = elapsedText();
     live.push([elapsed, elapsedText]);
@@ -1360,7 +1361,7 @@ function createView(el, s, host) {
     if (r.tools.some((t) => t.pruned)) sum.append(h("span", "tl-chip", net < 0 ? `pruning lost ${tokens(-net)}` : `pruned −${tokens(net)}`));
     if (r.gates.some((g) => !g.passed)) sum.append(h("span", "tl-chip tl-chip-error", dot("error"), "limit reached"));
     if (r.interventions.length) sum.append(h("span", "tl-chip tl-chip-hand", dot("warn"), "changed by you"));
-    if (r.paused >= SHOWN_PAUSE_S) sum.append(h("span", "tl-chip tl-chip-paused", dot("paused"), `paused ${duration(r.paused)}`));
+    if (r.pauses.length) sum.append(h("span", "tl-chip tl-chip-paused", dot("paused"), `paused ${duration(r.paused)}`));
     const u = c && c.usage;
     const dec = costDecimals(s.totals.cost);
     const cost = roundCost(r);
@@ -1849,7 +1850,7 @@ function createView(el, s, host) {
     const waiting = s.control.paused_at;
     const holdsHere = !!waiting && !isDone(s) && waiting.round === r.n && typeof s.control.paused_since === "number";
     const pausesBefore = (where) => {
-      for (const p of r.pauses) if (before(p) === where && p.t1 - p.t0 >= SHOWN_PAUSE_S) spans.push({ label: "paused", kind: "paused", t0: () => p.t0, t1: () => p.t1 });
+      for (const p of r.pauses) if (before(p) === where) spans.push({ label: "paused", kind: "paused", t0: () => p.t0, t1: () => p.t1 });
       if (holdsHere && before(waiting) === where) spans.push({ label: "paused", kind: "paused", t0: () => s.control.paused_since, t1: now, open: () => true });
     };
     pausesBefore("call");
@@ -1892,7 +1893,7 @@ function createView(el, s, host) {
       end = Math.max(end, roundEnd(s, r));
       const span = Math.max(end - start, 1e-6);
       const paused = r.paused + (holdsHere ? Math.max(0, now() - s.control.paused_since) : 0);
-      const extra = paused >= SHOWN_PAUSE_S ? `, plus ${duration(paused)} paused` : "";
+      const extra = r.pauses.length || holdsHere ? `, plus ${duration(paused)} paused` : "";
       axis.textContent = `Round took ${duration(end - start - paused)}${extra}; bars on one time axis`;
       for (const [sp, bar, label] of lines) {
         const a = sp.t0();
