@@ -102,14 +102,12 @@ class RoundRow:
             return None
         return max(self.ended_t - self.started_t - self.paused_s, 0.0)
 
-    def _saw(self, event: ev.Event) -> None:
-        """Widen the round's time span to ``event`` (as the browser's fold does)."""
-        t = event.t
-        if self.started_t is None:
-            latency = event.latency_s if isinstance(event, ev.ModelCalled) else 0.0
-            self.started_t = max(t - latency, 0.0)
-        if self.ended_t is None or t > self.ended_t:
-            self.ended_t = t
+    def _began(self, event: ev.Event) -> None:
+        """The round's first event opens its time span (as the browser's fold does: a
+        reply seen without its start began when it was sent)."""
+        latency = event.latency_s if isinstance(event, ev.ModelCalled) else 0.0
+        self.started_t = max(event.t - latency, 0.0)
+        self.ended_t = event.t
 
     @property
     def calling(self) -> bool:
@@ -144,7 +142,7 @@ def _from_start(read: Callable[[ev.LoopStarted], T | None]) -> Derived[RunView, 
     return Derived(lambda view: read(view.started) if view.started else None)
 
 
-_RUN_EVENTS: tuple[type[ev.Event], ...] = (ev.LoopStarted, ev.LoopFinished, ev.LoopFailed)
+_RUN_EVENTS: frozenset[type[ev.Event]] = frozenset({ev.LoopStarted, ev.LoopFinished, ev.LoopFailed})
 """Events of the run as a whole: they belong to no round's time."""
 
 _FOLDS: dict[type[ev.Event], Callable[[Any, Any], None]] = {}
@@ -228,21 +226,25 @@ class RunView:
         elif event.run_id != self.run_id:
             return
         self.events += 1
-        if event.t > self.elapsed_s:
-            self.elapsed_s = event.t
-        fold = _FOLDS.get(type(event))
+        t = event.t
+        if t > self.elapsed_s:
+            self.elapsed_s = t
+        kind = type(event)
+        fold = _FOLDS.get(kind)
         if fold is not None:
             fold(self, event)
-        if not isinstance(event, _RUN_EVENTS):  # the run's start and end are no round's
-            row = self._existing(event.round)
-            if row is not None:
-                row._saw(event)
-
-    def _existing(self, number: int) -> RoundRow | None:
-        rows = self.rounds
-        if rows and rows[-1].number == number:
-            return rows[-1]
-        return self._index().get(number)
+        if kind in _RUN_EVENTS:  # the run's start and end are no round's time
+            return
+        rows = self.rounds  # the round's span widens to this event (inline: every event)
+        row = rows[-1] if rows and rows[-1].number == event.round else None
+        if row is None and rows:
+            row = self._index().get(event.round)
+        if row is None:
+            return
+        if row.ended_t is None:
+            row._began(event)
+        elif t > row.ended_t:
+            row.ended_t = t
 
     @_folds(ev.LoopStarted)
     def _loop_started(self, event: ev.LoopStarted) -> None:

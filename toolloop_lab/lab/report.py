@@ -214,7 +214,8 @@ def _tool(tool: ToolRow) -> str:
         if tool.status == "error"
         else esc(tool.status)
     )
-    reason = f" ({_name(tool.error_reason)})" if tool.error_reason else ""
+    said = tool.error_reason and tool.error_reason != tool.status  # "cancelled" once
+    reason = f" ({_name(tool.error_reason)})" if said else ""
     args = _cut(dumps(tool.args, ascii_only=False), ARGS_LIMIT)
     parts = [
         f'<div class="tool"><b>{_name(tool.name)}</b> {status}{reason}'
