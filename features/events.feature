@@ -53,5 +53,5 @@ Feature: Events: one typed stream for everything a user sees
       | w1 | wait_forever | {}   |
     When the lab agent run is cancelled while "wait_forever" is running
     Then the run was cancelled
-    And the dispatch event for "w1" has reason "cancelled"
+    And the dispatch event for "w1" says its tool was stopped while running
     And the last event is a loop failure that was cancelled

@@ -28,6 +28,8 @@ from toolloop_lab.events import (
     ModelCalled,
     ModelCallStarted,
     Outcome,
+    Paused,
+    PauseStage,
     Pruned,
     RoundStarted,
     SynthesisReason,
@@ -192,7 +194,15 @@ class RunBuilder:
             ran=ran,
         )
         self.events.append(event)
-        self.pending.append(ToolMessage(content, tool_call_id=call_id, status=status))
+        said = "error" if status == "cancelled" else status  # the model reads a failed call
+        self.pending.append(ToolMessage(content, tool_call_id=call_id, status=said))
+        return event
+
+    def pause(self, stage: PauseStage, purpose: str, held: float) -> Paused:
+        """A pause hook holds the loop ``held`` seconds; the loop goes on at the new time."""
+        self.t = round(self.t + held, 6)
+        event = Paused(**self._base(), stage=stage, purpose=purpose, paused_s=held)
+        self.events.append(event)
         return event
 
     def prune(

@@ -33,6 +33,7 @@ from toolloop_lab.events import (
     LoopStarted,
     ModelCalled,
     ModelCallStarted,
+    Paused,
     Pruned,
     RoundStarted,
     SynthesisStarted,
@@ -344,6 +345,33 @@ def test_events_are_frozen() -> None:
     event = RoundStarted(run_id="r", round=1, t=0.0, max_rounds=3)
     with pytest.raises(dataclasses.FrozenInstanceError):
         event.round = 2  # type: ignore[misc]
+
+
+def test_a_stopped_tool_and_a_pause_read_back_and_old_lines_still_load() -> None:
+    old = {
+        "kind": "tool_dispatch",
+        "run_id": "r",
+        "round": 1,
+        "t": 1.0,
+        "tool_call_id": "c1",
+        "name": "echo",
+        "args": {},
+        "status": "error",
+        "error_reason": "cancelled",
+        "duration_s": 0.0,
+        "output_chars": 0,
+        "content": "Error: the loop was stopped before this call ran",
+    }  # written before calls stopped while running were told apart: no ``ran`` at all
+    assert isinstance(event_from_dict(old), ToolDispatched)
+    stopped = event_from_dict({**old, "status": "cancelled", "duration_s": 1.5, "ran": True})
+    assert isinstance(stopped, ToolDispatched)
+    assert (stopped.status, stopped.ran, stopped.duration_s) == ("cancelled", True, 1.5)
+    with pytest.raises(ValidationError):
+        event_from_dict({**old, "status": "stopped"})  # the vocabulary is closed
+    held = Paused(run_id="r", round=1, t=7.0, stage="tool_dispatch", purpose="tools", paused_s=6.2)
+    assert event_from_dict(json.loads(json.dumps(held.to_dict()))) == held
+    with pytest.raises(ValidationError):
+        event_from_dict({**held.to_dict(), "paused_s": -1.0})
 
 
 def test_event_from_dict_rejects_unknown_kinds() -> None:

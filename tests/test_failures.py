@@ -269,7 +269,12 @@ async def test_cancellation_propagates_unwrapped_after_a_final_event() -> None:
     assert [e.kind for e in events][-2:] == ["tool_dispatch", "loop_failure"]
     closed = events[-2]
     assert isinstance(closed, ToolDispatched)
-    assert (closed.tool_call_id, closed.status, closed.error_reason) == ("w1", "error", "cancelled")
+    assert (closed.tool_call_id, closed.status, closed.error_reason, closed.ran) == (
+        "w1",
+        "cancelled",
+        "cancelled",
+        True,  # it had begun: stopped while running, never "not run"
+    )
     failed = events[-1]
     assert isinstance(failed, LoopFailed)
     assert (failed.cancelled, failed.error_type, failed.any_invocation_made) == (

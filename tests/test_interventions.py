@@ -31,6 +31,7 @@ from toolloop_lab.events import (
     Event,
     Intervention,
     ModelCalled,
+    Paused,
     ToolDispatched,
     ToolStarted,
     transcript,
@@ -1141,6 +1142,54 @@ async def test_the_view_shows_the_arguments_a_call_really_ran_with() -> None:
     assert ran == [3]
     assert row.args == {"n": 3}  # what ran, not what the model first asked for
     assert view.rounds[0].tool_calls[0].args == {"n": 300}  # the model's ask stays visible
+
+
+async def test_time_held_at_a_pause_is_its_own_segment_not_round_time() -> None:
+    # a person reading a pause must not make a round of a quick call and a quick tool slow
+    calc = Calculator()
+    events: list[Event] = []
+
+    async def linger(point: PausePoint) -> None:
+        await asyncio.sleep(0.1)  # someone reads the pause, then goes on
+
+    model = ScriptedChatModel([calls(tool_call("add", {"a": 1, "b": 2}, "c1")), final("3")])
+    agent = LLMAgent(model, calc.tools, observers=[events.append], pause_hooks=[linger])
+    await agent.arun("Compute.")
+
+    held = [e for e in events if isinstance(e, Paused)]
+    assert [(e.round, e.stage, e.purpose) for e in held] == [
+        (1, "model_call", "round"),
+        (1, "tool_dispatch", "tools"),
+        (2, "model_call", "round"),
+    ]
+    assert all(e.paused_s >= 0.1 for e in held)
+    # each pause ends before what it held began, so no latency or duration holds it
+    kinds = [e.kind for e in events if e.round == 1]
+    assert kinds.index("pause") < kinds.index("model_call_start")
+    assert kinds.index("pause", kinds.index("model_call")) < kinds.index("tool_start")
+    view = RunView.from_events(events)
+    first = view.row(1)
+    assert first is not None
+    assert first.paused_s == pytest.approx(held[0].paused_s + held[1].paused_s)
+    assert first.started_t is not None
+    assert first.ended_t is not None
+    assert first.duration_s == pytest.approx(first.ended_t - first.started_t - first.paused_s)
+    assert 0 <= first.duration_s < first.ended_t - first.started_t
+    assert view.paused_s == pytest.approx(sum(e.paused_s for e in held))
+    assert view.active_s == pytest.approx(view.elapsed_s - view.paused_s)
+
+
+async def test_a_trace_written_before_pauses_were_timed_still_reads() -> None:
+    # old traces have no pause events: nothing paused, round time as the events say
+    calc = Calculator()
+    result, _ = await run([calls(tool_call("add", {"a": 1, "b": 2}, "c1")), final("3")], calc.tools)
+    view = RunView.from_events(result.events)
+    row = view.row(1)
+    assert row is not None
+    assert row.started_t is not None
+    assert row.ended_t is not None
+    assert (view.paused_s, row.paused_s) == (0.0, 0.0)
+    assert row.duration_s == pytest.approx(row.ended_t - row.started_t)
 
 
 class _Picky:

@@ -6,6 +6,7 @@ Expected figures are computed here from the scenarios' own scripts and from gena
 
 from __future__ import annotations
 
+import asyncio
 import math
 from decimal import Decimal
 
@@ -14,13 +15,18 @@ import pandas as pd
 import pytest
 from langchain_core.messages import HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.tools import BaseTool
+from loopkit import calls, final, tool_call
 
-from toolloop_lab import AgentConfig
+from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
+from toolloop_lab.events import Event, Paused
+from toolloop_lab.hooks import PausePoint
 from toolloop_lab.lab import (
     VOLATILE_COLUMNS,
     LabResults,
     Reply,
     Scenario,
+    ScenarioRun,
     ScriptedModel,
     catalog,
     drop_volatile,
@@ -409,6 +415,33 @@ def test_times_come_from_the_events(results: LabResults) -> None:
         mine = rounds[rounds["scenario"] == record.scenario]
         assert row["model_latency_s"] == pytest.approx(mine["latency_s"].sum())
     assert rounds["first_token_s"].isna().all()  # nothing streamed
+
+
+async def test_time_held_at_a_pause_has_columns_of_its_own(echo_tool: BaseTool) -> None:
+    events: list[Event] = []
+
+    async def linger(point: PausePoint) -> None:
+        await asyncio.sleep(0.05)  # someone reads the pause, then steps on
+
+    model = ScriptedChatModel([calls(tool_call("echo", {"text": "a"}, "e1")), final("a")])
+    agent = LLMAgent(model, [echo_tool], observers=[events.append], pause_hooks=[linger])
+    await agent.arun("go")
+    record = ScenarioRun(
+        "paused", 0, (), "", MODEL, "final_answer", None, None, None, 1.0, tuple(events)
+    )
+    results = LabResults((record,))
+    held = [e.paused_s for e in events if isinstance(e, Paused)]
+    assert len(held) == 3  # before each call, before the tools
+    run = results.runs.iloc[0]
+    assert run["paused_s"] == pytest.approx(sum(held))
+    assert run["elapsed_s"] == events[-1].t  # the clock still counts the pauses
+    assert results.turns.iloc[0]["paused_s"] == pytest.approx(sum(held))
+    first = results.rounds.iloc[0]
+    assert first["paused_s"] == pytest.approx(held[0] + held[1])
+    spans = [e.t for e in events if e.round == 1]
+    assert first["duration_s"] == pytest.approx(max(spans) - min(spans) - first["paused_s"])
+    assert first["latency_s"] < first["duration_s"] + 1e-9  # the call inside the round's time
+    assert "paused_s" in VOLATILE_COLUMNS
 
 
 def test_a_streamed_call_has_its_time_to_first_token() -> None:

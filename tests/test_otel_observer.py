@@ -395,6 +395,40 @@ def test_a_cancelled_run_ends_the_running_tool_and_keeps_partial_counts(
     assert tool.end_time == agent.end_time
 
 
+def test_a_pause_is_a_span_event_and_a_tool_stopped_while_running_ran(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    b = RunBuilder()
+    b.start()
+    b.round()
+    held = b.pause("model_call", "round", 6.2)  # a person read the pause for 6.2 s
+    b.reply(b.call_start(), usage(40, 4, cost="0.002"), tool_calls=[echo_call("c1")])
+    b.tool_start("c1")
+    b.tool_done("c1", "Error: stopped", status="cancelled", error_reason="cancelled", duration=1.5)
+    b.fail("CancelledError", "", cancelled=True)
+    feed(provider, b)
+    spans = exporter.get_finished_spans()
+    agent = the_agent(spans)
+    (tool,) = by_op(spans, "execute_tool")
+
+    (pause,) = [e for e in agent.events if e.name == "toolloop.pause"]
+    assert dict(pause.attributes or {}) == {
+        "toolloop.pause.stage": "model_call",
+        "toolloop.pause.purpose": "round",
+        "toolloop.pause.seconds": 6.2,
+        "toolloop.round": 1,
+    }
+    assert pause.timestamp == STARTED_NS + round((held.t - 6.2) * NS)  # when it began
+    assert attrs(agent)["toolloop.paused_s"] == 6.2
+    # it ran until the stop: a span of its own length, an error that says why
+    assert (attrs(tool)["toolloop.tool.ran"], attrs(tool)["toolloop.tool.status"]) == (
+        True,
+        "cancelled",
+    )
+    assert attrs(tool)["error.type"] == "cancelled"
+    assert tool.status.status_code is StatusCode.ERROR
+
+
 def test_close_ends_runs_whose_events_stopped_early(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import shutil
+import subprocess
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -22,9 +24,12 @@ from browser.streams import PlaybackAgent, Stream, ToolSpec, long_run, sample_ru
 from loopkit import FakeTime, MockComm, channel, received, until
 
 from toolloop_lab.events import Event, LoopFinished
+from toolloop_lab.runview import RunView
+from toolloop_lab.tools import STOPPED_TEXT
 from toolloop_lab.trace import write_trace
 from toolloop_lab.widget import LoopDebugger
 from toolloop_lab.widget.coalesce import Coalescer
+from toolloop_lab.widget.debugger import STATIC
 from toolloop_lab.widget.wire import event_payload
 
 
@@ -297,3 +302,97 @@ def test_a_finished_run_is_whole_in_the_view_after_the_last_event(fake: FakeTime
     assert dbg.view.usage.cost_usd == events[-1].usage.cost_usd
     assert dbg.view.usage.cost_usd == Decimal("0.000560")
     dbg.close()
+
+
+# -- time at a pause, a tool stopped while it ran: every view reads them alike ----------------
+def paused_then_stopped() -> list[Event]:
+    """The round of the report: a 548 ms model call and a 4 ms tool, with 6.2 s at a pause
+    before the call and 0.25 s before the tools; then a round whose tool was stopped after
+    1.5 s of running."""
+    s = Stream().start("Check the figures.")
+    quick = ToolSpec("c1", "echo", {"text": "a"}, "a", 0.004)
+    s.round_start(1).pause(1, "model_call", "round", 6.2)
+    s.call_start(1)
+    s.t += 0.548
+    s.call_end(1, "Checking.", [quick], latency=0.548)
+    s.pause(1, "tool_dispatch", "tools", 0.25)
+    s.tool_begin(1, quick)
+    s.t += 0.004
+    s.tool_end(1, quick)
+    slow = ToolSpec(
+        "c2",
+        "file_read",
+        {"path": "big.csv"},
+        f"Error: {STOPPED_TEXT}",
+        1.5,
+        status="cancelled",
+        reason="cancelled",
+    )
+    s.round_start(2).call_start(2)
+    s.t += 0.3
+    s.call_end(2, "Reading.", [slow], latency=0.3)
+    s.tool_begin(2, slow)
+    s.t += 1.5
+    s.tool_end(2, slow)
+    return s.fail(1, cancelled=True).events
+
+
+def test_a_pause_is_its_own_time_and_a_stopped_tool_ran() -> None:
+    view = RunView.from_events(paused_then_stopped())
+    first, second = view.rounds
+    assert first.paused_s == pytest.approx(6.45)
+    assert first.duration_s == pytest.approx(0.552)  # 548 ms + 4 ms, not 7 s
+    assert view.paused_s == pytest.approx(6.45)
+    assert view.active_s == pytest.approx(view.elapsed_s - 6.45)
+    (stopped,) = second.tools
+    assert (stopped.status, stopped.ran, stopped.duration_s) == ("cancelled", True, 1.5)
+
+    dbg = LoopDebugger.from_trace(paused_then_stopped())
+    text = dbg.summary()
+    assert "round 1: " in text
+    assert "took 552 ms (+6.45 s paused)" in text
+    assert "file_read: stopped while running after 1.50 s" in text
+    html = dbg.snapshot_html()
+    assert "took 552 ms (+6.45 s paused)" in html
+    assert "file_read: stopped while running after 1.50 s" in html
+    dbg.close()
+
+
+FOLD_IN_NODE = """
+const { createStore, fold, roundTime } = await import(process.argv[1]);
+const events = JSON.parse(require("fs").readFileSync(0, "utf8"));
+const s = createStore();
+for (const e of events) fold(s, e);
+const rounds = s.rounds.map((r) => ({
+  n: r.n,
+  paused: r.paused,
+  own: roundTime(s, r),
+  tools: r.tools.map((t) => [t.id, t.status, t.ran, t.duration]),
+}));
+console.log(JSON.stringify({ paused: s.paused, rounds }));
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run the page's module")
+def test_the_pages_fold_agrees_with_runview_on_pauses_and_stopped_tools(tmp_path: Path) -> None:
+    events = paused_then_stopped()
+    module = tmp_path / "debugger.mjs"  # the page's own module, read by node as one
+    module.write_text((STATIC / "debugger.js").read_text(encoding="utf-8"), encoding="utf-8")
+    done = subprocess.run(
+        ["node", "--input-type=commonjs", "-e", f"(async () => {{{FOLD_IN_NODE}}})()", module],
+        input=json.dumps([e.to_dict() for e in events]),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    page = json.loads(done.stdout)
+    view = RunView.from_events(events)
+    assert page["paused"] == pytest.approx(view.paused_s)
+    assert [r["n"] for r in page["rounds"]] == [r.number for r in view.rounds]
+    for mine, row in zip(page["rounds"], view.rounds, strict=True):
+        assert mine["paused"] == pytest.approx(row.paused_s)
+        assert mine["own"] == pytest.approx(row.duration_s)
+        assert [tuple(t) for t in mine["tools"]] == [
+            (t.id, t.status, t.ran, t.duration_s) for t in row.tools
+        ]

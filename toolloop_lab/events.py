@@ -14,6 +14,8 @@ One run, in order (``*`` may repeat, ``?`` may be absent)::
                                         or the error the call raised instead
         budget_gate*                    token and USD checks around each call
         intervention*                   a person changed something at a pause
+        pause*                          a pause hook held the loop (before a model call
+                                        or before dispatch), for how long
         tool_start*                     each tool as it actually begins
         tool_dispatch*                  each call's result, in completion order
         model_call_start (pruning)?     ... then pruning (one per pruned output)
@@ -82,6 +84,8 @@ __all__ = [
     "ModelDelta",
     "Observer",
     "Outcome",
+    "PauseStage",
+    "Paused",
     "Pruned",
     "RoundStarted",
     "SynthesisReason",
@@ -90,6 +94,7 @@ __all__ = [
     "ToolCallView",
     "ToolDispatched",
     "ToolStarted",
+    "ToolStatus",
     "event_from_dict",
     "failure_fields",
     "failure_outcome",
@@ -135,6 +140,16 @@ FAILED_OUTCOMES: Final[frozenset[Outcome]] = frozenset(
 InterventionAction: TypeAlias = Literal["edit_args", "skip", "append_message", "edit_result"]
 """What a person did at a pause: changed a call's arguments, answered a call by hand
 instead of running it, added a message before a model call, or replaced a tool result."""
+
+
+ToolStatus: TypeAlias = Literal["success", "error", "cancelled"]
+"""How a tool call ended: its tool succeeded; it failed or was answered with an error
+(never run, unknown, invalid, timed out, ...); or the run was stopped while the tool was
+running (it ran, and may have had effects, for ``duration_s`` so far). A cancelled call's
+``ToolMessage`` has status ``error``: the model reads it as a call that did not finish."""
+
+PauseStage: TypeAlias = Literal["model_call", "tool_dispatch"]
+"""Where a pause holds the loop: before a model call, or before a round's tool dispatch."""
 
 
 def finish_outcome(*, budget_exhausted: bool, synthesis_was_run: bool) -> Outcome:
@@ -362,18 +377,24 @@ class ToolDispatched(_Base):
     tool_call_id: Text
     name: Text
     args: JsonObject
-    status: Literal["success", "error"]
+    status: ToolStatus
+    """``success``, ``error``, or ``cancelled``: the run was stopped while this tool ran
+    (see :data:`ToolStatus`)."""
     error_reason: Text | None
     """Why it is an error: ``not_available``, ``invalid_call``, ``tool_error``,
     ``timeout``, ... and for calls that never ran ``token_budget``, ``cancelled``,
-    ``truncated``, ``skipped`` (answered by hand)."""
+    ``truncated``, ``skipped`` (answered by hand); ``cancelled`` for a call stopped while
+    it ran too (its ``ran`` tells the two apart)."""
     duration_s: Seconds
+    """How long the tool ran (until the stop, for a cancelled one); never time a pause
+    held the loop before it."""
     output_chars: Count
     content: Text
     """The tool's output text (a later ``Pruned`` event with this id may shorten it)."""
     ran: Flag = True
-    """False for a call the loop answered without running it (a spent budget, a stop, a
-    cut-off reply, a person's skip): it has no duration and no size of its own."""
+    """False for a call the loop answered without running it (a spent budget, a stop
+    before it began, a cut-off reply, a person's skip): it has no duration and no size of
+    its own. A call stopped while its tool ran did run (status ``cancelled``)."""
     kind: Literal["tool_dispatch"] = "tool_dispatch"
 
 
@@ -442,6 +463,26 @@ class Intervention(_Base):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Paused(_Base):
+    """A pause hook held the loop (step mode: a person reading, changing, deciding) and it
+    went on, or was stopped, at ``t``.
+
+    The held time is the person's, not the run's: it lies between the events around it
+    (before a ``model_call_start``, or before a round's first ``tool_start``), so no
+    latency or duration holds it, and views draw it as its own segment of the round
+    ``[t - paused_s, t]``. Traces written before it existed simply have none.
+    """
+
+    stage: PauseStage
+    purpose: Text
+    """``round``, ``synthesis`` or ``pruning`` before a model call; ``tools`` before
+    dispatch (as :class:`~toolloop_lab.hooks.PausePoint` says)."""
+    paused_s: Seconds
+    """How long the hooks held the loop here."""
+    kind: Literal["pause"] = "pause"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LoopFinished(_Base):
     """The run returned a result."""
 
@@ -498,6 +539,7 @@ Event: TypeAlias = (
     | BudgetGate
     | SynthesisStarted
     | Intervention
+    | Paused
     | LoopFinished
     | LoopFailed
 )

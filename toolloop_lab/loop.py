@@ -330,14 +330,18 @@ class ToolLoop:
         editor: PauseEditor | None,
     ) -> None:
         """Let ``hooks`` (those that may hold at ``stage``, see ``hooks.holding``) hold the
-        loop here, and change the run through the point."""
+        loop here, and change the run through the point. The time held is the person's:
+        a ``pause`` event records it on its own, however the pause ends (a stop too)."""
         point = PausePoint(self.run.run_id, self.run.round, stage, purpose, detail, editor)
+        began = time.perf_counter()
         try:
             for hook in hooks:
                 await hook(point)
         finally:
             if isinstance(editor, (MessageEdits, ToolCallEdits)):
                 editor.close()
+            held = time.perf_counter() - began
+            self.run.emit(ev.Paused, stage=stage, purpose=purpose, paused_s=held)
 
     # -- a round's calls --------------------------------------------------------------
     async def answer(self, budget: RunBudget, reply: AIMessage) -> None:

@@ -5,8 +5,10 @@ this one fold, so they can never disagree. ``RunView.apply`` takes one event at 
 (live) and ``RunView.from_events`` takes a whole stream (replay); both end in the same
 state. No UI, pandas or matplotlib here.
 
-Pausing (step mode) is not an event: a debugger marks it with :meth:`RunView.pause` and
-:meth:`RunView.resume`, and the end state of a run never depends on it.
+Where a debugger holds the loop right now (step mode) is not an event: a debugger marks it
+with :meth:`RunView.pause` and :meth:`RunView.resume`, and the end state of a run never
+depends on it. How long a pause held the loop is (a ``pause`` event): it is a round's
+``paused_s``, its own segment, never part of the round's ``duration_s``.
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ class ToolRow:
     name: str
     args: dict[str, object]
     status: str = "pending"
-    """``pending``, ``running`` (its ``tool_start`` came), then ``success`` or ``error``."""
+    """``pending``, ``running`` (its ``tool_start`` came), then ``success`` or ``error``,
+    or ``cancelled``: the run was stopped (or ended) while it ran, so it did run, for
+    ``duration_s`` so far."""
     error_reason: str | None = None
     duration_s: float | None = None
     output_chars: int = 0
@@ -78,6 +82,32 @@ class RoundRow:
     """What a person changed in this round."""
     failed_calls: list[ev.ModelCallFailed] = field(default_factory=list)
     """Calls of this round that raised (a framework may have retried them)."""
+    pauses: list[ev.Paused] = field(default_factory=list)
+    """Where and how long a pause held the loop in this round (each ends at its ``t``)."""
+    started_t: float | None = None
+    """Run time of the round's first event (a reply without a start: when it was sent)."""
+    ended_t: float | None = None
+    """Run time of the round's last event (or of the run's end, for a tool it cut short)."""
+
+    @property
+    def paused_s(self) -> float:
+        """Seconds pauses held the loop in this round: a person's time, not the round's."""
+        return sum(p.paused_s for p in self.pauses)
+
+    @property
+    def duration_s(self) -> float | None:
+        """How long the round took, the time pauses held it left out; ``None`` before its
+        first event."""
+        if self.started_t is None or self.ended_t is None:
+            return None
+        return max(self.ended_t - self.started_t - self.paused_s, 0.0)
+
+    def _began(self, event: ev.Event) -> None:
+        """The round's first event opens its time span (as the browser's fold does: a
+        reply seen without its start began when it was sent)."""
+        latency = event.latency_s if isinstance(event, ev.ModelCalled) else 0.0
+        self.started_t = max(event.t - latency, 0.0)
+        self.ended_t = event.t
 
     @property
     def calling(self) -> bool:
@@ -111,6 +141,9 @@ def _from_start(read: Callable[[ev.LoopStarted], T | None]) -> Derived[RunView, 
     """A limit of the run, read from its start event (``None`` before it came)."""
     return Derived(lambda view: read(view.started) if view.started else None)
 
+
+_RUN_EVENTS: frozenset[type[ev.Event]] = frozenset({ev.LoopStarted, ev.LoopFinished, ev.LoopFailed})
+"""Events of the run as a whole: they belong to no round's time."""
 
 _FOLDS: dict[type[ev.Event], Callable[[Any, Any], None]] = {}
 """How each kind of event changes a :class:`RunView`: one small method per kind, found by
@@ -149,6 +182,8 @@ class RunView:
     """Run time of the last event seen (the run's duration once it ended)."""
     paused_at: PausePoint | None = None
     """Where a debugger holds the loop right now (step mode), else ``None``."""
+    paused_s: float = 0.0
+    """Seconds pauses held the loop over the run (``pause`` events so far)."""
     _by_number: dict[int, RoundRow] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -191,11 +226,25 @@ class RunView:
         elif event.run_id != self.run_id:
             return
         self.events += 1
-        if event.t > self.elapsed_s:
-            self.elapsed_s = event.t
-        fold = _FOLDS.get(type(event))
+        t = event.t
+        if t > self.elapsed_s:
+            self.elapsed_s = t
+        kind = type(event)
+        fold = _FOLDS.get(kind)
         if fold is not None:
             fold(self, event)
+        if kind in _RUN_EVENTS:  # the run's start and end are no round's time
+            return
+        rows = self.rounds  # the round's span widens to this event (inline: every event)
+        row = rows[-1] if rows and rows[-1].number == event.round else None
+        if row is None and rows:
+            row = self._index().get(event.round)
+        if row is None:
+            return
+        if row.ended_t is None:
+            row._began(event)
+        elif t > row.ended_t:
+            row.ended_t = t
 
     @_folds(ev.LoopStarted)
     def _loop_started(self, event: ev.LoopStarted) -> None:
@@ -291,6 +340,11 @@ class RunView:
     def _intervention(self, event: ev.Intervention) -> None:
         self._row(event.round).interventions.append(event)
 
+    @_folds(ev.Paused)
+    def _paused(self, event: ev.Paused) -> None:
+        self._row(event.round).pauses.append(event)
+        self.paused_s += event.paused_s
+
     @_folds(ev.SynthesisStarted)
     def _synthesis(self, event: ev.SynthesisStarted) -> None:
         row = self._row(event.round)
@@ -305,6 +359,7 @@ class RunView:
         self.final_text = event.final_text
         self.usage = event.usage
         self.status = "finished"
+        self._cut_short(event.t, "unfinished")
 
     @_folds(ev.LoopFailed)
     def _failed(self, event: ev.LoopFailed) -> None:
@@ -312,6 +367,20 @@ class RunView:
         self.failure = event
         self.usage = event.usage
         self.status = "cancelled" if event.cancelled else "failed"
+        self._cut_short(event.t, "cancelled" if event.cancelled else "unfinished")
+
+    def _cut_short(self, t: float, reason: str) -> None:
+        """Tools of the last round still running when the run ended (a stream that lacks
+        their result) ran until then: ``cancelled``, never "not run"."""
+        if not self.rounds:
+            return
+        row = self.rounds[-1]
+        for tool in row.tools:
+            if tool.status == "running" and tool.started_t is not None:
+                tool.status, tool.error_reason = "cancelled", reason
+                tool.duration_s = max(t - tool.started_t, 0.0)
+                if row.ended_t is None or t > row.ended_t:
+                    row.ended_t = t
 
     def _tool(self, number: int, call_id: str, name: str, args: object) -> ToolRow:
         """The row of a call, with the arguments it really ran with (a person may have
@@ -349,6 +418,12 @@ class RunView:
     def row(self, number: int) -> RoundRow | None:
         """The row of round ``number`` (synthesis included), or ``None``."""
         return self._index().get(number)
+
+    @property
+    def active_s(self) -> float:
+        """Run time of the last event less the time pauses held the loop: how long the
+        run itself took."""
+        return max(self.elapsed_s - self.paused_s, 0.0)
 
     @property
     def tool_rounds(self) -> int:

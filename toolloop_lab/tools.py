@@ -5,7 +5,9 @@ Unknown tools, invalid JSON arguments, wrong argument names, tools that raise (a
 out or cancel themselves and results with no text form all become
 ``ToolMessage(status="error")`` that the model can read and react to; the loop goes on.
 Only ``KeyboardInterrupt``, ``SystemExit`` (and any other ``BaseException`` that is not an
-``Exception``) and the loop's own cancellation propagate.
+``Exception``) and the loop's own cancellation propagate. A tool that had begun when that
+happened still ends as one outcome, handed to ``DispatchHooks.done`` before the stop
+propagates: it ran (status ``cancelled``, or the error it raised), for as long as it did.
 
 Each tool runs in its own task, so a per-call timeout holds even against a tool that
 swallows cancellation: it is given a short grace period, then left behind (logged) while
@@ -44,9 +46,11 @@ from langchain_core.tools import BaseTool, StructuredTool, Tool, ToolException
 from pydantic import ValidationError
 
 from toolloop_lab.errors import ExecutionError, describe
+from toolloop_lab.events import ToolStatus
 from toolloop_lab.jsonsafe import dumps, frozen_json, is_mapping, thaw
 
 __all__ = [
+    "STOPPED_TEXT",
     "DispatchHooks",
     "DispatchOutcome",
     "ToolBox",
@@ -61,6 +65,12 @@ __all__ = [
 
 _log = logging.getLogger("toolloop_lab")
 
+STOPPED_TEXT: Final = (
+    "the loop was stopped while this call was running: it had started, so it may have "
+    "had effects, and its result is unknown"
+)
+"""What the model reads for a call whose tool was running when the run was stopped."""
+
 
 @dataclass(frozen=True, slots=True)
 class DispatchOutcome:
@@ -70,11 +80,13 @@ class DispatchOutcome:
     name: str
     args: Mapping[str, Any]
     """The arguments as the model sent them, frozen."""
-    status: Literal["success", "error"]
+    status: ToolStatus
+    """``cancelled``: the run was stopped while the tool ran (it did run)."""
     error_reason: str | None
     duration_s: float
     ran: bool = True
-    """False for a call answered without running it (spent budget, stop, a person's skip)."""
+    """False for a call answered without running it (spent budget, a stop before it
+    began, a person's skip)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -491,7 +503,12 @@ async def _dispatch_one(
     try:
         captured = await waiter
     except asyncio.CancelledError:
-        await _stop(task, _CANCEL_GRACE_S)
+        early = _finished_first(waiter)
+        if early is not None:  # it ended just as the stop came: its result stands
+            hooks.done(_ended(early, call_id, name, args, started, hooks))
+            raise
+        stuck = ready.sync_only  # a thread cannot be stopped: it goes on after the stop
+        await _stopped_while_running(task, call_id, name, args, started, hooks, stuck)
         raise
     finally:
         if timer is not None:
@@ -502,11 +519,57 @@ async def _dispatch_one(
         if not stopped:
             text += " and ignored cancellation; it may still be running"
         return _error_outcome(call_id, name, args, "timeout", text, started)
-    return _ended(captured, call_id, name, args, started)
+    return _ended(captured, call_id, name, args, started, hooks)
+
+
+def _finished_first(waiter: asyncio.Future[_Captured | None]) -> _Captured | None:
+    """What the tool ended with, when it had ended on its own (a result or an
+    ``Exception``) before the stop reached the task waiting for it."""
+    if not waiter.done() or waiter.cancelled():
+        return None
+    captured = waiter.result()
+    if captured is None or not (captured.error is None or isinstance(captured.error, Exception)):
+        return None
+    return captured
+
+
+async def _stopped_while_running(
+    task: asyncio.Task[_Captured],
+    call_id: str,
+    name: str,
+    args: Mapping[str, Any],
+    started: float,
+    hooks: DispatchHooks,
+    in_thread: bool,
+) -> None:
+    """The run was stopped while this tool ran: stop it too, then hand over its outcome.
+
+    It ran (and may have had effects), so it is never "not run": it is ``cancelled``, for
+    as long as it ran, and the model reads that it was stopped while running (and that it
+    may run on: a tool that ignored the stop, or a sync tool's thread, which nothing can
+    stop). The outcome is handed over even if a second stop cuts the grace period short.
+    """
+    ended = False
+    try:
+        ended = await _stop(task, _CANCEL_GRACE_S)
+    finally:
+        text = STOPPED_TEXT
+        if in_thread:
+            text += f"; tool {name!r} runs in a thread, which may still be running"
+        elif not ended:
+            text += f"; tool {name!r} ignored the stop and may still be running"
+        msg = ToolMessage(content=f"Error: {text}", tool_call_id=call_id, name=name, status="error")
+        took = time.perf_counter() - started
+        hooks.done(DispatchOutcome(msg, name, _frozen(args), "cancelled", "cancelled", took))
 
 
 def _ended(
-    captured: _Captured, call_id: str, name: str, args: Mapping[str, Any], started: float
+    captured: _Captured,
+    call_id: str,
+    name: str,
+    args: Mapping[str, Any],
+    started: float,
+    hooks: DispatchHooks,
 ) -> DispatchOutcome:
     """The outcome of a tool task that ended on its own: its result, or why it failed."""
     exc = captured.error
@@ -516,7 +579,10 @@ def _ended(
     if exc is None:
         return _success(call_id, name, args, captured.value, started)
     if not isinstance(exc, Exception):
-        raise exc  # KeyboardInterrupt, SystemExit and their kind stop the loop
+        # KeyboardInterrupt, SystemExit and their kind stop the loop; the tool did run
+        text = f"tool {name!r} raised {type(exc).__name__}, which stopped the loop"
+        hooks.done(_error_outcome(call_id, name, args, "tool_error", text, started))
+        raise exc
     if isinstance(exc, _HandledToolError):
         # the tool's own handler chose the text the model reads
         return _error_outcome(call_id, name, args, "tool_error", exc.text, started, prefix="")
@@ -601,14 +667,15 @@ async def dispatch(
         sink[outcome.message.tool_call_id] = outcome
         hooks.done(outcome)
 
+    ending = DispatchHooks(started=hooks.started, done=done)  # calls end in ``finished`` too
     if len(calls) <= 1 or not parallel:
         outcomes = []
         for call in calls:
-            outcome = await _dispatch_one(call, tools, timeout_s, hooks)
+            outcome = await _dispatch_one(call, tools, timeout_s, ending)
             done(outcome)
             outcomes.append(outcome)
         return outcomes
-    return await _dispatch_many(calls, tools, timeout_s, hooks, done)
+    return await _dispatch_many(calls, tools, timeout_s, ending)
 
 
 def invalid_outcomes(message: AIMessage) -> list[DispatchOutcome]:
@@ -621,11 +688,10 @@ async def _dispatch_many(
     tools: ToolBox,
     timeout_s: float | None,
     hooks: DispatchHooks,
-    done_hook: Callable[[DispatchOutcome], None],
 ) -> list[DispatchOutcome]:
     async def one(call: ToolCall) -> DispatchOutcome:
         outcome = await _dispatch_one(call, tools, timeout_s, hooks)
-        done_hook(outcome)  # in this call's own task, the moment it ends: completion order
+        hooks.done(outcome)  # in this call's own task, the moment it ends: completion order
         return outcome
 
     tasks = [asyncio.create_task(_capture(one(c))) for c in calls]

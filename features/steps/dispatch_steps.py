@@ -9,6 +9,7 @@ from hostile.hostilekit import check_messages
 from langchain_core.messages import AIMessage, ToolMessage
 
 from toolloop_lab.events import ToolDispatched
+from toolloop_lab.tools import STOPPED_TEXT
 
 
 def _messages(context: Any) -> list[Any]:
@@ -80,6 +81,19 @@ def step_dispatch_reason(context: Any, call_id: str, reason: str) -> None:
     assert len(events) == 1, events
     assert events[0].status == "error"
     assert events[0].error_reason == reason, events[0].error_reason
+
+
+@then('the dispatch event for "{call_id}" says its tool was stopped while running')
+def step_dispatch_stopped(context: Any, call_id: str) -> None:
+    events = [
+        e for e in context.lab.events if isinstance(e, ToolDispatched) and e.tool_call_id == call_id
+    ]
+    assert len(events) == 1, events
+    stopped = events[0]
+    # it had begun: it ran (and may have had effects) until the stop, never "not run"
+    assert (stopped.status, stopped.error_reason, stopped.ran) == ("cancelled", "cancelled", True)
+    assert stopped.duration_s > 0
+    assert STOPPED_TEXT in stopped.content
 
 
 @then('the tools finished in the order "{names}"')

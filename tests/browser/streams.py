@@ -35,6 +35,7 @@ from toolloop_lab.events import (
     ModelCallFailed,
     ModelCallStarted,
     ModelDelta,
+    Paused,
     Pruned,
     RoundStarted,
     SynthesisStarted,
@@ -60,7 +61,7 @@ class ToolSpec:
     args: dict[str, Any]
     content: str = "ok"
     duration: float = 0.05
-    status: Literal["success", "error"] = "success"
+    status: Literal["success", "error", "cancelled"] = "success"
     ran: bool = True
     reason: str | None = None
 
@@ -208,9 +209,18 @@ class Stream:
                 ran=spec.ran,
             )
         )
+        status = "error" if spec.status == "cancelled" else spec.status
         self.pending.append(
-            ToolMessage(spec.content, tool_call_id=spec.id, name=spec.name, status=spec.status)
+            ToolMessage(spec.content, tool_call_id=spec.id, name=spec.name, status=status)
         )
+        return self
+
+    def pause(
+        self, n: int, stage: Literal["model_call", "tool_dispatch"], purpose: str, held: float
+    ) -> Stream:
+        """A pause hook holds the loop ``held`` seconds; the loop goes on at the new time."""
+        self.t += held
+        self.events.append(Paused(**self._base(n), stage=stage, purpose=purpose, paused_s=held))
         return self
 
     def pruned(self, n: int, spec: ToolSpec, pruned: str, before: int, after: int) -> Stream:

@@ -165,7 +165,8 @@ def check_messages(messages: Sequence[BaseMessage], events: Sequence[Event] = ()
         assert set(by_id) == set(answered)
         for call_id, message in tool_messages(messages).items():
             event = by_id[call_id]
-            assert event.status == message.status
+            # a call stopped while it ran reads to the model as a failed call
+            assert message.status == ("error" if event.status == "cancelled" else event.status)
             assert (event.error_reason is None) == (message.status == "success")
             if call_id not in pruned:
                 assert event.content == message.content

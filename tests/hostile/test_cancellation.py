@@ -27,17 +27,20 @@ from hostilekit import (
     check_events,
     dispatched,
     kinds,
+    only,
     stubborn_tool,
 )
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import BaseTool, StructuredTool, tool
 from loopkit import MODEL, calls, final, tool_call, usage
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
-from toolloop_lab.events import Event, LoopFailed, ModelCallFailed
+from toolloop_lab.events import Event, LoopFailed, ModelCallFailed, ToolStarted, transcript
 from toolloop_lab.hooks import PausePoint
+from toolloop_lab.runview import RunView
+from toolloop_lab.tools import STOPPED_TEXT
 from toolloop_lab.usage import Usage
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
@@ -173,15 +176,47 @@ async def test_cancel_during_parallel_dispatch_keeps_what_finished() -> None:
     failed = cancelled_failure(events)
     assert (failed.usage.input_tokens, failed.usage.output_tokens) == (50, 5)
     by_id = dispatched(events)
-    # events in completion order: q2 finished, then the stop closed the others
-    assert list(by_id) == ["q2", "s1", "s3"]
+    # events in completion order: q2 finished, then the stop ended the others
+    assert next(iter(by_id)) == "q2"
+    stopped = f"Error: {STOPPED_TEXT}"
     assert [
         (i, by_id[i].status, by_id[i].error_reason, by_id[i].content, by_id[i].ran)
         for i in ("s1", "q2", "s3")
     ] == [
-        ("s1", "error", "cancelled", "Error: the loop was stopped before this call ran", False),
+        ("s1", "cancelled", "cancelled", stopped, True),  # they had begun: they ran
         ("q2", "success", None, "quick 2", True),  # it ran: its result is kept
-        ("s3", "error", "cancelled", "Error: the loop was stopped before this call ran", False),
+        ("s3", "cancelled", "cancelled", stopped, True),
+    ]
+
+
+async def test_a_tool_stopped_while_running_ran_and_the_model_is_told_so() -> None:
+    # it had started and may have had effects: never "not run", and its time so far counts
+    events: list[Event] = []
+    started = asyncio.Event()
+
+    @tool
+    async def deploy(target: str) -> str:
+        """Starts something that cannot be taken back, then waits."""
+        started.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    model = ScriptedChatModel([calls(tool_call("deploy", {"target": "prod"}, "d1"))])
+    agent = LLMAgent(model, [deploy], observers=[events.append])
+    await cancel_when(agent, started.wait)
+
+    cancelled_failure(events)
+    began = only(e for e in events if isinstance(e, ToolStarted))
+    stopped = dispatched(events)["d1"]
+    assert (stopped.status, stopped.error_reason, stopped.ran) == ("cancelled", "cancelled", True)
+    assert 0 < stopped.duration_s == pytest.approx(stopped.t - began.t, abs=0.05)
+    told = only(m for m in transcript(events) if isinstance(m, ToolMessage))
+    assert told.status == "error"  # the model reads it as a failed call
+    assert "stopped while this call was running" in told.content
+    assert "before this call ran" not in told.content
+    row = only(RunView.from_events(events).rounds)
+    assert [(t.status, t.ran, t.duration_s) for t in row.tools] == [
+        ("cancelled", True, stopped.duration_s)
     ]
 
 
@@ -213,7 +248,9 @@ async def test_cancel_while_sync_tools_block_in_threads() -> None:
     finally:
         release.set()
     cancelled_failure(events)
-    assert {e.error_reason for e in dispatched(events).values()} == {"cancelled"}
+    ended = dispatched(events).values()
+    assert {(e.status, e.error_reason, e.ran) for e in ended} == {("cancelled", "cancelled", True)}
+    assert all("runs in a thread, which may still be running" in e.content for e in ended)
 
 
 async def test_cancel_with_a_tool_that_ignores_cancellation() -> None:
@@ -225,7 +262,9 @@ async def test_cancel_with_a_tool_that_ignores_cancellation() -> None:
     await cancel_when(agent, started.wait)  # returns: the stop is not held up for good
 
     cancelled_failure(events)
-    assert dispatched(events)["s1"].error_reason == "cancelled"
+    stopped = dispatched(events)["s1"]
+    assert (stopped.status, stopped.error_reason, stopped.ran) == ("cancelled", "cancelled", True)
+    assert "ignored the stop and may still be running" in stopped.content
     stragglers = asyncio.all_tasks() - before
     assert stragglers  # the tool is still running, on its own
     release.set()
@@ -358,14 +397,14 @@ async def test_cancel_with_fifty_calls_half_of_them_finished() -> None:
     cancelled_failure(events)
     by_id = dispatched(events)
     assert sorted(by_id) == sorted(f"p{n}" for n in range(50))  # every id once
-    finished = [i for i in by_id if by_id[i].ran]
+    finished = [i for i in by_id if by_id[i].status == "success"]
     assert list(by_id)[: len(finished)] == finished  # what ran was reported as it finished
     for n in range(50):
         event = by_id[f"p{n}"]
         if n % 2 == 0:
             assert (event.status, event.content) == ("success", f"done {n}")
         else:
-            assert (event.status, event.error_reason) == ("error", "cancelled")
+            assert (event.status, event.error_reason, event.ran) == ("cancelled", "cancelled", True)
 
 
 async def test_cancel_while_paused_before_a_model_call(echo_tool: BaseTool) -> None:
@@ -389,7 +428,7 @@ async def test_cancel_while_paused_before_a_model_call(echo_tool: BaseTool) -> N
     failed = cancelled_failure(events)
     assert (failed.round, failed.rounds, failed.usage.input_tokens) == (2, 1, 25)
     assert dispatched(events)["e1"].content == "a"
-    assert kinds(events)[-2:] == ["round_start", "loop_failure"]
+    assert kinds(events)[-3:] == ["round_start", "pause", "loop_failure"]  # held, then stopped
 
 
 def test_ctrl_c_in_a_sync_run_inside_a_running_loop() -> None:

@@ -27,6 +27,7 @@ from loopkit import MODEL, calls, final, tool_call
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
 from toolloop_lab.events import Event, ToolDispatched, ToolStarted
 from toolloop_lab.schema_tools import tools_from_schema
+from toolloop_lab.tools import STOPPED_TEXT
 from toolloop_lab.workloads import FILE_FUNCTIONS, FileSystem
 
 ORDERED = AgentConfig(parallel_tool_calls=False)
@@ -166,14 +167,14 @@ async def test_cancel_mid_call_keeps_what_finished_and_answers_the_rest() -> Non
 
     cancelled_failure(events)
     by_id = dispatched(events)
-    stopped = "Error: the loop was stopped before this call ran"
+    never = "Error: the loop was stopped before this call ran"
     assert [
         (i, by_id[i].status, by_id[i].error_reason, by_id[i].content, by_id[i].ran)
         for i in ("q1", "s2", "q3")
     ] == [
         ("q1", "success", None, "quick 1", True),  # it ran: its result is kept
-        ("s2", "error", "cancelled", stopped, False),
-        ("q3", "error", "cancelled", stopped, False),
+        ("s2", "cancelled", "cancelled", f"Error: {STOPPED_TEXT}", True),  # stopped running
+        ("q3", "error", "cancelled", never, False),
     ]
     # The third call never began: one at a time, and the stop came during the second.
     assert [e.tool_call_id for e in events if isinstance(e, ToolStarted)] == ["q1", "s2"]

@@ -382,8 +382,13 @@ def test_interrupts_from_a_tool_propagate_after_a_final_event(
             f"interrupted by {type(exc).__name__}",
         )
     assert (failed.usage.input_tokens, failed.usage.output_tokens) == (30, 7)
-    closed = dispatched(events)["t1"]
-    assert (closed.status, closed.error_reason) == ("error", "cancelled")
+    closed = dispatched(events)["t1"]  # it ran: never "not run"
+    if kind == "sync":  # it raised in the loop's sight
+        assert (closed.status, closed.error_reason, closed.ran) == ("error", "tool_error", True)
+        said = f"Error: tool 't' raised {type(exc).__name__}, which stopped the loop"
+        assert closed.content == said
+    else:  # the run was stopped while it ran
+        assert (closed.status, closed.error_reason, closed.ran) == ("cancelled", "cancelled", True)
     assert kinds(events) == [
         "loop_start",
         "round_start",
@@ -419,10 +424,12 @@ async def test_a_non_exception_base_exception_propagates_after_a_final_event(kin
     failed = check_events(events)
     assert isinstance(failed, LoopFailed)
     assert (failed.error_type, failed.message, failed.cancelled) == ("Abort", "stop", False)
-    closed = dispatched(events)["t1"]
-    assert (closed.error_reason, closed.content) == (
-        "loop_failed",
-        "Error: not run: the loop was stopped by Abort",
+    closed = dispatched(events)["t1"]  # it ran, and raised: never "not run"
+    assert (closed.status, closed.error_reason, closed.content, closed.ran) == (
+        "error",
+        "tool_error",
+        "Error: tool 't' raised Abort, which stopped the loop",
+        True,
     )
 
 
@@ -465,6 +472,9 @@ def test_an_interrupt_in_one_of_many_parallel_calls(
     assert (failed.error_type, failed.cancelled) == (type(exc).__name__, True)
     by_id = dispatched(events)
     assert (by_id["a"].status, by_id["a"].content) == ("success", "fine result")  # it ran
-    assert [(by_id[i].status, by_id[i].error_reason) for i in "bc"] == [("error", "cancelled")] * 2
+    assert [(by_id[i].status, by_id[i].error_reason, by_id[i].ran) for i in "bc"] == [
+        ("error", "tool_error", True),  # it raised the interrupt
+        ("cancelled", "cancelled", True),  # it was running when the loop stopped
+    ]
     assert "never retrieved" not in caplog.text
     assert "Task was destroyed" not in caplog.text

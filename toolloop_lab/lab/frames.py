@@ -16,10 +16,12 @@ failed (a failed turn ends the scenario). The ``turns`` frame has one row per tu
 scenario holds, turns that never ran included (outcome ``<NA>``, nothing spent), and every
 other frame has a ``turn`` column (numbered from 1).
 
-Times are seconds: ``elapsed_s`` is the loop's own clock (its last event), ``latency_s``
-and ``model_latency_s`` the model calls, ``first_token_s`` a streamed call's first text,
-``duration_s`` of a tool call its run. They differ from run to run, as run ids do:
-:func:`drop_volatile` removes every such column before two sweeps are compared.
+Times are seconds: ``elapsed_s`` is the loop's own clock (its last event), ``paused_s`` the
+part of it pauses held the loop (a person at step mode: never part of any other time),
+``latency_s`` and ``model_latency_s`` the model calls, ``first_token_s`` a streamed call's
+first text, ``duration_s`` of a round its own time (pauses left out) and of a tool call its
+run. They differ from run to run, as run ids do: :func:`drop_volatile` removes every such
+column before two sweeps are compared.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ VOLATILE_COLUMNS: Final = (
     "run_id",
     "duration_s",
     "elapsed_s",
+    "paused_s",
     "model_latency_s",
     "latency_s",
     "first_token_s",
@@ -103,6 +106,7 @@ RUN_DTYPES: Final[dict[str, Any]] = {
     "turns_run": "int64",
     **_SPEND,
     "elapsed_s": "float64",
+    "paused_s": "float64",
     "model_latency_s": "float64",
     "duration_s": "float64",
     "run_id": "string",
@@ -118,6 +122,7 @@ TURN_DTYPES: Final[dict[str, Any]] = {
     **_SPEND,
     "context_tokens": "int64",
     "elapsed_s": "float64",
+    "paused_s": "float64",
     "model_latency_s": "float64",
     "run_id": "string",
 }
@@ -143,6 +148,8 @@ ROUND_DTYPES: Final[dict[str, Any]] = {
     "net_tokens_saved": "int64",
     "stuck": "bool",
     "failed_calls": "int64",
+    "duration_s": "float64",
+    "paused_s": "float64",
     "latency_s": "float64",
     "first_token_s": "float64",
     "tool_time_s": "float64",
@@ -158,6 +165,8 @@ ROUND_DTYPES: Final[dict[str, Any]] = {
 scenario. Gate columns hold the last check of that gate in the round; ``off`` means none
 ran. ``cumulative_*`` run over the whole scenario, turns included. ``failed_calls`` counts
 the round's model calls that raised (``latency_s`` is then the time until the failure).
+``duration_s`` is the round's own time, from its first event to its last less ``paused_s``,
+the time pauses held it (a person's, drawn as its own segment by the debugger).
 ``first_token_s`` is NaN unless the call streamed; ``tool_time_s`` is the wall time from the
 round's first tool start to its last tool end (NaN when no tool ran)."""
 
@@ -282,6 +291,7 @@ def runs_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
                 "error": rec.error_message,
                 "final_text": rec.final_text,
                 "elapsed_s": sum(v.elapsed_s for v in views),
+                "paused_s": sum(v.paused_s for v in views),
                 "model_latency_s": _model_latency(views),
                 "duration_s": rec.duration_s,
                 "run_id": views[-1].run_id if views else None,
@@ -317,6 +327,7 @@ def turns_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
                     "final_text": view.final_text if view is not None else None,
                     "context_tokens": view.last_context_tokens if view is not None else 0,
                     "elapsed_s": view.elapsed_s if view is not None else float("nan"),
+                    "paused_s": view.paused_s if view is not None else float("nan"),
                     "model_latency_s": (
                         _model_latency([view]) if view is not None else float("nan")
                     ),
@@ -380,6 +391,8 @@ def rounds_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
                         "net_tokens_saved": row.net_saved,
                         "stuck": row.stuck,
                         "failed_calls": len(row.failed_calls),
+                        "duration_s": _seconds(row.duration_s),
+                        "paused_s": row.paused_s,
                         "latency_s": _seconds(row.latency_s),
                         "first_token_s": _seconds(row.first_token_s),
                         "tool_time_s": _tool_time(row),

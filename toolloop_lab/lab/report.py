@@ -216,7 +216,8 @@ def _tool(tool: ToolRow) -> str:
         status = f'<span class="error">{esc(tool.status)}</span>'
     else:
         status = esc(tool.status)
-    why = reason_words(tool.error_reason)
+    said = tool.error_reason and tool.error_reason != tool.status  # "cancelled" once
+    why = reason_words(tool.error_reason) if said else None
     reason = f" ({_name(why)})" if why else ""
     args = _cut(dumps(tool.args, ascii_only=False), ARGS_LIMIT)
     parts = [

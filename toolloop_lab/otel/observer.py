@@ -29,6 +29,9 @@ Why it is built this way:
   exception recording does.
 * **Every text is cleaned** (:mod:`toolloop_lab.otel.clean`): a lone surrogate becomes
   U+FFFD, as in reports, so an OTLP exporter never drops an attribute or a batch over one.
+* **A pause is no work**: the time a pause held the loop (step mode) is a ``toolloop.pause``
+  span event at the moment it began, with its length, and the run's ``toolloop.paused_s``;
+  it lies between spans, never inside a call's or a tool's.
 * **Nested runs nest**: a run whose ``parent_tool_call_id`` names a tool span still open in
   the same observer becomes that span's child, so a sub-agent sits under the tool call that
   ran it.
@@ -127,6 +130,7 @@ class _Run:
     pruning_saved: int = 0
     pruning_net: int = 0
     interventions: int = 0
+    paused_s: float = 0.0
 
 
 class ExportOptions(TypedDict, total=False):
@@ -504,7 +508,7 @@ class OTelObserver:
         if self.capture_content:
             span.set_attribute(GEN_AI.TOOL_CALL_RESULT, clip(event.content, self.content_limit))
         run.tool_contexts[event.tool_call_id] = span.get_span_context()
-        if event.status == "error":
+        if event.status != "success":  # an error, or stopped while it ran ("cancelled")
             error_type = event.error_reason or "tool_error"
             span.set_attribute(TOOLLOOP.TOOL_ERROR_REASON, error_type)
             _end_error(span, now, error_type, error_type)
@@ -541,6 +545,17 @@ class OTelObserver:
             attributes[TOOLLOOP.INTERVENTION_BEFORE] = clip(to_json(event.before), limit)
             attributes[TOOLLOOP.INTERVENTION_AFTER] = clip(to_json(event.after), limit)
         run.span.add_event(TOOLLOOP.EVENT_INTERVENTION, attributes, now)
+
+    def _paused(self, run: _Run, event: ev.Paused, now: int) -> None:
+        run.paused_s += event.paused_s
+        began = max(run.base_ns, now - round(event.paused_s * 1e9))
+        attributes: dict[str, AttributeValue] = {
+            TOOLLOOP.PAUSE_STAGE: event.stage,
+            TOOLLOOP.PAUSE_PURPOSE: event.purpose,
+            TOOLLOOP.PAUSE_SECONDS: event.paused_s,
+            TOOLLOOP.ROUND: event.round,
+        }
+        run.span.add_event(TOOLLOOP.EVENT_PAUSE, attributes, began)
 
     # -- the end ------------------------------------------------------------------------------
 
@@ -583,6 +598,7 @@ class OTelObserver:
                 TOOLLOOP.PRUNING_TOKENS_SAVED: run.pruning_saved,
                 TOOLLOOP.PRUNING_NET_SAVED: run.pruning_net,
                 TOOLLOOP.INTERVENTIONS: run.interventions,
+                TOOLLOOP.PAUSED_S: run.paused_s,
             }
         )
         _put_span(span, TOOLLOOP.COST_USD, _float(usage.cost_usd))
@@ -640,6 +656,7 @@ _HANDLERS: Final[Mapping[type[ev.Event], Callable[[OTelObserver, _Run, Any, int]
     ev.BudgetGate: OTelObserver._gate,
     ev.SynthesisStarted: OTelObserver._synthesis,
     ev.Intervention: OTelObserver._intervention,
+    ev.Paused: OTelObserver._paused,
     ev.LoopFinished: OTelObserver._finished,
     ev.LoopFailed: OTelObserver._failed,
 }

@@ -213,6 +213,9 @@ class LoopDebugger(anywidget.AnyWidget):
         self._events: list[Event] = []
         self._sent = 0
         self._zero: float | None = None
+        self._paused_since: float | None = None
+        """Run time the loop began to wait at the pause it waits at now (for the page's
+        live paused segment; the ``pause`` event that ends it gives the exact time)."""
         self._note: str | None = None
         self._last_event: Event | None = None
         self._stopped_by_user = False
@@ -265,6 +268,7 @@ class LoopDebugger(anywidget.AnyWidget):
         controller = self._controller
         return {
             "paused_at": point_dict(controller.paused_at, controller.pauses, self.max_text_chars),
+            "paused_since": self._paused_since if controller.paused_at is not None else None,
             "running": task is not None and not task.done(),
             "note": self._note,
             "stopped_by_user": self._stopped_by_user,
@@ -492,11 +496,14 @@ class LoopDebugger(anywidget.AnyWidget):
     def _on_pause(self, point: PausePoint) -> None:
         with self._lock:
             self._view.pause(point)
+            zero = self._zero
+            self._paused_since = None if zero is None else max(self._clock() - zero, 0.0)
         self._request()
 
     def _on_resume(self) -> None:
         with self._lock:
             self._view.resume()
+            self._paused_since = None
         self._request()
 
     def step(self) -> bool:

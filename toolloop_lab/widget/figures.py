@@ -12,9 +12,12 @@ from decimal import Decimal
 from typing import Final
 
 __all__ = [
+    "CUT_SHORT",
     "FAILED",
     "NOT_RUN",
+    "cut_short",
     "gate_label",
+    "held",
     "pct",
     "reason_words",
     "seconds",
@@ -52,7 +55,15 @@ def reason_words(code: str | None) -> str | None:
     edited trace's) as it is, for the caller to clip and escape."""
     if code is None:
         return None
-    return NOT_RUN.get(code) or FAILED.get(code) or code
+    return NOT_RUN.get(code) or FAILED.get(code) or CUT_SHORT.get(code) or code
+
+
+CUT_SHORT: Final[Mapping[str, str]] = {
+    "cancelled": "stopped while running",
+    "unfinished": "cut short when the run ended",
+}
+"""A call whose tool had begun when the run stopped (status ``cancelled``), by its reason:
+it ran, for as long as it did."""
 
 
 def tokens(n: int | Decimal | None) -> str:
@@ -86,6 +97,21 @@ def seconds(value: float | None) -> str:
     if value < 1:
         return f"{value * 1000:.0f} ms"
     return f"{value:.2f} s"
+
+
+def cut_short(reason: str | None, duration_s: float | None) -> str:
+    """``stopped while running after 1.50 s``: a call whose tool the run's end cut short."""
+    how = CUT_SHORT.get(reason or "", CUT_SHORT["cancelled"])
+    return f"{how} after {seconds(duration_s)}"
+
+
+def held(duration_s: float | None, paused_s: float | None) -> str | None:
+    """``took 552 ms (+6.45 s paused)``: a round's own time and, beside it, the time pauses
+    held it; ``None`` when no pause held it (``paused_s`` is ``None``). Any pause says so,
+    however short: whether a round was held never depends on a clock."""
+    if paused_s is None:
+        return None
+    return f"took {seconds(duration_s)} (+{seconds(paused_s)} paused)"
 
 
 def pct(fraction: float | None) -> str:

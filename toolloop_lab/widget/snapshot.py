@@ -44,10 +44,13 @@ def _usd(amount: Decimal | None) -> str:
 
 
 def _tool(tool: ToolRow) -> str:
-    """A call that never ran reads "not run (why)" (as in the text view); an error says why."""
+    """A call that never ran reads "not run (why)" (as in the text view); an error says why;
+    one stopped while it ran says so, and for how long it ran."""
     why = fig.reason_words(tool.error_reason)
     said = f" ({esc_clip(why, 60)})" if why else ""
-    if not tool.ran or tool.status == "pending":
+    if tool.status == "cancelled":
+        state = esc(fig.cut_short(tool.error_reason, tool.duration_s))
+    elif not tool.ran or tool.status == "pending":
         state = f"not run{said}"
     elif tool.status == "error":
         state = f"error{said}"
@@ -63,6 +66,9 @@ def _row(row: RoundRow, offset: int) -> str:
     tools = ", ".join(_tool(t) for t in row.tools)
     if row.interventions:
         tools += ("; " if tools else "") + "<i>changed by you</i>"
+    held = fig.held(row.duration_s, row.paused_s if row.pauses else None)
+    if held:  # a person's time at a pause, beside the round's own
+        tools += ("; " if tools else "") + f"<i>{esc(held)}</i>"
     usage = row.usage
     cells = [
         label,

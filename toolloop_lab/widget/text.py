@@ -41,7 +41,10 @@ _SYNTHESIS: Final = {
 
 
 def _tool_status(tool: ToolRow, done: bool) -> str:
-    """A call that never ran reads "not run (why)", never as a failure; an error says why."""
+    """A call that never ran reads "not run (why)", never as a failure; one stopped while
+    it ran says so, and for how long it ran."""
+    if tool.status == "cancelled":
+        return fig.cut_short(tool.error_reason, tool.duration_s)
     why = fig.reason_words(tool.error_reason)
     if not tool.ran or (tool.status == "pending" and done):
         return f"not run ({plain(why, NAME_PREVIEW)})" if why else "not run"
@@ -55,6 +58,9 @@ def _round_line(row: RoundRow, done: bool, offset: int) -> str:
     usage = row.usage
     bits = [f"{fig.tokens(usage.input_tokens)} in / {fig.tokens(usage.output_tokens)} out"]
     bits.append(fig.usd(row.cost_usd))
+    held = fig.held(row.duration_s, row.paused_s if row.pauses else None)
+    if held:
+        bits.append(held)
     tools = []
     for t in row.tools:
         tools.append(f"{plain(t.name, NAME_PREVIEW)}: {_tool_status(t, done)}")

@@ -110,6 +110,8 @@ function resetRun(s) {
   s.finish = null;
   s.failure = null;
   s.lastT = 0;
+  s.paused = 0; // seconds pauses held the loop ("pause" events): a person's time, not the run's
+  s.pauses = 0; // ... and how many there were (a round a pause held always says so)
   s.totals = newUsage();
   s.lastContext = 0;
   s.rounds = [];
@@ -130,7 +132,10 @@ function roundOf(s, n) {
       n,
       index: s.rounds.length,
       purpose: "round",
-      t0: null,
+      t0: null, // run time of its first event
+      tLast: null, // ... and of its last
+      pauses: [], // {stage, purpose, t0, t1}: where a pause held the loop, its own segment
+      paused: 0, // seconds of those: never part of the round's duration
       call: null,
       prunings: [],
       tools: [],
@@ -223,7 +228,14 @@ export function fold(s, e) {
   if (typeof e.t === "number" && e.t > s.lastT) s.lastT = e.t;
   s.version++;
   const r = e.kind === "loop_start" || e.kind === "loop_finish" || e.kind === "loop_failure" ? null : roundOf(s, e.round);
-  if (r) r.v++;
+  if (r) {
+    r.v++;
+    if (typeof e.t === "number") {
+      // the round's span, as RunView keeps it (a reply's own start is set below)
+      if (r.t0 === null && e.kind !== "model_call") r.t0 = e.t;
+      if (r.tLast === null || e.t > r.tLast) r.tLast = e.t;
+    }
+  }
   switch (e.kind) {
     case "loop_start":
       s.run = {
@@ -403,6 +415,15 @@ export function fold(s, e) {
       r.synthesis = { reason: e.reason, prompt: e.prompt || "" };
       if (r.t0 === null) r.t0 = e.t;
       break;
+    case "pause": {
+      // the loop went on (or was stopped) at e.t after a pause held it paused_s
+      const held = typeof e.paused_s === "number" && e.paused_s > 0 ? e.paused_s : 0;
+      r.pauses.push({ stage: e.stage, purpose: e.purpose, t0: Math.max(0, e.t - held), t1: e.t });
+      r.paused += held;
+      s.paused += held;
+      s.pauses++;
+      break;
+    }
     case "intervention": {
       r.interventions.push({ action: e.action, stage: e.stage, id: e.tool_call_id, before: e.before, after: e.after });
       const t = e.tool_call_id ? r.toolById.get(e.tool_call_id) : null;
@@ -441,11 +462,17 @@ export function fold(s, e) {
 }
 
 function closeOpen(s, how) {
-  // calls and tools still open when a run ends never finished: they read "not run"
+  // calls and tools still open when a run ends never finished: a tool that had begun ran
+  // until then (cut short, as RunView says), one that had not reads "not run"
   const last = s.rounds[s.rounds.length - 1];
   if (!last) return;
   for (const t of last.tools) {
-    if (t.status === "queued" || t.status === "running") {
+    if (t.status === "running" && t.tStart !== null) {
+      t.status = "cancelled";
+      t.reason = how === "cancelled" ? "cancelled" : "unfinished";
+      t.tEnd = s.lastT;
+      t.duration = Math.max(0, s.lastT - t.tStart);
+    } else if (t.status === "queued" || t.status === "running") {
       t.status = "not_run";
       t.reason = t.reason || (how === "cancelled" ? "cancelled" : "unfinished");
       t.tEnd = s.lastT;
@@ -533,6 +560,13 @@ function runNow(s) {
   return Math.max(s.lastT, performance.now() / 1000 - s.clockBase);
 }
 
+// Seconds the loop has been held at the pause it waits at now (0 when it does not wait).
+function holdingNow(s) {
+  const since = s.control.paused_since;
+  if (!s.control.paused_at || isDone(s) || typeof since !== "number") return 0;
+  return Math.max(0, runNow(s) - since);
+}
+
 // A call whose model_call_start came before a pause is not sent until the pause ends.
 function held(s, c) {
   const p = s.control.paused_at;
@@ -581,7 +615,7 @@ function roundState(s, r) {
   if (live && ((r.call && !r.call.done) || r.tools.some((t) => t.status === "running" || t.status === "queued"))) return "running";
   if (r.tools.some((t) => t.ran && t.status === "error")) return "error";
   if (r.call && r.call.truncated) return "warn";
-  if ((r.call && r.call.interrupted === "cancelled") || (r.tools.length && r.tools.every((t) => t.status === "not_run" && t.reason === "cancelled"))) return "stopped";
+  if ((r.call && r.call.interrupted === "cancelled") || r.tools.some((t) => t.status === "cancelled") || (r.tools.length && r.tools.every((t) => t.status === "not_run" && t.reason === "cancelled"))) return "stopped";
   if (r.purpose === "synthesis" || (r.call && r.call.done && !r.tools.length)) return "answer";
   if (r.tools.some((t) => t.status === "not_run" && !t.answeredByHand)) return "skipped";
   return "ok";
@@ -605,12 +639,16 @@ function roundCost(r) {
   return a === null || b === null ? null : a + b;
 }
 function roundEnd(s, r) {
-  let end = r.t0 || 0;
+  let end = r.tLast !== null ? r.tLast : r.t0 || 0;
   const c = r.call;
   if (c) end = Math.max(end, c.t1 !== null ? c.t1 : runNow(s));
   for (const t of r.tools) if (t.ran) end = Math.max(end, t.tEnd !== null ? t.tEnd : t.tStart !== null ? runNow(s) : end);
   for (const p of r.prunings) end = Math.max(end, p.t1 !== null && p.t1 !== undefined ? p.t1 : runNow(s));
   return end;
+}
+// A round's own time: its span less what pauses held it (RunView's RoundRow.duration_s).
+export function roundTime(s, r) {
+  return r.t0 === null ? null : Math.max(0, roundEnd(s, r) - r.t0 - r.paused);
 }
 function haystack(r) {
   if (r.hayV !== r.v) {
@@ -1114,7 +1152,13 @@ function createView(el, s, host) {
     if (s.rounds.length && s.rounds[s.rounds.length - 1].purpose === "synthesis") ri += " + final answer call";
     roundsInfo.textContent = ri;
     live.length = 0;
-    const elapsedText = () => (s.status === "idle" ? "" : isDone(s) ? `took ${duration(s.lastT)}` : `elapsed ${duration(runNow(s))}`);
+    const elapsedText = () => {
+      if (s.status === "idle") return "";
+      // the run's own time: what pauses held it is a person's time, shown on its own
+      const held = s.paused + holdingNow(s);
+      const own = isDone(s) ? `took ${duration(s.lastT - held)}` : `elapsed ${duration(runNow(s) - held)}`;
+      return s.pauses || (s.control.paused_at && !isDone(s)) ? `${own} · paused ${duration(held)}` : own;
+    };
     elapsed.textContent = elapsedText();
     live.push([elapsed, elapsedText]);
     activity.textContent = "";
@@ -1331,15 +1375,17 @@ function createView(el, s, host) {
     if (r.tools.some((t) => t.pruned)) sum.append(h("span", "tl-chip", net < 0 ? `pruning lost ${tokens(-net)}` : `pruned −${tokens(net)}`));
     if (r.gates.some((g) => !g.passed)) sum.append(h("span", "tl-chip tl-chip-error", dot("error"), "limit reached"));
     if (r.interventions.length) sum.append(h("span", "tl-chip tl-chip-hand", dot("warn"), "changed by you"));
+    if (r.pauses.length) sum.append(h("span", "tl-chip tl-chip-paused", dot("paused"), `paused ${duration(r.paused)}`));
     const u = c && c.usage;
     const dec = costDecimals(s.totals.cost);
     const cost = roundCost(r);
     const dur = h("span", "tl-c-dur tl-num");
+    // the round's own time: what a pause held it is its own segment, never part of it
     if (st === "running") {
-      const fn = () => duration(runNow(s) - (r.t0 || 0));
+      const fn = () => duration(runNow(s) - (r.t0 || 0) - r.paused);
       dur.textContent = fn();
       liveRows.push([dur, fn]);
-    } else dur.textContent = r.t0 === null || (!c && !r.tools.length) ? "—" : duration(roundEnd(s, r) - r.t0);
+    } else dur.textContent = r.t0 === null || (!c && !r.tools.length) ? "—" : duration(roundTime(s, r));
     row.append(
       h("span", "tl-c-n tl-num", roundLabel(s, r)),
       h("span", "tl-c-state", dot(st), h("span", null, STATE_WORD[st])),
@@ -1351,7 +1397,11 @@ function createView(el, s, host) {
     return row;
   }
   function toolDot(t) {
-    return t.status === "success" ? "answer" : t.status === "error" ? "error" : t.status === "running" ? "running" : "idle";
+    return t.status === "success" ? "answer" : t.status === "error" ? "error" : t.status === "running" ? "running" : t.status === "cancelled" ? "stopped" : "idle";
+  }
+  // a tool that had begun when the run was stopped (or ended): it ran, and was cut short
+  function cutShortLabel(t) {
+    return t.reason === "unfinished" ? "cut short when the run ended" : "stopped while running";
   }
 
   // the selected round: waterfall, what was sent, the reply, each tool
@@ -1723,9 +1773,10 @@ function createView(el, s, host) {
       const facts = h("div", "tl-facts tl-num");
       if (t.status === "not_run") facts.append(h("span", null, notRunLabel(t)));
       else {
-        facts.append(h("span", null, t.status === "running" ? "running" : t.status === "queued" ? "waiting to run" : t.status));
-        if (t.reason) facts.append(h("span", null, `reason: ${reasonWords(t.reason)}`));
-        if (t.duration !== null) facts.append(h("span", null, `ran ${duration(t.duration)}`));
+        const cut = t.status === "cancelled";
+        facts.append(h("span", null, t.status === "running" ? "running" : t.status === "queued" ? "waiting to run" : cut ? cutShortLabel(t) : t.status));
+        if (t.reason && !cut) facts.append(h("span", null, `reason: ${reasonWords(t.reason)}`));
+        if (t.duration !== null) facts.append(h("span", null, `ran ${duration(t.duration)}${cut ? " until then" : ""}`));
         if (t.status === "success" || t.status === "error") facts.append(h("span", null, `${plural(t.chars, "character")}`));
       }
       facts.append(h("span", null, `id ${t.id}`));
@@ -1753,12 +1804,13 @@ function createView(el, s, host) {
         });
         box.append(show, orig);
       } else if (t.status !== "not_run" || t.content) {
-        box.append(h("div", "tl-sub", t.status === "not_run" ? "Answer sent to the model instead" : "Result"), resultView(t.content));
+        const heading = t.status === "not_run" || t.status === "cancelled" ? "Answer sent to the model instead" : "Result";
+        box.append(h("div", "tl-sub", heading), resultView(t.content));
       }
       return box;
     };
     const st = t.status === "not_run" ? "idle" : toolDot(t);
-    const extra = h("span", `tl-chip tl-chip-${t.status}`, dot(st), t.status === "not_run" ? notRunLabel(t) : t.status === "queued" ? "waiting" : t.status);
+    const extra = h("span", `tl-chip tl-chip-${t.status}`, dot(st), t.status === "not_run" ? notRunLabel(t) : t.status === "queued" ? "waiting" : t.status === "cancelled" ? cutShortLabel(t) : t.status);
     if (t.status === "running") {
       const timer = h("span", "tl-meta tl-num");
       const fn = (node) => (node.textContent = duration(runNow(s) - t.tStart));
@@ -1802,24 +1854,36 @@ function createView(el, s, host) {
     return box;
   }
 
-  // one bar per call and tool, on the round's own time axis
+  // one bar per call and tool, on the round's own time axis; the time a pause held the
+  // loop is a bar of its own, where it held it (before the call, the tools or pruning)
   function waterfall(r) {
     const box = h("div", "tl-wf");
     const spans = [];
     const now = () => runNow(s);
+    const before = (p) => (p.stage === "tool_dispatch" ? "tools" : p.purpose === "pruning" ? "pruning" : "call");
+    const waiting = s.control.paused_at;
+    const holdsHere = !!waiting && !isDone(s) && waiting.round === r.n && typeof s.control.paused_since === "number";
+    const pausesBefore = (where) => {
+      for (const p of r.pauses) if (before(p) === where) spans.push({ label: "paused", kind: "paused", t0: () => p.t0, t1: () => p.t1 });
+      if (holdsHere && before(waiting) === where) spans.push({ label: "paused", kind: "paused", t0: () => s.control.paused_since, t1: now, open: () => true });
+    };
+    pausesBefore("call");
     if (r.call) {
       const c = r.call;
       const label = r.purpose === "synthesis" ? "final-answer call" : "model call";
       if (held(s, c)) spans.push({ label, kind: "notrun", t0: () => null, t1: () => null, note: "not sent yet" });
       else spans.push({ label, kind: "model", t0: () => c.t0, t1: () => (c.t1 !== null ? c.t1 : c.interrupted ? s.lastT : now()), open: () => !c.done && !c.interrupted });
     }
+    pausesBefore("tools");
     for (const t of r.tools) {
       if (!t.ran || t.status === "not_run") {
         spans.push({ label: t.name, kind: "notrun", t0: () => null, t1: () => null, note: notRunLabel(t) });
         continue;
       }
-      spans.push({ label: t.name, kind: t.status === "error" ? "error" : "tool", t0: () => t.tStart, t1: () => (t.tEnd !== null ? t.tEnd : t.tStart !== null ? now() : null), open: () => t.status === "running", note: t.status === "queued" ? "waiting to run" : null });
+      const kind = t.status === "error" ? "error" : t.status === "cancelled" ? "stopped" : "tool";
+      spans.push({ label: t.name, kind, t0: () => t.tStart, t1: () => (t.tEnd !== null ? t.tEnd : t.tStart !== null ? now() : null), open: () => t.status === "running", note: t.status === "queued" ? "waiting to run" : null, suffix: t.status === "cancelled" ? " stopped" : "" });
     }
+    pausesBefore("pruning");
     for (const p of r.prunings) spans.push({ label: `pruning ${lastToolName(r, p.toolCallId)}`, kind: "prune", t0: () => p.t0, t1: () => (p.t1 !== null && p.t1 !== undefined ? p.t1 : p.interrupted ? s.lastT : now()), open: () => !p.done && !p.interrupted });
     if (!spans.length) return box;
     const lines = [];
@@ -1840,8 +1904,11 @@ function createView(el, s, host) {
         const b = sp.t1();
         if (b !== null && b !== undefined) end = Math.max(end, b);
       }
+      end = Math.max(end, roundEnd(s, r));
       const span = Math.max(end - start, 1e-6);
-      axis.textContent = `Round took ${duration(end - start)}; bars on one time axis`;
+      const paused = r.paused + (holdsHere ? Math.max(0, now() - s.control.paused_since) : 0);
+      const extra = r.pauses.length || holdsHere ? `, plus ${duration(paused)} paused` : "";
+      axis.textContent = `Round took ${duration(end - start - paused)}${extra}; bars on one time axis`;
       for (const [sp, bar, label] of lines) {
         const a = sp.t0();
         const b = sp.t1();
@@ -1854,7 +1921,7 @@ function createView(el, s, host) {
         bar.style.left = `${(((a - start) / span) * 100).toFixed(2)}%`;
         bar.style.width = `${Math.max(0.5, ((b - a) / span) * 100).toFixed(2)}%`;
         bar.classList.toggle("tl-wf-open", !!(sp.open && sp.open()));
-        label.textContent = duration(b - a) + (sp.open && sp.open() ? " so far" : "");
+        label.textContent = duration(b - a) + (sp.open && sp.open() ? " so far" : sp.suffix || "");
       }
     };
     paint();
