@@ -30,6 +30,7 @@ from toolloop_lab.events import (
     SynthesisStarted,
     ToolDispatched,
     select_run,
+    top_level_run_ids,
     transcript,
 )
 from toolloop_lab.forking import fork
@@ -434,11 +435,17 @@ def test_the_default_run_of_a_trace_is_the_last_top_level_one(tmp_path: Path) ->
     assert read.top_level_run_ids == ("outer",)
     assert read.run() == (events[0],)
     assert read.run("inner") == (events[1],)
+    # a trace only the sub-agent wrote: its parent is not there, so it is the trace's run
+    assert select_run(events[1:]) == (events[1],)
+    assert top_level_run_ids(events[1:]) == ("inner",)
 
 
 # -- which run (issue 25): one rule for every reader ------------------------------------------
-def _helper_and_boss(writer: TraceWriter) -> tuple[LLMAgent, LLMAgent, list[ToolLoopResult]]:
-    """A boss agent whose tool awaits a helper agent; both write to one trace."""
+def _helper_and_boss(
+    writer: TraceWriter, *, blocking: bool = False
+) -> tuple[LLMAgent, LLMAgent, list[ToolLoopResult]]:
+    """A boss agent whose tool awaits a helper agent (or, ``blocking``, runs it from a
+    plain function, in a worker thread); both write to one trace."""
     helper = LLMAgent(
         ScriptedChatModel(
             [calls(tool_call("echo", {"text": "1+1"}, "h1"), tokens=(30, 3)), final("two")],
@@ -456,6 +463,13 @@ def _helper_and_boss(writer: TraceWriter) -> tuple[LLMAgent, LLMAgent, list[Tool
         helped.append(result)
         return str(result.final_response.content)
 
+    @tool("ask_helper")
+    def ask_helper_blocking(question: str) -> str:
+        """Ask the helper agent."""
+        result = helper.run(question)
+        helped.append(result)
+        return str(result.final_response.content)
+
     boss = LLMAgent(
         ScriptedChatModel(
             [
@@ -464,7 +478,7 @@ def _helper_and_boss(writer: TraceWriter) -> tuple[LLMAgent, LLMAgent, list[Tool
             ],
             model_name=MODEL,
         ),
-        [ask_helper],
+        [ask_helper_blocking if blocking else ask_helper],
         observers=[writer],
     )
     return boss, helper, helped
@@ -488,10 +502,13 @@ def _transcript_is(path: Path, result: ToolLoopResult, run_id: str | None = None
     assert transcript(read_trace(path).events, run_id) == list(result.messages)
 
 
-def test_a_trace_with_a_sub_agent_opens_on_the_parent_run_everywhere(tmp_path: Path) -> None:
+@pytest.mark.parametrize("blocking", [False, True], ids=["async_tool", "sync_tool"])
+def test_a_trace_with_a_sub_agent_opens_on_the_parent_run_everywhere(
+    tmp_path: Path, blocking: bool
+) -> None:
     path = tmp_path / "nested.jsonl"
     with TraceWriter(path) as writer:
-        boss, _, helped = _helper_and_boss(writer)
+        boss, _, helped = _helper_and_boss(writer, blocking=blocking)
         outer = boss.run("What is 1+1?")
     (inner,) = helped
     read = read_trace(path)
