@@ -16,9 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from loopkit import CATALOG_NAMES, catalog_run
+from langchain_core.tools import tool
+from loopkit import CATALOG_NAMES, MODEL, calls, catalog_run, final, tool_call
 
-from toolloop_lab.errors import TraceError
+from toolloop_lab.agent import LLMAgent, ToolLoopResult
+from toolloop_lab.builtin_tools import echo_tool
+from toolloop_lab.errors import TraceError, UnknownRunError
 from toolloop_lab.events import (
     Event,
     LoopFinished,
@@ -26,11 +29,17 @@ from toolloop_lab.events import (
     RoundStarted,
     SynthesisStarted,
     ToolDispatched,
+    select_run,
+    top_level_run_ids,
     transcript,
 )
+from toolloop_lab.forking import fork
+from toolloop_lab.models import ScriptedChatModel
+from toolloop_lab.run_figures import RunFigures
 from toolloop_lab.runview import RunView
 from toolloop_lab.trace import TraceWriter, encode_event, read_trace, write_trace
 from toolloop_lab.usage import Usage
+from toolloop_lab.widget import LoopDebugger
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -426,3 +435,142 @@ def test_the_default_run_of_a_trace_is_the_last_top_level_one(tmp_path: Path) ->
     assert read.top_level_run_ids == ("outer",)
     assert read.run() == (events[0],)
     assert read.run("inner") == (events[1],)
+    # a trace only the sub-agent wrote: its parent is not there, so it is the trace's run
+    assert select_run(events[1:]) == (events[1],)
+    assert top_level_run_ids(events[1:]) == ("inner",)
+
+
+# -- which run (issue 25): one rule for every reader ------------------------------------------
+def _helper_and_boss(
+    writer: TraceWriter, *, blocking: bool = False
+) -> tuple[LLMAgent, LLMAgent, list[ToolLoopResult]]:
+    """A boss agent whose tool awaits a helper agent (or, ``blocking``, runs it from a
+    plain function, in a worker thread); both write to one trace."""
+    helper = LLMAgent(
+        ScriptedChatModel(
+            [calls(tool_call("echo", {"text": "1+1"}, "h1"), tokens=(30, 3)), final("two")],
+            model_name=MODEL,
+        ),
+        [echo_tool()],
+        observers=[writer],
+    )
+    helped: list[ToolLoopResult] = []
+
+    @tool
+    async def ask_helper(question: str) -> str:
+        """Ask the helper agent."""
+        result = await helper.arun(question)
+        helped.append(result)
+        return str(result.final_response.content)
+
+    @tool("ask_helper")
+    def ask_helper_blocking(question: str) -> str:
+        """Ask the helper agent."""
+        result = helper.run(question)
+        helped.append(result)
+        return str(result.final_response.content)
+
+    boss = LLMAgent(
+        ScriptedChatModel(
+            [
+                calls(tool_call("ask_helper", {"question": "1+1?"}, "o1"), tokens=(90, 9)),
+                final("It is two.", tokens=(120, 12)),
+            ],
+            model_name=MODEL,
+        ),
+        [ask_helper_blocking if blocking else ask_helper],
+        observers=[writer],
+    )
+    return boss, helper, helped
+
+
+def _every_reader_picks(path: Path, run_id: str | None = None) -> dict[str, RunFigures]:
+    """The run each entry point takes from ``path``, as figures (with ``run_id`` if given)."""
+    read = read_trace(path)
+    picked = {
+        "TraceRead.run": RunFigures.of_view(RunView.from_events(read.run(run_id))),
+        "select_run": RunFigures.of_view(RunView.from_events(select_run(read.events, run_id))),
+        "fork": fork(
+            path, 1, model=ScriptedChatModel([final("again")]), tools=[echo_tool()], run_id=run_id
+        ).original,
+        "from_trace": RunFigures.of_view(LoopDebugger.from_trace(path, run_id=run_id).view),
+    }
+    return picked
+
+
+def _transcript_is(path: Path, result: ToolLoopResult, run_id: str | None = None) -> None:
+    assert transcript(read_trace(path).events, run_id) == list(result.messages)
+
+
+@pytest.mark.parametrize("blocking", [False, True], ids=["async_tool", "sync_tool"])
+def test_a_trace_with_a_sub_agent_opens_on_the_parent_run_everywhere(
+    tmp_path: Path, blocking: bool
+) -> None:
+    path = tmp_path / "nested.jsonl"
+    with TraceWriter(path) as writer:
+        boss, _, helped = _helper_and_boss(writer, blocking=blocking)
+        outer = boss.run("What is 1+1?")
+    (inner,) = helped
+    read = read_trace(path)
+    assert read.run_ids == (outer.events[0].run_id, inner.events[0].run_id)
+    (_, nested) = (e for e in read.events if isinstance(e, LoopStarted))
+    assert nested.parent_run_id == outer.events[0].run_id  # the loop says who called it
+    assert nested.parent_tool_call_id == "o1"
+    assert read.top_level_run_ids == (outer.events[0].run_id,)
+    picked = _every_reader_picks(path)
+    assert picked == dict.fromkeys(picked, RunFigures.of_result(outer))
+    _transcript_is(path, outer)
+    chosen = _every_reader_picks(path, inner.events[0].run_id)
+    assert chosen == dict.fromkeys(chosen, RunFigures.of_result(inner))
+    _transcript_is(path, inner, inner.events[0].run_id)
+
+
+def test_a_trace_a_cell_appended_to_twice_opens_on_the_newest_run_everywhere(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "twice.jsonl"
+    runs = []
+    for tokens in ((10, 1), (20, 2)):  # the same cell run twice, one trace
+        with TraceWriter(path) as writer:
+            agent = LLMAgent(
+                ScriptedChatModel(
+                    [calls(tool_call("echo", {"text": "x"}, "c1"), tokens=tokens), final("ok")],
+                    model_name=MODEL,
+                ),
+                [echo_tool()],
+                observers=[writer],
+            )
+            runs.append(agent.run("Echo x."))
+    first, newest = runs
+    picked = _every_reader_picks(path)
+    assert picked == dict.fromkeys(picked, RunFigures.of_result(newest))
+    _transcript_is(path, newest)
+    chosen = _every_reader_picks(path, first.events[0].run_id)
+    assert chosen == dict.fromkeys(chosen, RunFigures.of_result(first))
+    _transcript_is(path, first, first.events[0].run_id)
+
+
+def test_a_run_the_trace_does_not_hold_is_refused_naming_the_runs_it_holds(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "one.jsonl"
+    with TraceWriter(path) as writer:
+        model = ScriptedChatModel([final("ok")], model_name=MODEL)
+        result = LLMAgent(model, [echo_tool()], observers=[writer]).run("Hi.")
+    held = result.events[0].run_id
+    read = read_trace(path)
+    attempts = {
+        "select_run": lambda: select_run(read.events, "nope"),
+        "TraceRead.run": lambda: read.run("nope"),
+        "transcript": lambda: transcript(read.events, "nope"),
+        "fork": lambda: fork(
+            path, 1, model=ScriptedChatModel([]), tools=[echo_tool()], run_id="nope"
+        ),
+        "from_trace": lambda: LoopDebugger.from_trace(path, run_id="nope"),
+    }
+    for where, attempt in attempts.items():
+        with pytest.raises(UnknownRunError) as info:
+            attempt()
+        assert (info.value.run_id, info.value.available) == ("nope", (held,)), where
+        assert held in str(info.value), where
+        assert info.value.field == "run_id", where

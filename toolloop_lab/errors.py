@@ -7,6 +7,7 @@ never have to match on message text. Constructing an error has no side effects.
 
     ToolLoopLabError                 base of everything raised on purpose
     ├── ConfigurationError           bad AgentConfig / arguments (also a ValueError)
+    │   └── UnknownRunError          no run with that ``run_id`` (also a KeyError)
     ├── ExecutionError               typed failure with ``kind`` and ``reason``
     │     kind="tool"  reason="not_available" | "invalid_call" | "tool_error" | "timeout" ...
     │     kind="cost"  reason="budget_exhausted" | "unpriced"
@@ -37,6 +38,7 @@ __all__ = [
     "ToolLoopError",
     "ToolLoopLabError",
     "TraceError",
+    "UnknownRunError",
     "_ToolLoopError",
     "describe",
 ]
@@ -101,6 +103,30 @@ class ConfigurationError(ToolLoopLabError, ValueError):
     def __init__(self, message: str, *, field: str | None = None) -> None:
         super().__init__(message)
         self.field = field
+
+
+class UnknownRunError(ConfigurationError, KeyError):
+    """A ``run_id`` was asked for that the events (a trace, a result) do not hold.
+
+    ``available`` names the runs they do hold, in the order they started, so the caller
+    can pick one; ``field`` is ``"run_id"``. A ``KeyError`` too, as a missing key is."""
+
+    def __init__(self, run_id: str, available: Sequence[str], *, where: str = "the events") -> None:
+        self.run_id = run_id
+        self.available: tuple[str, ...] = tuple(available)
+        self.where = where
+        held = ", ".join(repr(i) for i in self.available) if self.available else "none"
+        super().__init__(f"no run {run_id!r} in {where} (runs held: {held})", field="run_id")
+
+    def __str__(self) -> str:
+        return ToolLoopLabError.__str__(self)  # KeyError's own __str__ would quote the text
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_unknown_run, (self.run_id, self.available, self.where))
+
+
+def _rebuild_unknown_run(run_id: str, available: Sequence[str], where: str) -> UnknownRunError:
+    return UnknownRunError(run_id, available, where=where)
 
 
 class ExecutionError(ToolLoopLabError, PartialRun):

@@ -50,7 +50,7 @@ from langchain_core.messages import (
 from pydantic import Field, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
 
-from toolloop_lab.errors import describe
+from toolloop_lab.errors import UnknownRunError, describe
 from toolloop_lab.fields import (
     Count,
     FiniteDecimal,
@@ -103,6 +103,9 @@ __all__ = [
     "message_from_dict",
     "notify",
     "parse_event",
+    "run_ids",
+    "select_run",
+    "top_level_run_ids",
     "transcript",
 ]
 
@@ -633,22 +636,69 @@ def _with_outcome(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "outcome": outcome}
 
 
+def run_ids(events: Iterable[Event]) -> tuple[str, ...]:
+    """The runs in ``events``, in the order they started (a run whose ``loop_start`` is
+    missing, its line lost, comes after those, in the order it first appears)."""
+    started: dict[str, None] = {}
+    seen: dict[str, None] = {}
+    for event in events:
+        if isinstance(event, LoopStarted):
+            started.setdefault(event.run_id, None)
+        seen.setdefault(event.run_id, None)
+    return (*started, *(i for i in seen if i not in started))
+
+
+def top_level_run_ids(events: Iterable[Event]) -> tuple[str, ...]:
+    """The runs nothing in ``events`` started, in the order they started. A sub-agent
+    called as a tool is a run of its own whose ``loop_start`` names its ``parent_run_id``:
+    it is left out while its parent is in the events too."""
+    stream = tuple(events)
+    ids = run_ids(stream)
+    held = set(ids)
+    nested = {
+        e.run_id
+        for e in stream
+        if isinstance(e, LoopStarted) and e.parent_run_id in held and e.parent_run_id != e.run_id
+    }
+    return tuple(i for i in ids if i not in nested)
+
+
+def select_run(
+    events: Iterable[Event], run_id: str | None = None, *, where: str = "the events"
+) -> tuple[Event, ...]:
+    """The events of one run of a stream that may hold several: the one rule for which run
+    ``transcript``, ``TraceRead.run``, ``fork`` and ``LoopDebugger.from_trace`` show.
+
+    ``run_id`` picks a run. By default: the newest top-level run, the last to start of
+    the runs no other run in the stream started. That is the run a cell appended last to
+    a trace it writes again and again, and never a sub-agent, which starts after the run
+    that called it. No events give ``()``; a ``run_id`` they do not hold raises
+    :class:`~toolloop_lab.errors.UnknownRunError` naming the runs held (``where`` says
+    what the events are, a trace's path say).
+    """
+    stream = tuple(events)
+    if run_id is None:
+        top = top_level_run_ids(stream)
+        if not top:
+            return ()
+        run_id = top[-1]
+    chosen = tuple(e for e in stream if e.run_id == run_id)
+    if not chosen:
+        raise UnknownRunError(run_id, run_ids(stream), where=where)
+    return chosen
+
+
 def transcript(events: Iterable[Event], run_id: str | None = None) -> list[BaseMessage]:
     """The conversation of one run, rebuilt from its events alone.
 
     Equal to ``result.messages`` for a finished run and to the error's ``messages`` for a
     failed one, as long as every message is JSON data (a tool artifact that is a live
-    object comes back as its JSON form). ``run_id`` picks a run in a mixed stream (default:
-    the first run seen). Traces written before ``model_call_start`` existed hold no
-    messages: the result is then empty.
+    object comes back as its JSON form). ``run_id`` picks a run in a mixed stream; the
+    default is :func:`select_run`'s (the newest top-level run). Traces written before
+    ``model_call_start`` existed hold no messages: the result is then empty.
     """
-    wanted = run_id
     dicts: list[Mapping[str, Any]] = []
-    for event in events:
-        if wanted is None:
-            wanted = event.run_id
-        if event.run_id != wanted:
-            continue
+    for event in select_run(events, run_id):
         if (isinstance(event, ModelCallStarted) and event.purpose != "pruning") or isinstance(
             event, (LoopFinished, LoopFailed)
         ):

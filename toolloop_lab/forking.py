@@ -83,6 +83,7 @@ from toolloop_lab.events import (
     Observer,
     Outcome,
     message_from_dict,
+    select_run,
 )
 from toolloop_lab.hooks import PauseHook
 from toolloop_lab.jsonl import load_line
@@ -382,17 +383,14 @@ def _is_recording(path: Path) -> bool:
     return isinstance(data, dict) and data.get("format") == FORMAT
 
 
-def _run_events(events: Sequence[Event], run_id: str | None) -> tuple[Event, ...]:
-    """The events of one run: ``run_id``'s, else the last run that started."""
-    started = [e.run_id for e in events if isinstance(e, LoopStarted)]
-    ids = started or [e.run_id for e in events]
-    if not ids:
+def _run_events(
+    events: Sequence[Event], run_id: str | None, where: str = "the source"
+) -> tuple[Event, ...]:
+    """The events of one run, by the one rule (:func:`~toolloop_lab.events.select_run`):
+    ``run_id``'s, else the newest top-level run."""
+    if not events:
         raise ConfigurationError("the source holds no events", field="source")
-    wanted = run_id if run_id is not None else ids[-1]
-    chosen = tuple(e for e in events if e.run_id == wanted)
-    if not chosen:
-        raise ConfigurationError(f"the source has no run {run_id!r}", field="run_id")
-    return chosen
+    return select_run(events, run_id, where=where)
 
 
 def _from_events(
@@ -446,7 +444,7 @@ def _from_events(
 def _from_trace(trace: TraceRead, at_round: int, run_id: str | None) -> _Taken:
     """A trace's run, refused when the rounds taken touch a line the reader skipped: the
     fork would start from a conversation that lacks what that line held."""
-    run = _run_events(trace.events, run_id)
+    run = _run_events(trace.events, run_id, repr(str(trace.path)))
     try:
         taken = _from_events(run, at_round, "trace", run[0].run_id)
     except ConfigurationError as exc:
@@ -791,11 +789,13 @@ def fork(*args: Any, **kwargs: Any) -> ForkResult:
 
     ``source`` is a :class:`ToolLoopResult`, its events, a trace or a recording (a path
     or the loaded object); ``run_id`` picks one run of a trace holding several (default:
-    the last that started). Rounds before ``at_round`` are taken from the source without
-    any model or tool call; from ``at_round`` on, ``model`` runs (live, scripted or a
-    replay) with ``tools``, under ``config`` (default: the config the source recorded:
-    round cap, context window, token budget, pruned tools; for a recording the default
-    config). ``observers`` and ``pause_hooks`` watch and hold the fork's own run, so it
-    can pause for edits. Works in a notebook cell too; :func:`afork` is the async form.
+    the newest top-level run, as everywhere: :func:`~toolloop_lab.events.select_run`; a
+    run the source lacks raises :class:`~toolloop_lab.errors.UnknownRunError`). Rounds
+    before ``at_round`` are taken from the source without any model or tool call; from
+    ``at_round`` on, ``model`` runs (live, scripted or a replay) with ``tools``, under
+    ``config`` (default: the config the source recorded: round cap, context window, token
+    budget, pruned tools; for a recording the default config). ``observers`` and
+    ``pause_hooks`` watch and hold the fork's own run, so it can pause for edits. Works in
+    a notebook cell too; :func:`afork` is the async form.
     """
     return prepare_fork(*args, **kwargs).run()

@@ -50,6 +50,7 @@ from toolloop_lab.tools import (
     invalid_outcomes,
     normalize_tool_call_ids,
     skipped_outcomes,
+    tool_caller,
 )
 from toolloop_lab.usage import Usage
 
@@ -126,6 +127,7 @@ class ToolLoop:
         budget.require_price(self.model_name)
         if agent.pruning_model is not None and cfg.prune_tools:
             budget.require_price(model_name_of(agent.pruning_model))
+        parent = tool_caller()  # a sub-agent: the run and tool call it answers
         run.emit(
             ev.LoopStarted,
             model_name=self.model_name,
@@ -137,6 +139,8 @@ class ToolLoop:
             prune_tools=cfg.prune_tools,
             input_messages=len(run.messages),
             started_at=datetime.now(UTC).isoformat(),
+            parent_run_id=None if parent is None else parent.run_id,
+            parent_tool_call_id=None if parent is None else parent.tool_call_id,
         )
         return budget
 
@@ -390,6 +394,7 @@ class ToolLoop:
             parallel=cfg.parallel_tool_calls,
             hooks=self._hooks,
             finished=run.finished,
+            caller=run.run_id,
         )
         invalid = invalid_outcomes(reply)
         for outcome in invalid:

@@ -23,6 +23,7 @@ object the tool handed back.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import json
 import logging
@@ -54,12 +55,14 @@ __all__ = [
     "DispatchHooks",
     "DispatchOutcome",
     "ToolBox",
+    "ToolCaller",
     "dispatch",
     "invalid_outcomes",
     "normalize_tool_call_ids",
     "not_available_error",
     "serialize_output",
     "skipped_outcomes",
+    "tool_caller",
     "written_outcome",
 ]
 
@@ -87,6 +90,26 @@ class DispatchOutcome:
     ran: bool = True
     """False for a call answered without running it (spent budget, a stop before it
     began, a person's skip)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCaller:
+    """The run and the tool call a tool is running for: a run the tool starts (a
+    sub-agent) records them as its parent, so every reader can tell it from a top-level
+    run (:func:`~toolloop_lab.events.select_run`)."""
+
+    run_id: str
+    tool_call_id: str
+
+
+_CALLER: contextvars.ContextVar[ToolCaller | None] = contextvars.ContextVar(
+    "toolloop_lab_tool_caller", default=None
+)
+
+
+def tool_caller() -> ToolCaller | None:
+    """The tool call this code runs inside, if it runs inside one a loop dispatched."""
+    return _CALLER.get()
 
 
 @dataclass(frozen=True, slots=True)
@@ -474,6 +497,7 @@ async def _dispatch_one(
     tools: ToolBox,
     timeout_s: float | None,
     hooks: DispatchHooks = DispatchHooks(),
+    caller: str | None = None,
 ) -> DispatchOutcome:
     """One call's outcome. Raises only what must stop the loop (``KeyboardInterrupt``,
     ``SystemExit``, other non-``Exception`` errors, and this task's own cancellation)."""
@@ -497,7 +521,11 @@ async def _dispatch_one(
     # swallows cancellation; this task waits on a plain future the tool's task settles.
     loop = asyncio.get_running_loop()
     waiter: asyncio.Future[_Captured | None] = loop.create_future()
-    task = loop.create_task(_capture(_run_tool(ready, call), waiter), name=f"tool {name} {call_id}")
+    task = loop.create_task(
+        _capture(_run_tool(ready, call), waiter),
+        name=f"tool {name} {call_id}",
+        context=_context_for(caller, call_id),
+    )
     task.add_done_callback(functools.partial(_settle, waiter))
     timer = None if timeout_s is None else loop.call_later(timeout_s, _expire, waiter)
     try:
@@ -520,6 +548,16 @@ async def _dispatch_one(
             text += " and ignored cancellation; it may still be running"
         return _error_outcome(call_id, name, args, "timeout", text, started)
     return _ended(captured, call_id, name, args, started, hooks)
+
+
+def _context_for(caller: str | None, call_id: str) -> contextvars.Context | None:
+    """The context a tool runs in: a copy of ours that names the call it runs for (so a
+    sub-agent it starts knows its parent), or ours as is when no run is named."""
+    if caller is None:
+        return None
+    context = contextvars.copy_context()
+    context.run(_CALLER.set, ToolCaller(caller, call_id))
+    return context
 
 
 def _finished_first(waiter: asyncio.Future[_Captured | None]) -> _Captured | None:
@@ -652,6 +690,7 @@ async def dispatch(
     parallel: bool = True,
     hooks: DispatchHooks = DispatchHooks(),
     finished: MutableMapping[str, DispatchOutcome] | None = None,
+    caller: str | None = None,
 ) -> list[DispatchOutcome]:
     """Run ``calls`` (concurrently, or one after another when ``parallel`` is False);
     outcomes come back in call order, and each is handed to ``hooks.done`` as it ends.
@@ -660,6 +699,8 @@ async def dispatch(
     cancelled mid-dispatch still knows which calls really ran. When the dispatch is
     cancelled, or a tool raises ``KeyboardInterrupt``/``SystemExit``, the calls still
     running are cancelled and awaited before that propagates: no task outlives it.
+    ``caller`` names the run whose calls these are: a run a tool starts records it, and
+    the call, as its parent (:func:`tool_caller`).
     """
     sink: MutableMapping[str, DispatchOutcome] = finished if finished is not None else {}
 
@@ -671,11 +712,11 @@ async def dispatch(
     if len(calls) <= 1 or not parallel:
         outcomes = []
         for call in calls:
-            outcome = await _dispatch_one(call, tools, timeout_s, ending)
+            outcome = await _dispatch_one(call, tools, timeout_s, ending, caller)
             done(outcome)
             outcomes.append(outcome)
         return outcomes
-    return await _dispatch_many(calls, tools, timeout_s, ending)
+    return await _dispatch_many(calls, tools, timeout_s, ending, caller)
 
 
 def invalid_outcomes(message: AIMessage) -> list[DispatchOutcome]:
@@ -688,9 +729,10 @@ async def _dispatch_many(
     tools: ToolBox,
     timeout_s: float | None,
     hooks: DispatchHooks,
+    caller: str | None,
 ) -> list[DispatchOutcome]:
     async def one(call: ToolCall) -> DispatchOutcome:
-        outcome = await _dispatch_one(call, tools, timeout_s, hooks)
+        outcome = await _dispatch_one(call, tools, timeout_s, hooks, caller)
         hooks.done(outcome)  # in this call's own task, the moment it ends: completion order
         return outcome
 

@@ -41,10 +41,12 @@ from toolloop_lab.events import (
     Event,
     LoopFailed,
     LoopFinished,
-    LoopStarted,
     RoundStarted,
     SynthesisStarted,
     parse_event,
+    run_ids,
+    select_run,
+    top_level_run_ids,
 )
 from toolloop_lab.jsonl import dump_line, read_lines
 
@@ -203,32 +205,19 @@ class TraceRead:
     @property
     def run_ids(self) -> tuple[str, ...]:
         """The runs in the trace, in the order they started."""
-        seen: dict[str, None] = {}
-        for event in self.events:
-            if isinstance(event, LoopStarted):
-                seen.setdefault(event.run_id, None)
-        for event in self.events:
-            seen.setdefault(event.run_id, None)
-        return tuple(seen)
+        return run_ids(self.events)
 
     @property
     def top_level_run_ids(self) -> tuple[str, ...]:
-        """The runs nothing else started, in order (a sub-agent called as a tool is a run
-        of its own, with a ``parent_run_id``: it is left out here)."""
-        nested = {e.run_id for e in self.events if isinstance(e, LoopStarted) and e.parent_run_id}
-        return tuple(i for i in self.run_ids if i not in nested)
+        """The runs nothing else in the trace started, in order (a sub-agent called as a
+        tool is a run of its own, with a ``parent_run_id``: it is left out here)."""
+        return top_level_run_ids(self.events)
 
     def run(self, run_id: str | None = None) -> tuple[Event, ...]:
-        """The events of one run (default: the last top-level run that started; a nested
-        sub-agent starts after the run that called it, so "the last run" would be it)."""
-        ids = self.run_ids
-        if not ids:
-            return ()
-        top = self.top_level_run_ids
-        wanted = (top[-1] if top else ids[-1]) if run_id is None else run_id
-        if wanted not in ids:
-            raise KeyError(f"run {run_id!r} is not in {self.path}")
-        return tuple(e for e in self.events if e.run_id == wanted)
+        """The events of one run: ``run_id``'s, by default the newest top-level run (the
+        rule of :func:`~toolloop_lab.events.select_run`); an empty trace gives ``()``, and
+        a run it does not hold raises :class:`~toolloop_lab.errors.UnknownRunError`."""
+        return select_run(self.events, run_id, where=repr(str(self.path)))
 
 
 def read_trace(path: str | os.PathLike[str]) -> TraceRead:

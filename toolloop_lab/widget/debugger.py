@@ -46,7 +46,7 @@ from langchain_core.tools import BaseTool
 
 from toolloop_lab.agent import AgentConfig
 from toolloop_lab.errors import ConfigurationError, ToolLoopLabError, describe
-from toolloop_lab.events import Event, LoopFailed, LoopFinished, LoopStarted, Observer
+from toolloop_lab.events import Event, LoopFailed, LoopFinished, LoopStarted, Observer, select_run
 from toolloop_lab.forking import Fork, ForkResult, prepare_fork
 from toolloop_lab.hooks import PauseHook, PausePoint
 from toolloop_lab.pricing import PriceTable
@@ -701,9 +701,11 @@ class LoopDebugger(anywidget.AnyWidget):
     ) -> LoopDebugger:
         """A debugger showing a finished run, from its events or a saved JSONL trace.
 
-        With several runs in the source, ``run_id`` picks one (default: the last that
-        started), just as a live debugger ends up showing the last run it saw. A replay
-        has no step controls: there is nothing to step.
+        With several runs in the source, ``run_id`` picks one; the default is the newest
+        top-level run, the rule every reader shares (:func:`~toolloop_lab.events.select_run`:
+        never a sub-agent while its parent is there). A run the source lacks raises
+        :class:`~toolloop_lab.errors.UnknownRunError`. A replay has no step controls:
+        there is nothing to step.
         """
         note = None
         path = source if isinstance(source, (str, os.PathLike)) else None
@@ -716,12 +718,7 @@ class LoopDebugger(anywidget.AnyWidget):
                 if source.partial_line is not None:
                     note += " (a partial last line: the writer stopped mid-run)"
         else:
-            events = list(source)
-            wanted = run_id
-            if wanted is None:
-                starts = [e.run_id for e in events if isinstance(e, LoopStarted)]
-                wanted = starts[-1] if starts else (events[-1].run_id if events else None)
-            events = [e for e in events if e.run_id == wanted]
+            events = select_run(source, run_id)
         debugger = cls(**options)
         debugger.live = False
         debugger._source = path
