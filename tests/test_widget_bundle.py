@@ -56,6 +56,7 @@ def test_every_code_of_the_event_vocabulary_has_its_words() -> None:
         "intervention": get_args(InterventionAction),
         "intervention_summary": get_args(InterventionAction),
         "gate": get_args(get_type_hints(BudgetGate)["gate"]),
+        "gate_name": get_args(get_type_hints(BudgetGate)["gate"]),
         "gate_state": get_args(GateState),
         "status": get_args(RunStatus),
     }

@@ -19,6 +19,7 @@ __all__ = [
     "CUT_SHORT",
     "FAILED",
     "GATE",
+    "GATE_NAME",
     "GATE_STATE",
     "INTERVENTION",
     "INTERVENTION_SUMMARY",
@@ -57,6 +58,7 @@ as it did."""
 INTERVENTION: Final = TABLES["intervention"]
 INTERVENTION_SUMMARY: Final = TABLES["intervention_summary"]
 GATE: Final = TABLES["gate"]
+GATE_NAME: Final = TABLES["gate_name"]
 GATE_STATE: Final = TABLES["gate_state"]
 
 

@@ -11,7 +11,7 @@
 // Entry points: the anywidget lifecycle (default export: initialize + render) and
 // mount(el, events, options) for a static page (the HTML report, the snapshot).
 
-import { GATE, INTERVENTION, OUTCOME, ROUND_STATE, SYNTH, outcomeWords, reasonWords, usd } from "./words.js";
+import { CUT_SHORT, GATE_NAME, INTERVENTION, OUTCOME, ROUND_STATE, SYNTH, outcomeWords, reasonWords, usd, word } from "./words.js";
 
 export { outcomeWords, reasonWords, usd };
 
@@ -1216,7 +1216,7 @@ function createView(el, s, host) {
       gauges.append(g);
     };
     if (run.tokenBudget !== null && run.tokenBudget !== undefined) gauge("token budget", t.input + t.output, run.tokenBudget, tokens, s.tokenGate, "Tokens spent by every call (input + output) against the run's token budget");
-    if (run.usdLimit !== null && run.usdLimit !== undefined) gauge("USD limit", t.cost || 0, run.usdLimit, usd, s.usdGate, "Cost so far against the USD limit");
+    if (run.usdLimit !== null && run.usdLimit !== undefined) gauge(GATE_NAME.usd, t.cost || 0, run.usdLimit, usd, s.usdGate, "Cost so far against the USD limit");
     if (run.contextWindow) gauge("context", s.lastContext, run.contextWindow, tokens, "off", "Input tokens of the latest model call against the context window");
   }
 
@@ -1374,7 +1374,7 @@ function createView(el, s, host) {
   }
   // a tool that had begun when the run was stopped (or ended): it ran, and was cut short
   function cutShortLabel(t) {
-    return t.reason === "unfinished" ? "cut short when the run ended" : "stopped while running";
+    return CUT_SHORT[t.reason === "unfinished" ? "unfinished" : "cancelled"];
   }
 
   // the selected round: waterfall, what was sent, the reply, each tool
@@ -1803,7 +1803,7 @@ function createView(el, s, host) {
   function gatesView(r) {
     const box = h("div", "tl-gates");
     for (const g of r.gates) {
-      const name = g.gate === "token" ? "Token budget" : "USD limit";
+      const name = word(GATE_NAME, g.gate);
       const when = g.stage === "before_call" ? "before the model call" : "after the model call";
       const fmt = g.gate === "token" ? tokens : usd;
       box.append(h("div", "tl-gate-line tl-num", dot(g.passed ? "answer" : "error"), `${name}, checked ${when}: ${fmt(g.spent)} of ${fmt(g.limit)}, ${g.passed ? "within the limit" : "limit reached"}`));

@@ -15,6 +15,7 @@ export const FAILED = /** @type {Table} */ (words.failed);
 export const CUT_SHORT = /** @type {Table} */ (words.cut_short);
 export const INTERVENTION = /** @type {Table} */ (words.intervention);
 export const GATE = /** @type {Table} */ (words.gate);
+export const GATE_NAME = /** @type {Table} */ (words.gate_name);
 export const ROUND_STATE = /** @type {Table} */ (words.round_state);
 
 /**

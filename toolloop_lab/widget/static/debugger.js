@@ -61,6 +61,10 @@ var words_default = {
     token: "token",
     usd: "USD"
   },
+  gate_name: {
+    token: "Token budget",
+    usd: "USD limit"
+  },
   gate_state: {
     off: "off",
     passed: "passed",
@@ -110,6 +114,10 @@ var INTERVENTION = (
 var GATE = (
   /** @type {Table} */
   words_default.gate
+);
+var GATE_NAME = (
+  /** @type {Table} */
+  words_default.gate_name
 );
 var ROUND_STATE = (
   /** @type {Table} */
@@ -1284,7 +1292,7 @@ function createView(el, s, host) {
       gauges.append(g);
     };
     if (run.tokenBudget !== null && run.tokenBudget !== void 0) gauge("token budget", t.input + t.output, run.tokenBudget, tokens, s.tokenGate, "Tokens spent by every call (input + output) against the run's token budget");
-    if (run.usdLimit !== null && run.usdLimit !== void 0) gauge("USD limit", t.cost || 0, run.usdLimit, usd, s.usdGate, "Cost so far against the USD limit");
+    if (run.usdLimit !== null && run.usdLimit !== void 0) gauge(GATE_NAME.usd, t.cost || 0, run.usdLimit, usd, s.usdGate, "Cost so far against the USD limit");
     if (run.contextWindow) gauge("context", s.lastContext, run.contextWindow, tokens, "off", "Input tokens of the latest model call against the context window");
   }
   function drawControls() {
@@ -1435,7 +1443,7 @@ function createView(el, s, host) {
     return t.status === "success" ? "answer" : t.status === "error" ? "error" : t.status === "running" ? "running" : t.status === "cancelled" ? "stopped" : "idle";
   }
   function cutShortLabel(t) {
-    return t.reason === "unfinished" ? "cut short when the run ended" : "stopped while running";
+    return CUT_SHORT[t.reason === "unfinished" ? "unfinished" : "cancelled"];
   }
   function forkHere() {
     const r = selectedRound();
@@ -1838,7 +1846,7 @@ function createView(el, s, host) {
   function gatesView(r) {
     const box = h("div", "tl-gates");
     for (const g of r.gates) {
-      const name = g.gate === "token" ? "Token budget" : "USD limit";
+      const name = word(GATE_NAME, g.gate);
       const when = g.stage === "before_call" ? "before the model call" : "after the model call";
       const fmt = g.gate === "token" ? tokens : usd;
       box.append(h("div", "tl-gate-line tl-num", dot(g.passed ? "answer" : "error"), `${name}, checked ${when}: ${fmt(g.spent)} of ${fmt(g.limit)}, ${g.passed ? "within the limit" : "limit reached"}`));
