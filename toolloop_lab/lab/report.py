@@ -31,8 +31,8 @@ from toolloop_lab.jsonsafe import dumps
 from toolloop_lab.lab.record import ScenarioRun
 from toolloop_lab.runview import RoundRow, RunView, ToolRow
 from toolloop_lab.usage import format_usd
-from toolloop_lab.widget.words import reason_words
 from toolloop_lab.widget.page import LOADER_CSP, view_assets, view_slot
+from toolloop_lab.widget.words import reason_words
 
 if TYPE_CHECKING:
     import pandas as pd

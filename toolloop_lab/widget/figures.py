@@ -12,7 +12,15 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Final
 
 from toolloop_lab.usage import format_tokens, format_usd
-from toolloop_lab.widget.words import CUT_SHORT, FAILED, GATE_STATE, NOT_RUN, outcome_text, reason_words, word
+from toolloop_lab.widget.words import (
+    CUT_SHORT,
+    FAILED,
+    GATE_STATE,
+    NOT_RUN,
+    outcome_text,
+    reason_words,
+    word,
+)
 
 if TYPE_CHECKING:
     from toolloop_lab.runview import RunView

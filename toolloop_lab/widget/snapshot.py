@@ -21,6 +21,7 @@ SNAPSHOT_ROUNDS: Final = 20
 """Rounds the snapshot lists (the newest)."""
 _PREVIEW: Final = 160
 
+
 def _tool(tool: ToolRow) -> str:
     """A call that never ran reads "not run (why)" (as in the text view); an error says why;
     one stopped while it ran says so, and for how long it ran."""
@@ -76,7 +77,8 @@ def snapshot_html(view: RunView, *, note: str | None = None, round_offset: int =
         parts.append(
             "<br>tokens: "
             f"{fig.tokens(usage.input_tokens)} input ({fig.tokens(usage.cache_read_tokens)} "
-            f"from cache), {fig.tokens(usage.output_tokens)} output · cost {fig.usd(usage.cost_usd)}"
+            f"from cache), {fig.tokens(usage.output_tokens)} output · "
+            f"cost {fig.usd(usage.cost_usd)}"
         )
     outcome = fig.outcome(view)
     if outcome is not None:

@@ -58,10 +58,9 @@ def _round_line(row: RoundRow, done: bool, offset: int) -> str:
         bits.append(
             f"pruning saved {fig.tokens(row.tokens_saved)} (net {fig.tokens(row.net_saved)})"
         )
-    if row.purpose == "synthesis":
-        if row.synthesis_reason:
-            why = word(SYNTHESIS_REASON, row.synthesis_reason)
-            bits.append(f"why: {plain(why, NAME_PREVIEW)}")
+    if row.purpose == "synthesis" and row.synthesis_reason:
+        why = word(SYNTHESIS_REASON, row.synthesis_reason)
+        bits.append(f"why: {plain(why, NAME_PREVIEW)}")
     if row.interventions:
         changes = dict.fromkeys(word(INTERVENTION_SUMMARY, i.action) for i in row.interventions)
         bits.append(f"changed by you: {', '.join(changes)}")
