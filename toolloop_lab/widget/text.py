@@ -60,7 +60,7 @@ def _round_line(row: RoundRow, done: bool, offset: int) -> str:
         )
     if row.purpose == "synthesis" and row.synthesis_reason:
         why = word(SYNTHESIS_REASON, row.synthesis_reason)
-        bits.append(f"why: {plain(why, NAME_PREVIEW)}")
+        bits.append(f"because of the {plain(why, NAME_PREVIEW)}")
     if row.interventions:
         changes = dict.fromkeys(word(INTERVENTION_SUMMARY, i.action) for i in row.interventions)
         bits.append(f"changed by you: {', '.join(changes)}")
