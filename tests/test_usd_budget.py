@@ -576,3 +576,13 @@ async def test_a_model_that_declares_no_name_says_so_under_a_usd_budget() -> Non
     text = str(info.value)
     assert "None" not in text  # "model None has no known price" cannot be keyed
     assert "declares no name" in text
+
+
+async def test_a_budget_error_with_a_tiny_limit_prints_no_exponent(echo_tool: BaseTool) -> None:
+    """A limit of $0.0000001 is written out (Decimal's own str says ``1E-7``)."""
+    model = ScriptedChatModel([_round(1, (1000, 200)), final("never")], model_name=MODEL)
+    with usd_budget(Decimal("1E-7")), pytest.raises(ExecutionError) as info:
+        await LLMAgent(model, [echo_tool]).arun("go")
+    message = str(info.value)
+    assert "of $0.0000001" in message
+    assert "E-" not in message.upper()

@@ -10,6 +10,7 @@ pacing figures are exact.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import json
 import shutil
@@ -27,6 +28,7 @@ from toolloop_lab.events import Event, LoopFinished
 from toolloop_lab.runview import RunView
 from toolloop_lab.tools import STOPPED_TEXT
 from toolloop_lab.trace import write_trace
+from toolloop_lab.usage import format_usd
 from toolloop_lab.widget import LoopDebugger
 from toolloop_lab.widget.coalesce import Coalescer
 from toolloop_lab.widget.debugger import STATIC
@@ -396,3 +398,91 @@ def test_the_pages_fold_agrees_with_runview_on_pauses_and_stopped_tools(tmp_path
         assert [tuple(t) for t in mine["tools"]] == [
             (t.id, t.status, t.ran, t.duration_s) for t in row.tools
         ]
+
+
+# -- one run reads the same in every view: outcome words and money ----------------------------
+def stuck_run() -> list[Event]:
+    """Two identical rounds, then a final-answer call because the model was stuck; one
+    round costs $0.0002187 (more digits than six decimals keep)."""
+    s = Stream().start("Summarise the report.")
+    same = ToolSpec("c1", "echo", {"text": "a"}, "a", 0.004)
+    s.full_round(1, "Checking.", [same], cost=Decimal("0.0002187"))
+    s.full_round(2, "Checking.", [dataclasses.replace(same, id="c2")], cost=Decimal("0"))
+    s.synthesis(3, "stuck").call_start(3, "synthesis")
+    s.call_end(3, "Done.", purpose="synthesis", cost=Decimal("0"))
+    s.finish("Done.", 2, synthesis=True)
+    end = s.events[-1]
+    assert isinstance(end, LoopFinished)
+    s.events[-1] = dataclasses.replace(end, synthesis_reason="stuck")
+    return s.events
+
+
+LABELS_IN_NODE = """
+const m = await import(process.argv[1]);
+const { events, amounts } = JSON.parse(require("fs").readFileSync(0, "utf8"));
+const s = m.createStore();
+for (const e of events) m.fold(s, e);
+console.log(JSON.stringify({ outcome: m.outcomeText(s), usd: amounts.map(m.usd) }));
+"""
+
+
+def _in_node(events: list[Event], amounts: list[Any], tmp_path: Path) -> Any:
+    """What the shipped module (the live view and the static page) says of ``events``, and
+    how it writes ``amounts`` of USD (under node: these need no page)."""
+    if shutil.which("node") is None:
+        pytest.skip("needs node to run the page's module")
+    module = tmp_path / "debugger.mjs"
+    module.write_text((STATIC / "debugger.js").read_text(encoding="utf-8"), encoding="utf-8")
+    done = subprocess.run(
+        ["node", "--input-type=commonjs", "-e", f"(async () => {{{LABELS_IN_NODE}}})()", module],
+        input=json.dumps({"events": [event_payload(e, 4000) for e in events], "amounts": amounts}),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return json.loads(done.stdout)
+
+
+def test_a_stuck_run_reads_the_same_in_every_view(tmp_path: Path) -> None:
+    said = "Answered by a final-answer call (model repeating itself)"
+    dbg = LoopDebugger.from_trace(stuck_run())
+    text, html = dbg.summary(), dbg.snapshot_html()
+    live = _in_node(stuck_run(), [], tmp_path)["outcome"]
+    assert live == said
+    assert f"outcome: {said}" in text
+    assert f"outcome: {said}" in html
+    for view in (text, html, live):
+        assert "round cap" not in view
+    dbg.close()
+
+
+def test_the_text_view_and_the_snapshot_write_a_cost_alike() -> None:
+    dbg = LoopDebugger.from_trace(stuck_run())
+    text, html = dbg.summary(), dbg.snapshot_html()
+    assert "cost $0.0002187" in text
+    assert "cost $0.0002187" in html
+    assert "$0.000219<" not in html  # the round's own cell too
+    dbg.close()
+
+
+AMOUNTS: list[Any] = [
+    0,
+    1e-7,
+    0.0002187,
+    0.000219,
+    0.00021875,
+    1.5,
+    1234.5678,
+    -0.0042,
+    99.995,
+    123456789.125,
+    None,
+    "0.0002187",
+]
+
+
+def test_the_pages_money_formatter_writes_what_python_writes(tmp_path: Path) -> None:
+    page = _in_node([], AMOUNTS, tmp_path)["usd"]
+    assert page == [format_usd(a) for a in AMOUNTS]
+    assert page[1] == "$0.0000001"  # never an exponent

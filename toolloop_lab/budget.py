@@ -23,7 +23,7 @@ from typing import Any, Final, Literal
 
 from toolloop_lab.errors import ConfigurationError, ExecutionError
 from toolloop_lab.pricing import TokenPrice, call_price, known_price, to_decimal_usd
-from toolloop_lab.usage import Usage
+from toolloop_lab.usage import Usage, format_usd
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
@@ -351,7 +351,8 @@ class RunBudget:
         if cost >= usd.limit_usd:
             sink(GateCheck("usd", "before_call", usd.limit_usd, cost, passed=False))
             raise ExecutionError(
-                f"USD budget exhausted: spent ${cost} of ${usd.limit_usd} before the next call",
+                f"USD budget exhausted: spent {format_usd(cost, exact=True)} of "
+                f"{format_usd(usd.limit_usd, exact=True)} before the next call",
                 kind="cost",
                 reason="budget_exhausted",
             )
@@ -368,7 +369,8 @@ class RunBudget:
             sink(GateCheck("usd", "after_call", usd.limit_usd, cost, passed))
             if not passed:
                 raise ExecutionError(
-                    f"USD budget exhausted: spent ${cost} of ${usd.limit_usd}",
+                    f"USD budget exhausted: spent {format_usd(cost, exact=True)} of "
+                    f"{format_usd(usd.limit_usd, exact=True)}",
                     kind="cost",
                     reason="budget_exhausted",
                 )

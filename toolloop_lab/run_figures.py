@@ -20,7 +20,7 @@ from toolloop_lab.pricing import PriceTable
 from toolloop_lab.recording_format import Recording, ReplayExhaustedError
 from toolloop_lab.result import ToolLoopResult
 from toolloop_lab.runview import RunView
-from toolloop_lab.usage import Usage
+from toolloop_lab.usage import Usage, format_usd
 
 __all__ = [
     "ComparedRuns",
@@ -220,13 +220,13 @@ def comparison_lines(labels: tuple[str, str], a: RunFigures, b: RunFigures) -> l
         return f"{f.outcome} ({why})" if why else f.outcome
 
     def cost(value: Decimal | None) -> str:
-        return "unpriced" if value is None else f"${value:f}"
+        return format_usd(value)
 
     def count(label: str, x: int, y: int, fmt: str = ",") -> tuple[str, str, str, str]:
         return (label, f"{x:{fmt}}", f"{y:{fmt}}", f"{y - x:+,}")
 
     change = usd_change(a.cost_usd, b.cost_usd)
-    cost_change = "" if change is None else f"{change:+f}"
+    cost_change = "" if change is None else ("+" if change >= 0 else "") + format_usd(change)
     rows: Sequence[tuple[str, str, str, str]] = [
         ("", *labels, "change"),
         ("outcome", outcome(a), outcome(b), ""),

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
-from typing import Any
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from typing import Any, Final
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
@@ -13,7 +13,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from toolloop_lab.fields import Count, FiniteDecimal, Flag
 from toolloop_lab.jsonsafe import is_mapping
 
-__all__ = ["Cost", "Usage", "estimate_tokens"]
+__all__ = ["Cost", "Usage", "estimate_tokens", "format_tokens", "format_usd"]
 
 
 def _count(value: Any) -> int | None:
@@ -28,6 +28,41 @@ def _count(value: Any) -> int | None:
     if isinstance(value, float) and value.is_integer() and value >= 0:
         return int(value)
     return None
+
+
+_SIGNIFICANT: Final = 4
+"""Significant digits a shown amount keeps (at least cents)."""
+
+
+def format_usd(amount: Decimal | float | int | None, *, exact: bool = False) -> str:
+    """The one way an amount of USD reads: ``$0.0002187``, ``$0.00722``, ``$1,234.57``.
+
+    Model calls cost fractions of a cent, so a fixed number of decimals would read as
+    ``$0.00``: four significant digits (half up), at least cents, trailing zeros dropped,
+    never an exponent. ``exact`` keeps every digit (an error comparing spend to a limit
+    must not round them equal). ``unpriced`` for ``None`` or a non-finite value: unknown
+    is never shown as zero. The widget's ``usd`` (widget/src) gives the same strings.
+    """
+    try:
+        value = amount if isinstance(amount, Decimal) else Decimal(str(amount))
+    except (InvalidOperation, ValueError):
+        return "unpriced"
+    if amount is None or not value.is_finite():
+        return "unpriced"
+    if value.is_zero():
+        return "$0"
+    if not exact:
+        places = max(2, _SIGNIFICANT - 1 - value.adjusted())
+        value = value.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+    text = f"{abs(value):,f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return f"-${text}" if value < 0 and text != "0" else f"${text}"
+
+
+def format_tokens(n: int | Decimal | None) -> str:
+    """``12,345``; ``—`` when unknown."""
+    return "—" if n is None else f"{int(n):,}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,7 @@ import pandas as pd
 from toolloop_lab.events import EVENT_TYPES, BudgetGate
 from toolloop_lab.lab.record import OUTCOMES, ScenarioRun
 from toolloop_lab.runview import RoundRow, RunView
-from toolloop_lab.usage import Usage
+from toolloop_lab.usage import Usage, format_usd
 
 __all__ = [
     "EVENT_DTYPES",
@@ -464,7 +464,7 @@ def events_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
 
 
 def _cost_text(cost: float, known: bool) -> str:
-    return f"${cost:.6f}" if known else "unknown"
+    return format_usd(cost) if known else "unknown"
 
 
 _TABLE: Final = {

@@ -30,8 +30,9 @@ from toolloop_lab.events import BudgetGate, Event
 from toolloop_lab.jsonsafe import dumps
 from toolloop_lab.lab.record import ScenarioRun
 from toolloop_lab.runview import RoundRow, RunView, ToolRow
-from toolloop_lab.widget.figures import reason_words
+from toolloop_lab.usage import format_usd
 from toolloop_lab.widget.page import LOADER_CSP, view_assets, view_slot
+from toolloop_lab.widget.words import reason_words
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -94,7 +95,7 @@ def _error(kind: str | None, reason: str | None) -> str:
 def _usd(value: Decimal | float | None) -> str:
     if value is None or (isinstance(value, float) and value != value):
         return "unknown"
-    return f"${value:.6f}"
+    return format_usd(value)
 
 
 def _png(fig: Figure) -> str:

@@ -1,5 +1,6 @@
-"""How numbers read in the debugger: one formatter per kind of figure, and the words for
-why a tool call is an error or never ran (a reason code is never shown as it is).
+"""How numbers read in the debugger: one formatter per kind of figure (money and token
+counts are the package's own, :mod:`toolloop_lab.usage`); the words for why a tool call is
+an error or never ran come from :mod:`.words` (a reason code is never shown as it is).
 
 The static snapshot and the text repr share these, so a figure never reads two ways. They
 return plain text made of digits and our own words only, never untrusted content.
@@ -7,9 +8,22 @@ return plain text made of digits and our own words only, never untrusted content
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from decimal import Decimal
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+from toolloop_lab.usage import format_tokens, format_usd
+from toolloop_lab.widget.words import (
+    CUT_SHORT,
+    FAILED,
+    GATE_STATE,
+    NOT_RUN,
+    outcome_text,
+    reason_words,
+    word,
+)
+
+if TYPE_CHECKING:
+    from toolloop_lab.runview import RunView
 
 __all__ = [
     "CUT_SHORT",
@@ -18,6 +32,7 @@ __all__ = [
     "cut_short",
     "gate_label",
     "held",
+    "outcome",
     "pct",
     "reason_words",
     "seconds",
@@ -26,68 +41,11 @@ __all__ = [
     "usd",
 ]
 
-_SIGNIFICANT: Final = 4
-
-NOT_RUN: Final[Mapping[str, str]] = {
-    "token_budget": "token budget",
-    "cancelled": "stopped",
-    "truncated": "reply cut off",
-    "skipped": "skipped by you",
-    "synthesis": "a final answer was asked for",
-    "unknown": "answered by the framework",
-}
-"""Why a call the loop answered without running it never ran, by its error reason."""
-
-FAILED: Final[Mapping[str, str]] = {
-    "not_available": "no such tool",
-    "invalid_call": "invalid call",
-    "invalid_arguments": "invalid arguments",
-    "tool_error": "the tool failed",
-    "timeout": "timed out",
-    "tool_cancelled": "cancelled by the tool",
-    "bad_output": "unusable output",
-}
-"""Why a call that was dispatched is an error, by its error reason."""
-
-
-def reason_words(code: str | None) -> str | None:
-    """A tool call's error reason in words; a code without words (a newer version's, an
-    edited trace's) as it is, for the caller to clip and escape."""
-    if code is None:
-        return None
-    return NOT_RUN.get(code) or FAILED.get(code) or CUT_SHORT.get(code) or code
-
-
-CUT_SHORT: Final[Mapping[str, str]] = {
-    "cancelled": "stopped while running",
-    "unfinished": "cut short when the run ended",
-}
-"""A call whose tool had begun when the run stopped (status ``cancelled``), by its reason:
-it ran, for as long as it did."""
-
-
-def tokens(n: int | Decimal | None) -> str:
-    """``12,345``; ``—`` when unknown."""
-    if n is None:
-        return "—"
-    return f"{int(n):,}"
-
-
-def usd(amount: Decimal | None) -> str:
-    """``$0.0000117``, ``$0.00722``, ``$12.35``: four significant digits, at least cents.
-
-    Model calls cost fractions of a cent, so a fixed number of decimals would read as
-    ``$0.00``; ``unpriced`` for ``None`` (unknown is never shown as zero).
-    """
-    if amount is None:
-        return "unpriced"
-    if amount == 0:
-        return "$0"
-    places = max(2, _SIGNIFICANT - 1 - amount.adjusted())
-    text = f"{amount.quantize(Decimal(1).scaleb(-places)):,f}"
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return f"-${text[1:]}" if text.startswith("-") else f"${text}"
+usd: Final = format_usd
+"""``$0.0000117``, ``$0.00722``, ``$12.35``: the one formatter of money (see
+:func:`toolloop_lab.usage.format_usd`)."""
+tokens: Final = format_tokens
+"""``12,345``; ``—`` when unknown."""
 
 
 def seconds(value: float | None) -> str:
@@ -130,4 +88,13 @@ def share(spent: Decimal | int, limit: Decimal | int | None) -> float | None:
 
 def gate_label(state: str) -> str:
     """The word a gate state reads as: ``off``, ``passed`` or ``TRIPPED``."""
-    return "TRIPPED" if state == "tripped" else state
+    return word(GATE_STATE, state)
+
+
+def outcome(view: RunView) -> str | None:
+    """How the run ended, in the words every view uses; ``None`` until it has."""
+    if view.failure is not None:
+        return outcome_text(view.failure.outcome)
+    if view.finished is not None:
+        return outcome_text(view.finished.outcome, view.finished.synthesis_reason)
+    return None

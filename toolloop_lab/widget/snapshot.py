@@ -8,39 +8,18 @@ length: the newest :data:`SNAPSHOT_ROUNDS` rounds, the totals and the outcome.
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Final
 
 from toolloop_lab.escape import esc, esc_clip
 from toolloop_lab.runview import RoundRow, RunView, ToolRow
 from toolloop_lab.widget import figures as fig
+from toolloop_lab.widget.words import STATUS, word
 
 __all__ = ["SNAPSHOT_ROUNDS", "snapshot_html"]
 
 SNAPSHOT_ROUNDS: Final = 20
 """Rounds the snapshot lists (the newest)."""
 _PREVIEW: Final = 160
-
-_STATUS: Final = {
-    "idle": "waiting for a run",
-    "running": "running",
-    "paused": "paused",
-    "finished": "finished",
-    "failed": "failed",
-    "cancelled": "stopped",
-}
-_OUTCOME: Final = {
-    "final_answer": "answered",
-    "synthesis": "answered after the round cap",
-    "token_budget_exhausted": "answered after the token budget ran out",
-    "usd_budget_exhausted": "stopped by the USD limit",
-    "failed": "failed",
-    "cancelled": "stopped",
-}
-
-
-def _usd(amount: Decimal | None) -> str:
-    return "unpriced" if amount is None else f"${amount:.6f}"
 
 
 def _tool(tool: ToolRow) -> str:
@@ -75,7 +54,7 @@ def _row(row: RoundRow, offset: int) -> str:
         reply,
         tools,
         f"{fig.tokens(usage.input_tokens)} / {fig.tokens(usage.output_tokens)}",
-        _usd(row.cost_usd),
+        fig.usd(row.cost_usd),
         fig.seconds(row.latency_s),
     ]
     return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
@@ -85,7 +64,7 @@ def snapshot_html(view: RunView, *, note: str | None = None, round_offset: int =
     """The run as static, escaped HTML (bounded size); ``round_offset`` is added to every
     round number (a fork's rounds read as the original's)."""
     parts = ["<div>"]
-    head = [f"<b>Agent loop debugger: {esc(_STATUS.get(view.status, view.status))}</b>"]
+    head = [f"<b>Agent loop debugger: {esc(word(STATUS, view.status))}</b>"]
     if view.started is not None and view.started.model_name:
         head.append(esc_clip(view.started.model_name, 80))
     if view.max_rounds is not None:
@@ -98,13 +77,12 @@ def snapshot_html(view: RunView, *, note: str | None = None, round_offset: int =
         parts.append(
             "<br>tokens: "
             f"{fig.tokens(usage.input_tokens)} input ({fig.tokens(usage.cache_read_tokens)} "
-            f"from cache), {fig.tokens(usage.output_tokens)} output · cost {_usd(usage.cost_usd)}"
+            f"from cache), {fig.tokens(usage.output_tokens)} output · "
+            f"cost {fig.usd(usage.cost_usd)}"
         )
-    outcome = view.finished.outcome if view.finished else None
-    if view.failure is not None:
-        outcome = view.failure.outcome
+    outcome = fig.outcome(view)
     if outcome is not None:
-        parts.append(f"<br>outcome: {esc(_OUTCOME.get(outcome, outcome))}")
+        parts.append(f"<br>outcome: {esc(outcome)}")
     rows = view.rounds[-SNAPSHOT_ROUNDS:]
     if rows:
         if len(view.rounds) > len(rows):

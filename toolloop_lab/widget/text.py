@@ -14,6 +14,7 @@ from toolloop_lab.escape import plain
 from toolloop_lab.events import LoopFailed
 from toolloop_lab.runview import RoundRow, RunView, ToolRow
 from toolloop_lab.widget import figures as fig
+from toolloop_lab.widget.words import GATE, INTERVENTION_SUMMARY, SYNTHESIS_REASON, word
 
 __all__ = ["summary_text"]
 
@@ -25,19 +26,6 @@ NAME_PREVIEW: Final = 60
 """Characters of a tool or model name, a reason or an error type the text repr shows."""
 ID_PREVIEW: Final = 40
 """Characters of the run id the text repr shows."""
-
-
-_BY_HAND: Final = {
-    "edit_args": "arguments edited",
-    "skip": "a call answered by hand",
-    "append_message": "a message added",
-    "edit_result": "a result replaced",
-}
-_SYNTHESIS: Final = {
-    "round_cap": "round cap",
-    "stuck": "model repeating itself",
-    "token_budget": "token budget",
-}
 
 
 def _tool_status(tool: ToolRow, done: bool) -> str:
@@ -70,15 +58,15 @@ def _round_line(row: RoundRow, done: bool, offset: int) -> str:
         bits.append(
             f"pruning saved {fig.tokens(row.tokens_saved)} (net {fig.tokens(row.net_saved)})"
         )
-    if row.purpose == "synthesis":
-        why = _SYNTHESIS.get(row.synthesis_reason or "", row.synthesis_reason)
+    if row.purpose == "synthesis" and row.synthesis_reason:
+        why = word(SYNTHESIS_REASON, row.synthesis_reason)
         bits.append(f"because of the {plain(why, NAME_PREVIEW)}")
     if row.interventions:
-        changes = dict.fromkeys(_BY_HAND.get(i.action, i.action) for i in row.interventions)
+        changes = dict.fromkeys(word(INTERVENTION_SUMMARY, i.action) for i in row.interventions)
         bits.append(f"changed by you: {', '.join(changes)}")
     for kind in ("token", "usd"):
         if row.gate(kind) == "tripped":
-            bits.append(f"{'token' if kind == 'token' else 'USD'} gate TRIPPED")
+            bits.append(f"{GATE[kind]} gate {fig.gate_label('tripped')}")
     return f"  {label}: " + " · ".join(bits)
 
 
@@ -100,6 +88,9 @@ def summary_text(view: RunView, *, note: str | None = None, round_offset: int = 
                 f"pruning: saved {fig.tokens(view.tokens_saved)} tokens, net "
                 f"{fig.tokens(view.net_saved)} after the pruning calls' own tokens"
             )
+        outcome = fig.outcome(view)
+        if outcome is not None:
+            lines.append(f"outcome: {outcome}")
         if view.final_text is not None:
             lines.append(f"final answer: {plain(view.final_text, TEXT_PREVIEW)}")
         if view.failure is not None:
@@ -130,8 +121,8 @@ def _spend(view: RunView) -> str:
     usd = f"cost {fig.usd(view.usage.cost_usd)}" + (f" / {fig.usd(limit)}" if limit else "")
     ctx = f"context {fig.pct(view.context_fill)} of {fig.tokens(view.context_window)}"
     return (
-        f"{tok} (token gate {fig.gate_label(view.token_gate)}) · "
-        f"{usd} (USD gate {fig.gate_label(view.usd_gate)}) · {ctx}"
+        f"{tok} ({GATE['token']} gate {fig.gate_label(view.token_gate)}) · "
+        f"{usd} ({GATE['usd']} gate {fig.gate_label(view.usd_gate)}) · {ctx}"
     )
 
 
