@@ -73,6 +73,21 @@ def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     return a is b or (len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True)))
 
 
+def _bind(model: BaseChatModel, tools: tuple[BaseTool, ...]) -> Any:
+    """``model`` with ``tools`` bound; a model that cannot take them is a setup error (the
+    run starts by binding, so it fails before any call)."""
+    if not tools:
+        return model
+    try:
+        return model.bind_tools(list(tools))
+    except Exception as exc:
+        raise ConfigurationError(
+            f"{type(model).__name__} could not take the tools "
+            f"({type(exc).__name__}: {describe(exc)})",
+            field="tools",
+        ) from exc
+
+
 class LLMAgent:
     """Drives any langchain-core chat model through tool-call rounds, with events."""
 
@@ -140,8 +155,7 @@ class LLMAgent:
         objects: binding builds every tool's schema)."""
         cached, model, tools = self._bound, self.model, self.tools
         if cached is None or cached[0] is not model or not _same(cached[1], tools):
-            runnable = model.bind_tools(list(tools)) if tools else model
-            cached = self._bound = (model, tools, runnable)
+            cached = self._bound = (model, tools, _bind(model, tools))
         return cached[2]
 
     def toolbox(self) -> ToolBox:

@@ -41,9 +41,10 @@ from typing import Any, Final, Literal, cast
 from langchain_core.messages import AIMessage, InvalidToolCall, ToolCall, ToolMessage
 from langchain_core.runnables.config import run_in_executor
 from langchain_core.tools import BaseTool, StructuredTool, Tool, ToolException
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ValidationError
 
-from toolloop_lab.errors import ExecutionError, describe
+from toolloop_lab.errors import ConfigurationError, ExecutionError, describe
 from toolloop_lab.jsonsafe import dumps, frozen_json, is_mapping, thaw
 
 __all__ = [
@@ -369,6 +370,19 @@ class _Ready:
     """No async body of its own: its sync body runs in a worker thread."""
 
 
+def _check_schema(name: str, tool: BaseTool) -> None:
+    """Build the tool's schema as a model is told it, so a tool no provider could be told
+    about is refused before the first (paid) call instead of failing in round 1."""
+    try:
+        convert_to_openai_tool(tool)
+    except Exception as exc:  # whatever the tool's own schema code raises
+        raise ConfigurationError(
+            f"tool {name!r}: its argument schema cannot be built "
+            f"({type(exc).__name__}: {describe(exc)})",
+            field="tools",
+        ) from exc
+
+
 def _ready(tool: BaseTool) -> _Ready:
     update: dict[str, Any] = {}
     if tool.handle_tool_error or tool.handle_validation_error:
@@ -387,13 +401,16 @@ def _ready(tool: BaseTool) -> _Ready:
 
 
 class ToolBox(Mapping[str, BaseTool]):
-    """An agent's tools by name, as the user gave them, each prepared once for the loop to
-    run (see ``_Ready``). Read-only."""
+    """An agent's tools by name, as the user gave them, each checked (its schema can be
+    built: ``ConfigurationError`` otherwise) and prepared once for the loop to run (see
+    ``_Ready``). Read-only."""
 
     __slots__ = ("_originals", "_ready")
 
     def __init__(self, tools: Iterable[BaseTool]) -> None:
         self._originals: dict[str, BaseTool] = {t.name: t for t in tools}
+        for name, tool in self._originals.items():
+            _check_schema(name, tool)
         self._ready: dict[str, _Ready] = {n: _ready(t) for n, t in self._originals.items()}
 
     def __getitem__(self, name: str) -> BaseTool:
