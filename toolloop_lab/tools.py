@@ -51,6 +51,7 @@ __all__ = [
     "DispatchHooks",
     "DispatchOutcome",
     "ToolBox",
+    "block_calls",
     "dispatch",
     "invalid_outcomes",
     "normalize_tool_call_ids",
@@ -206,6 +207,23 @@ def _unique_ids(raw_ids: list[Any], used: Collection[str]) -> list[str] | None:
 
 _ID_KEYS: dict[str, str] = {"tool_use": "id", "tool_call": "id", "function_call": "call_id"}
 """Content-block types that carry a tool-call id, and the key that holds it."""
+
+
+def block_calls(content: Any) -> list[tuple[str, str]]:
+    """``(id, name)`` of each tool call a message's content blocks carry (Anthropic
+    ``tool_use``, standard ``tool_call``, OpenAI Responses ``function_call``), in order;
+    blocks without a usable id are left out. Content is untrusted: anything goes in."""
+    if not isinstance(content, list):
+        return []
+    found: list[tuple[str, str]] = []
+    for block in content:
+        kind = block.get("type") if isinstance(block, dict) else None
+        key = _ID_KEYS.get(kind) if isinstance(kind, str) else None
+        cid = block.get(key) if key else None
+        if isinstance(cid, str) and cid:
+            name = block.get("name")
+            found.append((cid, name if isinstance(name, str) and name else "(unnamed)"))
+    return found
 
 
 def _rename_blocks(content: list[Any], renames: Mapping[str, list[str]]) -> list[Any]:
