@@ -7,12 +7,14 @@ import asyncio
 import dataclasses
 import math
 import pickle
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langchain_core.tools import BaseTool, tool
+from langchain_core.tools import BaseTool, StructuredTool, tool
 from loopkit import MODEL, calls, final, reference_cost, tool_call
+from pydantic import BaseModel
 
 from toolloop_lab import (
     AgentConfig,
@@ -161,6 +163,76 @@ async def test_duplicate_tool_names_are_a_configuration_error() -> None:
         await LLMAgent(model, [echo, other_echo]).arun("hi")
     assert isinstance(info.value.cause, ConfigurationError)
     assert info.value.cause.field == "tools"
+    assert model.calls == ()
+
+
+class _CallbackArgs(BaseModel):
+    callback: Callable[[int], int]
+    """A Python callable: no JSON schema can describe it."""
+
+
+class _SchemaRaises(BaseTool):
+    """A tool whose input schema cannot be built (its own schema code raises)."""
+
+    name: str = "fragile"
+    description: str = "Its schema code raises."
+
+    def get_input_schema(self, config: Any = None) -> Any:
+        raise RuntimeError("schema backend offline")
+
+    def _run(self, **kwargs: Any) -> str:
+        return "ran"
+
+
+def _unschemable() -> list[BaseTool]:
+    hook = StructuredTool(
+        name="hook", description="Calls back.", args_schema=_CallbackArgs, func=lambda callback: ""
+    )
+    return [hook, _SchemaRaises()]
+
+
+class _BindsLazily(ScriptedChatModel):
+    """A model that binds tool objects as they are and would describe them only when a
+    call is sent (as some wrappers do)."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self
+
+
+@pytest.mark.parametrize("broken", _unschemable(), ids=lambda t: t.name)
+@pytest.mark.parametrize("model_type", [ScriptedChatModel, _BindsLazily])
+async def test_a_tool_whose_schema_cannot_be_built_fails_before_any_call(
+    echo_tool: BaseTool, broken: BaseTool, model_type: type[ScriptedChatModel]
+) -> None:
+    events: list[Event] = []
+    model = model_type([calls(tool_call("echo", {"text": "a"}, "c1")), final("done")])
+    agent = LLMAgent(model, [echo_tool, broken], observers=[events.append])
+    with pytest.raises(ToolLoopError) as info:
+        await agent.arun("go")
+    err = info.value
+    assert err.any_invocation_made is False
+    assert (err.rounds, err.accumulated_prompt, err.accumulated_completion) == (0, 0, 0)
+    assert isinstance(err.cause, ConfigurationError)
+    assert err.cause.field == "tools"
+    assert f"tool {broken.name!r}" in str(err.cause)
+    assert model.calls == ()
+    assert [e.kind for e in events] == ["loop_failure"]
+    failed = events[-1]
+    assert isinstance(failed, LoopFailed)
+    assert failed.any_invocation_made is False
+
+
+async def test_a_model_that_cannot_take_tools_fails_before_any_call(echo_tool: BaseTool) -> None:
+    class NoTools(ScriptedChatModel):
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError("this model has no tool calling")
+
+    model = NoTools([final("never")], model_name=MODEL)
+    with pytest.raises(ToolLoopError) as info:
+        await LLMAgent(model, [echo_tool]).arun("go")
+    assert info.value.any_invocation_made is False
+    assert isinstance(info.value.cause, ConfigurationError)
+    assert "no tool calling" in str(info.value.cause)
     assert model.calls == ()
 
 

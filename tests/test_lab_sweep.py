@@ -4,10 +4,13 @@ progress, picklable scenarios and records (what an executor needs later)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
 import pickle
+import signal
 import threading
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -331,6 +334,77 @@ def test_run_one_in_a_fresh_process_gives_the_same_frames() -> None:
     with ProcessPoolExecutor(1, mp_context=ctx) as pool:
         remote = LabResults(tuple(_run_in(pool, sweep)))
     pd.testing.assert_frame_equal(stable(local.runs), stable(remote.runs))
+
+
+def _all_ran(results: LabResults) -> list[tuple[str, str | None]]:
+    return [(r.scenario, r.error_message) for r in results.records]
+
+
+def test_a_default_process_pool_runs_every_scenario() -> None:
+    # the pool's default start method (fork on Linux): its workers are forked from a
+    # thread that is running the sweep's event loop at that moment
+    sweep = catalog()[:3]
+    local = run_scenarios(sweep, progress=False)
+    with ProcessPoolExecutor(2) as pool:
+        remote = run_scenarios(sweep, executor=pool, progress=False)
+        again = run_scenarios(sweep, executor=pool, progress=False)  # the same workers
+    assert _all_ran(remote) == _all_ran(again) == [(s.name, None) for s in sweep]
+    pd.testing.assert_frame_equal(stable(local.runs), stable(remote.runs))
+    pd.testing.assert_frame_equal(stable(local.runs), stable(again.runs))
+
+
+async def test_a_default_process_pool_runs_every_scenario_from_a_running_loop() -> None:
+    # a notebook cell: the sync call hands the sweep to the background loop, whose
+    # thread forks the workers; the async call forks them from this loop's own thread
+    sweep = catalog()[:3]
+    local = await arun_scenarios(sweep, progress=False)
+    with ProcessPoolExecutor(2) as pool:
+        remote = run_scenarios(sweep, executor=pool, progress=False)
+    with ProcessPoolExecutor(2) as pool:
+        awaited = await arun_scenarios(sweep, executor=pool, progress=False)
+    assert _all_ran(remote) == _all_ran(awaited) == [(s.name, None) for s in sweep]
+    pd.testing.assert_frame_equal(stable(local.runs), stable(remote.runs))
+    pd.testing.assert_frame_equal(stable(local.runs), stable(awaited.runs))
+
+
+@contextlib.contextmanager
+def _stuck_after(seconds: int) -> Iterator[None]:
+    """Only a deadlock guard (this thread must be the main one): a hang becomes a failure,
+    since SIGALRM interrupts an event loop's wait."""
+
+    def stuck(_signum: int, _frame: Any) -> None:
+        raise AssertionError(f"stuck for {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, stuck)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_workers_forked_from_another_thread_leave_this_thread_s_loop_working() -> None:
+    # A forked child drops every thread but the forking one; closing its copy of this
+    # thread's idle loop would unregister this process's wake-up socket (the epoll instance
+    # is shared), and the next sync tool here would never be heard back from.
+    assert threading.current_thread() is threading.main_thread()
+    # file_read is a sync tool: it runs on a worker thread, which then wakes the loop
+    sweep = [
+        Scenario.scripted(
+            f"read_{n}",
+            [Reply.call("file_read", {"path": "report.txt"}), Reply.final("read")],
+            tools=("file_read",),
+        )
+        for n in range(2)
+    ]
+    local = run_scenarios(sweep, progress=False)  # this thread's loop: idle between runs
+    with ProcessPoolExecutor(2) as pool, ThreadPoolExecutor(1) as other:
+        remote = other.submit(run_scenarios, sweep, executor=pool, progress=False).result()
+    assert _all_ran(remote) == [(s.name, None) for s in sweep]
+    with _stuck_after(60):
+        again = run_scenarios(sweep, progress=False)
+    pd.testing.assert_frame_equal(stable(local.runs), stable(again.runs))
 
 
 def test_agent_config_travels_with_the_scenario() -> None:

@@ -7,12 +7,24 @@ conversation's. The system prompt is sent once, at the start of the conversation
 
 from __future__ import annotations
 
+import pickle
+from typing import Any
+
+import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
 from loopkit import MODEL, calls, final, reference_cost, tool_call
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
-from toolloop_lab.events import LoopStarted, ModelCallStarted, message_from_dict, transcript
+from toolloop_lab import AgentConfig, ExecutionError, LLMAgent, ScriptedChatModel
+from toolloop_lab.errors import ConversationError
+from toolloop_lab.events import (
+    Event,
+    LoopFailed,
+    LoopStarted,
+    ModelCallStarted,
+    message_from_dict,
+    transcript,
+)
 
 SYSTEM = "You are terse."
 
@@ -128,3 +140,134 @@ async def test_a_later_turn_prunes_against_its_own_question() -> None:
     asked = [call.messages[-1].text for call in pruner.calls]
     assert asked[0].startswith("User request:\nHow did revenue do?")
     assert asked[1].startswith("User request:\nAnd what about churn?")
+
+
+def _asks(*ids: str, text: str = "") -> AIMessage:
+    return calls(*(tool_call("echo", {"text": i}, i) for i in ids), text=text)
+
+
+def _answer(call_id: str) -> ToolMessage:
+    return ToolMessage("done", tool_call_id=call_id, name="echo")
+
+
+# (history, reason, index of the message at fault, call id)
+BROKEN_HISTORIES: list[tuple[list[Any], str, int, str | None]] = [
+    # a call without its result (the next turn's question comes right after it)
+    ([HumanMessage("q"), _asks("c1", "c2"), _answer("c1")], "unanswered_call", 1, "c2"),
+    # a call whose result comes only after another message
+    (
+        [HumanMessage("q"), _asks("c1"), HumanMessage("?"), _answer("c1")],
+        "unanswered_call",
+        1,
+        "c1",
+    ),
+    # a result without its call
+    ([HumanMessage("q"), _answer("ghost"), AIMessage("ok")], "orphan_result", 1, "ghost"),
+    # a call answered twice
+    ([HumanMessage("q"), _asks("c1"), _answer("c1"), _answer("c1")], "answered_twice", 3, "c1"),
+    # answered twice across rounds
+    (
+        [_asks("c1"), _answer("c1"), _asks("c2"), _answer("c2"), _answer("c1")],
+        "answered_twice",
+        4,
+        "c1",
+    ),
+    # one call id used by two calls
+    ([_asks("c1"), _answer("c1"), _asks("c1"), _answer("c1")], "repeated_call_id", 2, "c1"),
+    # a call only a content block carries (an Anthropic tool_use nobody answered)
+    (
+        [
+            HumanMessage("q"),
+            AIMessage([{"type": "tool_use", "id": "tu1", "name": "echo", "input": {}}]),
+        ],
+        "unanswered_call",
+        1,
+        "tu1",
+    ),
+    # a user message's tool_result block that answers an already-answered call
+    (
+        [
+            _asks("c1"),
+            _answer("c1"),
+            HumanMessage([{"type": "tool_result", "tool_use_id": "c1", "content": "again"}]),
+        ],
+        "answered_twice",
+        2,
+        "c1",
+    ),
+]
+
+
+@pytest.mark.parametrize(("history", "reason", "index", "call_id"), BROKEN_HISTORIES)
+async def test_a_broken_history_is_refused_before_any_call(
+    echo_tool: BaseTool, history: list[Any], reason: str, index: int, call_id: str | None
+) -> None:
+    events: list[Event] = []
+    model = ScriptedChatModel([final("never")], model_name=MODEL)
+    agent = LLMAgent(model, [echo_tool], observers=[events.append])
+    with pytest.raises(ConversationError) as info:
+        await agent.arun("next question", history=history)
+    err = info.value
+    assert isinstance(err, ExecutionError)
+    assert (err.kind, err.reason, err.source, err.index) == ("input", reason, "history", index)
+    assert err.call_id == call_id
+    assert str(err).startswith(f"history[{index}]: ")
+    assert model.calls == ()
+    assert err.any_invocation_made is False
+    assert (err.accumulated_prompt, err.accumulated_completion, err.rounds) == (0, 0, 0)
+    assert [e.kind for e in events] == ["loop_failure"]
+    failed = events[-1]
+    assert isinstance(failed, LoopFailed)
+    assert (failed.error_kind, failed.reason, failed.outcome) == ("input", reason, "failed")
+    assert err.events == tuple(events)
+    assert pickle.loads(pickle.dumps(err)).position == f"history[{index}]"
+
+
+async def test_messages_given_as_the_prompt_are_checked_with_their_own_positions(
+    echo_tool: BaseTool,
+) -> None:
+    model = ScriptedChatModel([final("never")], model_name=MODEL)
+    agent = LLMAgent(model, [echo_tool])
+    history = [HumanMessage("q"), _asks("c1"), _answer("c1"), AIMessage("done")]
+    with pytest.raises(ConversationError) as info:
+        await agent.arun([HumanMessage("more"), _asks("c9")], history=history)
+    assert (info.value.position, info.value.reason) == ("messages[1]", "unanswered_call")
+    with pytest.raises(ConversationError) as alone:
+        await agent.arun([HumanMessage("more"), _answer("c1")])
+    assert (alone.value.position, alone.value.reason) == ("messages[1]", "orphan_result")
+    assert model.calls == ()
+
+
+async def test_results_in_the_prompt_may_answer_the_history_s_last_calls(
+    echo_tool: BaseTool,
+) -> None:
+    model = ScriptedChatModel([final("thanks")], model_name=MODEL)
+    history = [HumanMessage("q"), _asks("c1", text="let me look")]
+    result = await LLMAgent(model, [echo_tool]).arun([_answer("c1")], history=history)
+    assert result.final_response.text == "thanks"
+    assert list(model.calls[0].messages) == [*history, _answer("c1")]
+
+
+async def test_a_whole_conversation_passes_the_check(echo_tool: BaseTool) -> None:
+    anthropic_style = AIMessage(
+        [
+            {"type": "text", "text": "looking"},
+            {"type": "tool_use", "id": "c3", "name": "echo", "input": {"text": "x"}},
+        ],
+        tool_calls=[tool_call("echo", {"text": "x"}, "c3")],
+    )
+    history = [
+        SystemMessage(SYSTEM),
+        HumanMessage("q"),
+        _asks("c1", "c2"),
+        _answer("c2"),
+        _answer("c1"),
+        AIMessage("first"),
+        HumanMessage("again"),
+        anthropic_style,
+        _answer("c3"),
+        AIMessage("second"),
+    ]
+    model = ScriptedChatModel([final("third")], model_name=MODEL)
+    result = await LLMAgent(model, [echo_tool]).arun("and?", history=history)
+    assert result.final_response.text == "third"

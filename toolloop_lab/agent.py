@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -20,6 +21,7 @@ from langchain_core.messages import (
     BaseMessage,
     HumanMessage,
     SystemMessage,
+    ToolMessage,
     convert_to_messages,
 )
 from langchain_core.tools import BaseTool
@@ -28,10 +30,12 @@ from toolloop_lab import budget as _budget
 from toolloop_lab.config import DEFAULT_SYNTHESIS_PROMPT, AgentConfig
 from toolloop_lab.errors import (
     ConfigurationError,
+    ConversationError,
     ExecutionError,
     ToolLoopError,
     describe,
 )
+from toolloop_lab.escape import ID_CHARS, NAME_CHARS, clip
 from toolloop_lab.events import LoopFailed, Observer, failure_fields
 from toolloop_lab.hooks import PauseHook
 from toolloop_lab.loop import ToolLoop
@@ -39,9 +43,15 @@ from toolloop_lab.pricing import TokenPrice
 from toolloop_lab.result import ToolLoopResult
 from toolloop_lab.run_state import RunState
 from toolloop_lab.sync_runner import run_sync
-from toolloop_lab.tools import ToolBox, skipped_outcomes
+from toolloop_lab.tools import ToolBox, block_calls, skipped_outcomes
 
-__all__ = ["DEFAULT_SYNTHESIS_PROMPT", "AgentConfig", "LLMAgent", "ToolLoopResult"]
+__all__ = [
+    "DEFAULT_SYNTHESIS_PROMPT",
+    "AgentConfig",
+    "LLMAgent",
+    "ToolLoopResult",
+    "check_conversation",
+]
 
 _log = logging.getLogger("toolloop_lab")
 T = TypeVar("T")
@@ -71,6 +81,142 @@ def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     """The same objects, in the same order (at once when it is the same tuple, as it is
     on every call of a run)."""
     return a is b or (len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True)))
+
+
+def _bind(model: BaseChatModel, tools: tuple[BaseTool, ...]) -> Any:
+    """``model`` with ``tools`` bound; a model that cannot take them is a setup error (the
+    run starts by binding, so it fails before any call)."""
+    if not tools:
+        return model
+    try:
+        return model.bind_tools(list(tools))
+    except Exception as exc:
+        raise ConfigurationError(
+            f"{type(model).__name__} could not take the tools "
+            f"({type(exc).__name__}: {describe(exc)})",
+            field="tools",
+        ) from exc
+
+
+_RESULT_KEYS: Final = {"tool_result": "tool_use_id", "function_call_output": "call_id"}
+"""Content-block types of a user message that answer a tool call, and the key holding its
+id (Anthropic, OpenAI Responses)."""
+
+
+def _answered_ids(message: BaseMessage) -> list[Any]:
+    """The call ids ``message`` answers: a ``ToolMessage``'s, or a user message's result
+    blocks' (any value: the checker names a bad one)."""
+    if isinstance(message, ToolMessage):
+        return [message.tool_call_id]
+    if not isinstance(message, HumanMessage) or not isinstance(message.content, list):
+        return []
+    ids = []
+    for block in message.content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        key = _RESULT_KEYS.get(kind) if isinstance(kind, str) else None
+        if key:
+            ids.append(block.get(key))
+    return ids
+
+
+def _asked_calls(message: AIMessage) -> list[tuple[Any, str]]:
+    """``(id, name)`` of every call ``message`` asks for: parsed, unparsable, and those its
+    content blocks carry (the same call listed both ways counts once, as sent)."""
+    calls = [
+        (call.get("id"), str(call.get("name") or "(unnamed)"))
+        for listed in (message.tool_calls, message.invalid_tool_calls)
+        for call in listed
+    ]
+    listed_ids = {cid for cid, _name in calls}
+    calls += [pair for pair in block_calls(message.content) if pair[0] not in listed_ids]
+    return calls
+
+
+@dataclass(slots=True)
+class _Pairing:
+    """Reads a conversation as a provider does: an AI message's calls are answered by the
+    results right after it, each exactly once. Raises ``ConversationError`` at the first
+    message that breaks this."""
+
+    asked: set[str] = field(default_factory=set)
+    answered: set[str] = field(default_factory=set)
+    waiting: dict[str, str] = field(default_factory=dict)
+    """The calls of the last AI message still without a result: id → tool name."""
+    opener: tuple[str, int] = ("", 0)
+    """Where that AI message is."""
+
+    def read(self, source: str, index: int, message: BaseMessage) -> None:
+        for cid in _answered_ids(message):
+            self._answer(source, index, cid)
+        if isinstance(message, ToolMessage):
+            return
+        self.close()
+        if isinstance(message, AIMessage):
+            self.opener = (source, index)
+            for cid, name in _asked_calls(message):
+                self._ask(source, index, cid, name)
+
+    def close(self) -> None:
+        """No more results may follow: every call of the last AI message needs one."""
+        for cid, name in self.waiting.items():
+            text = f"the call {_id(cid)} to {_name(name)} has no result right after it"
+            _refuse("unanswered_call", *self.opener, cid, text)
+
+    def _ask(self, source: str, index: int, cid: Any, name: str) -> None:
+        if not isinstance(cid, str) or not cid:
+            text = f"a call to {_name(name)} has no id, so no result can answer it"
+            _refuse("unanswered_call", source, index, None, text)
+        if cid in self.asked:
+            text = f"the call id {_id(cid)} is used again, so its results cannot be told apart"
+            _refuse("repeated_call_id", source, index, cid, text)
+        self.asked.add(cid)
+        self.waiting[cid] = name
+
+    def _answer(self, source: str, index: int, cid: Any) -> None:
+        if isinstance(cid, str) and self.waiting.pop(cid, None) is not None:
+            self.answered.add(cid)
+            return
+        if isinstance(cid, str) and cid in self.answered:
+            text = f"the call {_id(cid)} is answered again (an earlier result answered it)"
+            _refuse("answered_twice", source, index, cid, text)
+        text = f"a tool result for {_id(cid)} answers no call of the AI message right before it"
+        _refuse("orphan_result", source, index, cid if isinstance(cid, str) else None, text)
+
+
+def _id(cid: Any) -> str:
+    return repr(clip(cid, ID_CHARS))
+
+
+def _name(name: str) -> str:
+    return repr(clip(name, NAME_CHARS))
+
+
+def _refuse(reason: str, source: str, index: int, cid: str | None, text: str) -> None:
+    raise ConversationError(
+        f"{source}[{index}]: {text}; no provider takes such a conversation, so nothing was sent",
+        reason=reason,
+        source=source,
+        index=index,
+        call_id=cid,
+    )
+
+
+def check_conversation(parts: Iterable[tuple[str, Sequence[BaseMessage]]]) -> None:
+    """Refuse, before any model call, messages whose tool calls and results do not pair up
+    the way every provider requires (see :class:`ConversationError`). ``parts`` are the
+    conversation's pieces in order, each with the name its positions are given in."""
+    pairing = _Pairing()
+    for source, messages in parts:
+        for index, message in enumerate(messages):
+            pairing.read(source, index, message)
+    pairing.close()
+
+
+def _checked(messages: list[BaseMessage]) -> list[BaseMessage]:
+    check_conversation((("messages", messages),))
+    return messages
 
 
 class LLMAgent:
@@ -140,8 +286,7 @@ class LLMAgent:
         objects: binding builds every tool's schema)."""
         cached, model, tools = self._bound, self.model, self.tools
         if cached is None or cached[0] is not model or not _same(cached[1], tools):
-            runnable = model.bind_tools(list(tools)) if tools else model
-            cached = self._bound = (model, tools, runnable)
+            cached = self._bound = (model, tools, _bind(model, tools))
         return cached[2]
 
     def toolbox(self) -> ToolBox:
@@ -176,14 +321,17 @@ class LLMAgent:
 
     async def _execute_tool_loop(self, messages: Sequence[BaseMessage]) -> ToolLoopResult:
         """Drive the model through tool rounds and return the result (see module doc)."""
-        return await self._guarded(lambda: list(messages))
+        return await self._guarded(lambda: _checked(list(messages)))
 
     def _initial_messages(
         self, prompt_or_messages: str | Sequence[Any], history: Sequence[Any]
     ) -> list[BaseMessage]:
         earlier = convert_to_messages(history)
         if not isinstance(prompt_or_messages, str):
-            return earlier + convert_to_messages(prompt_or_messages)
+            given = convert_to_messages(prompt_or_messages)
+            check_conversation((("history", earlier), ("messages", given)))
+            return earlier + given
+        check_conversation((("history", earlier),))
         messages: list[BaseMessage] = earlier
         if self.config.system_prompt and not any(isinstance(m, SystemMessage) for m in earlier):
             messages.insert(0, SystemMessage(self.config.system_prompt))  # first, as providers ask

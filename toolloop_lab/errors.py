@@ -9,8 +9,10 @@ never have to match on message text. Constructing an error has no side effects.
     ├── ConfigurationError           bad AgentConfig / arguments (also a ValueError)
     │   └── UnknownRunError          no run with that ``run_id`` (also a KeyError)
     ├── ExecutionError               typed failure with ``kind`` and ``reason``
-    │     kind="tool"  reason="not_available" | "invalid_call" | "tool_error" | "timeout" ...
-    │     kind="cost"  reason="budget_exhausted" | "unpriced"
+    │   │ kind="tool"  reason="not_available" | "invalid_call" | "tool_error" | "timeout" ...
+    │   │ kind="cost"  reason="budget_exhausted" | "unpriced"
+    │   └── ConversationError        kind="input": given messages a provider would refuse
+    │                                (a call without its result, ...); ``position`` names one
     ├── ToolLoopError (_ToolLoopError)   any other failure inside the loop; wraps ``cause``
     ├── InterventionError            a change at a pause was refused (the pause holds)
     ├── PaidCallError                a model call was paid for but failed after its reply
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ConfigurationError",
+    "ConversationError",
     "ExecutionError",
     "InterventionError",
     "PaidCallError",
@@ -150,6 +153,45 @@ def _rebuild_execution_error(
     message: str, kind: str, reason: str, state: dict[str, Any]
 ) -> ExecutionError:
     err = ExecutionError(message, kind=kind, reason=reason)
+    err.__dict__.update(state)
+    return err
+
+
+class ConversationError(ExecutionError):
+    """Messages given to a run (its ``history``, or the messages passed as its prompt) that
+    a provider would refuse, found before any model call: a tool call without its result
+    right after it (``unanswered_call``), a result that answers no call of the AI message
+    before it (``orphan_result``), a call answered twice (``answered_twice``), or one call
+    id asked for twice (``repeated_call_id``). ``source`` (``"history"`` or ``"messages"``)
+    and ``index`` name the message at fault; ``call_id`` the call.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str,
+        source: str,
+        index: int,
+        call_id: str | None = None,
+        **partial: Any,
+    ) -> None:
+        super().__init__(message, kind="input", reason=reason, **partial)
+        self.source = source
+        self.index = index
+        self.call_id = call_id
+
+    @property
+    def position(self) -> str:
+        """The message at fault, as ``history[3]`` or ``messages[0]``."""
+        return f"{self.source}[{self.index}]"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_conversation_error, (str(self), self.__dict__))
+
+
+def _rebuild_conversation_error(message: str, state: dict[str, Any]) -> ConversationError:
+    err = ConversationError(message, reason="", source="", index=0)
     err.__dict__.update(state)
     return err
 

@@ -114,7 +114,8 @@ class ToolLoop:
     # -- the four steps ---------------------------------------------------------------
     def start(self) -> RunBudget:
         """Resolve the budgets (refusing an unpriceable model under a USD cap before
-        anything is spent) and announce the run."""
+        anything is spent), bind the tools (a tool no model can be told about fails here,
+        before any call) and announce the run."""
         cfg, agent, run = self.cfg, self.agent, self.run
         budget = self.budget = RunBudget.resolve(
             percent=cfg.token_budget_percent,
@@ -127,6 +128,7 @@ class ToolLoop:
         budget.require_price(self.model_name)
         if agent.pruning_model is not None and cfg.prune_tools:
             budget.require_price(model_name_of(agent.pruning_model))
+        agent.bound_model()  # every tool's schema built before the first (paid) call
         parent = tool_caller()  # a sub-agent: the run and tool call it answers
         run.emit(
             ev.LoopStarted,

@@ -15,6 +15,12 @@ loop instead, one level deeper, so nested runs run rather than hang.
 Whatever stops a run early (Ctrl-C, an exception) is not raised to the caller before the
 run's task has finished, so the loop's final event is always emitted first.
 
+A process forked while a loop runs (a ``ProcessPoolExecutor`` worker under Linux's default
+``fork`` start method, forked from the thread running the sweep) inherits copies of this
+module's loops and of the forking thread's "running loop", none of which runs there. The
+child forgets them at once, as Python 3.12 and later do for asyncio's own state, so a run
+in the child starts on a loop of its own.
+
 Entry points come in pairs (``what_if`` and ``awhat_if``, ``run_scenarios`` and
 ``arun_scenarios``, ``fork`` and ``afork``): :func:`parameters_of` gives the second of a
 pair the first one's parameters, so each list is written once.
@@ -27,6 +33,7 @@ import atexit
 import contextlib
 import contextvars
 import inspect
+import os
 import threading
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -39,12 +46,18 @@ P = ParamSpec("P")
 
 
 class _ThreadLoop:
-    """One calling thread's loop; closed when the thread's locals go away."""
+    """One calling thread's loop; closed when the thread's locals go away, in the process
+    that made it only: a forked child drops its parent's other threads (and their locals)
+    at once, and closing its copy of a loop would unregister the parent's own wake-up
+    socket from the epoll instance they share, so the parent's loop would never wake."""
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
+        self.pid = os.getpid()
 
     def __del__(self) -> None:
+        if os.getpid() != self.pid:
+            return
         if not self.loop.is_running() and not self.loop.is_closed():
             self.loop.close()
 
@@ -102,6 +115,7 @@ class _Background:
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
+        self.pid = os.getpid()
         self.active: set[_Submitted] = set()  # touched only in the loop's thread
         self.thread = threading.Thread(target=self._serve, name="toolloop-sync", daemon=True)
         self.thread.start()
@@ -143,8 +157,8 @@ class _Background:
             job.done.set()
 
     def stop(self) -> None:
-        if self.loop.is_closed():
-            return
+        if self.loop.is_closed() or os.getpid() != self.pid:
+            return  # a forked child's copy: the loop and its thread are the parent's
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=5)
         if not self.thread.is_alive():
@@ -191,6 +205,26 @@ def _background_runner() -> _Background:
             _backgrounds[level] = _Background()
             atexit.register(_backgrounds[level].stop)
         return _backgrounds[level]
+
+
+_inherited: list[object] = []
+"""What a forked child inherited from its parent's sync bridge: kept, never closed (the
+loops' file descriptors are shared with the parent), never used."""
+
+
+def _forget_parent_loops() -> None:
+    """In a forked child: no running loop in this thread, no thread loops, no background
+    runners (their threads do not exist here) and a lock nobody holds."""
+    global _local, _backgrounds, _background_lock
+    _inherited.append((_local, _backgrounds))
+    _local = threading.local()
+    _backgrounds = []
+    _background_lock = threading.Lock()
+    asyncio._set_running_loop(None)  # what Python 3.12+ does for asyncio itself
+
+
+if hasattr(os, "register_at_fork"):  # every POSIX system; Windows never forks
+    os.register_at_fork(after_in_child=_forget_parent_loops)
 
 
 def run_sync(

@@ -44,9 +44,10 @@ from typing import Any, Final, Literal, cast
 from langchain_core.messages import AIMessage, InvalidToolCall, ToolCall, ToolMessage
 from langchain_core.runnables.config import run_in_executor
 from langchain_core.tools import BaseTool, StructuredTool, Tool, ToolException
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ValidationError
 
-from toolloop_lab.errors import ExecutionError, describe
+from toolloop_lab.errors import ConfigurationError, ExecutionError, describe
 from toolloop_lab.events import ToolStatus
 from toolloop_lab.jsonsafe import dumps, frozen_json, is_mapping, thaw
 
@@ -56,6 +57,7 @@ __all__ = [
     "DispatchOutcome",
     "ToolBox",
     "ToolCaller",
+    "block_calls",
     "dispatch",
     "invalid_outcomes",
     "normalize_tool_call_ids",
@@ -242,6 +244,23 @@ _ID_KEYS: dict[str, str] = {"tool_use": "id", "tool_call": "id", "function_call"
 """Content-block types that carry a tool-call id, and the key that holds it."""
 
 
+def block_calls(content: Any) -> list[tuple[str, str]]:
+    """``(id, name)`` of each tool call a message's content blocks carry (Anthropic
+    ``tool_use``, standard ``tool_call``, OpenAI Responses ``function_call``), in order;
+    blocks without a usable id are left out. Content is untrusted: anything goes in."""
+    if not isinstance(content, list):
+        return []
+    found: list[tuple[str, str]] = []
+    for block in content:
+        kind = block.get("type") if isinstance(block, dict) else None
+        key = _ID_KEYS.get(kind) if isinstance(kind, str) else None
+        cid = block.get(key) if key else None
+        if isinstance(cid, str) and cid:
+            name = block.get("name")
+            found.append((cid, name if isinstance(name, str) and name else "(unnamed)"))
+    return found
+
+
 def _rename_blocks(content: list[Any], renames: Mapping[str, list[str]]) -> list[Any]:
     """``content`` with the n-th block carrying id X given the n-th new id for X."""
     queues = {old: list(news) for old, news in renames.items()}
@@ -404,6 +423,19 @@ class _Ready:
     """No async body of its own: its sync body runs in a worker thread."""
 
 
+def _check_schema(name: str, tool: BaseTool) -> None:
+    """Build the tool's schema as a model is told it, so a tool no provider could be told
+    about is refused before the first (paid) call instead of failing in round 1."""
+    try:
+        convert_to_openai_tool(tool)
+    except Exception as exc:  # whatever the tool's own schema code raises
+        raise ConfigurationError(
+            f"tool {name!r}: its argument schema cannot be built "
+            f"({type(exc).__name__}: {describe(exc)})",
+            field="tools",
+        ) from exc
+
+
 def _ready(tool: BaseTool) -> _Ready:
     update: dict[str, Any] = {}
     if tool.handle_tool_error or tool.handle_validation_error:
@@ -422,13 +454,16 @@ def _ready(tool: BaseTool) -> _Ready:
 
 
 class ToolBox(Mapping[str, BaseTool]):
-    """An agent's tools by name, as the user gave them, each prepared once for the loop to
-    run (see ``_Ready``). Read-only."""
+    """An agent's tools by name, as the user gave them, each checked (its schema can be
+    built: ``ConfigurationError`` otherwise) and prepared once for the loop to run (see
+    ``_Ready``). Read-only."""
 
     __slots__ = ("_originals", "_ready")
 
     def __init__(self, tools: Iterable[BaseTool]) -> None:
         self._originals: dict[str, BaseTool] = {t.name: t for t in tools}
+        for name, tool in self._originals.items():
+            _check_schema(name, tool)
         self._ready: dict[str, _Ready] = {n: _ready(t) for n, t in self._originals.items()}
 
     def __getitem__(self, name: str) -> BaseTool:
