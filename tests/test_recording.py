@@ -107,11 +107,16 @@ def model_call_view(events: tuple[Event, ...]) -> list[tuple[Any, ...]]:
 
 
 def tool_view(events: tuple[Event, ...]) -> list[tuple[Any, ...]]:
-    return [
-        (e.tool_call_id, e.name, e.status, e.error_reason, e.content)
-        for e in events
-        if isinstance(e, ToolDispatched)
-    ]
+    """Every call's dispatch, in call-id order: dispatch events come as calls finish, and
+    concurrent calls may finish in either order from one run to the next."""
+    return sorted(
+        (
+            (e.tool_call_id, e.name, e.status, e.error_reason, e.content)
+            for e in events
+            if isinstance(e, ToolDispatched)
+        ),
+        key=lambda row: row[0],
+    )
 
 
 @pytest.fixture
