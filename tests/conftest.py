@@ -1,4 +1,8 @@
-"""Fixtures shared by the tool-loop tests (kept small; see loopkit.py for script builders)."""
+"""Fixtures shared by the tool-loop tests (kept small; see loopkit.py for script builders).
+
+Only what every test can use without an optional extra: the OpenTelemetry fixtures live in
+``otelkit.py``, which the tests that need them load with ``pytest_plugins = ("otelkit",)``.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +10,13 @@ from collections.abc import Iterator
 
 import pytest
 from langchain_core.tools import BaseTool, tool
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from stubs.anthropic_stub import AnthropicStub
 from stubs.openai_stub import OpenAIStub
 
 from toolloop_lab.events import Event
+
+# otelkit is imported by its tests and loaded as their plugin; rewrite its asserts either way
+pytest.register_assert_rewrite("otelkit")
 
 
 @tool
@@ -55,18 +59,3 @@ def ant() -> Iterator[AnthropicStub]:
     with AnthropicStub() as stub:
         yield stub
     stub.assert_clean()
-
-
-@pytest.fixture
-def exporter() -> InMemorySpanExporter:
-    """Where ``provider`` puts every finished span (``exporter.get_finished_spans()``)."""
-    return InMemorySpanExporter()
-
-
-@pytest.fixture
-def provider(exporter: InMemorySpanExporter) -> Iterator[TracerProvider]:
-    """A tracer provider that hands each span to ``exporter`` as it ends; shut down after."""
-    tracer_provider = TracerProvider()
-    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
-    yield tracer_provider
-    tracer_provider.shutdown()

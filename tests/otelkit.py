@@ -5,17 +5,24 @@ so the export tests can cover shapes a scripted run cannot easily reach (a failu
 tool runs, a nested run, an old trace). The tests below prove a built stream is one the
 loop could have emitted: every event survives the strict trace parser unchanged, and the
 finish event's totals are the sums of the calls.
+
+It is also the pytest plugin of the OpenTelemetry fixtures (``exporter``, ``provider``): a
+module that needs them says ``pytest_plugins = ("otelkit",)``, so the shared conftest
+imports no optional extra and ``pytest tests/test_events.py`` runs without it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from toolloop_lab.events import (
     BudgetGate,
@@ -350,3 +357,18 @@ def shape(spans: tuple[ReadableSpan, ...], *, times: bool = True) -> list[tuple[
         )
         for s in spans
     )
+
+
+@pytest.fixture
+def exporter() -> InMemorySpanExporter:
+    """Where ``provider`` puts every finished span (``exporter.get_finished_spans()``)."""
+    return InMemorySpanExporter()
+
+
+@pytest.fixture
+def provider(exporter: InMemorySpanExporter) -> Iterator[TracerProvider]:
+    """A tracer provider that hands each span to ``exporter`` as it ends; shut down after."""
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    yield tracer_provider
+    tracer_provider.shutdown()

@@ -6,6 +6,8 @@ import dataclasses
 import itertools
 import json
 import logging
+import subprocess
+import sys
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -459,3 +461,20 @@ async def test_the_events_rebuild_the_conversation_of_every_catalog_run(
     assert transcript(events) == list(messages)
     read_back = [event_from_dict(json.loads(json.dumps(e.to_dict()))) for e in events]
     assert transcript(read_back) == list(messages)  # a trace file holds the conversation
+
+
+def test_the_shared_fixtures_need_no_optional_extra() -> None:
+    """``pytest tests/test_events.py`` must run without the otel or dask extras: the
+    top-level conftest imports neither (their fixtures live beside the tests using them)."""
+    tests = Path(__file__).parent
+    code = (
+        "import runpy, sys\n"
+        "for name in ('opentelemetry', 'dask', 'distributed'):\n"
+        "    sys.modules[name] = None\n"
+        f"sys.path.insert(0, {str(tests)!r})\n"
+        f"runpy.run_path({str(tests / 'conftest.py')!r})\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]

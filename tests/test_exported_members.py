@@ -7,6 +7,7 @@ recording); only the eager names are imported here.
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -79,3 +80,39 @@ def test_spec_alias_for_the_tool_loop_error() -> None:
 def test_unknown_attributes_raise_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no attribute 'NotAThing'"):
         _ = toolloop_lab.NotAThing
+
+
+def _subclasses(cls: type) -> set[type]:
+    found = set(cls.__subclasses__())
+    for sub in list(found):
+        found |= _subclasses(sub)
+    return found
+
+
+def test_every_exception_lives_in_errors_and_keeps_its_old_paths() -> None:
+    from toolloop_lab import recording, recording_format
+
+    strays = {
+        cls.__qualname__
+        for cls in _subclasses(errors.ToolLoopLabError)
+        if cls.__module__.startswith("toolloop_lab") and cls.__module__ != errors.__name__
+    }
+    assert strays == set()
+    for name in ("RecordingError", "RecordingFormatError", "ReplayDivergedError"):
+        assert getattr(recording, name) is getattr(errors, name)
+        assert getattr(recording_format, name) is getattr(errors, name)
+        assert name in errors.__all__
+
+
+def test_the_exception_tree_is_drawn_once() -> None:
+    root = Path(__file__).resolve().parents[1]
+    files = [*root.joinpath("toolloop_lab").rglob("*.py"), *root.joinpath("docs").rglob("*.md")]
+    drawn = {
+        str(path.relative_to(root))
+        for path in [*files, root / "README.md"]
+        if any(
+            ("├──" in line or "└──" in line) and "Error" in line
+            for line in path.read_text(encoding="utf-8").splitlines()
+        )
+    }
+    assert drawn == {"toolloop_lab/errors.py"}

@@ -39,6 +39,8 @@ from toolloop_lab.events import (
 from toolloop_lab.lab import Scenario, catalog
 from toolloop_lab.otel import OTelObserver, export_events
 
+pytest_plugins = ("otelkit",)  # the exporter and provider fixtures
+
 
 def _op(spans: tuple[ReadableSpan, ...], operation: str) -> list[ReadableSpan]:
     return [s for s in spans if (s.attributes or {}).get("gen_ai.operation.name") == operation]

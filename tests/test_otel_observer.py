@@ -44,6 +44,8 @@ from toolloop_lab.usage import Usage
 
 NS = 1_000_000_000
 
+pytest_plugins = ("otelkit",)  # the exporter and provider fixtures
+
 
 def feed(provider: TracerProvider, builder: RunBuilder, **options: object) -> OTelObserver:
     observer = OTelObserver(provider, use_current_context=False, **options)  # type: ignore[arg-type]

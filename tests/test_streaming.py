@@ -50,6 +50,8 @@ SAFETY_S = 30.0
 
 STREAM = AgentConfig(streaming=True, tool_timeout_s=SAFETY_S)
 
+pytest_plugins = ("otelkit",)  # the exporter and provider fixtures
+
 
 @tool
 def add(a: int, b: int) -> int:

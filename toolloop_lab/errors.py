@@ -18,25 +18,48 @@ never have to match on message text. Constructing an error has no side effects.
     ├── PaidCallError                a model call was paid for but failed after its reply
     │                                came back; ``reply`` holds it, and the loop keeps it
     ├── ScriptError                  a ScriptedChatModel script was misused or ran out
-    └── TraceError                   a trace file could not be read
+    ├── TraceError                   a trace file could not be read
+    └── RecordingError               base of everything record/replay raises
+        ├── RecordingFormatError     the file is missing or not a recording
+        │                            (path, line, field, reason)
+        ├── RecordingWriteError      a reply came back but its line could not be written;
+        │                            also a PaidCallError carrying the reply (path, call_index)
+        ├── ReplayDivergedError      the conversation differs from the recording
+        │                            (call_index, field, message_index, expected, received)
+        ├── ReplayExhaustedError     a call the recording has no reply for
+        │                            (call_index, recorded_calls, needed)
+        └── RecordedCallError        the recorded call itself failed; replay raises this
+                                     in its place (call_index, error_type, status_code)
+
+This is the one drawing of the tree; other modules and the docs point here. The record and
+replay errors are importable from :mod:`toolloop_lab.recording` (and
+:mod:`toolloop_lab.recording_format`) too, where users have always found them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from langchain_core.messages import BaseMessage
+    from langchain_core.messages import AIMessage, BaseMessage
 
 __all__ = [
     "ConfigurationError",
     "ConversationError",
+    "DivergedField",
     "ExecutionError",
+    "FormatProblem",
     "InterventionError",
     "PaidCallError",
     "PartialRun",
+    "RecordedCallError",
+    "RecordingError",
+    "RecordingFormatError",
+    "RecordingWriteError",
+    "ReplayDivergedError",
+    "ReplayExhaustedError",
     "ScriptError",
     "ToolLoopError",
     "ToolLoopLabError",
@@ -264,3 +287,140 @@ class TraceError(ToolLoopLabError):
     def __init__(self, message: str, *, lines: Sequence[int] = ()) -> None:
         super().__init__(message)
         self.lines: tuple[int, ...] = tuple(lines)
+
+
+# -- record and replay ----------------------------------------------------------------
+
+DivergedField = Literal["messages", "tools", "task"]
+"""What differed: the request messages, the bound tool names, or (relaxed replay) the task."""
+
+FormatProblem = Literal[
+    "unreadable",
+    "empty",
+    "not_utf8",
+    "not_json",
+    "not_a_recording",
+    "unsupported_version",
+    "invalid_field",
+]
+"""Why a file is not a usable recording: it cannot be read; it has no calls; a line is not
+UTF-8, not JSON, not a recording line or of an unknown version; or a field is wrong."""
+
+
+class RecordingError(ToolLoopLabError):
+    """Base of every record/replay error; fields are attributes, never only message text."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_recording_error, (type(self), str(self), dict(self.__dict__)))
+
+
+def _rebuild_recording_error(
+    cls: type[RecordingError], message: str, state: dict[str, Any]
+) -> RecordingError:
+    err = Exception.__new__(cls)
+    Exception.__init__(err, message)
+    err.__dict__.update(state)
+    return err
+
+
+class RecordingFormatError(RecordingError):
+    """The file is missing, unreadable or not a toolloop_lab recording."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str,
+        line: int | None = None,
+        field: str | None = None,
+        reason: FormatProblem = "invalid_field",
+    ) -> None:
+        super().__init__(message)
+        self.path = path
+        self.line = line
+        """1-based line number of the bad line, ``None`` for the file as a whole."""
+        self.field = field
+        """Dotted path of the bad field in the line (``"tools"``, ``"request.2.data.content"``),
+        ``None`` when the line as a whole is bad."""
+        self.reason: FormatProblem = reason
+
+
+class RecordingWriteError(RecordingError, PaidCallError):
+    """A reply came back (and was paid for) but its line could not be written.
+
+    It is a :class:`~toolloop_lab.errors.PaidCallError`: ``reply`` holds the reply, usage
+    included, so the loop keeps its tokens and cost. The ``OSError`` (or other failure) is
+    the ``__cause__``; the recorder's numbering does not advance, so the file stays valid.
+    """
+
+    def __init__(self, message: str, *, path: str, call_index: int, reply: AIMessage) -> None:
+        PaidCallError.__init__(self, message, reply=reply)
+        self.path = path
+        self.call_index = call_index
+        """The ``call`` number the line would have had."""
+
+
+class ReplayDivergedError(RecordingError):
+    """The replayed conversation is not the recorded one at ``call_index``.
+
+    ``expected`` and ``received`` describe the first differing message (or the tool
+    names), as recorded and as received; ``message_index`` is its position in the request.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        call_index: int,
+        field: DivergedField,
+        expected: str,
+        received: str,
+        message_index: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.call_index = call_index
+        self.field: DivergedField = field
+        self.message_index = message_index
+        self.expected = expected
+        self.received = received
+
+
+class ReplayExhaustedError(RecordingError):
+    """A call needed a reply the recording does not have (it ran past the recording).
+
+    ``needed`` is ``"call"`` in strict replay; relaxed replay says which kind was missing:
+    ``"round"`` (a call with tools bound) or ``"synthesis"`` (a call without tools).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        call_index: int,
+        recorded_calls: int,
+        needed: Literal["call", "round", "synthesis"],
+    ) -> None:
+        super().__init__(message)
+        self.call_index = call_index
+        self.recorded_calls = recorded_calls
+        self.needed: Literal["call", "round", "synthesis"] = needed
+
+
+class RecordedCallError(RecordingError):
+    """The recorded call failed (e.g. an HTTP 429); replay raises this in its place."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        call_index: int,
+        error_type: str,
+        error_message: str,
+        status_code: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.call_index = call_index
+        self.error_type = error_type
+        """Dotted name of the original exception class, e.g. ``openai.RateLimitError``."""
+        self.error_message = error_message
+        self.status_code = status_code

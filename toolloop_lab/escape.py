@@ -22,11 +22,8 @@ report:
 from __future__ import annotations
 
 import html
-import json
 import re
 from typing import Any, Final
-
-from toolloop_lab.jsonsafe import json_safe
 
 __all__ = [
     "ID_CHARS",
@@ -35,7 +32,6 @@ __all__ = [
     "clip",
     "esc",
     "esc_clip",
-    "json_text",
     "plain",
     "scrub",
 ]
@@ -87,11 +83,6 @@ def esc(value: Any) -> str:
 def esc_clip(value: Any, limit: int | None) -> str:
     """:func:`clip` then :func:`esc`: the cut is made on the text, never inside an entity."""
     return esc(clip(value, limit))
-
-
-def json_text(value: Any, *, indent: int = 2) -> str:
-    """Pretty, deterministic JSON of ``value`` (not escaped: pass it through :func:`esc`)."""
-    return json.dumps(json_safe(value), indent=indent, sort_keys=True, ensure_ascii=False)
 
 
 def plain(value: Any, limit: int | None = None) -> str:

@@ -25,7 +25,6 @@ __all__ = [
     "MAX_INT",
     "Count",
     "FiniteDecimal",
-    "FiniteFloat",
     "Flag",
     "JsonObject",
     "JsonValue",
@@ -51,9 +50,6 @@ PositiveInt: TypeAlias = Annotated[int, Strict(), Gt(0), Le(MAX_INT)]
 
 Flag: TypeAlias = Annotated[bool, Strict()]
 """``true`` or ``false``, never ``1`` or ``"yes"``."""
-
-FiniteFloat: TypeAlias = Annotated[float, Strict(), AllowInfNan(False)]
-"""A finite number (NaN and infinities refused; an int is a number, a bool is not)."""
 
 Seconds: TypeAlias = Annotated[float, Strict(), AllowInfNan(False), Ge(0)]
 """A finite, non-negative duration or offset in seconds."""

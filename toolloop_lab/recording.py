@@ -26,17 +26,10 @@ replies: a what-if run that needs one ends with outcome ``"beyond_recording"``. 
 :class:`ReplayChatModel` for exactly what strict and relaxed replay compare, and
 :mod:`toolloop_lab.recording_format` for the file format.
 
-Errors (all :class:`~toolloop_lab.errors.ToolLoopLabError`; inside ``LLMAgent`` they arrive
-as the ``cause`` of a ``ToolLoopError`` carrying the partial counts)::
-
-    RecordingError
-    ├── RecordingFormatError     not a recording / bad line (path, line, field, reason)
-    ├── RecordingWriteError      a reply came back but could not be written; also a
-    │                            PaidCallError carrying the reply (path, call_index, reply)
-    ├── ReplayDivergedError      conversation differs (call_index, field, message_index,
-    │                            expected, received)
-    ├── ReplayExhaustedError     ran past the recording (call_index, recorded_calls, needed)
-    └── RecordedCallError        the recorded call failed (call_index, error_type, status_code)
+Errors are :class:`RecordingError` and its subclasses (all
+:class:`~toolloop_lab.errors.ToolLoopLabError`; inside ``LLMAgent`` they arrive as the
+``cause`` of a ``ToolLoopError`` carrying the partial counts). They are defined, and drawn
+in the exception tree, in :mod:`toolloop_lab.errors`; import them from here or from there.
 """
 
 from __future__ import annotations

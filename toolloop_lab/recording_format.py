@@ -1,4 +1,4 @@
-"""The recording file and the errors of record and replay.
+"""The recording file: its line format, reader and writer.
 
 A recording is JSONL, one line per model call, written by
 :class:`~toolloop_lab.recording.RecordingChatModel` and read by :meth:`Recording.from_file`.
@@ -32,19 +32,9 @@ by its own langchain-core class and the profile as langchain-core types it (both
 mode, token limits positive), and anything wrong is a
 :class:`RecordingFormatError` naming the line, the field and the reason.
 
-Errors, all :class:`~toolloop_lab.errors.ToolLoopLabError`::
-
-    RecordingError                  base of everything record/replay raises
-    ├── RecordingFormatError        the file is missing or not a recording
-    │                               (path, line, field, reason)
-    ├── RecordingWriteError         a reply came back but its line could not be written;
-    │                               also a PaidCallError carrying the reply (path, call_index)
-    ├── ReplayDivergedError         the conversation differs from the recording
-    │                               (call_index, field, message_index, expected, received)
-    ├── ReplayExhaustedError        a call the recording has no reply for
-    │                               (call_index, recorded_calls, needed)
-    └── RecordedCallError           the recorded call itself failed; replay raises this
-                                    in its place (call_index, error_type, status_code)
+Its errors (:class:`RecordingError` and its subclasses) live in :mod:`toolloop_lab.errors`,
+where the whole exception tree is drawn; they are importable from here and from
+:mod:`toolloop_lab.recording` as before.
 """
 
 from __future__ import annotations
@@ -81,7 +71,16 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_core.utils.json import parse_partial_json
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
-from toolloop_lab.errors import PaidCallError, ToolLoopLabError
+from toolloop_lab.errors import (
+    DivergedField,
+    FormatProblem,
+    RecordedCallError,
+    RecordingError,
+    RecordingFormatError,
+    RecordingWriteError,
+    ReplayDivergedError,
+    ReplayExhaustedError,
+)
 from toolloop_lab.jsonl import Line, dump_line, load_line, read_lines
 from toolloop_lab.jsonsafe import json_safe
 from toolloop_lab.pricing import PriceTable, model_name_of, price_of
@@ -111,142 +110,6 @@ __all__ = [
 
 FORMAT: Final = "toolloop_lab.recording"
 VERSION: Final = 1
-
-DivergedField = Literal["messages", "tools", "task"]
-"""What differed: the request messages, the bound tool names, or (relaxed replay) the task."""
-
-FormatProblem = Literal[
-    "unreadable",
-    "empty",
-    "not_utf8",
-    "not_json",
-    "not_a_recording",
-    "unsupported_version",
-    "invalid_field",
-]
-"""Why a file is not a usable recording: it cannot be read; it has no calls; a line is not
-UTF-8, not JSON, not a recording line or of an unknown version; or a field is wrong."""
-
-
-# -- errors ---------------------------------------------------------------------------
-
-
-class RecordingError(ToolLoopLabError):
-    """Base of every record/replay error; fields are attributes, never only message text."""
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (type(self), str(self), dict(self.__dict__)))
-
-
-def _rebuild(cls: type[RecordingError], message: str, state: dict[str, Any]) -> RecordingError:
-    err = Exception.__new__(cls)
-    Exception.__init__(err, message)
-    err.__dict__.update(state)
-    return err
-
-
-class RecordingFormatError(RecordingError):
-    """The file is missing, unreadable or not a toolloop_lab recording."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        path: str,
-        line: int | None = None,
-        field: str | None = None,
-        reason: FormatProblem = "invalid_field",
-    ) -> None:
-        super().__init__(message)
-        self.path = path
-        self.line = line
-        """1-based line number of the bad line, ``None`` for the file as a whole."""
-        self.field = field
-        """Dotted path of the bad field in the line (``"tools"``, ``"request.2.data.content"``),
-        ``None`` when the line as a whole is bad."""
-        self.reason: FormatProblem = reason
-
-
-class RecordingWriteError(RecordingError, PaidCallError):
-    """A reply came back (and was paid for) but its line could not be written.
-
-    It is a :class:`~toolloop_lab.errors.PaidCallError`: ``reply`` holds the reply, usage
-    included, so the loop keeps its tokens and cost. The ``OSError`` (or other failure) is
-    the ``__cause__``; the recorder's numbering does not advance, so the file stays valid.
-    """
-
-    def __init__(self, message: str, *, path: str, call_index: int, reply: AIMessage) -> None:
-        PaidCallError.__init__(self, message, reply=reply)
-        self.path = path
-        self.call_index = call_index
-        """The ``call`` number the line would have had."""
-
-
-class ReplayDivergedError(RecordingError):
-    """The replayed conversation is not the recorded one at ``call_index``.
-
-    ``expected`` and ``received`` describe the first differing message (or the tool
-    names), as recorded and as received; ``message_index`` is its position in the request.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        call_index: int,
-        field: DivergedField,
-        expected: str,
-        received: str,
-        message_index: int | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.call_index = call_index
-        self.field: DivergedField = field
-        self.message_index = message_index
-        self.expected = expected
-        self.received = received
-
-
-class ReplayExhaustedError(RecordingError):
-    """A call needed a reply the recording does not have (it ran past the recording).
-
-    ``needed`` is ``"call"`` in strict replay; relaxed replay says which kind was missing:
-    ``"round"`` (a call with tools bound) or ``"synthesis"`` (a call without tools).
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        call_index: int,
-        recorded_calls: int,
-        needed: Literal["call", "round", "synthesis"],
-    ) -> None:
-        super().__init__(message)
-        self.call_index = call_index
-        self.recorded_calls = recorded_calls
-        self.needed: Literal["call", "round", "synthesis"] = needed
-
-
-class RecordedCallError(RecordingError):
-    """The recorded call failed (e.g. an HTTP 429); replay raises this in its place."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        call_index: int,
-        error_type: str,
-        error_message: str,
-        status_code: int | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.call_index = call_index
-        self.error_type = error_type
-        """Dotted name of the original exception class, e.g. ``openai.RateLimitError``."""
-        self.error_message = error_message
-        self.status_code = status_code
-
 
 # -- values ---------------------------------------------------------------------------
 

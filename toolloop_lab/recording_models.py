@@ -77,7 +77,7 @@ class RecordingChatModel(ChatModelBase):
     Inside a chain, a LangGraph node or a usage callback, a recorded call is reported once:
     by this model's own run. The wrapped model's call runs detached from the caller's
     callbacks and tracing (:mod:`toolloop_lab.detached`). A reply whose line cannot be
-    written raises :class:`~toolloop_lab.recording_format.RecordingWriteError`, a
+    written raises :class:`~toolloop_lab.errors.RecordingWriteError`, a
     ``PaidCallError`` carrying the reply. A stream its consumer abandons is not recorded.
     """
 
@@ -267,10 +267,10 @@ class ReplayChatModel(ChatModelBase):
     names and arguments, tool results and their status). A sequential run is served in
     file order; calls made concurrently (recorded in completion order) are served whatever
     order they come in. A request no unserved call has raises
-    :class:`~toolloop_lab.recording_format.ReplayDivergedError`, describing the first
+    :class:`~toolloop_lab.errors.ReplayDivergedError`, describing the first
     difference from the next recorded call in file order; a call past the end raises
-    :class:`~toolloop_lab.recording_format.ReplayExhaustedError`; a call that failed when
-    recorded raises :class:`~toolloop_lab.recording_format.RecordedCallError`.
+    :class:`~toolloop_lab.errors.ReplayExhaustedError`; a call that failed when
+    recorded raises :class:`~toolloop_lab.errors.RecordedCallError`.
 
     ``mode="relaxed"`` is for what-if runs, where the conversation legitimately changes.
     Exactly this is matched:

@@ -11,7 +11,7 @@ Limits, by construction:
   round cap, or a run that no longer finishes where the recording did) ends ``failed``
   with detail ``"beyond_recording"`` and the partial figures; ``error`` holds the
   ``ToolLoopError`` whose cause is a
-  :class:`~toolloop_lab.recording_format.ReplayExhaustedError`;
+  :class:`~toolloop_lab.errors.ReplayExhaustedError`;
 * a synthesis call the recording never made is answered by the recorded final answer
   (``stand_ins`` counts them) with estimated tokens;
 * a recorded reply served for a request that changed (pruned outputs, for instance) keeps

@@ -51,10 +51,6 @@ class StepController:
         self._task = task
         self._released = None
 
-    def matches(self, point: PausePoint) -> bool:
-        """True when the current mode pauses at ``point``."""
-        return self._stops_at(point.stage)
-
     def _stops_at(self, stage: str) -> bool:
         mode = self.mode
         if mode == "both":

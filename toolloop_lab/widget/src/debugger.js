@@ -828,7 +828,7 @@ function chatMessage(m) {
 }
 
 // What a call was sent: earlier messages folded, this call's new ones shown.
-function callInput(s, c, key) {
+function callInput(s, c) {
   const box = h("div", "tl-chat");
   const from = c.msgFrom;
   const to = c.msgTo;
@@ -901,8 +901,7 @@ function createView(el, s, host) {
   const controls = h("div", "tl-controls", pauseLbl, bContinue, bStep, bStop);
   const banner = h("div", "tl-banner");
   const bannerText = h("div", "tl-banner-text");
-  const bannerActions = h("div", "tl-banner-actions"); // room for interventions (issue 16)
-  banner.append(bannerText, bannerActions);
+  banner.append(bannerText);
 
   // timeline toolbar
   const fErrors = dropdown([["all", "all rounds"], ["errors", "errors only"]], "Which rounds");
@@ -1333,7 +1332,7 @@ function createView(el, s, host) {
     const sum = h("span", "tl-c-sum");
     if (!c && !isDone(s)) sum.append(h("span", "tl-muted", st === "paused" ? "paused before the model call" : "about to call the model"));
     if (c) {
-      const text = c.text || (c.fragments.length ? "" : "");
+      const text = c.text || "";
       if (text) sum.append(h("span", "tl-sum-text", text.slice(0, 160)));
       else if (c.done) sum.append(h("span", "tl-muted", "(no text)"));
       else if (c.interrupted) sum.append(h("span", "tl-muted", c.interrupted === "cancelled" ? "no reply: stopped" : "no reply: the run failed"));
@@ -1469,7 +1468,7 @@ function createView(el, s, host) {
     if (!r) {
       detailTitle.textContent = "Round details";
       detailBody.append(h("div", "tl-muted", "The selected round shows here: what the model was sent, its reply, each tool call and its result."));
-      if (paused) detailBody.append(aboutToSend(null));
+      if (paused) detailBody.append(aboutToSend());
       return;
     }
     detailTitle.textContent = roundTitle(s, r) + (s.ui.follow || s.ui.selected === null ? " (newest)" : "");
@@ -1477,13 +1476,13 @@ function createView(el, s, host) {
     const c = r.call;
     const newest = r === s.rounds[s.rounds.length - 1];
     const pausedBeforeCall = paused && s.control.paused_at.stage === "model_call" && newest;
-    if (pausedBeforeCall && !(c && !c.done && c.msgFrom !== null)) detailBody.append(aboutToSend(r));
+    if (pausedBeforeCall && !(c && !c.done && c.msgFrom !== null)) detailBody.append(aboutToSend());
     if (paused && s.control.paused_at.stage === "tool_dispatch" && newest && s.control.paused_at.calls) detailBody.append(aboutToRun());
     if (r.synthesis) detailBody.append(block(s, `r${r.n}:synth`, "Why a final-answer call", () => h("div", null, h("div", "tl-meta", `Reason: ${SYNTH[r.synthesis.reason] || r.synthesis.reason}`), longText(r.synthesis.prompt)), { copy: r.synthesis.prompt, open: false }));
     if (c && c.msgFrom !== null) {
       const n = c.msgTo - c.msgFrom;
       const verb = pausedBeforeCall && !c.done ? "About to send" : "Sent to the model";
-      detailBody.append(block(s, `r${r.n}:in`, `${verb} (${plural(c.msgTo, "message")}, ${nf.format(n)} new)`, () => callInput(s, c, `r${r.n}`), { copy: () => prettyJson(s.conversation.slice(0, c.msgTo)) }));
+      detailBody.append(block(s, `r${r.n}:in`, `${verb} (${plural(c.msgTo, "message")}, ${nf.format(n)} new)`, () => callInput(s, c), { copy: () => prettyJson(s.conversation.slice(0, c.msgTo)) }));
     } else if (c) {
       detailBody.append(h("div", "tl-muted tl-pad", "This trace does not record what the model was sent (it predates model_call_start events)."));
     }
@@ -1495,7 +1494,7 @@ function createView(el, s, host) {
     else detailTop = 0;
   }
 
-  function aboutToSend(r) {
+  function aboutToSend() {
     const p = s.control.paused_at || {};
     if (Array.isArray(p.messages)) {
       // exactly what the loop will send (its newest messages), as the pause point says
