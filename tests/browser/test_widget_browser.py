@@ -374,10 +374,11 @@ def test_ten_thousand_rounds_stay_fast_and_small(page_for: Any, jupyter: Jupyter
             per_second[second] = per_second.get(second, 0) + 1
         busiest = max(per_second.values()) if per_second else 0
         # The pace itself: any eleven paced messages in a row span at least a second. The
-        # stamps are the kernel's send times, taken a few ms after the pacer's clock reading,
-        # so fixed one-second buckets can catch eleven (a stamp that lags by 2 ms pulls the
-        # next bucket's first message in); the span of eleven cannot shrink by more than
-        # that lag, hence the 0.9 s floor.
+        # stamps are the kernel's send times, taken after the pacer's clock reading and
+        # after the message is serialised, so fixed one-second buckets can catch eleven (a
+        # stamp that lags by 2 ms pulls the next bucket's first message in). The span of
+        # eleven shrinks by at most that lag (57 ms seen on a loaded 2-core machine), hence
+        # the 0.8 s floor; a pacer at twice the rate would give 0.5 s.
         paced.sort()
         tightest = min(
             (paced[i + 10] - paced[i] for i in range(len(paced) - 10)), default=float("inf")
@@ -435,7 +436,7 @@ def test_ten_thousand_rounds_stay_fast_and_small(page_for: Any, jupyter: Jupyter
         assert nodes < 3_000
         assert nodes_after < 3_000
         assert len(ours) >= 10  # the run streamed in, batch by batch
-        assert tightest >= 0.9  # at most ten paced messages a second
+        assert tightest >= 0.8  # at most ten paced messages a second
         assert len(state) < 1_000_000
         assert file_size < 1_000_000
 
