@@ -21,7 +21,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from loopkit import ALL, MODEL, PAYLOADS, calls, catalog_run, final, invalid_call, tool_call
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
-from toolloop_lab.events import Event
+from toolloop_lab.events import Event, ToolDispatched
 from toolloop_lab.lab import catalog
 from toolloop_lab.widget.wire import event_payload
 
@@ -125,6 +125,7 @@ def hostile_cases() -> dict[str, list[Event]]:
     """Runs the catalog has not: hostile, huge and unicode strings from a tool and the
     model, a tool that raises, an unknown and an invalid call, a run stopped mid-tool, a
     model that runs out of replies (the run fails), a token budget tripped mid-run."""
+    stopped = _cancelled_tool()
     hostile = _tool("hostile", _hostile_text)
     boom = _tool("boom", _boom)
     mixed = [
@@ -149,7 +150,10 @@ def hostile_cases() -> dict[str, list[Event]]:
             [hostile],
             AgentConfig(token_budget_percent=1.0, context_window=100_000),
         ),
-        "cancelled_tool": _cancelled_tool(),
+        "cancelled_tool": stopped,
+        "tool_result_missing": [
+            e for e in stopped if not (isinstance(e, ToolDispatched) and e.tool_call_id == "h1")
+        ],
     }
 
 
