@@ -217,24 +217,19 @@ import { pathToFileURL } from "node:url";
 const [moduleFile, inputFile] = process.argv.slice(2);
 const { events, codes } = JSON.parse(readFileSync(inputFile, "utf8"));
 const m = await import(pathToFileURL(moduleFile).href);
-const { roundState, matches, reasonWords } = globalThis.__debugger;
-const words = (code) => (reasonWords ? reasonWords(code) : code);
+const { roundState, matches, reasonWords } = m;
+const words = (code) => reasonWords(code);
 const s = m.createStore();
-for (const e of events) m.fold(s, e);
+for (const e of events) m.fold(s.run, e);
 s.ui.filter = "errors";
-const rounds = s.rounds.map((r) => ({
+const rounds = s.run.rounds.map((r) => ({
   state: roundState(s, r),
   errorsOnly: matches(s, r),
   tools: r.tools.map((t) => [t.name, t.status, t.reason ? words(t.reason) : null]),
 }));
 const said = Object.fromEntries(codes.map((c) => [c, words(c)]));
-console.log(JSON.stringify({ status: s.status, rounds, said }));
+console.log(JSON.stringify({ status: s.run.status, rounds, said }));
 """
-_HAND_OVER = (
-    "\nglobalThis.__debugger = { roundState, matches,"
-    ' reasonWords: typeof reasonWords === "function" ? reasonWords : null };\n'
-)
-"""Appended to a copy of the module: what a round reads as, for the harness."""
 
 
 def _browser_fold(events: list[Event], tmp_path: Path) -> Any:
@@ -244,7 +239,7 @@ def _browser_fold(events: list[Event], tmp_path: Path) -> Any:
     if node is None:
         pytest.skip("node is not installed")
     module = tmp_path / "debugger.mjs"
-    module.write_text(_DEBUGGER_JS.read_text(encoding="utf-8") + _HAND_OVER, encoding="utf-8")
+    module.write_text(_DEBUGGER_JS.read_text(encoding="utf-8"), encoding="utf-8")
     script = tmp_path / "fold.mjs"
     script.write_text(_FOLD_IN_NODE, encoding="utf-8")
     sent = tmp_path / "input.json"

@@ -2,8 +2,9 @@
 
 ``toolloop_lab/widget/static/debugger.js`` is committed (so ``pip install``, Binder and CI
 need no Node) but generated: esbuild bundles ``toolloop_lab/widget/src`` and the words
-file it imports. These tests rebuild it and fail when the committed file is stale, and
-check that every code of the event vocabulary has its words.
+file it imports. These tests rebuild it and fail when the committed file is stale (under
+CI, a missing ``npm ci`` fails too), and check that every code of the event vocabulary has
+its words.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import subprocess
 from pathlib import Path
 from typing import get_args, get_type_hints
 
-import pytest
+from jskit import need_node
 
 from toolloop_lab.events import OUTCOMES, BudgetGate, InterventionAction, SynthesisReason
 from toolloop_lab.runview import GateState, RunStatus
@@ -25,11 +26,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_the_committed_bundle_is_the_build_of_its_sources(tmp_path: Path) -> None:
+    need_node(".bin/esbuild")  # skips without node and `npm ci`, except under CI: fails
     npm = shutil.which("npm")
-    if npm is None or shutil.which("node") is None:
-        pytest.skip("node and npm are not installed: the committed bundle is not rebuilt")
-    if not (ROOT / "node_modules" / ".bin" / "esbuild").exists():
-        pytest.skip("node_modules is absent: run `npm ci` to check the committed bundle")
+    assert npm is not None
     fresh = tmp_path / "debugger.js"
     subprocess.run(
         [npm, "run", "build", "--silent", "--", f"--outfile={fresh}", "--log-level=error"],

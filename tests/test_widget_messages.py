@@ -364,14 +364,14 @@ FOLD_IN_NODE = """
 const { createStore, fold, roundTime } = await import(process.argv[1]);
 const events = JSON.parse(require("fs").readFileSync(0, "utf8"));
 const s = createStore();
-for (const e of events) fold(s, e);
-const rounds = s.rounds.map((r) => ({
+for (const e of events) fold(s.run, e);
+const rounds = s.run.rounds.map((r) => ({
   n: r.n,
   paused: r.paused,
   own: roundTime(s, r),
   tools: r.tools.map((t) => [t.id, t.status, t.ran, t.duration]),
 }));
-console.log(JSON.stringify({ paused: s.paused, rounds }));
+console.log(JSON.stringify({ paused: s.run.paused, rounds }));
 """
 
 
@@ -421,8 +421,8 @@ LABELS_IN_NODE = """
 const m = await import(process.argv[1]);
 const { events, amounts } = JSON.parse(require("fs").readFileSync(0, "utf8"));
 const s = m.createStore();
-for (const e of events) m.fold(s, e);
-console.log(JSON.stringify({ outcome: m.outcomeText(s), usd: amounts.map(m.usd) }));
+for (const e of events) m.fold(s.run, e);
+console.log(JSON.stringify({ outcome: m.outcomeText(s.run), usd: amounts.map(m.usd) }));
 """
 
 

@@ -1,6 +1,6 @@
 """What the widget sends to the browser: events as JSON, clipped, in batches.
 
-The browser folds events itself (``src/debugger.js``, shipped bundled as
+The browser folds events itself (``src/fold.js``, bundled from ``src/`` into
 ``static/debugger.js``), so Python sends each event once,
 as ``event.to_dict()`` with every model-controlled string clipped (a tool that returns
 megabytes, or a model that sends a megabyte tool name, must not stall the page). Clipping

@@ -3,7 +3,7 @@
 // The words come from ../words.json, the file Python's toolloop_lab/widget/words.py reads
 // too; usd() writes the digits toolloop_lab.usage.format_usd writes (tests compare them).
 
-import words from "../words.json";
+import words from "../words.json" with { type: "json" };
 
 /** @typedef {Readonly<Record<string, string>>} Table */
 

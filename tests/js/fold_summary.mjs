@@ -1,0 +1,48 @@
+// The browser's fold of runs, summarised for tests/test_widget_parity.py: reads
+// {case: [wire payload, ...]} on stdin, folds each case with toolloop_lab/widget/src/fold.js
+// and prints {case: summary} (the same summary the Python side writes from RunView).
+import { readFileSync } from "node:fs";
+
+const src = (name) => new URL(`../../toolloop_lab/widget/src/${name}`, import.meta.url).href;
+const { fold } = await import(src("fold.js"));
+const { createRun } = await import(src("run.js"));
+const { usd } = await import(src("words.js"));
+
+/** A round's model call: replied, failed (raised or stopped), unanswered, or none. */
+function callStatus(call) {
+  if (!call) return "none";
+  if (call.done) return "replied";
+  return call.error ? "failed" : "unanswered";
+}
+
+function summary(run) {
+  const t = run.totals;
+  return {
+    status: run.status,
+    outcome: run.outcome,
+    rounds: run.rounds.length,
+    tool_rounds: run.rounds.filter((r) => r.purpose === "round").length,
+    input_tokens: t.input,
+    output_tokens: t.output,
+    cost: t.cost,
+    cost_text: usd(t.cost),
+    per_round: run.rounds.map((r) => ({
+      round: r.n,
+      purpose: r.purpose,
+      model_call: callStatus(r.call),
+      failed_calls: r.failedCalls.map((f) => f.type),
+      input_tokens: r.call && r.call.usage ? r.call.usage.input : 0,
+      output_tokens: r.call && r.call.usage ? r.call.usage.output : 0,
+      tools: r.tools.map((x) => [x.id, x.name, x.status, x.ran, x.reason]),
+    })),
+  };
+}
+
+const cases = JSON.parse(readFileSync(0, "utf8"));
+const out = {};
+for (const [name, events] of Object.entries(cases)) {
+  const run = createRun();
+  for (const e of events) fold(run, e);
+  out[name] = summary(run);
+}
+process.stdout.write(JSON.stringify(out));

@@ -1,0 +1,76 @@
+// A finished run mounted on a page (jsdom), as the HTML report and the snapshot do it.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { JSDOM } from "jsdom";
+import { loadCase, src } from "./fixtures.mjs";
+
+const dom = new JSDOM("<!doctype html><html><body></body></html>", { pretendToBeVisual: true });
+for (const name of ["document", "requestAnimationFrame", "cancelAnimationFrame"]) globalThis[name] = dom.window[name];
+const { mount } = await import(src("debugger.js"));
+const { usd } = await import(src("words.js"));
+
+const frame = () => new Promise((r) => setTimeout(r, 60)); // a draw is on the next frame
+
+async function mounted(name, options) {
+  const el = document.createElement("div");
+  document.body.append(el);
+  const events = loadCase(name);
+  const view = mount(el, events, options);
+  await frame();
+  return { el, events, ...view };
+}
+
+const text = (el, selector) => el.querySelector(selector).textContent;
+
+test("the header of a finished run: status, outcome, rounds and totals", async () => {
+  const { el, events, dispose } = await mounted("multi_round");
+  assert.equal(text(el, ".tl-badge"), "Finished");
+  assert.match(el.querySelector(".tl-badge").className, /tl-b-answer/);
+  assert.equal(text(el, ".tl-activity .tl-strong"), "Answered: ");
+  assert.equal(text(el, ".tl-activity .tl-final"), "Final answer two rounds");
+  assert.equal(text(el, ".tl-head .tl-meta"), "round 3 of 10");
+  const end = events[events.length - 1];
+  const totals = [...el.querySelectorAll(".tl-total-value")].map((n) => n.textContent);
+  // calls 1..3 of a catalog script: 10 + 2n input and 5 + n output tokens each
+  assert.deepEqual(totals, ["42 tokens", "21 tokens", usd(end.usage.cost_usd)]);
+  assert.equal(end.usage.input_tokens, 42);
+  assert.equal(el.querySelectorAll(".tl-row[data-n]").length, 3);
+  assert.equal(text(el, ".tl-toolbar .tl-meta"), "3 rounds");
+  assert.equal(el.querySelector(".tl-controls").hidden, true); // a static page has no controls
+  dispose();
+  assert.equal(el.childNodes.length, 0);
+});
+
+test("a failed run says so, with its error", async () => {
+  const { el, dispose } = await mounted("model_exception", { note: "a saved run" });
+  assert.equal(text(el, ".tl-badge"), "Failed");
+  assert.equal(el.querySelector(".tl-failure").hidden, false);
+  assert.match(text(el, ".tl-failure .tl-strong"), /^The run failed after \d+ rounds?$/);
+  assert.equal(text(el, ".tl-note"), "a saved run");
+  dispose();
+});
+
+test("a hostile string from a tool is text, never an element", async () => {
+  const { el, dispose } = await mounted("hostile_tools");
+  const rows = el.querySelectorAll(".tl-row[data-n]");
+  rows[0].dispatchEvent(new dom.window.MouseEvent("click", { bubbles: true }));
+  await frame();
+  for (const b of el.querySelectorAll(".tl-toggle")) if (b.textContent === "Show") b.click();
+  const shown = el.textContent;
+  assert.ok(shown.includes("<img src=x onerror=alert(1)>"), "the string is shown");
+  assert.ok(shown.includes("<script>alert(1)</script>"));
+  assert.equal(el.querySelectorAll("img, script, iframe, svg, style, b, a[href]").length, 0);
+  for (const node of el.querySelectorAll("*")) {
+    for (const attr of node.getAttributeNames()) assert.ok(!attr.startsWith("on"), `${node.tagName} has ${attr}`);
+  }
+  assert.deepEqual(
+    [...el.querySelectorAll(".tl-sum-tools .tl-chip")].map((n) => [n.className, n.textContent]),
+    [
+      ["tl-chip tl-chip-success", "hostile"],
+      ["tl-chip tl-chip-error", "boom"],
+      ["tl-chip tl-chip-error", "constructor"],
+      ["tl-chip tl-chip-error", "hostile"],
+    ],
+  );
+  dispose();
+});

@@ -1,0 +1,182 @@
+"""Runs for the front end's tests: the catalog's scenarios and hostile cases, as the events
+Python folds with ``RunView`` and as the wire payloads the browser folds.
+
+``tests/test_widget_parity.py`` folds them on both sides; ``tests/test_widget_node.py``
+writes them (:func:`write_fixtures`) for the Node tests under ``tests/js/``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.tools import BaseTool, StructuredTool
+from loopkit import ALL, MODEL, PAYLOADS, calls, catalog_run, final, invalid_call, tool_call
+
+from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
+from toolloop_lab.events import Event, ToolDispatched
+from toolloop_lab.lab import catalog
+from toolloop_lab.widget.wire import event_payload
+
+__all__ = [
+    "HOSTILE",
+    "MAX_CHARS",
+    "ROOT",
+    "all_cases",
+    "catalog_cases",
+    "hostile_cases",
+    "need_node",
+    "payloads",
+    "write_fixtures",
+]
+
+ROOT = Path(__file__).resolve().parent.parent
+"""The repository: package.json, node_modules and tests/js/ are here."""
+
+MAX_CHARS = 20_000
+"""The widget's default clip of a content string (``LoopDebugger(max_text_chars=)``)."""
+
+HOSTILE = PAYLOADS[0]
+"""A tool result that would be an element, were it ever parsed as HTML."""
+
+
+def need_node(*installed: str) -> str:
+    """The path of ``node``, when it and ``installed`` (paths under node_modules) are there.
+
+    Without them the test skips, except under CI (``CI`` set, as CI services set it and
+    ``.ci/run`` runs after ``npm ci``): there a missing install is a failure, so the Node
+    tests can never be skipped unnoticed.
+    """
+    node = shutil.which("node")
+    missing = [p for p in installed if not (ROOT / "node_modules" / p).exists()]
+    if node is not None and shutil.which("npm") is not None and not missing:
+        return node
+    why = "node and npm are not installed" if node is None else f"node_modules lacks {missing}"
+    if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no"):
+        pytest.fail(f"{why}: CI must run `npm ci` before the tests")
+    pytest.skip(f"{why}: run `npm ci` to run the front end's tests")
+
+
+def _tool(name: str, fn: Callable[..., Any]) -> BaseTool:
+    if asyncio.iscoroutinefunction(fn):
+        return StructuredTool.from_function(coroutine=fn, name=name, description=f"{name}.")
+    return StructuredTool.from_function(func=fn, name=name, description=f"{name}.")
+
+
+def _hostile_text(text: str) -> str:
+    """Returns hostile markup, unicode and a long line."""
+    return f"{ALL} · 日本語 · 🙂 · \u202e{text}\u202c · " + "x" * 50_000
+
+
+def _boom(text: str) -> str:
+    """Raises."""
+    raise ValueError(f"boom: {text} {PAYLOADS[1]}")
+
+
+def _run(
+    script: list[Any], tools: list[BaseTool], config: AgentConfig | None = None
+) -> list[Event]:
+    events: list[Event] = []
+    agent = LLMAgent(
+        ScriptedChatModel(script, model_name=MODEL), tools, config, observers=[events.append]
+    )
+    with contextlib.suppress(Exception):  # a failed run's events are the case
+        agent.run("go " + PAYLOADS[2])
+    return events
+
+
+def _cancelled_tool() -> list[Event]:
+    """A run stopped while a tool runs (the tool is cut short)."""
+    events: list[Event] = []
+    started = asyncio.Event()
+
+    async def hang(text: str) -> str:
+        """Waits until cancelled."""
+        started.set()
+        await asyncio.Event().wait()
+        return text
+
+    script = [
+        calls(tool_call("hang", {"text": "a"}, "h1"), tool_call("hostile", {"text": "b"}, "h2"))
+    ]
+    tools = [_tool("hang", hang), _tool("hostile", _hostile_text)]
+    agent = LLMAgent(ScriptedChatModel(script, model_name=MODEL), tools, observers=[events.append])
+
+    async def go() -> None:
+        task = asyncio.create_task(agent.arun("go"))
+        await asyncio.wait_for(started.wait(), 10)
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    asyncio.run(go())
+    return events
+
+
+def hostile_cases() -> dict[str, list[Event]]:
+    """Runs the catalog has not: hostile, huge and unicode strings from a tool and the
+    model, a tool that raises, an unknown and an invalid call, a run stopped mid-tool, a
+    model that runs out of replies (the run fails), a token budget tripped mid-run."""
+    stopped = _cancelled_tool()
+    hostile = _tool("hostile", _hostile_text)
+    boom = _tool("boom", _boom)
+    mixed = [
+        calls(
+            tool_call("hostile", {"text": PAYLOADS[0]}, "c1"),
+            tool_call("boom", {"text": PAYLOADS[3]}, "c2"),
+            tool_call("constructor", {"text": "x"}, "c3"),
+            text=ALL,
+            invalid=[invalid_call("hostile", "{not json", "c4", PAYLOADS[4])],
+        ),
+        final(f"Done {PAYLOADS[0]} 日本語"),
+    ]
+    return {
+        "hostile_tools": _run(mixed, [hostile, boom]),
+        "hostile_tools_streamed": _run(list(mixed), [hostile, boom], AgentConfig(streaming=True)),
+        "model_runs_out": _run([calls(tool_call("hostile", {"text": "a"}, "c1"))], [hostile]),
+        "token_budget_mid_run": _run(
+            [
+                calls(tool_call("hostile", {"text": f"{i}"}, f"t{i}"), tokens=(400, 50))
+                for i in range(5)
+            ],
+            [hostile],
+            AgentConfig(token_budget_percent=1.0, context_window=100_000),
+        ),
+        "cancelled_tool": stopped,
+        "tool_result_missing": [
+            e for e in stopped if not (isinstance(e, ToolDispatched) and e.tool_call_id == "h1")
+        ],
+    }
+
+
+def catalog_cases() -> dict[str, list[Event]]:
+    """Every scenario of the lab's built-in catalog, run to its end."""
+    return {s.name: list(catalog_run(s.name).events) for s in catalog()}
+
+
+def all_cases() -> dict[str, list[Event]]:
+    """The catalog's runs and the hostile cases, by name."""
+    return {**catalog_cases(), **hostile_cases()}
+
+
+def payloads(events: list[Event]) -> list[dict[str, Any]]:
+    """The events as the browser gets them."""
+    return [event_payload(e, MAX_CHARS) for e in events]
+
+
+def write_fixtures(folder: Path) -> list[str]:
+    """One ``<case>.json`` of wire payloads per case in ``folder``; returns the names."""
+    folder.mkdir(parents=True, exist_ok=True)
+    cases = all_cases()
+    for name, events in cases.items():
+        text = json.dumps(payloads(events), ensure_ascii=False)
+        (folder / f"{name}.json").write_text(text, encoding="utf-8")
+    return sorted(cases)

@@ -1,0 +1,126 @@
+"""One run reads the same in Python and in the browser.
+
+The widget's fold (``toolloop_lab/widget/src/fold.js``, run under Node) and
+:class:`~toolloop_lab.runview.RunView` fold the same runs: every scenario of the lab's
+catalog, the hostile cases of ``jskit`` and the browser tests' streams. The JS side gets
+exactly the wire payloads Python sends. Each side writes its summary explicitly (below,
+and in ``tests/js/fold_summary.mjs``), and both must agree on the status, outcome, number
+of rounds, tokens, cost and every call's status, model calls and tool calls alike.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from typing import Any
+
+import pytest
+from browser.streams import failed_run, hostile_run, long_run, sample_run
+from jskit import ROOT, all_cases, need_node, payloads
+
+from toolloop_lab.escape import ID_CHARS, NAME_CHARS, clip
+from toolloop_lab.events import Event
+from toolloop_lab.runview import RoundRow, RunView
+from toolloop_lab.usage import format_usd
+
+CASES = {
+    **all_cases(),
+    # the browser tests' streams: pauses, interventions, pruning, hostile text, a long run
+    "stream_sample": sample_run(),
+    "stream_hostile": hostile_run(),
+    "stream_failed": failed_run(),
+    "stream_long": long_run(40),
+}
+
+
+def _call_status(row: RoundRow) -> str:
+    """A round's model call: replied, failed (raised or stopped), unanswered, or none."""
+    if row.calling:
+        return "unanswered"
+    failed = row.failed_calls
+    if failed and (row.call_started_t is None or failed[-1].t >= row.call_started_t):
+        return "failed"
+    return "replied" if row.call_started_t is not None or row.latency_s is not None else "none"
+
+
+def _tool_status(status: str, ran: bool) -> str:
+    """RunView keeps a call that never ran under its event's status (``ran`` says it did
+    not); the browser calls it ``not_run``. A call not dispatched yet is ``queued`` there."""
+    return "not_run" if not ran else {"pending": "queued"}.get(status, status)
+
+
+def _wire(text: str | None, limit: int) -> str | None:
+    """A name, id or reason as the browser gets it: the wire cuts them (``wire.clip``)."""
+    return None if text is None else clip(text, limit)
+
+
+def python_summary(view: RunView) -> dict[str, Any]:
+    """What RunView makes of a run, in the shape fold_summary.mjs writes."""
+    end = view.finished or view.failure
+    cost = view.usage.cost_usd
+    return {
+        "status": view.status,
+        "outcome": end.outcome if end else None,
+        "rounds": len(view.rounds),
+        "tool_rounds": view.tool_rounds,
+        "input_tokens": view.usage.input_tokens,
+        "output_tokens": view.usage.output_tokens,
+        "cost": None if cost is None else float(cost),
+        "cost_text": format_usd(cost),
+        "per_round": [
+            {
+                "round": row.number,
+                "purpose": row.purpose,
+                "model_call": _call_status(row),
+                "failed_calls": [_wire(f.error_type, NAME_CHARS) for f in row.failed_calls],
+                "input_tokens": row.usage.input_tokens,
+                "output_tokens": row.usage.output_tokens,
+                "tools": [
+                    [
+                        _wire(t.id, ID_CHARS),
+                        _wire(t.name, NAME_CHARS),
+                        _tool_status(t.status, t.ran),
+                        t.ran,
+                        _wire(t.error_reason, NAME_CHARS),
+                    ]
+                    for t in row.tools
+                ],
+            }
+            for row in view.rounds
+        ],
+    }
+
+
+@pytest.fixture(scope="module")
+def browser() -> dict[str, Any]:
+    """Every case folded by the browser's fold, summarised (one node process)."""
+    node = need_node()
+    sent = json.dumps({name: payloads(events) for name, events in CASES.items()})
+    done = subprocess.run(
+        [node, str(ROOT / "tests" / "js" / "fold_summary.mjs")],
+        input=sent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def test_the_cases_cover_every_ending() -> None:
+    ends = {python_summary(RunView.from_events(e))["status"] for e in CASES.values()}
+    assert ends == {"finished", "failed", "cancelled"}
+    assert len(CASES) >= 15
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_python_and_the_browser_fold_a_run_alike(name: str, browser: dict[str, Any]) -> None:
+    events: list[Event] = CASES[name]
+    mine = python_summary(RunView.from_events(events))
+    theirs = browser[name]
+    if mine["cost"] is not None and theirs["cost"] is not None:
+        assert theirs["cost"] == pytest.approx(mine["cost"], rel=1e-9, abs=1e-15)
+        theirs["cost"] = mine["cost"]
+    assert theirs == mine

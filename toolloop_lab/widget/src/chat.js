@@ -1,0 +1,107 @@
+// @ts-check
+// Messages as a chat: what a model call was sent (earlier messages folded), and at a
+// pause before a call, what the next call will be sent.
+
+import { button, dot, h, longText } from "./dom.js";
+import { plural } from "./format.js";
+import { jsonView, prettyJson } from "./json.js";
+
+/** @typedef {import("./store.js").Store} Store */
+/** @typedef {import("./run.js").Call} Call */
+
+const MAX_MESSAGES = 40; // messages of one call drawn before "show earlier"
+
+/** @type {Readonly<Record<string, string>>} */
+const ROLE = { human: "User", ai: "Assistant", system: "System", tool: "Tool", AIMessageChunk: "Assistant", HumanMessageChunk: "User" };
+
+/**
+ * A message's content as text (content blocks joined; other values as JSON).
+ * @param {any} content
+ * @returns {string}
+ */
+export function messageText(content) {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) {
+    return content
+      .map((b) => (typeof b === "string" ? b : b && typeof b.text === "string" ? b.text : prettyJson(b)))
+      .join("\n");
+  }
+  return content === null || content === undefined ? "" : prettyJson(content);
+}
+
+/**
+ * One message ({type, data} as langchain-core dumps it) as a chat bubble.
+ * @param {any} m
+ * @returns {HTMLElement}
+ */
+export function chatMessage(m) {
+  const data = (m && m.data) || {};
+  const type = (m && m.type) || data.type || "?";
+  const role = Object.hasOwn(ROLE, type) ? ROLE[type] : type;
+  const text = messageText(data.content);
+  const head = h("div", "tl-msg-head", h("span", "tl-role", role));
+  if (type === "tool") {
+    head.append(h("span", "tl-msg-meta", `${data.name || "tool"} · ${data.tool_call_id || ""}`));
+    if (data.status === "error") head.append(dot("error"), h("span", "tl-msg-meta", "error"));
+  }
+  const msg = h("div", `tl-msg tl-role-${type}`, head);
+  if (text) msg.append(longText(text));
+  else if (!(data.tool_calls && data.tool_calls.length)) msg.append(h("div", "tl-muted", "(no text)"));
+  for (const tc of data.tool_calls || []) {
+    msg.append(h("div", "tl-msg-call", h("span", "tl-msg-meta", `calls ${tc.name} · ${tc.id || ""}`), jsonView(tc.args || {}, 1)));
+  }
+  return msg;
+}
+
+/**
+ * What a call was sent: earlier messages folded, this call's new ones shown.
+ * @param {Store} s
+ * @param {Call} c
+ * @returns {HTMLElement}
+ */
+export function callInput(s, c) {
+  const box = h("div", "tl-chat");
+  const from = c.msgFrom || 0;
+  const to = c.msgTo || 0;
+  const earlier = h("div");
+  if (from > 0) {
+    let shown = from;
+    const more = button(`Show ${plural(from, "earlier message")}`, "tl-more", () => {
+      const start = Math.max(0, shown - MAX_MESSAGES);
+      const frag = document.createDocumentFragment();
+      for (let i = start; i < shown; i++) frag.append(chatMessage(s.run.conversation[i]));
+      earlier.prepend(frag);
+      shown = start;
+      if (shown === 0) more.remove();
+      else more.textContent = `Show ${plural(shown, "earlier message")}`;
+    });
+    box.append(more, earlier);
+  }
+  const start = Math.max(from, to - MAX_MESSAGES);
+  if (start > from) box.append(h("div", "tl-muted", `… ${plural(start - from, "message")} of this call not drawn`));
+  for (let i = start; i < to; i++) box.append(chatMessage(s.run.conversation[i]));
+  return box;
+}
+
+/**
+ * At a pause before a model call: what the next call will be sent beyond the conversation
+ * so far (the reply and tool results not yet confirmed by a model_call_start).
+ * @param {Store} s
+ * @returns {any[]}
+ */
+export function pendingMessages(s) {
+  /** @type {any[]} */
+  const out = [];
+  const run = s.run;
+  const last = run.rounds[run.rounds.length - 1];
+  if (!last || !last.call || !last.call.done) return out;
+  const c = last.call;
+  if (c.msgTo !== null && c.msgTo < run.conversation.length) return out;
+  out.push({ type: "ai", data: { content: c.text, tool_calls: c.toolCalls.map((t) => ({ name: t.name, args: t.args, id: t.id })) } });
+  for (const t of last.tools) {
+    if (t.status === "queued" || t.status === "running") continue;
+    const content = t.pruned ? t.pruned.pruned : t.content;
+    out.push({ type: "tool", data: { content, name: t.name, tool_call_id: t.id, status: t.status === "success" ? "success" : "error" } });
+  }
+  return out;
+}

@@ -1,0 +1,32 @@
+// @ts-check
+// What the view's parts (header, controls, timeline, detail…) share: the store, the host
+// they ask things of, the redraw, and the timers that tick between redraws.
+
+/** @typedef {import("./store.js").Store} Store */
+
+/**
+ * @typedef {object} Host what the view can ask of the page it is on
+ * @property {boolean} live a kernel-backed widget (controls shown)
+ * @property {() => string} pauseOn where the run pauses: off, model, tools or both
+ * @property {(value: string) => void} setPauseOn
+ * @property {(action: string) => void} control continue, step or stop
+ * @property {(msg: Record<string, any>) => void} send a message to Python
+ * @property {boolean} forking whether "Fork from here" is offered at all
+ * @property {() => boolean} canFork whether Python can fork now
+ */
+
+/** @typedef {[HTMLElement, () => string]} TextTimer a node whose text ticks */
+/** @typedef {[HTMLElement, (node: HTMLElement) => void]} PaintTimer a node repainted as time goes */
+
+/**
+ * @typedef {object} ViewContext
+ * @property {Store} s
+ * @property {Host} host
+ * @property {(force?: boolean) => void} redraw draw soon; `force` draws everything on the next frame
+ * @property {TextTimer[]} live the header's timers
+ * @property {TextTimer[]} liveRows the timers of timeline rows in progress
+ * @property {PaintTimer[]} liveDetail the detail pane's timers
+ * @property {(msg: Record<string, any>, onAnswer: (answer: any) => void) => void} ask a request to Python, answered with a later message
+ */
+
+export {};

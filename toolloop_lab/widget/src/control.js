@@ -1,0 +1,69 @@
+// @ts-check
+// Python's control state, as the last batch carried it: where the loop waits (paused_at),
+// since when, whether a task runs, a note, and the answer to this page's last request.
+// Requests (an edit at a pause, a fork) go to Python numbered; Python checks them and
+// answers with the next message's control.answer.
+
+/**
+ * @typedef {object} Control
+ * @property {any} paused_at the pause point the loop waits at, or null
+ * @property {number | null} [paused_since] run time it began to wait there
+ * @property {boolean} running
+ * @property {string | null} note
+ * @property {boolean} stopped_by_user
+ * @property {{request: number, ok: boolean, reason?: string, message?: string} | null} [answer]
+ */
+
+/**
+ * @typedef {object} Requests this page's requests waiting for Python's answer
+ * @property {Map<number, (answer: any) => void>} pending request number -> what to do with its answer
+ * @property {number} next the next request's number
+ */
+
+/** @returns {Control} */
+export function createControl() {
+  return { paused_at: null, running: false, note: null, stopped_by_user: false };
+}
+
+/** @returns {Requests} */
+export function createRequests() {
+  return { pending: new Map(), next: 1 + Math.floor(Math.random() * 1e9) }; // never an earlier page's number
+}
+
+/**
+ * Number `msg` as a new request whose answer goes to `onAnswer`; returns what to send.
+ * @param {Requests} req
+ * @param {Record<string, any>} msg
+ * @param {(answer: any) => void} onAnswer
+ * @returns {Record<string, any>}
+ */
+export function numbered(req, msg, onAnswer) {
+  const id = req.next++;
+  req.pending.set(id, onAnswer);
+  return { ...msg, request: id };
+}
+
+/**
+ * Hand the answer a control state carries to the request waiting for it (once).
+ * @param {Requests} req
+ * @param {Control} control
+ */
+export function settle(req, control) {
+  const answer = control.answer;
+  if (answer && req.pending.has(answer.request)) {
+    const done = /** @type {(answer: any) => void} */ (req.pending.get(answer.request));
+    req.pending.delete(answer.request);
+    done(answer);
+  }
+}
+
+/**
+ * Whether a pause ended a wait before a model call (that call is sent now).
+ * @param {Control} was
+ * @param {Control} now
+ * @returns {boolean}
+ */
+export function releasedModelCall(was, now) {
+  const p = was.paused_at;
+  return !!p && p.stage === "model_call" && !now.paused_at;
+}

@@ -1,0 +1,82 @@
+// @ts-check
+// A live run's step controls (pause before…, Continue, Step, Stop), the banner that says
+// where the loop waits, and the box that says why a run failed or was stopped.
+
+import { button, dropdown, h, longText } from "./dom.js";
+import { count, plural } from "./format.js";
+import { isDone } from "./run.js";
+import { shown } from "./rounds.js";
+import { OUTCOME } from "./words.js";
+
+/** @typedef {import("./context.js").ViewContext} ViewContext */
+
+/**
+ * @param {ViewContext} ctx
+ */
+export function createControls(ctx) {
+  const { s, host } = ctx;
+  const pauseSel = dropdown([
+    ["off", "never"],
+    ["model", "model calls"],
+    ["tools", "tool runs"],
+    ["both", "both"],
+  ]);
+  pauseSel.addEventListener("change", () => host.setPauseOn(pauseSel.value));
+  const pauseLbl = h("label", "tl-lbl", "Pause before ", pauseSel);
+  const bContinue = button("Continue", "tl-primary", () => host.control("continue"), "Let the run go on to its end without pausing again");
+  const bStep = button("Step", null, () => host.control("step"), "Go on to the next pause point");
+  const bStop = button("Stop", null, () => host.control("stop"), "Stop the run; the partial counts stay");
+  const controls = h("div", "tl-controls", pauseLbl, bContinue, bStep, bStop);
+  const banner = h("div", "tl-banner");
+  const bannerText = h("div", "tl-banner-text");
+  banner.append(bannerText);
+  const failureBox = h("div", "tl-failure");
+
+  function draw() {
+    const isLive = !!host.live && s.source !== "static";
+    controls.hidden = !isLive;
+    const done = isDone(s.run);
+    const paused = !!s.control.paused_at && !done;
+    const running = !!s.control.running && !done;
+    bContinue.disabled = !paused;
+    bStep.disabled = !paused;
+    bStop.disabled = !(paused || running);
+    const mode = host.pauseOn();
+    if (pauseSel.value !== mode) pauseSel.value = mode;
+    banner.hidden = !paused;
+    bannerText.textContent = "";
+    if (paused) drawBanner(s.control.paused_at);
+    drawFailure();
+  }
+
+  /** @param {any} p where the loop waits */
+  function drawBanner(p) {
+    let where;
+    if (p.stage === "tool_dispatch") where = `Paused before running ${(p.detail || []).length ? (p.detail || []).join(", ") : "the tools"} in round ${count(shown(s, p.round))}.`;
+    else if (p.purpose === "synthesis") where = "Paused before the final-answer call.";
+    else if (p.purpose === "pruning") where = `Paused before pruning a tool output in round ${count(shown(s, p.round))}.`;
+    else where = `Paused before calling the model in round ${count(shown(s, p.round))}.`;
+    bannerText.append(h("span", "tl-strong", where), " Step goes on to the next pause; Continue runs to the end.");
+    if (p.editable) {
+      const can = p.stage === "tool_dispatch" ? "You can edit a call's arguments or answer it yourself (below)." : (p.results || []).length ? "You can add a message or edit a result the model has not seen (below)." : "You can add a message (below).";
+      bannerText.append(" ", h("span", "tl-meta", can));
+    }
+  }
+
+  function drawFailure() {
+    const f = s.run.failure;
+    failureBox.textContent = "";
+    failureBox.hidden = !f;
+    if (!f) return;
+    const stopped = f.cancelled;
+    failureBox.className = `tl-failure ${stopped ? "tl-stopped-box" : "tl-error-box"}`;
+    const head = stopped ? (s.control.stopped_by_user ? "Stopped by you" : "Cancelled") : s.run.outcome === "usd_budget_exhausted" ? OUTCOME.usd_budget_exhausted : "The run failed";
+    failureBox.append(h("div", "tl-strong", `${head} after ${plural(f.rounds, "round")}`));
+    const facts = [f.error_type, f.error_kind && `kind ${f.error_kind}`, f.reason && `reason ${f.reason}`, f.cause_type && `cause ${f.cause_type}`].filter(Boolean).join(" · ");
+    failureBox.append(h("div", "tl-meta", facts));
+    if (f.message && !stopped) failureBox.append(longText(f.message));
+    if (f.partial_text) failureBox.append(h("div", "tl-meta", "Text streamed before it stopped:"), longText(f.partial_text));
+  }
+
+  return { nodes: { controls, banner, failureBox }, draw };
+}

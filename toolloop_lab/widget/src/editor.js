@@ -1,0 +1,182 @@
+// @ts-check
+// The editor a person opens at a pause: edit a call's arguments (checked against the
+// tool's schema by Python as they type), answer a call without running it, replace a
+// result the model has not seen, or add a message. Python checks every change and
+// answers; a refused change leaves the run unchanged and still paused.
+
+import { button, dot, dropdown, h } from "./dom.js";
+
+/** @typedef {import("./context.js").ViewContext} ViewContext */
+
+/**
+ * @typedef {object} Edit an open editor
+ * @property {"args" | "skip" | "result" | "message"} kind
+ * @property {number} pause the pause it was opened at
+ * @property {string} [callId]
+ * @property {string} [name]
+ * @property {string} text
+ * @property {string} [status] success or error (skip, result)
+ * @property {string} [role] user or assistant (message)
+ * @property {string} [msg] what the editor says now
+ * @property {string} [msgKind] idle, ok or error
+ * @property {boolean} [focus]
+ * @property {(state: string, text: string) => void} [show]
+ */
+
+/**
+ * @param {string} text
+ * @returns {{value?: Record<string, any>, error?: string}}
+ */
+export function parseArgs(text) {
+  let value;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    return { error: `Not valid JSON: ${err instanceof Error && err.message ? err.message : "cannot be read"}` };
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return { error: 'The arguments must be a JSON object, like {"path": "a.txt"}.' };
+  return { value };
+}
+
+/** @type {Record<string, {title: (e: Edit) => string, label: string, apply: string}>} */
+const EDITORS = {
+  args: { title: (e) => `Edit the arguments of ${e.name} (${e.callId})`, label: "Arguments (JSON)", apply: "Run with these arguments" },
+  skip: { title: (e) => `Answer ${e.name} (${e.callId}) yourself`, label: "The result the model reads", apply: "Skip the tool" },
+  result: { title: (e) => `Replace the result of ${e.name} (${e.callId})`, label: "The result the model reads", apply: "Replace the result" },
+  message: { title: () => "Add a message before this call", label: "Message", apply: "Add the message" },
+};
+
+/**
+ * @param {ViewContext} ctx
+ */
+export function createEditor(ctx) {
+  const s = ctx.s;
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let checkTimer;
+
+  /** @param {Edit} edit */
+  function open(edit) {
+    s.ui.edit = { ...edit, msg: "", msgKind: "idle", focus: true };
+    ctx.redraw(true);
+  }
+  function close() {
+    s.ui.edit = null;
+    ctx.redraw(true);
+  }
+
+  /** @param {Edit} e */
+  const say = (e) => /** @type {(state: string, text: string) => void} */ (e.show);
+
+  /**
+   * @param {Edit} e
+   * @returns {HTMLElement}
+   */
+  function view(e) {
+    const kind = EDITORS[e.kind];
+    const box = h("div", "tl-editor");
+    box.setAttribute("role", "group");
+    box.setAttribute("aria-label", kind.title(e));
+    box.append(h("div", "tl-sub", kind.title(e)));
+    const area = h("textarea", "tl-textarea" + (e.kind === "args" ? " tl-code" : ""));
+    area.value = e.text;
+    area.spellcheck = false;
+    area.rows = Math.min(12, Math.max(3, e.text.split("\n").length + 1));
+    area.setAttribute("aria-label", kind.label);
+    const status = h("div", "tl-edit-msg");
+    status.setAttribute("role", "status");
+    status.setAttribute("aria-live", "polite");
+    e.show = (state, text) => {
+      e.msgKind = state;
+      e.msg = text;
+      status.textContent = "";
+      status.className = `tl-edit-msg tl-edit-${state}`;
+      if (text) status.append(dot(state === "error" ? "error" : state === "ok" ? "answer" : "idle"), h("span", null, text));
+    };
+    e.show(e.msgKind || "idle", e.msg || "");
+    area.addEventListener("input", () => {
+      e.text = area.value;
+      if (e.kind === "args") checkSoon(e);
+    });
+    const extras = h("div", "tl-edit-row");
+    if (e.kind === "skip" || e.kind === "result") {
+      const sel = dropdown(
+        [
+          ["success", "as a success"],
+          ["error", "as an error"],
+        ],
+        "Status of the result",
+      );
+      sel.value = e.status || "success";
+      sel.addEventListener("change", () => (e.status = sel.value));
+      extras.append(h("label", "tl-lbl", "The model reads it ", sel));
+    }
+    if (e.kind === "message") {
+      const sel = dropdown(
+        [
+          ["user", "user"],
+          ["assistant", "assistant"],
+        ],
+        "Who says it",
+      );
+      sel.value = e.role || "user";
+      sel.addEventListener("change", () => (e.role = sel.value));
+      extras.append(h("label", "tl-lbl", "From the ", sel));
+    }
+    const apply = button(kind.apply, "tl-primary", () => submit(e, apply));
+    const cancel = button("Cancel", null, close);
+    extras.append(h("span", "tl-grow"), apply, cancel);
+    box.append(area, status, extras);
+    if (e.focus) {
+      e.focus = false;
+      requestAnimationFrame(() => area.isConnected && area.focus());
+    }
+    return box;
+  }
+
+  /** @param {Edit} e */
+  function checkSoon(e) {
+    clearTimeout(checkTimer);
+    checkTimer = setTimeout(() => {
+      if (s.ui.edit !== e) return;
+      const parsed = parseArgs(e.text);
+      if (parsed.error) return say(e)("error", parsed.error);
+      const sent = e.text;
+      ctx.ask({ type: "intervene", action: "check_args", pause: e.pause, call_id: e.callId, args: parsed.value }, (a) => {
+        if (s.ui.edit !== e || e.text !== sent) return; // typed on since: a newer check follows
+        say(e)(a.ok ? "ok" : "error", a.ok ? "These arguments fit the tool's schema." : a.message);
+      });
+    }, 300);
+  }
+
+  /**
+   * @param {Edit} e
+   * @param {HTMLButtonElement} btn
+   */
+  function submit(e, btn) {
+    /** @type {Record<string, any>} */
+    const msg = { type: "intervene", pause: e.pause };
+    if (e.kind === "args") {
+      const parsed = parseArgs(e.text);
+      if (parsed.error) return say(e)("error", parsed.error);
+      Object.assign(msg, { action: "edit_args", call_id: e.callId, args: parsed.value });
+    } else if (e.kind === "skip") {
+      Object.assign(msg, { action: "skip", call_id: e.callId, content: e.text, status: e.status || "success" });
+    } else if (e.kind === "result") {
+      Object.assign(msg, { action: "edit_result", call_id: e.callId, content: e.text, status: e.status || "success" });
+    } else {
+      if (!e.text.trim()) return say(e)("error", "Write the message first.");
+      Object.assign(msg, { action: "append_message", role: e.role || "user", content: e.text });
+    }
+    clearTimeout(checkTimer);
+    btn.disabled = true;
+    say(e)("idle", "Sending…");
+    ctx.ask(msg, (a) => {
+      btn.disabled = false;
+      if (s.ui.edit !== e) return;
+      if (a.ok) return close(); // the change comes back as an intervention event
+      say(e)("error", `Refused (${a.reason}): ${a.message} — the run is unchanged and still paused.`);
+    });
+  }
+
+  return { open, view };
+}

@@ -1,0 +1,188 @@
+// @ts-check
+// The store every view of one widget draws from: the run's fold (run.js, fold.js), the
+// link it is fed through (link.js), Python's control state (control.js), the traits
+// Python syncs, and what the person chose on the page (ui). Events are folded in slices,
+// so a long replay never blocks the page; listeners hear of every change.
+
+import { createControl, createRequests, releasedModelCall, settle } from "./control.js";
+import { fold } from "./fold.js";
+import { accept, createLink } from "./link.js";
+import { createRun, isDone, resetRun } from "./run.js";
+
+/** @typedef {import("./run.js").Run} Run */
+/** @typedef {import("./run.js").Call} Call */
+/** @typedef {import("./control.js").Control} Control */
+
+const SLICE_MS = 8; // longest fold slice before yielding to the page
+
+/**
+ * @typedef {object} Ui what the person chose on the page (survives redraws)
+ * @property {number | null} selected the round shown in the detail pane (null: the newest)
+ * @property {string} filter "all" or "errors"
+ * @property {string} tool
+ * @property {string} search
+ * @property {Map<string, boolean>} collapsed block key -> collapsed
+ * @property {boolean} follow
+ * @property {any} edit the editor open at a pause
+ * @property {{n: number, state: string, text: string} | null} forkMsg
+ */
+
+/**
+ * @typedef {object} Store
+ * @property {number} version grows with every change outside the run (see stamp)
+ * @property {Run} run the fold of the run's events
+ * @property {import("./link.js").Link} link
+ * @property {Control} control
+ * @property {import("./control.js").Requests} requests
+ * @property {number | null} clockBase performance.now()/1000 minus the run's clock, from the last batch
+ * @property {any[]} queue events waiting to be folded
+ * @property {number} qi
+ * @property {boolean} draining
+ * @property {Set<() => void>} listeners
+ * @property {boolean} live
+ * @property {string} source none, live, saved or static
+ * @property {number} offset added to every round number shown (a fork's rounds read as the original's)
+ * @property {any} forkInfo a fork's debugger: where it was forked, and the comparison at its end
+ * @property {Ui} ui
+ */
+
+/** @returns {Store} */
+export function createStore() {
+  return {
+    version: 0,
+    run: createRun(),
+    link: createLink(),
+    control: createControl(),
+    requests: createRequests(),
+    clockBase: null,
+    queue: [],
+    qi: 0,
+    draining: false,
+    listeners: new Set(),
+    live: false,
+    source: "none",
+    offset: 0,
+    forkInfo: null,
+    ui: { selected: null, filter: "all", tool: "", search: "", collapsed: new Map(), follow: true, edit: null, forkMsg: null },
+  };
+}
+
+/**
+ * A number that changes whenever anything a view draws changes.
+ * @param {Store} s
+ * @returns {number}
+ */
+export function stamp(s) {
+  return s.version + s.run.version;
+}
+
+/** @param {Store} s */
+export function notify(s) {
+  for (const fn of s.listeners) fn();
+}
+
+/** @param {Store} s */
+function drain(s) {
+  const t0 = performance.now();
+  const q = s.queue;
+  while (s.qi < q.length) {
+    fold(s.run, q[s.qi++]);
+    if ((s.qi & 63) === 0 && performance.now() - t0 > SLICE_MS) break;
+  }
+  if (s.qi >= q.length) {
+    s.queue = [];
+    s.qi = 0;
+    s.draining = false;
+  } else {
+    setTimeout(() => drain(s), 0);
+  }
+  notify(s); // views redraw at their own pace
+}
+
+/**
+ * Fold `events` in (in slices, from the next free moment on when a slice runs long).
+ * @param {Store} s
+ * @param {any[]} events
+ */
+export function enqueue(s, events) {
+  for (const e of events) s.queue.push(e);
+  if (!s.draining) {
+    s.draining = true;
+    drain(s);
+  }
+}
+
+/**
+ * One message from Python: {type: "events", epoch, first, reset, events, now, control}.
+ * Returns false when a gap shows events were missed (the caller asks for a replay).
+ * @param {Store} s
+ * @param {any} msg
+ * @returns {boolean}
+ */
+export function receive(s, msg) {
+  const verdict = accept(s.link, msg);
+  if (verdict === "gap") return false;
+  if (verdict !== "take" && verdict !== "restart") return true;
+  if (verdict === "restart") {
+    s.queue = [];
+    s.qi = 0;
+    resetRun(s.run);
+    s.source = "live";
+  }
+  if (msg.control) {
+    const was = s.control;
+    s.control = msg.control;
+    settle(s.requests, msg.control);
+    if (releasedModelCall(was, msg.control) && typeof msg.now === "number") {
+      // the call held at the pause is sent now: its clock starts here
+      const last = s.run.rounds[s.run.rounds.length - 1];
+      if (last && last.call && !last.call.done) last.call.t0 = msg.now;
+    }
+  }
+  if (typeof msg.now === "number") s.clockBase = performance.now() / 1000 - msg.now;
+  else s.clockBase = null;
+  s.version++;
+  enqueue(s, msg.events);
+  return true;
+}
+
+/**
+ * The run's clock now (seconds since it started), ticking between messages.
+ * @param {Store} s
+ * @returns {number}
+ */
+export function runNow(s) {
+  if (isDone(s.run) || s.clockBase === null) return s.run.lastT;
+  return Math.max(s.run.lastT, performance.now() / 1000 - s.clockBase);
+}
+
+/**
+ * Seconds the loop has been held at the pause it waits at now (0 when it does not wait).
+ * @param {Store} s
+ * @returns {number}
+ */
+export function holdingNow(s) {
+  const since = s.control.paused_since;
+  if (!s.control.paused_at || isDone(s.run) || typeof since !== "number") return 0;
+  return Math.max(0, runNow(s) - since);
+}
+
+/**
+ * A call whose model_call_start came before a pause is not sent until the pause ends.
+ * @param {Store} s
+ * @param {Call} c
+ * @returns {boolean}
+ */
+export function held(s, c) {
+  const p = s.control.paused_at;
+  return !!p && !isDone(s.run) && p.stage === "model_call" && !c.done && c.round === p.round;
+}
+
+/**
+ * Whether the loop waits at a pause now (a live run that has not ended).
+ * @param {Store} s
+ * @returns {boolean}
+ */
+export function pausedNow(s) {
+  return !!s.control.paused_at && !isDone(s.run);
+}

@@ -1,0 +1,286 @@
+// @ts-check
+// The timeline: a toolbar (errors only, a tool, a search, go to a round) over a virtualised
+// list of rounds, one fixed-height row each, following the newest unless scrolled away.
+
+import { button, dot, dropdown, h } from "./dom.js";
+import { count, duration, plural, tokens } from "./format.js";
+import { isDone } from "./run.js";
+import { matches, roundCost, roundLabel, roundState, roundTime, selectedRound, toolDot } from "./rounds.js";
+import { held, runNow, stamp } from "./store.js";
+import { ROUND_STATE, usd } from "./words.js";
+
+/** @typedef {import("./context.js").ViewContext} ViewContext */
+/** @typedef {import("./run.js").Round} Round */
+
+const ROW_H = 30; // px, one timeline row (fixed: the list is virtualised)
+const TIMELINE_ROWS = 9; // visible rows: the timeline's height never changes
+
+/**
+ * @param {ViewContext} ctx
+ */
+export function createTimeline(ctx) {
+  const s = ctx.s;
+  const fErrors = dropdown(
+    [
+      ["all", "all rounds"],
+      ["errors", "errors only"],
+    ],
+    "Which rounds",
+  );
+  const fTool = dropdown([], "Tool");
+  const fSearch = h("input", "tl-input");
+  fSearch.type = "search";
+  fSearch.placeholder = "Search";
+  fSearch.setAttribute("aria-label", "Search");
+  const jump = h("input", "tl-input tl-jump");
+  jump.type = "number";
+  jump.min = "1";
+  jump.placeholder = "round";
+  jump.setAttribute("aria-label", "Round number");
+  const jumpBtn = button("Go", null, () => goTo(Number(jump.value)), "Show this round");
+  jump.addEventListener("keydown", (ev) => ev.key === "Enter" && goTo(Number(jump.value)));
+  const countBox = h("span", "tl-meta");
+  const toolbar = h("div", "tl-toolbar", fErrors, fTool, fSearch, h("span", "tl-jumpbox", jump, jumpBtn), countBox);
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let searchTimer;
+  fErrors.addEventListener("change", () => {
+    s.ui.filter = fErrors.value;
+    ctx.redraw(true);
+  });
+  fTool.addEventListener("change", () => {
+    s.ui.tool = fTool.value;
+    ctx.redraw(true);
+  });
+  fSearch.addEventListener("input", () => {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(() => {
+      s.ui.search = fSearch.value.trim().toLowerCase();
+      ctx.redraw(true);
+    }, 150);
+  });
+
+  const colHead = h("div", "tl-row tl-colhead", h("span", "tl-c-n", "#"), h("span", "tl-c-state", h("span", null, "status")), h("span", "tl-c-sum", "reply and tools"), h("span", "tl-c-tok tl-num", "tokens in / out"), h("span", "tl-c-cost tl-num", "cost"), h("span", "tl-c-dur tl-num", "duration"));
+  colHead.setAttribute("aria-hidden", "true");
+  const scroller = h("div", "tl-scroller");
+  scroller.tabIndex = 0;
+  scroller.setAttribute("role", "listbox");
+  scroller.setAttribute("aria-label", "Rounds");
+  scroller.style.height = `${ROW_H * TIMELINE_ROWS}px`;
+  const spacer = h("div", "tl-spacer");
+  scroller.append(spacer);
+  const empty = h("div", "tl-empty tl-muted", "No rounds yet.");
+  const timeline = h("div", "tl-timeline", colHead, scroller, empty);
+
+  /** @type {number[] | null} indices of matching rounds, or null for all */
+  let filtered = null;
+  let filterKey = "";
+  let rowsKey = "";
+  let lastTop = 0;
+  let programmatic = false;
+  let userScrolled = false;
+
+  const listLength = () => (filtered ? filtered.length : s.run.rounds.length);
+  /** @param {number} i */
+  const roundAt = (i) => (filtered ? s.run.rounds[filtered[i]] : s.run.rounds[i]);
+
+  /** @param {number} n a round's number as shown */
+  function goTo(n) {
+    const r = s.run.byNumber.get(n - (s.offset || 0));
+    if (!r) {
+      countBox.textContent = `no round ${isFinite(n) ? n : ""}`;
+      return;
+    }
+    select(r, true);
+  }
+
+  /**
+   * @param {Round} r
+   * @param {boolean} scroll bring it into view (clearing a filter that hides it)
+   */
+  function select(r, scroll) {
+    s.ui.selected = r.n;
+    s.ui.follow = false;
+    if (scroll) {
+      let i = filtered ? filtered.indexOf(r.index) : r.index;
+      if (i < 0) {
+        s.ui.filter = "all";
+        s.ui.tool = "";
+        s.ui.search = "";
+        fErrors.value = "all";
+        fTool.value = "";
+        fSearch.value = "";
+        filtered = null;
+        filterKey = "";
+        i = r.index;
+      }
+      const top = i * ROW_H;
+      if (top < lastTop || top > lastTop + ROW_H * (TIMELINE_ROWS - 1)) {
+        lastTop = Math.max(0, top - ROW_H * 2);
+        userScrolled = true;
+        scroller.scrollTop = lastTop;
+      }
+    }
+    ctx.redraw(true);
+  }
+
+  scroller.addEventListener("scroll", () => {
+    const top = scroller.scrollTop;
+    if (programmatic) {
+      programmatic = false;
+      if (top === lastTop) return;
+    }
+    userScrolled = top + ROW_H * TIMELINE_ROWS < listLength() * ROW_H - ROW_H;
+    lastTop = top;
+    drawRows();
+  });
+  scroller.addEventListener("click", (ev) => {
+    const target = /** @type {Element | null} */ (ev.target);
+    const row = target && target.closest ? /** @type {HTMLElement | null} */ (target.closest(".tl-row")) : null;
+    if (!row || !row.dataset.n) return;
+    const r = s.run.byNumber.get(Number(row.dataset.n));
+    if (r) select(r, false);
+  });
+  scroller.addEventListener("keydown", (ev) => {
+    if (ev.key !== "ArrowDown" && ev.key !== "ArrowUp") return;
+    ev.preventDefault();
+    const n = listLength();
+    if (!n) return;
+    const cur = s.ui.selected === null ? n - 1 : indexOfSelected();
+    const next = Math.min(n - 1, Math.max(0, cur + (ev.key === "ArrowDown" ? 1 : -1)));
+    select(roundAt(next), true);
+  });
+  function indexOfSelected() {
+    const r = s.ui.selected === null ? undefined : s.run.byNumber.get(s.ui.selected);
+    if (!r) return listLength() - 1;
+    const i = filtered ? filtered.indexOf(r.index) : r.index;
+    return i < 0 ? listLength() - 1 : i;
+  }
+
+  function drawFilter() {
+    const names = [...s.run.toolNames].sort();
+    const key = names.join("\u0000");
+    if (fTool.dataset.key !== key) {
+      fTool.dataset.key = key;
+      const cur = s.ui.tool;
+      fTool.textContent = "";
+      const all = h("option", null, "all tools");
+      all.value = "";
+      fTool.append(all);
+      for (const n of names) {
+        const o = h("option", null, n);
+        o.value = n;
+        fTool.append(o);
+      }
+      fTool.value = names.includes(cur) ? cur : "";
+    }
+    fErrors.value = s.ui.filter;
+    const rounds = s.run.rounds;
+    const active = s.ui.filter !== "all" || s.ui.tool || s.ui.search;
+    if (!active) filtered = null;
+    else {
+      const k = `${s.ui.filter}|${s.ui.tool}|${s.ui.search}|${stamp(s)}`;
+      if (k !== filterKey) {
+        filterKey = k;
+        filtered = [];
+        for (let i = 0; i < rounds.length; i++) if (matches(s, rounds[i])) filtered.push(i);
+      }
+    }
+    const n = listLength();
+    countBox.textContent = active ? `${plural(n, "round")} of ${count(rounds.length)}` : rounds.length ? plural(rounds.length, "round") : "";
+    empty.hidden = n > 0;
+    empty.textContent = rounds.length ? "No round matches." : "No rounds yet.";
+  }
+
+  function drawRows() {
+    const n = listLength();
+    if (s.source === "static" && isDone(s.run) && !s.draining) {
+      // a finished run on a page: nothing will grow, so no empty rows below the last
+      scroller.style.height = `${ROW_H * Math.max(2, Math.min(TIMELINE_ROWS, s.run.rounds.length))}px`;
+    }
+    spacer.style.height = `${n * ROW_H}px`;
+    let top = lastTop;
+    if (s.ui.follow && !userScrolled) {
+      top = Math.max(0, n * ROW_H - ROW_H * TIMELINE_ROWS);
+      if (top !== lastTop) {
+        programmatic = true;
+        scroller.scrollTop = top;
+      }
+    }
+    lastTop = top;
+    const first = Math.max(0, Math.floor(top / ROW_H) - 2);
+    const last = Math.min(n, first + TIMELINE_ROWS + 4);
+    const sel = selectedRound(s);
+    const key = `${first}:${last}:${n}:${stamp(s)}:${sel ? sel.n : ""}`;
+    if (key === rowsKey) return;
+    rowsKey = key;
+    ctx.liveRows = [];
+    const frag = document.createDocumentFragment();
+    for (let i = first; i < last; i++) frag.append(rowFor(roundAt(i), i, sel));
+    spacer.replaceChildren(frag);
+  }
+
+  /**
+   * @param {Round} r
+   * @param {number} i its place in the list
+   * @param {Round | null} sel
+   * @returns {HTMLElement}
+   */
+  function rowFor(r, i, sel) {
+    const st = roundState(s, r);
+    const row = h("div", `tl-row tl-st-${st}` + (sel === r ? " tl-selected" : ""));
+    row.dataset.n = String(r.n);
+    row.style.top = `${i * ROW_H}px`;
+    row.setAttribute("role", "option");
+    row.setAttribute("aria-selected", String(sel === r));
+    const c = r.call;
+    const sum = h("span", "tl-c-sum");
+    if (!c && !isDone(s.run)) sum.append(h("span", "tl-muted", st === "paused" ? "paused before the model call" : "about to call the model"));
+    if (c) {
+      const text = c.text || "";
+      if (text) sum.append(h("span", "tl-sum-text", text.slice(0, 160)));
+      else if (c.done) sum.append(h("span", "tl-muted", "(no text)"));
+      else if (c.interrupted) sum.append(h("span", "tl-muted", c.interrupted === "cancelled" ? "no reply: stopped" : "no reply: the run failed"));
+      else sum.append(h("span", "tl-muted", held(s, c) ? "paused before the call" : "waiting for the reply"));
+    }
+    if (r.tools.length) {
+      const tl = h("span", "tl-sum-tools");
+      for (const t of r.tools.slice(0, 6)) tl.append(h("span", `tl-chip tl-chip-${t.status}`, dot(toolDot(t)), t.name));
+      if (r.tools.length > 6) tl.append(h("span", "tl-meta", `+${r.tools.length - 6}`));
+      sum.append(tl);
+    }
+    const net = r.tools.reduce((a, t) => a + (t.pruned ? t.pruned.net : 0), 0);
+    if (r.tools.some((t) => t.pruned)) sum.append(h("span", "tl-chip", net < 0 ? `pruning lost ${tokens(-net)}` : `pruned −${tokens(net)}`));
+    if (r.gates.some((g) => !g.passed)) sum.append(h("span", "tl-chip tl-chip-error", dot("error"), "limit reached"));
+    if (r.interventions.length) sum.append(h("span", "tl-chip tl-chip-hand", dot("warn"), "changed by you"));
+    if (r.pauses.length) sum.append(h("span", "tl-chip tl-chip-paused", dot("paused"), `paused ${duration(r.paused)}`));
+    const u = c && c.usage;
+    const dur = h("span", "tl-c-dur tl-num");
+    // the round's own time: what a pause held it is its own segment, never part of it
+    if (st === "running") {
+      const fn = () => duration(runNow(s) - (r.t0 || 0) - r.paused);
+      dur.textContent = fn();
+      ctx.liveRows.push([dur, fn]);
+    } else dur.textContent = r.t0 === null || (!c && !r.tools.length) ? "—" : duration(roundTime(s, r));
+    row.append(
+      h("span", "tl-c-n tl-num", roundLabel(s, r)),
+      h("span", "tl-c-state", dot(st), h("span", null, ROUND_STATE[st])),
+      sum,
+      h("span", "tl-c-tok tl-num", u ? `${tokens(u.input)} / ${tokens(u.output)}` : "—"),
+      h("span", "tl-c-cost tl-num", u ? usd(roundCost(r)) : "—"),
+      dur,
+    );
+    return row;
+  }
+
+  return {
+    nodes: { toolbar, timeline },
+    drawFilter,
+    drawRows,
+    forget() {
+      rowsKey = "";
+    },
+    dispose() {
+      clearTimeout(searchTimer);
+    },
+  };
+}

@@ -1,0 +1,125 @@
+// @ts-check
+// One view of a store: its parts (header, controls, timeline, detail, fork) laid out in a
+// region, drawn on the next animation frame after a change (at most every DRAW_MS while
+// events stream in), with the timers of a live run ticking between draws.
+
+import { numbered } from "./control.js";
+import { createControls } from "./controls.js";
+import { createDetail } from "./detail.js";
+import { h } from "./dom.js";
+import { createFork } from "./fork.js";
+import { createHeader } from "./header.js";
+import { isDone } from "./run.js";
+import { stamp } from "./store.js";
+import { createTimeline } from "./timeline.js";
+
+/** @typedef {import("./store.js").Store} Store */
+/** @typedef {import("./context.js").Host} Host */
+/** @typedef {import("./context.js").ViewContext} ViewContext */
+
+const TICK_MS = 250; // timer refresh while a run is live
+const DRAW_MS = 150; // shortest time between two redraws driven by new events
+
+/**
+ * Draw `s` into `el` and keep drawing it as it changes; returns what removes the view.
+ * @param {HTMLElement} el
+ * @param {Store} s
+ * @param {Host} host
+ * @returns {() => void}
+ */
+export function createView(el, s, host) {
+  const root = h("div", "tl-root");
+  root.setAttribute("role", "region");
+  root.setAttribute("aria-label", "Agent loop debugger");
+  el.append(root);
+  /** @type {ViewContext} */
+  const ctx = {
+    s,
+    host,
+    redraw,
+    live: [],
+    liveRows: [],
+    liveDetail: [],
+    ask: (msg, onAnswer) => host.send(numbered(s.requests, msg, onAnswer)),
+  };
+  const header = createHeader(ctx);
+  const controls = createControls(ctx);
+  const timeline = createTimeline(ctx);
+  const fork = createFork(ctx);
+  const detail = createDetail(ctx, fork.nodes, fork.draw);
+  const { head, activity, note, totals, gauges } = header.nodes;
+  const { toolbar } = timeline.nodes;
+  root.append(head, activity, note, fork.nodes.forkBox, totals, gauges, controls.nodes.controls, controls.nodes.banner, controls.nodes.failureBox, toolbar, timeline.nodes.timeline, detail.nodes.detail);
+
+  let lastVersion = -1;
+  let raf = 0;
+  /** @type {ReturnType<typeof setInterval> | 0} */
+  let tick = 0;
+  let lastDraw = 0;
+  /** @type {ReturnType<typeof setTimeout> | 0} */
+  let later = 0;
+
+  /**
+   * Draw on the next frame, at most every DRAW_MS while events stream in (a fast run
+   * sends ten batches a second; each draw costs layout); a click draws on the next frame.
+   * @param {boolean} [force]
+   */
+  function redraw(force) {
+    if (force) {
+      lastVersion = -1;
+      detail.forget();
+      timeline.forget();
+    }
+    if (raf || (later && !force)) return;
+    const wait = force ? 0 : DRAW_MS - (performance.now() - lastDraw);
+    if (wait > 0) {
+      later = setTimeout(() => {
+        later = 0;
+        if (!raf) raf = requestAnimationFrame(draw);
+      }, wait);
+      return;
+    }
+    raf = requestAnimationFrame(draw);
+  }
+
+  function draw() {
+    raf = 0;
+    lastDraw = performance.now();
+    const version = stamp(s);
+    if (version === lastVersion) return;
+    lastVersion = version;
+    header.draw();
+    controls.draw();
+    timeline.drawFilter();
+    timeline.drawRows();
+    detail.draw();
+    ticking();
+  }
+
+  function ticking() {
+    const want = !isDone(s.run) && s.run.status !== "idle" && s.clockBase !== null;
+    if (want && !tick) tick = setInterval(tickNow, TICK_MS);
+    if (!want && tick) {
+      clearInterval(tick);
+      tick = 0;
+      tickNow();
+    }
+  }
+  function tickNow() {
+    for (const [node, fn] of ctx.live) node.textContent = fn();
+    for (const [node, fn] of ctx.liveRows) node.textContent = fn();
+    for (const [node, fn] of ctx.liveDetail) fn(node);
+  }
+
+  const listener = () => redraw(false);
+  s.listeners.add(listener);
+  redraw(true);
+  return () => {
+    s.listeners.delete(listener);
+    if (tick) clearInterval(tick);
+    if (raf) cancelAnimationFrame(raf);
+    timeline.dispose();
+    clearTimeout(later);
+    root.remove();
+  };
+}
