@@ -12,13 +12,18 @@ MODULES = [
     "toolloop_lab.runview",
     "toolloop_lab.trace",
     "toolloop_lab.widget",
+    "toolloop_lab.widget.channel",
     "toolloop_lab.widget.coalesce",
+    "toolloop_lab.widget.construct",
+    "toolloop_lab.widget.control",
     "toolloop_lab.widget.debugger",
+    "toolloop_lab.widget.display",
     "toolloop_lab.widget.figures",
     "toolloop_lab.widget.forks",
     "toolloop_lab.widget.page",
     "toolloop_lab.widget.pausing",
     "toolloop_lab.widget.requests",
+    "toolloop_lab.widget.shown",
     "toolloop_lab.widget.snapshot",
     "toolloop_lab.widget.step",
     "toolloop_lab.widget.text",
@@ -54,3 +59,19 @@ def test_the_package_exports_the_debugger() -> None:
     from toolloop_lab.widget import LoopDebugger
 
     assert toolloop_lab.LoopDebugger is LoopDebugger
+
+
+def test_each_widget_module_does_one_job_in_under_400_lines() -> None:
+    import ast
+    from pathlib import Path
+
+    import toolloop_lab.widget
+
+    folder = Path(toolloop_lab.widget.__file__).parent
+    for path in sorted(folder.glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert len(text.splitlines()) < 400, path.name
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                assert node.end_lineno is not None
+                assert node.end_lineno - node.lineno < 50, f"{path.name}: {node.name}"

@@ -3,7 +3,8 @@
 The recorded replies are served by a relaxed :class:`~toolloop_lab.recording.ReplayChatModel`
 (see it for exactly what is matched), the tools run again, and the loop is the real one,
 so a lower round cap, a token budget or pruning act exactly as they would live. The
-result puts both runs' outcome, rounds, tokens and cost side by side.
+result puts both runs' outcome, rounds, tokens and cost side by side. The re-run's error
+policy and how its end is read are the core a fork shares (:mod:`toolloop_lab.rerun`).
 
 Limits, by construction:
 
@@ -33,10 +34,11 @@ from langchain_core.tools import BaseTool
 
 from toolloop_lab.agent import AgentConfig, LLMAgent, ToolLoopResult
 from toolloop_lab.budget import current_usd_budget
-from toolloop_lab.errors import ConfigurationError, ExecutionError, ToolLoopError, ToolLoopLabError
+from toolloop_lab.errors import ToolLoopLabError
 from toolloop_lab.events import Observer, Outcome, Pruned
 from toolloop_lab.recording_format import Recording
 from toolloop_lab.recording_models import ReplayChatModel
+from toolloop_lab.rerun import Rerun, rerun, stop_notes
 from toolloop_lab.run_figures import (
     ComparedRuns,
     Detail,
@@ -92,13 +94,7 @@ class WhatIfResult(ComparedRuns):
                 f"* {self.stand_ins} synthesis call(s) answered by the recorded final answer, "
                 "tokens estimated."
             )
-        if self.replayed.detail == "beyond_recording":
-            notes.append(
-                "* The what-if run needed a reply beyond the recording; figures are up to there."
-            )
-        elif self.error is not None:
-            first_line = str(self.error).splitlines()[0] if str(self.error) else ""
-            notes.append(f"* The what-if run stopped: {type(self.error).__name__}: {first_line}")
+        notes += stop_notes("what-if run", "the recording", self.replayed, self.error)
         return notes
 
 
@@ -117,37 +113,20 @@ def _prepare(
 
 
 def _finish(
-    rec: Recording,
-    replay: ReplayChatModel,
-    config: AgentConfig,
-    result: ToolLoopResult | None,
-    error: ToolLoopError | ExecutionError | None,
+    rec: Recording, replay: ReplayChatModel, config: AgentConfig, run: Rerun
 ) -> WhatIfResult:
     budget = current_usd_budget()
-    recorded = RunFigures.of_recording(rec, budget.prices if budget else None)
     served = replay.served
-    if result is not None:
-        replayed = RunFigures.of_result(result)
-        events: tuple[object, ...] = result.events
-    else:
-        assert error is not None
-        replayed = RunFigures.of_error(error)
-        events = error.events
     return WhatIfResult(
         config=config,
-        recorded=recorded,
-        replayed=replayed,
+        recorded=RunFigures.of_recording(rec, budget.prices if budget else None),
+        replayed=run.figures,
         stand_ins=sum(1 for s in served if s.stand_in),
         adjusted=sum(1 for s in served if not s.exact and not s.stand_in),
-        pruned=sum(1 for e in events if isinstance(e, Pruned)),
-        result=result,
-        error=error,
+        pruned=sum(1 for e in run.events if isinstance(e, Pruned)),
+        result=run.result,
+        error=run.error,
     )
-
-
-def _reraise_config(error: ToolLoopError) -> None:
-    if isinstance(error.cause, ConfigurationError):
-        raise error
 
 
 async def awhat_if(
@@ -163,14 +142,7 @@ async def awhat_if(
     rec, replay, agent = _prepare(
         recording, config, tools, pruning_model, stand_in_final, observers
     )
-    try:
-        result = await agent.arun(list(rec.task))
-    except ToolLoopError as exc:
-        _reraise_config(exc)
-        return _finish(rec, replay, config, None, exc)
-    except ExecutionError as exc:
-        return _finish(rec, replay, config, None, exc)
-    return _finish(rec, replay, config, result, None)
+    return _finish(rec, replay, config, await rerun(agent, rec.task))
 
 
 @parameters_of(awhat_if)

@@ -1,12 +1,15 @@
 """The live debugger widget: every round, tool dispatch, pruning saving and budget gate.
 
-``LoopDebugger`` is the anywidget: Python sends events (:mod:`.wire`) and the ES module in
-``static/`` folds and draws them in the browser. The modules beside it each do one job:
-:mod:`.page` (the same module on static pages, such as the lab's report), :mod:`.snapshot`
-(a static HTML picture for renderers without widgets), :mod:`.text` (the plain-text repr),
-:mod:`.figures` (number formats), :mod:`.coalesce` (message pacing), :mod:`.step` (step
-mode), :mod:`.requests` and :mod:`.pausing` (changes the browser asks for at a pause) and
-:mod:`.forks` ("Fork from here").
+``LoopDebugger`` (:mod:`.debugger`) is the anywidget: Python sends events (:mod:`.wire`)
+and the ES module in ``static/`` folds and draws them in the browser. The class hands each
+of its jobs to a module of its own: :mod:`.shown` (the run shown), :mod:`.channel` (the
+link to the browser), :mod:`.control` (step control), :mod:`.forks` ("Fork from here"),
+:mod:`.construct` (a finished run read from a trace) and :mod:`.display` (its outputs).
+The modules beside them each do one job too: :mod:`.page` (the same module on static
+pages, such as the lab's report), :mod:`.snapshot` (a static HTML picture for renderers
+without widgets), :mod:`.text` (the plain-text repr), :mod:`.figures` (number formats),
+:mod:`.coalesce` (message pacing), :mod:`.step` (step mode), :mod:`.requests` and
+:mod:`.pausing` (changes the browser asks for at a pause).
 
 The names below are loaded on first use, so importing :mod:`.page`, :mod:`.wire` or
 :mod:`.text` (which runs this file first) loads no ipywidgets or anywidget: the report

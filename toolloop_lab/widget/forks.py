@@ -1,4 +1,4 @@
-"""The debugger's "Fork from here": what a fork needs, and the comparison it shows.
+"""The debugger's "Fork from here": what a fork needs, the fork's debugger, the comparison.
 
 A fork re-runs a finished run from one of its rounds (:func:`toolloop_lab.forking.prepare_fork`),
 so it needs the model, tools and config to run with. A debugger that ran or watched an
@@ -9,24 +9,40 @@ agent; a debugger opened from a trace has none unless it is given one (``fork_wi
 :func:`comparison` is the side-by-side the fork's debugger shows once the fork ends: the
 two runs' totals and each round of either, read from :class:`~toolloop_lab.forking.ForkResult`
 (``rounds`` and the run figures; no pandas), numbered as the person saw the original.
+
+:class:`Forking` is a debugger's side of it: it makes a fork of the run shown
+(:meth:`LoopDebugger.fork`, or the browser's button), starts it in a new debugger that
+numbers rounds as this one does, keeps the forks made, and shows the comparison on a fork's
+debugger when the fork ends.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
 from toolloop_lab.agent import AgentConfig, LLMAgent
-from toolloop_lab.forking import Fork, ForkResult, RoundFigures
+from toolloop_lab.errors import ConfigurationError, ToolLoopLabError, describe
+from toolloop_lab.forking import Fork, ForkResult, RoundFigures, prepare_fork
 from toolloop_lab.pricing import TokenPrice
-from toolloop_lab.recording_whatif import RunFigures
+from toolloop_lab.run_figures import RunFigures
+from toolloop_lab.widget.control import DebuggableAgent
+from toolloop_lab.widget.requests import Answer, ForkHere
+from toolloop_lab.widget.step import PauseMode
+from toolloop_lab.widget.wire import clip
 
-__all__ = ["ForkParts", "comparison", "fork_parts"]
+if TYPE_CHECKING:
+    import ipywidgets
+
+    from toolloop_lab.widget.debugger import LoopDebugger
+
+__all__ = ["ForkParts", "Forking", "comparison", "fork_parts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,3 +126,113 @@ def comparison(result: ForkResult, offset: int = 0) -> dict[str, Any]:
         "summary": result.summary,
         "error": None if result.error is None else type(result.error).__name__,
     }
+
+
+class Forking:
+    """The forks of one debugger's run, and, on a fork's debugger, its comparison."""
+
+    def __init__(self, fork_with: DebuggableAgent[Any] | None) -> None:
+        self.fork_with = fork_with
+        """The agent forks run with, when given; else the agent last run or watched."""
+        self.source: str | os.PathLike[str] | None = None
+        """The trace file the run shown was read from (a fork reads it again, whole)."""
+        self.forks: list[LoopDebugger] = []
+        self.offset = 0
+        """The original's own round offset: the comparison numbers rounds as it did."""
+        self.summary: str | None = None
+        """The comparison as text, once the fork shown here ended."""
+
+    def parts(self, agent: object | None) -> ForkParts | None:
+        """What a fork runs with: ``fork_with``'s, else ``agent``'s (last run or watched)."""
+        return fork_parts(self.fork_with if self.fork_with is not None else agent)
+
+    def fork(
+        self,
+        dbg: LoopDebugger,
+        agent: object | None,
+        at_round: int,
+        config: AgentConfig | None,
+        pause_on: PauseMode | None,
+    ) -> LoopDebugger:
+        """Fork the run ``dbg`` shows and start the fork (see :meth:`LoopDebugger.fork`)."""
+        view = dbg.view
+        if not view.done:
+            raise ConfigurationError(
+                "only a finished (or replayed) run can be forked", field="source"
+            )
+        parts = self.parts(agent)
+        if parts is None:
+            raise ConfigurationError(
+                "this debugger knows no agent to fork with: give one, as in "
+                "LoopDebugger.from_trace(path, fork_with=agent)",
+                field="fork_with",
+            )
+        own = at_round - dbg.round_offset if type(at_round) is int else at_round
+        source: Any = self.source if self.source is not None else dbg.events
+        prepared = prepare_fork(
+            source,
+            own,
+            model=parts.model,
+            tools=parts.tools,
+            config=config if config is not None else parts.config,
+            pruning_model=parts.pruning_model,
+            prices=parts.prices,
+            run_id=view.run_id,
+        )
+        child = self._child(dbg, prepared, pause_on)
+        child.start(prepared, ())
+        self.forks.append(child)
+        return child
+
+    def _child(self, dbg: LoopDebugger, prepared: Fork, pause_on: PauseMode | None) -> LoopDebugger:
+        """The debugger a fork runs in: it numbers rounds as ``dbg`` does, and pauses
+        where ``dbg`` pauses (before every model call when ``dbg`` never pauses)."""
+        mode: PauseMode = pause_on or (dbg.pause_on if dbg.pause_on != "off" else "model")
+        child = type(dbg)(
+            max_text_chars=dbg.max_text_chars,
+            saved_state_bytes=dbg.saved_state_bytes,
+            pause_on=mode,
+            fork_with=self.fork_with,
+        )
+        child.round_offset = dbg.round_offset + prepared.at_round - 1
+        child.fork_info = {
+            "at_round": prepared.at_round + dbg.round_offset,
+            "source": prepared.source,
+            "comparison": None,
+        }
+        child._forking.offset = dbg.round_offset  # the fork's own record, kept by its maker
+        return child
+
+    def show_comparison(self, dbg: LoopDebugger, result: ForkResult) -> None:
+        """Show on ``dbg`` (a fork's debugger) the fork next to its original."""
+        data = comparison(result, self.offset)
+        self.summary = result.summary
+        dbg.fork_info = {**dbg.fork_info, "comparison": clip(data, dbg.max_text_chars)}
+
+    def from_browser(
+        self,
+        dbg: LoopDebugger,
+        request: ForkHere,
+        agent: object | None,
+        area: ipywidgets.Output | None,
+    ) -> Answer:
+        """ "Fork from here", clicked on ``dbg``: the fork is shown in ``area`` (below
+        ``dbg``); a fork that cannot be made is a refusal naming why."""
+        try:
+            child = self.fork(dbg, agent, request.round + dbg.round_offset, None, None)
+        except ToolLoopLabError as exc:  # a ConfigurationError names its field
+            reason = getattr(exc, "field", None) or type(exc).__name__
+            return Answer(request.request, "fork", False, str(reason), describe(exc))
+        except RuntimeError as exc:  # no running event loop: start() says why
+            return Answer(request.request, "fork", False, "no_event_loop", describe(exc))
+        if area is None:  # this debugger was shown some other way (inside a box, say)
+            where = f"the fork runs; display it with dbg.forks[{len(self.forks) - 1}]"
+            return Answer(request.request, "fork", True, message=where)
+        from IPython import display
+
+        show: Any = display.display
+        with area:  # the click's own output would go nowhere a person looks
+            show(child)
+        return Answer(
+            request.request, "fork", True, message="the fork runs in a new debugger below this one"
+        )

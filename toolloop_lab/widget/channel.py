@@ -1,0 +1,169 @@
+"""The debugger's link to the browser: what Python sends, and what the page asks.
+
+Python sends only new events, in batches of at most :data:`~.wire.MAX_BATCH_EVENTS`, at
+most ``max_messages_per_second`` messages a second (:mod:`.coalesce`); each message also
+carries the step state (a pause, a resume, the answer to the page's last request). A page
+that opens (or reopens) says ``hello`` and is sent everything again, from the start; a new
+run bumps the epoch, so a page drops what it holds of the old one.
+
+Saved notebook state stays small whatever the run's length: live events are messages, not
+traits; at the end of a run the newest rounds that fit in ``saved_state_bytes`` are handed
+to the widget once (``keep``), in their own paced slot after the last batch.
+
+What the page sends: ``hello``; ``control`` (Continue, Step, Stop: ``on_control``); and
+``intervene`` or ``fork`` requests (``on_request``), whose :class:`~.requests.Answer`, a
+refusal or a failure included, goes back with the next message. A click never raises in
+the kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from toolloop_lab.errors import describe
+from toolloop_lab.widget.coalesce import Coalescer, Scheduler
+from toolloop_lab.widget.requests import Answer
+from toolloop_lab.widget.shown import ShownRun
+from toolloop_lab.widget.wire import MAX_BATCH_EVENTS, event_payload, saved_tail
+
+__all__ = ["Channel", "Endpoints"]
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoints:
+    """What the channel sends through and hands on: the widget's side of the link."""
+
+    send: Callable[[dict[str, Any]], None]
+    """Send one message to every page showing the widget."""
+    silent: Callable[[], bool]
+    """True when no page can ever receive a message (no kernel, or closed)."""
+    state: Callable[[], dict[str, Any]]
+    """The step state every message carries."""
+    keep: Callable[[list[Any], int], None]
+    """Keep the end of a finished run (its events, and the rounds left out) as saved state."""
+    on_control: Callable[[dict[Any, Any]], None]
+    """Continue, Step or Stop, as the page sent it."""
+    on_request: Callable[[dict[Any, Any]], Answer]
+    """Carry out a change or a fork the page asked for; refusals are answers."""
+
+
+class Channel:
+    """Paced batches of a run's events to the page, and the page's messages back."""
+
+    def __init__(
+        self,
+        run: ShownRun,
+        ends: Endpoints,
+        *,
+        max_text_chars: int,
+        saved_state_bytes: int,
+        max_messages_per_second: float,
+        schedule: Scheduler,
+    ) -> None:
+        self._run = run
+        self._ends = ends
+        self.max_text_chars = max_text_chars
+        self.saved_state_bytes = saved_state_bytes
+        self._epoch = run.epoch
+        self._sent = 0
+        self._save_pending = False
+        self.frontend = False
+        """True once a page said hello (only then is the static snapshot worth updating)."""
+        self._answer: dict[str, Any] | None = None
+        # 1% slower than asked, so drift between the pacing clock (monotonic) and the wall
+        # clock that stamps kernel messages never shows max + 1 messages in one second
+        self.pacer = Coalescer(
+            self._flush,
+            max_per_second=max_messages_per_second * 0.99,
+            clock=run.clock,
+            schedule=schedule,
+        )
+
+    def request(self) -> None:
+        """Ask for a send at the paced rate; send at once when no timer can be armed."""
+        pacer = self.pacer
+        pacer.request()
+        if pacer.dirty and not pacer.armed:
+            pacer.flush()
+
+    def finished(self) -> None:
+        """The run ended: keep its saved state, in its own paced slot after the last batch."""
+        self._save_pending = True
+        self.request()
+
+    def keep_saved(self) -> None:
+        """Hand the end of the finished run to the widget as saved state (bounded)."""
+        with self._run.lock:
+            events = list(self._run.events)
+        saved, omitted = saved_tail(events, self.max_text_chars, self.saved_state_bytes)
+        self._ends.keep(saved, omitted)
+
+    def _flush(self) -> None:
+        """One message: the next batch of events, else the saved state of a finished run,
+        else the step state alone (a pause, a resume)."""
+        run = self._run
+        with run.lock:
+            if self._epoch != run.epoch:  # a new run: everything of it is still to send
+                self._epoch, self._sent = run.epoch, 0
+            if self._sent >= len(run.events) and self._save_pending:
+                self._save_pending = False
+                self.keep_saved()
+                return
+            if self._ends.silent():
+                return
+            message = self._next_message()
+            more = self._sent < len(run.events) or self._save_pending
+        self._ends.send(message)
+        if more:
+            self.request()
+
+    def _next_message(self) -> dict[str, Any]:
+        """The next batch of events and the step state (under the run's lock)."""
+        run = self._run
+        first = self._sent
+        batch = run.events[first : first + MAX_BATCH_EVENTS]
+        self._sent = first + len(batch)
+        return {
+            "type": "events",
+            "epoch": run.epoch,
+            "first": first,
+            "reset": first == 0,
+            "events": [event_payload(e, self.max_text_chars) for e in batch],
+            "now": run.now(),
+            "control": {**self._ends.state(), "answer": self._answer},
+        }
+
+    def receive(self, content: Any) -> None:
+        """A message from the page."""
+        if not isinstance(content, dict):
+            return
+        kind = content.get("type")
+        if kind == "hello":  # a new page or view: send everything again, from the start
+            with self._run.lock:
+                self.frontend = True
+                self._sent = 0
+                self._answer = None  # answers were for the requests of an earlier page
+            self.request()
+        elif kind == "control":
+            self._ends.on_control(content)
+        elif kind in ("intervene", "fork"):
+            try:
+                answer = self._ends.on_request(content)
+            except Exception as exc:  # noqa: BLE001 - a click must never raise in the kernel
+                action = content.get("action")
+                answer = Answer(
+                    None,
+                    action if isinstance(action, str) else str(kind),
+                    False,
+                    "failed",
+                    f"{type(exc).__name__}: {describe(exc)}",
+                )
+            self.reply(answer)
+
+    def reply(self, answer: Answer) -> None:
+        """Send the answer to a request with the next message (with the step state)."""
+        with self._run.lock:
+            self._answer = answer.to_dict()
+        self.request()

@@ -1,0 +1,49 @@
+"""What a debugger opened on a finished run shows: the run's events, read from a source.
+
+:meth:`LoopDebugger.from_trace` takes a finished run's events, a loaded
+:class:`~toolloop_lab.trace.TraceRead` or a trace's path. With several runs in the source,
+one is picked by the rule every reader shares (:func:`~toolloop_lab.events.select_run`);
+a trace's unreadable lines become a note the view shows. A trace's path is kept, so a fork
+of the run reads the trace again, whole.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from toolloop_lab.events import Event, select_run
+from toolloop_lab.trace import TraceRead, read_trace
+
+__all__ = ["Replayed", "read_run"]
+
+
+@dataclass(frozen=True, slots=True)
+class Replayed:
+    """One finished run, as a debugger opened on it shows it."""
+
+    events: Sequence[Event]
+    note: str | None
+    """What the view says about the source (lines of the trace that could not be read)."""
+    path: str | os.PathLike[str] | None
+    """The trace file, when the source was one."""
+
+
+def read_run(
+    source: Iterable[Event] | TraceRead | str | os.PathLike[str], run_id: str | None
+) -> Replayed:
+    """The run ``run_id`` of ``source`` (default: the newest top-level run); a run the
+    source lacks raises :class:`~toolloop_lab.errors.UnknownRunError`."""
+    path = source if isinstance(source, (str, os.PathLike)) else None
+    if isinstance(source, (str, os.PathLike)):
+        source = read_trace(source)
+    if not isinstance(source, TraceRead):
+        return Replayed(select_run(source, run_id), None, path)
+    note = None
+    events = source.run(run_id)
+    if source.skipped:
+        note = f"{len(source.skipped)} unreadable trace line(s) skipped"
+        if source.partial_line is not None:
+            note += " (a partial last line: the writer stopped mid-run)"
+    return Replayed(events, note, path)

@@ -1,0 +1,232 @@
+"""The debugger's step control: the run it started, its pauses, and what a person does there.
+
+:meth:`Control.start` runs an agent as a background task on the running event loop, so the
+kernel stays responsive and Continue, Step and Stop work during the run. The
+:class:`~.step.StepController` holds that task (never a run awaited in a cell, which would
+wait forever) where the pause mode says. At a pause, the browser can change the run: each
+request is checked (:mod:`.requests`) and made through the pause point (:mod:`.pausing`).
+
+Only the public agent API is used: ``observers``, ``subscribe``, ``add_pause_hook`` and
+``arun`` (see :class:`DebuggableAgent`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
+
+from langchain_core.tools import BaseTool
+
+from toolloop_lab.errors import describe
+from toolloop_lab.events import Observer
+from toolloop_lab.hooks import PauseHook, PausePoint
+from toolloop_lab.widget.pausing import apply_request, point_dict
+from toolloop_lab.widget.requests import Answer, ForkHere, parse_request
+from toolloop_lab.widget.shown import ShownRun
+from toolloop_lab.widget.step import PAUSE_MODES, PauseMode, StepController
+
+__all__ = ["Control", "DebuggableAgent", "check_mode"]
+
+R_co = TypeVar("R_co", covariant=True)
+R = TypeVar("R")
+
+
+class DebuggableAgent(Protocol[R_co]):
+    """The public agent API the debugger needs (``LLMAgent`` has it)."""
+
+    @property
+    def observers(self) -> tuple[Observer, ...]: ...
+
+    def subscribe(self, callback: Observer) -> Callable[[], None]: ...
+
+    def add_pause_hook(self, hook: PauseHook) -> Callable[[], None]: ...
+
+    async def arun(self, prompt_or_messages: str | Sequence[Any]) -> R_co: ...
+
+
+def check_mode(mode: object) -> None:
+    """Refuse a pause mode that is not one of :data:`~.step.PAUSE_MODES`."""
+    if mode not in PAUSE_MODES:
+        raise ValueError(f"pause_on must be one of {', '.join(PAUSE_MODES)}; got {mode!r}")
+
+
+class Control:
+    """The task a debugger started, the agents it is attached to, and its step mode.
+
+    ``request`` asks the channel for a send (the page shows every change of step state);
+    ``on_result`` is given the result of every run :meth:`start` made that ended well.
+    """
+
+    def __init__(
+        self,
+        run: ShownRun,
+        mode: PauseMode,
+        request: Callable[[], None],
+        on_result: Callable[[object], None],
+    ) -> None:
+        self._run = run
+        self._request = request
+        self._on_result = on_result
+        self.steps = StepController(mode=mode, on_pause=self._paused, on_resume=self._resumed)
+        self.task: asyncio.Task[Any] | None = None
+        """The task of the last :meth:`start`, if any."""
+        self.agent: DebuggableAgent[Any] | None = None
+        """The agent last run or watched (its tools answer calls by hand; forks run with it)."""
+        self._detachers: dict[int, Callable[[], None]] = {}
+
+    def _paused(self, point: PausePoint) -> None:
+        self._run.paused(point)
+        self._request()
+
+    def _resumed(self) -> None:
+        self._run.resumed()
+        self._request()
+
+    def running(self) -> bool:
+        """True while the task of the last :meth:`start` runs."""
+        task = self.task
+        return task is not None and not task.done()
+
+    def state(self, max_text_chars: int) -> dict[str, Any]:
+        """The step state a page shows: where the loop waits, since when, whether it runs."""
+        steps, run = self.steps, self._run
+        return {
+            "paused_at": point_dict(steps.paused_at, steps.pauses, max_text_chars),
+            "paused_since": run.paused_since if steps.paused_at is not None else None,
+            "running": self.running(),
+            "note": run.note,
+            "stopped_by_user": run.stopped_by_user,
+        }
+
+    # -- agents and the run ------------------------------------------------------------
+    def attach(self, agent: DebuggableAgent[Any], observer: Observer) -> Callable[[], None]:
+        """Feed ``observer`` from ``agent``'s runs and hold them in step mode; returns detach."""
+        key = id(agent)
+        existing = self._detachers.get(key)
+        if existing is not None:
+            return existing
+        removers: list[Callable[[], None]] = []
+        if not any(o is observer for o in agent.observers):
+            removers.append(agent.subscribe(observer))
+        removers.append(agent.add_pause_hook(self.steps))
+
+        def detach() -> None:
+            for remove in removers:
+                remove()
+            removers.clear()
+            self._detachers.pop(key, None)
+
+        self._detachers[key] = detach
+        self.agent = agent
+        return detach
+
+    def detach_all(self) -> None:
+        """Detach from every agent."""
+        for detach in list(self._detachers.values()):
+            detach()
+
+    def start(
+        self, agent: DebuggableAgent[R], prompt: str | Sequence[Any], observer: Observer
+    ) -> asyncio.Task[R]:
+        """Run ``agent`` on ``prompt`` as a background task, attached to ``observer`` for
+        the run (see :meth:`LoopDebugger.start`)."""
+        if self.running():
+            raise RuntimeError("a run is already in progress: stop() it or wait for it")
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise RuntimeError(
+                "start() needs a running event loop (a notebook cell has one); elsewhere "
+                "attach the debugger and `await agent.arun(...)`"
+            ) from None
+        temporary = id(agent) not in self._detachers
+        detach = self.attach(agent, observer)
+        self._run.restart()
+        self.agent = agent  # kept after a temporary attach: a fork of this run needs it
+        task: asyncio.Task[R] = loop.create_task(agent.arun(prompt), name="toolloop-debugger-run")
+        self.task = task
+        self.steps.arm(task)
+        task.add_done_callback(lambda finished: self._done(finished, detach if temporary else None))
+        return task
+
+    def _done(self, finished: asyncio.Task[Any], detach: Callable[[], None] | None) -> None:
+        """A run :meth:`start` made ended: say how, when the events do not."""
+        if detach is not None:
+            detach()
+        if self.task is finished:  # a newer start() keeps its own arming
+            self.steps.arm(None)
+        run = self._run
+        if finished.cancelled():
+            if run.view.status in ("idle", "running", "paused"):
+                run.note = "the run was stopped"
+        else:
+            exc = finished.exception()  # marks it retrieved; the task still raises it
+            if exc is not None and run.view.failure is None:
+                run.note = f"the run raised {type(exc).__name__}: {describe(exc)}"
+            elif exc is None:
+                self._on_result(finished.result())
+        self._request()
+
+    # -- step mode ---------------------------------------------------------------------
+    def stop(self) -> bool:
+        """Cancel the run cleanly (see :meth:`LoopDebugger.stop`)."""
+        task = self.task
+        if task is not None and not task.done():
+            self._run.stopped_by_user = True
+            loop = task.get_loop()
+            try:
+                same = asyncio.get_running_loop() is loop
+            except RuntimeError:
+                same = False
+            if same:
+                task.cancel()
+            else:
+                loop.call_soon_threadsafe(task.cancel)
+            return True
+        stopped = self.steps.stop()
+        if stopped:
+            self._run.stopped_by_user = True
+        return stopped
+
+    def on_control(self, content: dict[Any, Any]) -> None:
+        """Continue, Step or Stop from the browser. A Continue or Step that names the pause
+        it was clicked at (``pause``) acts only while the loop still waits there: a double
+        click or a late message never releases a later pause."""
+        action = content.get("action")
+        if action == "stop":
+            self.stop()
+            return
+        if action not in ("continue", "step"):
+            return
+        pause = content.get("pause")
+        at = pause if isinstance(pause, int) and not isinstance(pause, bool) else None
+        if action == "step":
+            self.steps.step(at=at)
+        elif self.steps.continue_(at=at):
+            self._request()
+
+    def carry_out(self, content: dict[Any, Any], fork_here: Callable[[ForkHere], Answer]) -> Answer:
+        """Check a request from the browser, then act on it; refusals are answers."""
+        request = parse_request(content)
+        if isinstance(request, Answer):
+            return request
+        if isinstance(request, ForkHere):
+            return fork_here(request)
+        point = self.steps.paused_at
+        if point is None:
+            return Answer(request.request, request.action, False, "not_paused", "not paused")
+        if request.pause != self.steps.pauses:
+            return Answer(
+                request.request,
+                request.action,
+                False,
+                "stale",
+                "the run has moved on to another pause since",
+            )
+        return apply_request(point, request, self._tool_named)
+
+    def _tool_named(self, name: str) -> BaseTool | None:
+        agent = self.agent
+        tools = getattr(getattr(agent, "agent", agent), "tools", ())
+        return next((t for t in tools if isinstance(t, BaseTool) and t.name == name), None)
