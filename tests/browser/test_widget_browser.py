@@ -405,7 +405,7 @@ def test_ten_thousand_rounds_stay_fast_and_small(page_for: Any, jupyter: Jupyter
             f"script time in one frame {module_ms:.0f} ms) over "
             f"{end - start:.1f} s; widget DOM nodes {nodes} (after filtering {nodes_after}); "
             f"kernel-to-browser messages of the widget: {len(ours)}, busiest second {busiest}, "
-                f"tightest eleven in a row {tightest:.3f} s; "
+            f"tightest eleven in a row {tightest:.3f} s; "
             f"saved widget state {len(state):,} bytes, notebook {file_size:,} bytes"
         )
         (ARTIFACTS / "figures_10000_rounds.json").write_text(
