@@ -538,19 +538,10 @@ async def _dispatch_one(
     ``SystemExit``, other non-``Exception`` errors, and this task's own cancellation)."""
     started = time.perf_counter()
     call_id = call.get("id") or ""
-    name = call.get("name")
-    args = call.get("args")
-    if not isinstance(name, str) or not name:
-        text = f"the call names no tool. Available tools: {', '.join(sorted(tools)) or '(none)'}."
-        return _error_outcome(call_id, "(unnamed)", {}, "invalid_call", text, started)
-    ready = tools.ready(name)
-    if ready is None:
-        err = not_available_error(name, list(tools))
-        safe_args = args if isinstance(args, Mapping) else {}
-        return _error_outcome(call_id, name, safe_args, err.reason, str(err), started)
-    if not is_mapping(args):
-        text = f"arguments for tool {name!r} must be a JSON object, got {type(args).__name__}"
-        return _error_outcome(call_id, name, {}, "invalid_arguments", text, started)
+    name, args = call.get("name"), call.get("args")
+    ready = tools.ready(name) if isinstance(name, str) and name else None
+    if ready is None or not is_mapping(args):
+        return _refused(call_id, name, args, tools, started)
     hooks.started(call)
     # The tool runs in its own task, so a stop of this one never has to wait on a tool that
     # swallows cancellation; this task waits on a plain future the tool's task settles.
@@ -583,6 +574,20 @@ async def _dispatch_one(
             text += " and ignored cancellation; it may still be running"
         return _error_outcome(call_id, name, args, "timeout", text, started)
     return _ended(captured, call_id, name, args, started, hooks)
+
+
+def _refused(call_id: str, name: Any, args: Any, tools: ToolBox, started: float) -> DispatchOutcome:
+    """The error outcome of a call that cannot run: it names no tool, a tool the agent
+    does not have, or arguments that are not a JSON object."""
+    if not isinstance(name, str) or not name:
+        text = f"the call names no tool. Available tools: {', '.join(sorted(tools)) or '(none)'}."
+        return _error_outcome(call_id, "(unnamed)", {}, "invalid_call", text, started)
+    if tools.ready(name) is None:
+        err = not_available_error(name, list(tools))
+        safe_args = args if isinstance(args, Mapping) else {}
+        return _error_outcome(call_id, name, safe_args, err.reason, str(err), started)
+    text = f"arguments for tool {name!r} must be a JSON object, got {type(args).__name__}"
+    return _error_outcome(call_id, name, {}, "invalid_arguments", text, started)
 
 
 def _context_for(caller: str | None, call_id: str) -> contextvars.Context | None:
