@@ -81,6 +81,7 @@ from toolloop_lab.errors import (
     ReplayDivergedError,
     ReplayExhaustedError,
 )
+from toolloop_lab.escape import clip
 from toolloop_lab.jsonl import Line, dump_line, load_line, read_lines
 from toolloop_lab.jsonsafe import json_safe
 from toolloop_lab.pricing import PriceTable, model_name_of, price_of
@@ -579,7 +580,7 @@ def describe_message(sig: Mapping[str, Any] | None, *, limit: int = 160) -> str:
 
 def _short(value: Any, limit: int) -> str:
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+    return repr(clip(text, limit))
 
 
 def tool_names(tools: Sequence[Any]) -> tuple[str, ...]:
