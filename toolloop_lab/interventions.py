@@ -30,6 +30,7 @@ from pydantic import BaseModel, ValidationError
 
 from toolloop_lab.errors import InterventionError, describe
 from toolloop_lab.events import Intervention, ToolCallView, message_dicts
+from toolloop_lab.fields import validation_text
 from toolloop_lab.jsonsafe import freeze, thaw
 from toolloop_lab.model_call import call_views
 from toolloop_lab.run_state import RunState
@@ -79,10 +80,7 @@ def check_args(tool: BaseTool | None, args: Any) -> str | None:
         try:
             schema.model_validate(data)
         except ValidationError as exc:
-            return "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}"
-                for e in exc.errors()
-            )
+            return validation_text(exc, whole="(arguments)", every=True)
     return None
 
 

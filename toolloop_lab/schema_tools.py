@@ -54,6 +54,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticCustomError
 
 from toolloop_lab.errors import ConfigurationError
+from toolloop_lab.fields import where_message
 from toolloop_lab.jsonsafe import is_mapping
 
 __all__ = [
@@ -92,8 +93,7 @@ class ArgumentProblem:
     message: str
 
     def __str__(self) -> str:
-        where = ".".join(str(p) for p in self.path) or "(arguments)"
-        return f"{where}: {self.message}"
+        return where_message(self.path, self.message, whole="(arguments)")
 
 
 class SchemaCheckError(jsonschema.SchemaError):

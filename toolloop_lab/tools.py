@@ -49,6 +49,7 @@ from pydantic import ValidationError
 
 from toolloop_lab.errors import ConfigurationError, ExecutionError, describe
 from toolloop_lab.events import ToolStatus
+from toolloop_lab.fields import validation_text
 from toolloop_lab.jsonsafe import dumps, frozen_json, is_mapping, thaw
 
 __all__ = [
@@ -665,7 +666,8 @@ def _ended(
         # the tool's own handler chose the text the model reads
         return _error_outcome(call_id, name, args, "tool_error", exc.text, started, prefix="")
     if isinstance(exc, ValidationError):
-        text = f"invalid arguments for tool {name!r}: {_validation_summary(exc)}"
+        why = validation_text(exc, whole="(arguments)", every=True)
+        text = f"invalid arguments for tool {name!r}: {why}"
         return _error_outcome(call_id, name, args, "invalid_arguments", text, started)
     text = f"tool {name!r} raised {type(exc).__name__}: {describe(exc)}"
     return _error_outcome(call_id, name, args, "tool_error", text, started)
@@ -685,14 +687,6 @@ def _success(
         artifact=output.artifact,
     )
     return DispatchOutcome(msg, name, _frozen(args), "success", None, time.perf_counter() - started)
-
-
-def _validation_summary(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err.get("loc", ())) or "(arguments)"
-        parts.append(f"{loc}: {err.get('msg', 'invalid')}")
-    return "; ".join(parts)
 
 
 def _why_unparsed(raw: Any) -> str:
