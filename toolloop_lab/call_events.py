@@ -12,7 +12,7 @@ totals; nothing here holds state of a run.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, NotRequired, Protocol, TypedDict, TypeVar, Unpack
 
 from langchain_core.messages import AIMessage, BaseMessage
 
@@ -23,7 +23,10 @@ from toolloop_lab.pricing import PriceTable, call_price, model_name_of
 from toolloop_lab.usage import Usage
 
 __all__ = [
+    "Answer",
+    "CallSent",
     "Emit",
+    "Replied",
     "delta_sink",
     "model_call_failed",
     "model_call_started",
@@ -43,26 +46,21 @@ class Emit(Protocol):
     def __call__(self, kind: Callable[..., E], **fields: Any) -> E: ...
 
 
-def model_call_started(
-    emit: Emit,
-    *,
-    number: int,
-    purpose: ev.CallPurpose,
-    model_name: str | None,
-    tools: tuple[str, ...],
-    messages: tuple[Any, ...],
-    streaming: bool,
-) -> ev.ModelCallStarted:
-    """``model_call_start``: call ``number`` was sent with ``messages`` new to the model."""
-    return emit(
-        ev.ModelCallStarted,
-        call=number,
-        purpose=purpose,
-        model_name=model_name,
-        tools=tools,
-        messages=messages,
-        streaming=streaming,
-    )
+class CallSent(TypedDict):
+    """What a ``model_call_start`` says besides the call's number."""
+
+    purpose: ev.CallPurpose
+    model_name: str | None
+    tools: tuple[str, ...]
+    """The tools bound to this call (none for synthesis)."""
+    messages: tuple[Any, ...]
+    """The messages new to the model since its previous call, as dicts."""
+    streaming: bool
+
+
+def model_call_started(emit: Emit, number: int, **sent: Unpack[CallSent]) -> ev.ModelCallStarted:
+    """``model_call_start``: call ``number`` was sent."""
+    return emit(ev.ModelCallStarted, call=number, **sent)
 
 
 def delta_sink(emit: Emit, number: int) -> DeltaSink:
@@ -91,33 +89,38 @@ def priced_usage(
     return name, usage.with_cost(call_price(usage, (name, fallback), prices))
 
 
+class Replied(TypedDict):
+    """What a ``model_call`` says besides the reply's own fields and the call's timing."""
+
+    purpose: Literal["round", "synthesis"]
+    model_name: str | None
+    """The model the reply answers to (:func:`priced_usage`)."""
+    usage: Usage
+    accumulated: Usage
+    """The run's total with ``usage``, counted by the caller first, so a paid reply is
+    counted whatever happens to its event."""
+
+
 def model_called(
     emit: Emit,
     reply: AIMessage,
-    *,
     number: int,
-    purpose: ev.CallPurpose,
-    model_name: str | None,
-    usage: Usage,
-    accumulated: Usage,
     timing: CallTiming,
     repeats: RepeatedCalls,
+    **replied: Unpack[Replied],
 ) -> ev.ModelCalled:
-    """``model_call``: call ``number`` replied with ``reply``, costing ``usage`` (the run's
-    total is ``accumulated``, counted by the caller first, so a paid reply is counted
-    whatever happens to its event); a round's calls are judged against the round before."""
+    """``model_call``: call ``number`` replied with ``reply``; a round's calls are judged
+    against the round before (``repeats``)."""
     said = reply_fields(reply)
-    stuck = purpose == "round" and repeats.see(said["tool_calls"])
+    stuck = replied["purpose"] == "round" and repeats.see(said["tool_calls"])
+    latency_s, first_token_s = timing.latency_s, timing.first_token_s
     return emit(
         ev.ModelCalled,
         call=number,
-        purpose=purpose,
-        model_name=model_name,
-        usage=usage,
-        accumulated=accumulated,
-        latency_s=timing.latency_s,
-        first_token_s=timing.first_token_s,
+        latency_s=latency_s,
+        first_token_s=first_token_s,
         stuck=stuck,
+        **replied,
         **said,
     )
 
@@ -154,28 +157,24 @@ def tool_started(emit: Emit, *, call_id: str, name: str, args: Mapping[str, Any]
     emit(ev.ToolStarted, tool_call_id=call_id, name=name, args=args)
 
 
-def tool_dispatched(
-    emit: Emit,
-    *,
-    call_id: str,
-    name: str,
-    args: Any,
-    status: ev.ToolStatus,
-    error_reason: str | None,
-    duration_s: float,
-    content: str,
-    ran: bool = True,
-) -> None:
+class Answer(TypedDict):
+    """What a ``tool_dispatch`` says of a call besides its id and its answer's text."""
+
+    name: str
+    args: Any
+    status: ev.ToolStatus
+    error_reason: str | None
+    duration_s: float
+    ran: NotRequired[bool]
+    """The call's tool ran (the default); ``False`` for a call answered without running."""
+
+
+def tool_dispatched(emit: Emit, call_id: str, content: str, **answer: Unpack[Answer]) -> None:
     """``tool_dispatch``: call ``call_id`` got its answer, ``content`` (run or not)."""
     emit(
         ev.ToolDispatched,
         tool_call_id=call_id,
-        name=name,
-        args=args,
-        status=status,
-        error_reason=error_reason,
-        duration_s=duration_s,
         output_chars=len(content),
         content=content,
-        ran=ran,
+        **answer,
     )

@@ -221,7 +221,7 @@ class ToolLoop:
         number = run.next_call()
         model_call_started(
             run.emit,
-            number=number,
+            number,
             purpose=purpose,
             model_name=self.model_name,
             tools=self.tool_names if tools_bound else (),
@@ -273,13 +273,13 @@ class ToolLoop:
         event = model_called(
             run.emit,
             reply,
-            number=number,
+            number,
+            timing,
+            self._repeats,
             purpose=purpose,
             model_name=name,
             usage=usage,
             accumulated=run.usage,
-            timing=timing,
-            repeats=self._repeats,
         )
         self._views, self._truncated = event.tool_calls, event.truncated
         budget.after_call(run.usage, name, self.gate)

@@ -73,13 +73,13 @@ class RunState:
         self._reported.add(outcome.message.tool_call_id)
         tool_dispatched(
             self.emit,
-            call_id=outcome.message.tool_call_id,
+            outcome.message.tool_call_id,
+            str(outcome.message.content),
             name=outcome.name,
             args=outcome.args,
             status=outcome.status,
             error_reason=outcome.error_reason,
             duration_s=outcome.duration_s,
-            content=str(outcome.message.content),
             ran=outcome.ran,
         )
 

@@ -517,31 +517,27 @@ class _DocTool(StructuredTool):
 
 def _tool(binding: _Binding) -> BaseTool:
     method = binding.method
-    spec = binding.spec
+    body: dict[str, Any]
     if inspect.iscoroutinefunction(method):
 
         async def acall(**kwargs: Any) -> Any:
             positional, named = binding.arguments(kwargs)
             return await method(*positional, **named)
 
-        tool = _DocTool.from_function(
-            coroutine=acall,
-            name=spec.name,
-            description=spec.description or spec.name,
-            args_schema=dict(spec.parameters),
-        )
-        tool._binding = binding
-        return tool
+        body = {"coroutine": acall}
+    else:
 
-    def call(**kwargs: Any) -> Any:
-        positional, named = binding.arguments(kwargs)
-        return method(*positional, **named)
+        def call(**kwargs: Any) -> Any:
+            positional, named = binding.arguments(kwargs)
+            return method(*positional, **named)
 
+        body = {"func": call}
+    spec = binding.spec
     tool = _DocTool.from_function(
-        func=call,
         name=spec.name,
         description=spec.description or spec.name,
         args_schema=dict(spec.parameters),
+        **body,
     )
     tool._binding = binding
     return tool

@@ -220,7 +220,7 @@ class BridgedRun:
         number = self.calls
         model_call_started(
             self.emit,
-            number=number,
+            number,
             purpose=purpose,
             model_name=model_name,
             tools=tools if purpose == "round" else (),
@@ -272,13 +272,13 @@ class BridgedRun:
         event = model_called(
             self._at(call.round),
             reply,
-            number=call.number,
+            call.number,
+            timing,
+            self._repeats,
             purpose=call.purpose,
             model_name=name,
             usage=usage,
             accumulated=self.usage,
-            timing=timing,
-            repeats=self._repeats,
         )
         for view in event.tool_calls:
             if view.id and view.id not in self._reported:
@@ -461,13 +461,13 @@ class BridgedRun:
         self._reported.add(tool.call_id)
         tool_dispatched(
             self._at(tool.round),
-            call_id=tool.call_id,
+            tool.call_id,
+            content,
             name=tool.name,
             args=tool.args,
             status=status,
             error_reason=error_reason,
             duration_s=max(0.0, duration_s),
-            content=content,
             ran=ran,
         )
 
