@@ -267,6 +267,28 @@ async def test_prices_given_to_the_bridge_price_an_unknown_model() -> None:
     assert called.usage.cost_usd == Decimal("0.004")
 
 
+async def test_a_bridged_reply_is_counted_and_priced_as_the_loop_counts_it() -> None:
+    from toolloop_lab import LLMAgent, TokenPrice
+
+    prices = {"house-model": TokenPrice(Decimal(2), Decimal(4))}
+    bridged: list[Event] = []
+    model = ScriptedChatModel([final("hi", tokens=(1_000, 500))], model_name="house-model")
+    with watch(bridged.append, prices=prices):
+        await model.ainvoke([HumanMessage("hello")])
+    looped: list[Event] = []
+    model = ScriptedChatModel([final("hi", tokens=(1_000, 500))], model_name="house-model")
+    await LLMAgent(model, [], observers=[looped.append], prices=prices).arun("hello")
+    [seen] = _of(bridged, ModelCalled)
+    [ran] = _of(looped, ModelCalled)
+    assert seen.usage == ran.usage  # the input and output parts of the cost too
+    assert seen.usage.input_cost_usd == Decimal("0.002")
+    assert (seen.accumulated, seen.model_name, seen.stuck) == (
+        ran.accumulated,
+        ran.model_name,
+        ran.stuck,
+    )
+
+
 # -- frameworks that run tools without their tool call -----------------------------------
 @pytest.mark.parametrize("stream", [False, True], ids=["invoke", "stream"])
 async def test_a_classic_agent_executor_gets_one_dispatch_per_tool_call(stream: bool) -> None:

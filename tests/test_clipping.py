@@ -93,6 +93,14 @@ def test_clip_keeps_short_text_and_marks_a_cut() -> None:
     assert clip("a\ud800" * 3, 3) == "a\ufffda… (6 chars)"
 
 
+def test_every_cut_in_the_package_says_so_with_the_one_marker() -> None:
+    from toolloop_lab.recording_format import describe_message
+
+    line = describe_message({"role": "human", "content": "x" * 500}, limit=40)
+    assert line == f"human {clip('x' * 500, 40)!r}"
+    assert line.endswith("… (500 chars)'")
+
+
 def test_the_limits_keep_real_names_and_bound_the_rest() -> None:
     assert 64 <= ID_CHARS <= NAME_CHARS <= 256  # real ids ~40, names 64 to 128 characters
     assert NAME_CHARS < TEXT_CHARS <= 5_000

@@ -116,3 +116,22 @@ def test_the_exception_tree_is_drawn_once() -> None:
         )
     }
     assert drawn == {"toolloop_lab/errors.py"}
+
+
+DATA_TABLES = {("lab/builtin_scenarios.py", "catalog"), ("workloads/files.py", "_turns")}
+"""Functions that only spell out data (the built-in scenarios, a workload's turns)."""
+
+
+def test_no_function_is_longer_than_fifty_lines() -> None:
+    import ast
+
+    root = Path(toolloop_lab.__file__).parent
+    long = []
+    for path in sorted(root.rglob("*.py")):
+        where = path.relative_to(root).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > 50 and (where, node.name) not in DATA_TABLES:
+                    long.append(f"{where}::{node.name} ({lines} lines)")
+    assert long == []

@@ -107,3 +107,17 @@ def test_load_detects_missing_lines(results: LabResults, tmp_path: Path) -> None
 def test_load_of_a_missing_file(tmp_path: Path) -> None:
     with pytest.raises(TraceError, match="cannot read"):
         LabResults.load(tmp_path / "nope.jsonl")
+
+
+def test_a_bad_line_says_where_and_what_once(tmp_path: Path) -> None:
+    header = '{"type": "header", "format": "toolloop_lab.lab/1", "runs": 1}\n'
+    path = tmp_path / "bad.jsonl"
+    path.write_text(header + '{"kind": "run"}\n', encoding="utf-8")
+    with pytest.raises(TraceError) as caught:
+        LabResults.load(path)
+    text = str(caught.value)
+    assert text.startswith(f"{path}:2: ")
+    assert ": :" not in text  # a problem with the line as a whole has no empty "where"
+    path.write_text(header + '{"type": "run", "scenario": 3}\n', encoding="utf-8")
+    with pytest.raises(TraceError, match=r"bad.jsonl:2: run\.scenario: "):
+        LabResults.load(path)

@@ -173,9 +173,18 @@ async def test_invalid_calls_are_error_messages_and_never_reach_the_method(
     # A person's edit of the same arguments at a pause gets the same verdict.
     tool = {t.name: t for t in tools_from_schema(Shelf(), [MOVE, TAG, FETCH])}[name]
     problem = check_args(tool, args)
-    if "force" not in args:  # an unknown name is only refused by the tool (no schema rule)
-        assert problem is not None
-        assert problem.startswith(where)
+    assert problem is not None  # an unknown name too: the edit gets the tool's own check
+    assert problem.startswith(where)
+
+
+def test_an_edit_is_checked_by_the_one_check_the_tool_runs() -> None:
+    # The model's call with a name the method does not take is refused at dispatch
+    # ("force: is not an argument of this function"); a person's edit of the same
+    # arguments at a pause must be refused before it is accepted, in the same words.
+    move = tools_from_schema(Shelf(), [MOVE, TAG, FETCH])[0]
+    problem = check_args(move, {"source": "a", "destination": "b", "force": True})
+    assert problem == "force: is not an argument of this function"
+    assert check_args(move, {"source": "a", "destination": "b"}) is None
 
 
 async def test_one_bad_call_does_not_stop_its_siblings() -> None:

@@ -10,7 +10,7 @@ validate (the loop builds events at full speed); parsing untrusted input always 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from functools import cache
 from typing import Annotated, Any, Final, TypeAlias
@@ -32,7 +32,10 @@ __all__ = [
     "Seconds",
     "Text",
     "checked",
+    "dotted",
     "refused",
+    "validation_text",
+    "where_message",
 ]
 
 MAX_INT: Final = 2**53
@@ -83,4 +86,28 @@ def refused(field: str | None, problem: str, value: Any) -> ConfigurationError:
     """The error for a refused setting: which one, why, and (briefly) what it was."""
     huge = isinstance(value, int) and abs(value) >= 10**20
     shown = "a huge int" if huge else f"{value!r:.80}"
-    return ConfigurationError(f"{field}: {problem} (got {shown})", field=field)
+    return ConfigurationError(f"{where_message(field or '', problem)} (got {shown})", field=field)
+
+
+def dotted(loc: Iterable[str | int]) -> str:
+    """A place inside a value as a person reads it (``messages.0.content``); empty for the
+    value as a whole."""
+    return ".".join(str(part) for part in loc)
+
+
+def where_message(loc: str | Iterable[str | int], message: str, *, whole: str = "") -> str:
+    """``where: message``, the one way a problem inside a value is spelled (a pydantic
+    error's ``loc`` and ``msg``, a JSON-schema error's path and message). ``loc`` is a path
+    or an already dotted place; an empty one is ``whole`` (``"(arguments)"``, say), and with
+    no ``whole`` the message stands alone rather than after an empty place."""
+    where = (loc if isinstance(loc, str) else dotted(loc)) or whole
+    return f"{where}: {message}" if where else message
+
+
+def validation_text(error: ValidationError, *, whole: str = "", every: bool = False) -> str:
+    """:func:`where_message` of pydantic's first problem with a value (``every``: of each,
+    joined by ``"; "``)."""
+    problems = error.errors(include_url=False, include_input=False)
+    return "; ".join(
+        where_message(p["loc"], p["msg"], whole=whole) for p in problems[: None if every else 1]
+    )

@@ -15,7 +15,6 @@ import threading
 from collections.abc import Collection, Mapping
 from typing import Any, Final, Literal, cast
 
-import jsonschema
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -26,14 +25,13 @@ from langchain_core.messages import (
     convert_to_messages,
 )
 from langchain_core.tools import BaseTool
-from pydantic import BaseModel, ValidationError
 
 from toolloop_lab.errors import InterventionError, describe
 from toolloop_lab.events import Intervention, ToolCallView, message_dicts
 from toolloop_lab.jsonsafe import freeze, thaw
 from toolloop_lab.model_call import call_views
 from toolloop_lab.run_state import RunState
-from toolloop_lab.schema_tools import SchemaCheckError, depth_problem, json_schema_problem
+from toolloop_lab.schema_tools import argument_problem, depth_problem
 from toolloop_lab.tools import DispatchOutcome, written_outcome
 
 __all__ = ["MessageEdits", "ToolCallEdits", "check_args"]
@@ -45,11 +43,9 @@ Status = Literal["success", "error"]
 def check_args(tool: BaseTool | None, args: Any) -> str | None:
     """Why ``args`` would not be valid input for ``tool``, or ``None`` when they are.
 
-    Pydantic schemas validate as the tool itself would; JSON-schema tools (MCP, OpenAPI,
-    ``StructuredTool`` with a dict schema) are checked as :func:`tools_from_schema`'s tools
-    check the model's arguments (``schema_tools.json_schema_problem``: patterns in linear
-    time, a schema that refers to itself without end refused in words). Arguments nested
-    deeper than the events keep whole are refused first.
+    They must be a JSON object the events can keep whole; then they are checked against
+    the tool's schema by the one check a tool's calls get
+    (:func:`~toolloop_lab.schema_tools.argument_problem`).
     """
     if not isinstance(args, Mapping) or not all(isinstance(k, str) for k in args):
         return "arguments must be a JSON object"
@@ -62,46 +58,7 @@ def check_args(tool: BaseTool | None, args: Any) -> str | None:
         return f"arguments must be JSON data ({exc})"
     if tool is None:
         return None  # an unknown tool fails at dispatch anyway, with the tools listed
-    data = thaw(args)
-    schema = tool.tool_call_schema
-    if isinstance(schema, dict):
-        try:
-            problem = json_schema_problem(schema, data)
-        except SchemaCheckError as exc:
-            return f"the tool's own schema cannot check arguments: {exc.message}"
-        except jsonschema.SchemaError as exc:
-            return f"the tool's own schema is not valid JSON schema ({exc.message})"
-        return None if problem is None else str(problem)
-    if isinstance(schema, type) and issubclass(schema, BaseModel):
-        unknown = _unknown_names(schema, data)
-        if unknown:
-            return unknown
-        try:
-            schema.model_validate(data)
-        except ValidationError as exc:
-            return "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}"
-                for e in exc.errors()
-            )
-    return None
-
-
-def _unknown_names(schema: type[BaseModel], args: Mapping[str, Any]) -> str | None:
-    """Names the tool does not take. Pydantic would drop them without a word, so a typo in
-    an optional argument's name would run the tool as if it had not been edited."""
-    if schema.model_config.get("extra") == "allow":
-        return None
-    properties = set(schema.model_json_schema().get("properties", {}))
-    known = set(properties)
-    for name, info in schema.model_fields.items():
-        known.add(name)
-        if info.alias:
-            known.add(info.alias)
-    unknown = sorted(k for k in args if k not in known)
-    if not unknown:
-        return None
-    takes = ", ".join(sorted(properties)) or "none"
-    return f"unknown argument(s) {', '.join(unknown)} (the tool takes: {takes})"
+    return argument_problem(tool, thaw(args))
 
 
 def _status(value: Any) -> Status | None:

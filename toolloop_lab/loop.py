@@ -22,8 +22,16 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCa
 
 from toolloop_lab import events as ev
 from toolloop_lab.budget import GateCheck, RunBudget
+from toolloop_lab.call_events import (
+    delta_sink,
+    model_call_failed,
+    model_call_started,
+    model_called,
+    priced_usage,
+    tool_started,
+)
 from toolloop_lab.config import AgentConfig
-from toolloop_lab.errors import PaidCallError, describe
+from toolloop_lab.errors import PaidCallError
 from toolloop_lab.hooks import PauseEditor, PauseHook, PausePoint, holding
 from toolloop_lab.interventions import MessageEdits, ToolCallEdits
 from toolloop_lab.jsonsafe import frozen_json
@@ -34,7 +42,6 @@ from toolloop_lab.model_call import (
     invoke,
     is_empty,
     is_truncated,
-    reply_fields,
     should_stream,
     stream_kwargs,
 )
@@ -212,16 +219,16 @@ class ToolLoop:
         tools_bound = purpose == "round" and bool(self.tools)
         stream = should_stream(self.cfg.streaming, agent.model, tools_bound=tools_bound)
         number = run.next_call()
-        run.emit(
-            ev.ModelCallStarted,
-            call=number,
+        model_call_started(
+            run.emit,
+            number,
             purpose=purpose,
             model_name=self.model_name,
             tools=self.tool_names if tools_bound else (),
             messages=run.unsent_messages(),
             streaming=stream,
         )
-        deltas = DeltaBuffer(self._delta_sink(number)) if stream else None
+        deltas = DeltaBuffer(delta_sink(run.emit, number)) if stream else None
         prompt = list(run.messages)
         runnable = agent.bound_model() if purpose == "round" else agent.model
         sent = time.perf_counter()
@@ -259,24 +266,22 @@ class ToolLoop:
         run, agent = self.run, self.agent
         reply = normalize_tool_call_ids(reply, run.tool_call_ids())
         run.messages.append(reply)  # paid for, so kept even if a gate below raises
-        name = model_name_of(agent.model, reply.response_metadata)
-        usage = budget.price(Usage.from_ai_message(reply, prompt=prompt), name, self.model_name)
+        name, usage = priced_usage(
+            reply, prompt, model=agent.model, fallback=self.model_name, prices=budget.prices
+        )
         run.usage = run.usage + usage
-        said = reply_fields(reply)
-        self._views, self._truncated = said["tool_calls"], said["truncated"]
-        stuck = purpose == "round" and self._repeats.see(self._views)
-        run.emit(
-            ev.ModelCalled,
-            call=number,
+        event = model_called(
+            run.emit,
+            reply,
+            number,
+            timing,
+            self._repeats,
             purpose=purpose,
             model_name=name,
             usage=usage,
             accumulated=run.usage,
-            latency_s=timing.latency_s,
-            first_token_s=timing.first_token_s,
-            stuck=stuck,
-            **said,
         )
+        self._views, self._truncated = event.tool_calls, event.truncated
         budget.after_call(run.usage, name, self.gate)
         return reply
 
@@ -293,12 +298,11 @@ class ToolLoop:
         run = self.run
         if usage is not None:
             run.usage = run.usage + usage
-        run.emit(
-            ev.ModelCallFailed,
-            call=number,
+        model_call_failed(
+            run.emit,
+            exc,
+            number=number,
             purpose=purpose,
-            error_type=type(exc).__name__,
-            message=describe(exc),
             latency_s=latency_s,
             partial_text=run.partial_text if purpose != "pruning" else None,
             usage=usage,
@@ -313,14 +317,10 @@ class ToolLoop:
         billed = deltas.billed if deltas is not None else None
         if billed is None:
             return None
-        name = model_name_of(self.agent.model, billed.response_metadata)
-        return budget.price(Usage.from_ai_message(billed, prompt=prompt), name, self.model_name)
-
-    def _delta_sink(self, number: int) -> Any:
-        def sink(text: str, calls: tuple[ev.ToolCallDelta, ...]) -> None:
-            self.run.emit(ev.ModelDelta, call=number, text=text, tool_calls=calls)
-
-        return sink
+        _name, usage = priced_usage(
+            billed, prompt, model=self.agent.model, fallback=self.model_name, prices=budget.prices
+        )
+        return usage
 
     def gate(self, check: GateCheck) -> None:
         """Emit one budget check as a ``BudgetGate`` event (the check's fields are the
@@ -418,9 +418,7 @@ class ToolLoop:
 
     def _tool_started(self, call: Any) -> None:
         args = frozen_json(call.get("args") or {})
-        self.run.emit(
-            ev.ToolStarted, tool_call_id=call.get("id") or "", name=call["name"], args=args
-        )
+        tool_started(self.run.emit, call_id=call.get("id") or "", name=call["name"], args=args)
 
     def emit_dispatch(self, outcome: DispatchOutcome) -> None:
         """Emit one call's ``ToolDispatched`` event."""

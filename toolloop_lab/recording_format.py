@@ -81,6 +81,8 @@ from toolloop_lab.errors import (
     ReplayDivergedError,
     ReplayExhaustedError,
 )
+from toolloop_lab.escape import clip
+from toolloop_lab.fields import dotted, where_message
 from toolloop_lab.jsonl import Line, dump_line, load_line, read_lines
 from toolloop_lab.jsonsafe import json_safe
 from toolloop_lab.pricing import PriceTable, model_name_of, price_of
@@ -232,7 +234,7 @@ class RecordedCall:
             )
             profile = _profile(parsed.profile)
         except _BadField as exc:
-            why = f"malformed field {exc.field}: {exc.why}"
+            why = f"malformed field {where_message(exc.field, exc.why)}"
             raise bad(why, "invalid_field", exc.field) from exc
         if response is None and parsed.error is None:
             raise bad("a line needs a response or an error", "invalid_field", "response")
@@ -437,7 +439,7 @@ def _message(raw: _MessageModel, at: str, kind: type[_M] | None = None) -> _M:
         return cast("_M", cls.model_validate(raw.data, strict=True))
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
-        raise _BadField(f"{at}.data.{_dotted(first['loc'])}", first["msg"]) from exc
+        raise _BadField(dotted((at, "data", *first["loc"])), first["msg"]) from exc
     except (TypeError, ValueError, KeyError, AttributeError) as exc:  # a class's own checks
         key = _first_bad_key(cls, raw.data)
         where = f"{at}.data.{key}" if key else f"{at}.data"
@@ -460,7 +462,7 @@ def _profile(raw: dict[str, Any] | None) -> dict[str, Any] | None:
         _PROFILE.validate_python(raw, strict=True)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
-        raise _BadField(_dotted(("profile", *first["loc"])), first["msg"]) from exc
+        raise _BadField(dotted(("profile", *first["loc"])), first["msg"]) from exc
     for key in _TOKEN_LIMITS:
         value = raw.get(key)
         if isinstance(value, int) and value < 1:
@@ -481,10 +483,6 @@ def _first_bad_key(cls: type[BaseModel], data: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _dotted(loc: Sequence[int | str]) -> str:
-    return ".".join(str(part) for part in loc)
-
-
 def _bad_bytes_field(data: bytes) -> str | None:
     """Where in the line the bytes that are not UTF-8 sit: a broken editor's byte inside a
     field, or a line cut in the middle of a character (read as far as it goes, with
@@ -502,7 +500,7 @@ def _bad_bytes_field(data: bytes) -> str | None:
 
 def _find_text(value: Any, at: tuple[int | str, ...], hit: Callable[[str], bool]) -> str | None:
     if isinstance(value, str):
-        return _dotted(at) if hit(value) else None
+        return dotted(at) if hit(value) else None
     items: Any = (
         value.items()
         if isinstance(value, dict)
@@ -512,7 +510,7 @@ def _find_text(value: Any, at: tuple[int | str, ...], hit: Callable[[str], bool]
     )
     for key, item in items:
         if isinstance(key, str) and hit(key):
-            return _dotted((*at, key))
+            return dotted((*at, key))
         found = _find_text(item, (*at, key), hit)
         if found is not None:
             return found
@@ -579,7 +577,7 @@ def describe_message(sig: Mapping[str, Any] | None, *, limit: int = 160) -> str:
 
 def _short(value: Any, limit: int) -> str:
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+    return repr(clip(text, limit))
 
 
 def tool_names(tools: Sequence[Any]) -> tuple[str, ...]:
@@ -609,5 +607,5 @@ def _line_problem(exc: ValidationError, data: dict[str, Any]) -> tuple[str, Form
     if any(p["loc"][:1] == ("version",) for p in problems):
         why = f"unsupported recording version {data.get('version')!r}"
         return why, "unsupported_version", "version"
-    at = _dotted(problems[0]["loc"])
-    return f"malformed field {at}: {problems[0]['msg']}", "invalid_field", at
+    at = dotted(problems[0]["loc"])
+    return f"malformed field {where_message(at, problems[0]['msg'])}", "invalid_field", at

@@ -16,7 +16,8 @@ from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from toolloop_lab.events import Event, Observer, ToolDispatched, message_dicts, notify
+from toolloop_lab.call_events import tool_dispatched
+from toolloop_lab.events import Event, Observer, message_dicts, notify
 from toolloop_lab.tools import DispatchOutcome
 from toolloop_lab.usage import Usage
 
@@ -69,18 +70,16 @@ class RunState:
 
     def emit_dispatch(self, outcome: DispatchOutcome) -> None:
         """Emit one call's ``ToolDispatched`` event (once per call id)."""
-        content = str(outcome.message.content)
         self._reported.add(outcome.message.tool_call_id)
-        self.emit(
-            ToolDispatched,
-            tool_call_id=outcome.message.tool_call_id,
+        tool_dispatched(
+            self.emit,
+            outcome.message.tool_call_id,
+            str(outcome.message.content),
             name=outcome.name,
             args=outcome.args,
             status=outcome.status,
             error_reason=outcome.error_reason,
             duration_s=outcome.duration_s,
-            output_chars=len(content),
-            content=content,
             ran=outcome.ran,
         )
 

@@ -16,9 +16,12 @@ tools the loop dispatches like any other:
   the tools are built, not a failure on the model's first call.
 
 The schema is checked the way ``jsonschema.validate`` checks it (the schema's own dialect,
-the most relevant error first), which is also how a person's argument edit at a pause is
-checked (``toolloop_lab.interventions.check_args``), so the two agree on every call. Two
-things differ, so that no argument can stall the process:
+the most relevant error first). :func:`argument_problem` is the one check of arguments
+against any tool's schema: a person's argument edit at a pause
+(``toolloop_lab.interventions.check_args``) goes through it, and for these tools it is the
+very check their calls get (schema, then the method's parameter names), so the two agree on
+every call. Two things differ from ``jsonschema.validate``, so that no argument can stall
+the process:
 
 * ``pattern`` and ``patternProperties`` are matched by RE2 (linear time, no backtracking)
   instead of Python's ``re``, which holds the GIL through a catastrophic backtrack (a
@@ -50,10 +53,11 @@ from typing import Any, Final, TypeAlias
 import jsonschema
 import re2  # type: ignore[import-untyped]
 from langchain_core.tools import BaseTool, StructuredTool
-from pydantic import ValidationError
+from pydantic import BaseModel, PrivateAttr, ValidationError
 from pydantic_core import PydanticCustomError
 
 from toolloop_lab.errors import ConfigurationError
+from toolloop_lab.fields import validation_text, where_message
 from toolloop_lab.jsonsafe import is_mapping
 
 __all__ = [
@@ -62,6 +66,7 @@ __all__ = [
     "FunctionDoc",
     "FunctionSpec",
     "SchemaCheckError",
+    "argument_problem",
     "depth_problem",
     "function_spec",
     "json_schema_problem",
@@ -92,8 +97,7 @@ class ArgumentProblem:
     message: str
 
     def __str__(self) -> str:
-        where = ".".join(str(p) for p in self.path) or "(arguments)"
-        return f"{where}: {self.message}"
+        return where_message(self.path, self.message, whole="(arguments)")
 
 
 class SchemaCheckError(jsonschema.SchemaError):
@@ -141,6 +145,67 @@ def _best_problem(validator: Any, args: Any) -> ArgumentProblem | None:
     if error is None:
         return None
     return ArgumentProblem(tuple(error.absolute_path), error.message)
+
+
+def argument_problem(tool: BaseTool, args: Mapping[str, Any]) -> str | None:
+    """Why ``args`` (a JSON object) are no valid input for ``tool``, in words, or ``None``:
+    the one check of arguments against a tool's schema.
+
+    A tool of :func:`tools_from_schema` checks as it checks the model's calls (its doc's
+    schema, then its method's parameter names); other JSON-schema tools (MCP, OpenAPI,
+    ``StructuredTool`` with a dict schema) by :func:`json_schema_problem` (a schema that
+    cannot check them is refused in words); pydantic schemas validate as the tool itself
+    would, and names the tool does not take are refused (pydantic would drop them without
+    a word). Arguments nested too deep are refused first.
+    """
+    too_deep = depth_problem(args)
+    if too_deep is not None:
+        return str(too_deep)
+    binding = tool._binding if isinstance(tool, _DocTool) else None
+    schema = tool.tool_call_schema
+    try:
+        if binding is not None:
+            problem = binding.problem(args)
+            return None if problem is None else str(problem)
+        if isinstance(schema, dict):
+            problem = json_schema_problem(schema, args)
+            return None if problem is None else str(problem)
+    except SchemaCheckError as exc:
+        return f"the tool's own schema cannot check arguments: {exc.message}"
+    except jsonschema.SchemaError as exc:
+        return f"the tool's own schema is not valid JSON schema ({exc.message})"
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return _model_problem(schema, args)
+    return None
+
+
+def _model_problem(schema: type[BaseModel], args: Mapping[str, Any]) -> str | None:
+    unknown = _unknown_names(schema, args)
+    if unknown:
+        return unknown
+    try:
+        schema.model_validate(args)
+    except ValidationError as exc:
+        return validation_text(exc, whole="(arguments)", every=True)
+    return None
+
+
+def _unknown_names(schema: type[BaseModel], args: Mapping[str, Any]) -> str | None:
+    """Names the tool does not take. Pydantic would drop them without a word, so a typo in
+    an optional argument's name would run the tool as if it had not been edited."""
+    if schema.model_config.get("extra") == "allow":
+        return None
+    properties = set(schema.model_json_schema().get("properties", {}))
+    known = set(properties)
+    for name, info in schema.model_fields.items():
+        known.add(name)
+        if info.alias:
+            known.add(info.alias)
+    unknown = sorted(k for k in args if k not in known)
+    if not unknown:
+        return None
+    takes = ", ".join(sorted(properties)) or "none"
+    return f"unknown argument(s) {', '.join(unknown)} (the tool takes: {takes})"
 
 
 def depth_problem(args: Any) -> ArgumentProblem | None:
@@ -378,14 +443,19 @@ class _Binding:
             self.spec.name, [{"type": error, "loc": problem.path, "input": args}]
         )
 
-    def arguments(self, args: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
-        """Validate ``args``, fill in defaults, and split them into positional and keyword
-        arguments of the method; raises :meth:`invalid` when they do not fit."""
+    def problem(self, args: Mapping[str, Any]) -> ArgumentProblem | None:
+        """Why ``args`` do not fit: the doc's schema, then the method's parameter names."""
         problem = _best_problem(self.validator, dict(args))
         if problem is None and self.accepted is not None:
             unknown = sorted(set(args) - self.accepted)
             if unknown:
                 problem = ArgumentProblem((unknown[0],), "is not an argument of this function")
+        return problem
+
+    def arguments(self, args: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+        """Validate ``args``, fill in defaults, and split them into positional and keyword
+        arguments of the method; raises :meth:`invalid` when they do not fit."""
+        problem = self.problem(args)
         if problem is not None:
             raise self.invalid(problem, args)
         named = {k: copy.deepcopy(v) for k, v in self.defaults.items() if k not in args}
@@ -438,32 +508,39 @@ def _bind(backend: object, spec: FunctionSpec) -> _Binding:
     )
 
 
+class _DocTool(StructuredTool):
+    """A tool of a function doc: it keeps its binding, so :func:`argument_problem` checks
+    a person's edit exactly as the tool checks the model's call."""
+
+    _binding: _Binding | None = PrivateAttr(default=None)
+
+
 def _tool(binding: _Binding) -> BaseTool:
     method = binding.method
-    spec = binding.spec
+    body: dict[str, Any]
     if inspect.iscoroutinefunction(method):
 
         async def acall(**kwargs: Any) -> Any:
             positional, named = binding.arguments(kwargs)
             return await method(*positional, **named)
 
-        return StructuredTool.from_function(
-            coroutine=acall,
-            name=spec.name,
-            description=spec.description or spec.name,
-            args_schema=dict(spec.parameters),
-        )
+        body = {"coroutine": acall}
+    else:
 
-    def call(**kwargs: Any) -> Any:
-        positional, named = binding.arguments(kwargs)
-        return method(*positional, **named)
+        def call(**kwargs: Any) -> Any:
+            positional, named = binding.arguments(kwargs)
+            return method(*positional, **named)
 
-    return StructuredTool.from_function(
-        func=call,
+        body = {"func": call}
+    spec = binding.spec
+    tool = _DocTool.from_function(
         name=spec.name,
         description=spec.description or spec.name,
         args_schema=dict(spec.parameters),
+        **body,
     )
+    tool._binding = binding
+    return tool
 
 
 def tools_from_schema(backend: object, functions: Iterable[FunctionDoc]) -> list[BaseTool]:

@@ -49,6 +49,7 @@ from pydantic import ValidationError
 
 from toolloop_lab.errors import ConfigurationError, ExecutionError, describe
 from toolloop_lab.events import ToolStatus
+from toolloop_lab.fields import validation_text
 from toolloop_lab.jsonsafe import dumps, frozen_json, is_mapping, thaw
 
 __all__ = [
@@ -538,19 +539,10 @@ async def _dispatch_one(
     ``SystemExit``, other non-``Exception`` errors, and this task's own cancellation)."""
     started = time.perf_counter()
     call_id = call.get("id") or ""
-    name = call.get("name")
-    args = call.get("args")
-    if not isinstance(name, str) or not name:
-        text = f"the call names no tool. Available tools: {', '.join(sorted(tools)) or '(none)'}."
-        return _error_outcome(call_id, "(unnamed)", {}, "invalid_call", text, started)
-    ready = tools.ready(name)
-    if ready is None:
-        err = not_available_error(name, list(tools))
-        safe_args = args if isinstance(args, Mapping) else {}
-        return _error_outcome(call_id, name, safe_args, err.reason, str(err), started)
-    if not is_mapping(args):
-        text = f"arguments for tool {name!r} must be a JSON object, got {type(args).__name__}"
-        return _error_outcome(call_id, name, {}, "invalid_arguments", text, started)
+    name, args = call.get("name"), call.get("args")
+    ready = tools.ready(name) if isinstance(name, str) and name else None
+    if ready is None or not is_mapping(args):
+        return _refused(call_id, name, args, tools, started)
     hooks.started(call)
     # The tool runs in its own task, so a stop of this one never has to wait on a tool that
     # swallows cancellation; this task waits on a plain future the tool's task settles.
@@ -583,6 +575,20 @@ async def _dispatch_one(
             text += " and ignored cancellation; it may still be running"
         return _error_outcome(call_id, name, args, "timeout", text, started)
     return _ended(captured, call_id, name, args, started, hooks)
+
+
+def _refused(call_id: str, name: Any, args: Any, tools: ToolBox, started: float) -> DispatchOutcome:
+    """The error outcome of a call that cannot run: it names no tool, a tool the agent
+    does not have, or arguments that are not a JSON object."""
+    if not isinstance(name, str) or not name:
+        text = f"the call names no tool. Available tools: {', '.join(sorted(tools)) or '(none)'}."
+        return _error_outcome(call_id, "(unnamed)", {}, "invalid_call", text, started)
+    if tools.ready(name) is None:
+        err = not_available_error(name, list(tools))
+        safe_args = args if isinstance(args, Mapping) else {}
+        return _error_outcome(call_id, name, safe_args, err.reason, str(err), started)
+    text = f"arguments for tool {name!r} must be a JSON object, got {type(args).__name__}"
+    return _error_outcome(call_id, name, {}, "invalid_arguments", text, started)
 
 
 def _context_for(caller: str | None, call_id: str) -> contextvars.Context | None:
@@ -660,7 +666,8 @@ def _ended(
         # the tool's own handler chose the text the model reads
         return _error_outcome(call_id, name, args, "tool_error", exc.text, started, prefix="")
     if isinstance(exc, ValidationError):
-        text = f"invalid arguments for tool {name!r}: {_validation_summary(exc)}"
+        why = validation_text(exc, whole="(arguments)", every=True)
+        text = f"invalid arguments for tool {name!r}: {why}"
         return _error_outcome(call_id, name, args, "invalid_arguments", text, started)
     text = f"tool {name!r} raised {type(exc).__name__}: {describe(exc)}"
     return _error_outcome(call_id, name, args, "tool_error", text, started)
@@ -680,14 +687,6 @@ def _success(
         artifact=output.artifact,
     )
     return DispatchOutcome(msg, name, _frozen(args), "success", None, time.perf_counter() - started)
-
-
-def _validation_summary(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err.get("loc", ())) or "(arguments)"
-        parts.append(f"{loc}: {err.get('msg', 'invalid')}")
-    return "; ".join(parts)
 
 
 def _why_unparsed(raw: Any) -> str:

@@ -48,6 +48,7 @@ from toolloop_lab.events import (
     select_run,
     top_level_run_ids,
 )
+from toolloop_lab.fields import dotted, where_message
 from toolloop_lab.jsonl import dump_line, read_lines
 
 __all__ = ["SkippedLine", "TraceRead", "TraceWriter", "encode_event", "read_trace", "write_trace"]
@@ -257,11 +258,11 @@ def read_trace(path: str | os.PathLike[str]) -> TraceRead:
 def _skipped(number: int, exc: ValidationError, data: bytes) -> SkippedLine:
     """The first problem pydantic found: where, what, and in words."""
     first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or None
+    where = dotted(first["loc"]) or None
     if first["type"] == "json_invalid":
         reason = f"not JSON: {first['msg']}"
     else:
-        reason = f"not an event: {where + ': ' if where else ''}{first['msg']}"
+        reason = f"not an event: {where_message(first['loc'], first['msg'])}"
     return SkippedLine(number, reason, _snippet(data), first["type"], where, _run_id(data))
 
 

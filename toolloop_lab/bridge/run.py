@@ -46,17 +46,20 @@ from uuid import UUID
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
 
 from toolloop_lab import events as ev
+from toolloop_lab.call_events import (
+    Emit,
+    delta_sink,
+    model_call_failed,
+    model_call_started,
+    model_called,
+    priced_usage,
+    tool_dispatched,
+    tool_started,
+)
 from toolloop_lab.errors import describe
 from toolloop_lab.jsonsafe import dumps, freeze, json_safe
-from toolloop_lab.model_call import (
-    DeltaBuffer,
-    DeltaSink,
-    RepeatedCalls,
-    is_empty,
-    is_truncated,
-    reply_fields,
-)
-from toolloop_lab.pricing import PriceTable, call_cost, model_name_of
+from toolloop_lab.model_call import CallTiming, DeltaBuffer, RepeatedCalls, is_empty, is_truncated
+from toolloop_lab.pricing import PriceTable
 from toolloop_lab.usage import Usage
 
 from .conversation import Conversation, messages_in
@@ -215,9 +218,9 @@ class BridgedRun:
         self.retry_next = False
         self.calls += 1
         number = self.calls
-        self.emit(
-            ev.ModelCallStarted,
-            call=number,
+        model_call_started(
+            self.emit,
+            number,
             purpose=purpose,
             model_name=model_name,
             tools=tools if purpose == "round" else (),
@@ -232,14 +235,12 @@ class BridgedRun:
             model_name,
             prompt,
             self.clock(),
-            DeltaBuffer(self._delta_sink(number, self.round), clock=self.clock),
+            DeltaBuffer(delta_sink(self._at(self.round), number), clock=self.clock),
         )
 
-    def _delta_sink(self, number: int, round: int) -> DeltaSink:
-        def sink(text: str, calls: tuple[ev.ToolCallDelta, ...]) -> None:
-            self.emit(ev.ModelDelta, round=round, call=number, text=text, tool_calls=calls)
-
-        return sink
+    def _at(self, round: int) -> Emit:
+        """:meth:`emit` for events of ``round`` (a call or tool may land in a later one)."""
+        return partial(self.emit, round=round)
 
     def model_token(self, key: UUID, chunk: AIMessageChunk) -> None:
         """A streamed fragment arrived (coalesced into ``model_delta`` events)."""
@@ -263,28 +264,23 @@ class BridgedRun:
         call = self._landed(key)
         if call is None:
             return
-        latency = self.clock() - call.started
-        reported = model_name_of(None, reply.response_metadata)
-        usage = Usage.from_ai_message(reply, prompt=call.prompt)
-        usage = usage.with_cost(call_cost(usage, [reported, call.model_name], self.prices))
+        timing = CallTiming(self.clock() - call.started, call.first_token_s)
+        name, usage = priced_usage(
+            reply, call.prompt, model=None, fallback=call.model_name, prices=self.prices
+        )
         self.usage = self.usage + usage
-        said = reply_fields(reply)
-        views = said["tool_calls"]
-        stuck = call.purpose == "round" and self._repeats.see(views)
-        self.emit(
-            ev.ModelCalled,
-            round=call.round,
-            call=call.number,
+        event = model_called(
+            self._at(call.round),
+            reply,
+            call.number,
+            timing,
+            self._repeats,
             purpose=call.purpose,
-            model_name=reported or call.model_name,
+            model_name=name,
             usage=usage,
             accumulated=self.usage,
-            latency_s=latency,
-            first_token_s=call.first_token_s,
-            stuck=stuck,
-            **said,
         )
-        for view in views:
+        for view in event.tool_calls:
             if view.id and view.id not in self._reported:
                 self._requested[view.id] = (call.round, view.name, view.args)
         if call.purpose == "round":
@@ -303,13 +299,11 @@ class BridgedRun:
             return
         self.partial_text = call.deltas.partial_text or None
         self.retry_next = True
-        self.emit(
-            ev.ModelCallFailed,
-            round=call.round,
-            call=call.number,
+        model_call_failed(
+            self._at(call.round),
+            error,
+            number=call.number,
             purpose=call.purpose,
-            error_type=type(error).__name__,
-            message=describe(error),
             latency_s=self.clock() - call.started,
             partial_text=self.partial_text,
         )
@@ -340,7 +334,7 @@ class BridgedRun:
         tool = _Tool(call_id, name, shown, round, self.clock(), stand_in=stand_in)
         self._tools[key] = tool
         if not stand_in:  # an unknown tool never starts
-            self.emit(ev.ToolStarted, round=round, tool_call_id=call_id, name=name, args=shown)
+            tool_started(self._at(round), call_id=call_id, name=name, args=shown)
         return call_id
 
     def _match(self, name: str, args: Any) -> tuple[str | None, bool]:
@@ -465,17 +459,15 @@ class BridgedRun:
         self._raised.pop(tool.call_id, None)
         self._requested.pop(tool.call_id, None)
         self._reported.add(tool.call_id)
-        self.emit(
-            ev.ToolDispatched,
-            round=tool.round,
-            tool_call_id=tool.call_id,
+        tool_dispatched(
+            self._at(tool.round),
+            tool.call_id,
+            content,
             name=tool.name,
             args=tool.args,
             status=status,
             error_reason=error_reason,
             duration_s=max(0.0, duration_s),
-            output_chars=len(content),
-            content=content,
             ran=ran,
         )
 

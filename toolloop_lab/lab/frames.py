@@ -364,48 +364,55 @@ def rounds_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
         cost_so_far: Decimal | None = Decimal(0)
         for turn, view in enumerate(rec.views(), start=1):
             for row in view.rounds:
-                spent = row.usage + row.pruning_usage
                 cost = row.cost_usd
-                tokens_so_far += spent.total_tokens
+                tokens_so_far += (row.usage + row.pruning_usage).total_tokens
                 cost_so_far = None if cost is None or cost_so_far is None else cost_so_far + cost
-                token = _last_gate(row, "token")
-                usd = _last_gate(row, "usd")
-                _add(
-                    cols,
-                    {
-                        "scenario": rec.scenario,
-                        "turn": turn,
-                        "round": row.number,
-                        "purpose": row.purpose,
-                        "prompt_tokens": row.usage.input_tokens,
-                        "completion_tokens": row.usage.output_tokens,
-                        "pruning_tokens": row.pruning_usage.total_tokens,
-                        "total_tokens": spent.total_tokens,
-                        "cost_usd": _usd(cost),
-                        "cost_known": cost is not None,
-                        "cumulative_tokens": tokens_so_far,
-                        "cumulative_cost_usd": _usd(cost_so_far),
-                        "tool_calls": len(row.tools),
-                        "tool_errors": sum(1 for t in row.tools if t.status == "error"),
-                        "tokens_saved_by_pruning": row.tokens_saved,
-                        "net_tokens_saved": row.net_saved,
-                        "stuck": row.stuck,
-                        "failed_calls": len(row.failed_calls),
-                        "duration_s": _seconds(row.duration_s),
-                        "paused_s": row.paused_s,
-                        "latency_s": _seconds(row.latency_s),
-                        "first_token_s": _seconds(row.first_token_s),
-                        "tool_time_s": _tool_time(row),
-                        "token_gate": row.gate("token"),
-                        "token_spent": None if token is None else int(token.spent),
-                        "token_limit": None if token is None else int(token.limit),
-                        "usd_gate": row.gate("usd"),
-                        "usd_spent": _usd(None if usd is None else usd.spent),
-                        "usd_limit": _usd(None if usd is None else usd.limit),
-                        "synthesis_reason": row.synthesis_reason,
-                    },
-                )
+                cells = {"scenario": rec.scenario, "turn": turn, **_round_cells(row)}
+                cells.update(cumulative_tokens=tokens_so_far, cumulative_cost_usd=_usd(cost_so_far))
+                _add(cols, {**cells, **_gate_cells(row)})
     return _frame(cols, ROUND_DTYPES)
+
+
+def _round_cells(row: RoundRow) -> dict[str, Any]:
+    """What one round's row says of the round alone (its spend, calls and times)."""
+    spent = row.usage + row.pruning_usage
+    cost = row.cost_usd
+    return {
+        "round": row.number,
+        "purpose": row.purpose,
+        "prompt_tokens": row.usage.input_tokens,
+        "completion_tokens": row.usage.output_tokens,
+        "pruning_tokens": row.pruning_usage.total_tokens,
+        "total_tokens": spent.total_tokens,
+        "cost_usd": _usd(cost),
+        "cost_known": cost is not None,
+        "tool_calls": len(row.tools),
+        "tool_errors": sum(1 for t in row.tools if t.status == "error"),
+        "tokens_saved_by_pruning": row.tokens_saved,
+        "net_tokens_saved": row.net_saved,
+        "stuck": row.stuck,
+        "failed_calls": len(row.failed_calls),
+        "duration_s": _seconds(row.duration_s),
+        "paused_s": row.paused_s,
+        "latency_s": _seconds(row.latency_s),
+        "first_token_s": _seconds(row.first_token_s),
+        "tool_time_s": _tool_time(row),
+        "synthesis_reason": row.synthesis_reason,
+    }
+
+
+def _gate_cells(row: RoundRow) -> dict[str, Any]:
+    """The round's budget gates: how each last ended, and what it had counted."""
+    token = _last_gate(row, "token")
+    usd = _last_gate(row, "usd")
+    return {
+        "token_gate": row.gate("token"),
+        "token_spent": None if token is None else int(token.spent),
+        "token_limit": None if token is None else int(token.limit),
+        "usd_gate": row.gate("usd"),
+        "usd_spent": _usd(None if usd is None else usd.spent),
+        "usd_limit": _usd(None if usd is None else usd.limit),
+    }
 
 
 def tools_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:

@@ -24,7 +24,7 @@ from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError
 
 from toolloop_lab.errors import TraceError
 from toolloop_lab.events import Event, Outcome, event_from_dict
-from toolloop_lab.fields import Count, JsonObject, Seconds, Text
+from toolloop_lab.fields import Count, JsonObject, Seconds, Text, validation_text
 from toolloop_lab.jsonl import Line, dump_line, load_line, read_lines
 from toolloop_lab.jsonsafe import thaw
 from toolloop_lab.lab.frames import (
@@ -286,9 +286,7 @@ class _EventLine:
         try:
             return event_from_dict(thaw(self.event))
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise TraceError(f"{source}: bad event: {where}: {first['msg']}") from exc
+            raise TraceError(f"{source}: bad event: {validation_text(exc)}") from exc
 
 
 _LINE: Final[TypeAdapter[_Header | _RunLine | _EventLine]] = TypeAdapter(
@@ -312,6 +310,4 @@ def _parse(
     except ValidationError as exc:
         if quiet:
             return None
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise TraceError(f"{source}:{line.number}: {where}: {first['msg']}") from exc
+        raise TraceError(f"{source}:{line.number}: {validation_text(exc)}") from exc

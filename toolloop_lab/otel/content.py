@@ -4,8 +4,9 @@ Events carry messages as langchain-core dicts (``{"type": "human", "data": {...}
 conventions want ``{"role": ..., "parts": [...]}`` (input messages) and the same plus a
 ``finish_reason`` (output messages), recorded on spans as JSON strings because span
 attributes cannot hold nested data. Every text that came from a model, a tool or a person
-is clipped to a bounded length first, so one huge tool output cannot make an unexportable
-span; the JSON stays valid because clipping happens before encoding.
+is clipped to a bounded length first (``escape.clip``: the one ``… (N chars)`` marker every
+view writes), so one huge tool output cannot make an unexportable span; the JSON stays
+valid because clipping happens before encoding.
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from toolloop_lab.escape import clip
 from toolloop_lab.events import ToolCallView
 
 __all__ = [
     "DEFAULT_CONTENT_LIMIT",
-    "clip",
     "finish_reason_of",
     "input_messages",
     "output_message",
@@ -30,13 +31,6 @@ DEFAULT_CONTENT_LIMIT: Final = 16_384
 """Characters kept of one text (a message part, a tool result, arguments as JSON)."""
 
 _ROLES: Final = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
-
-
-def clip(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters, saying how much was cut."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}... [{len(text) - limit} more characters clipped]"
 
 
 def to_json(value: Any) -> str:

@@ -56,11 +56,10 @@ from opentelemetry.util.types import AttributeValue
 
 from toolloop_lab import events as ev
 from toolloop_lab.errors import ConfigurationError
-from toolloop_lab.escape import scrub
+from toolloop_lab.escape import clip, scrub
 from toolloop_lab.otel.clean import CleanSpan, clean_attributes
 from toolloop_lab.otel.content import (
     DEFAULT_CONTENT_LIMIT,
-    clip,
     finish_reason_of,
     input_messages,
     output_message,

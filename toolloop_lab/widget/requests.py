@@ -23,6 +23,7 @@ from typing import Annotated, Any, Final, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from toolloop_lab.escape import NAME_CHARS, TEXT_CHARS, clip
+from toolloop_lab.fields import validation_text
 
 __all__ = [
     "MAX_REQUEST_CHARS",
@@ -179,7 +180,6 @@ def parse_request(content: Any) -> Request | Answer:
     try:
         parsed: Request = adapter.validate_python(content)
     except ValidationError as exc:
-        first = exc.errors(include_url=False, include_input=False)[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(request)"
-        return Answer(request, action, False, "bad_request", f"{where}: {first['msg']}")
+        text = validation_text(exc, whole="(request)")
+        return Answer(request, action, False, "bad_request", text)
     return parsed
