@@ -52,9 +52,9 @@ from langchain_core.messages import HumanMessage
 
 from toolloop_lab import ScriptedChatModel
 from toolloop_lab.bridge import watch
-from toolloop_lab.builtin_tools import echo_tool
 from toolloop_lab.events import Event, LoopFinished
 from toolloop_lab.runview import RunView
+from toolloop_lab.tools.builtin import echo_tool
 
 Variant = Callable[[Any, int], Coroutine[Any, Any, None]]
 """One run of an already built agent: ``variant(agent, rounds)``."""

@@ -41,8 +41,8 @@ from benchkit import RUNNER, Cell, load, peak_per_round, script, time_once
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
-from toolloop_lab.builtin_tools import echo_tool
 from toolloop_lab.events import Event, LoopFinished, LoopStarted, RoundStarted
+from toolloop_lab.tools.builtin import echo_tool
 
 Variant = Callable[[int], Coroutine[Any, Any, None]]
 

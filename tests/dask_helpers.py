@@ -23,7 +23,7 @@ from langchain_core.tools import BaseTool
 from toolloop_lab import AgentConfig
 from toolloop_lab.lab import Reply, Scenario, ScenarioRun, ScriptedModel, ToolCallSpec, Turn
 from toolloop_lab.lab.builtin_scenarios import PRUNING_REPLY
-from toolloop_lab.schema_tools import tools_from_schema
+from toolloop_lab.tools.schema import tools_from_schema
 
 __all__ = [
     "TALLY_FUNCTIONS",

@@ -46,7 +46,7 @@ from toolloop_lab.events import (
     ToolStarted,
     message_dicts,
 )
-from toolloop_lab.usage import Usage
+from toolloop_lab.spend.usage import Usage
 
 STARTED_AT = "2026-03-01T12:00:00.250000+00:00"
 STARTED_NS = 1_772_366_400_250_000_000

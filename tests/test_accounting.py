@@ -15,8 +15,8 @@ from pydantic import TypeAdapter
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, TokenPrice, Usage
 from toolloop_lab.events import LoopFinished, ModelCalled
-from toolloop_lab.pricing import cost_of
-from toolloop_lab.usage import estimate_tokens
+from toolloop_lab.spend.pricing import cost_of
+from toolloop_lab.spend.usage import estimate_tokens
 
 CLAUDE = "claude-3-5-sonnet-20241022"
 

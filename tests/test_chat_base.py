@@ -16,7 +16,7 @@ from loopkit import invalid_call, tool_call, usage
 from pydantic import Field
 
 from toolloop_lab import ScriptedChatModel
-from toolloop_lab.chat_base import ChatCall, ChatModelBase, aggregate_chunks, chunks_of
+from toolloop_lab.models.base import ChatCall, ChatModelBase, aggregate_chunks, chunks_of
 from toolloop_lab.recording import RecordingChatModel, ReplayChatModel
 
 PROMPT = [HumanMessage("hi")]

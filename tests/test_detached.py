@@ -8,7 +8,12 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from toolloop_lab.detached import aiter_detached, arun_detached, iter_detached, run_detached
+from toolloop_lab._support.detached import (
+    aiter_detached,
+    arun_detached,
+    iter_detached,
+    run_detached,
+)
 
 CALLER: contextvars.ContextVar[str] = contextvars.ContextVar("caller", default="unset")
 

@@ -21,7 +21,11 @@ from pydantic import BaseModel
 
 from toolloop_lab import AgentConfig, ExecutionError, LLMAgent, ScriptedChatModel, ToolLoopResult
 from toolloop_lab.events import Event, ModelCalled, ToolDispatched
-from toolloop_lab.tools import normalize_tool_call_ids, not_available_error, serialize_output
+from toolloop_lab.tools.dispatch import (
+    normalize_tool_call_ids,
+    not_available_error,
+    serialize_output,
+)
 
 SAFETY_S = 30.0
 """Only a deadlock guard: turns a hang into a failure, never a timing assertion."""

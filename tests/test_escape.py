@@ -1,10 +1,10 @@
-"""``toolloop_lab.escape``: the functions every view passes untrusted text through."""
+"""``toolloop_lab._support.escape``: the functions every view passes untrusted text through."""
 
 from __future__ import annotations
 
 import pytest
 
-from toolloop_lab.escape import esc, plain, scrub
+from toolloop_lab._support.escape import esc, plain, scrub
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,8 @@ from toolloop_lab import (
     ToolLoopError,
     usd_budget,
 )
-from toolloop_lab.builtin_tools import file_read_tool
+from toolloop_lab._support.jsonsafe import FrozenDict, frozen_json
+from toolloop_lab.engine.hooks import PausePoint
 from toolloop_lab.events import (
     EVENT_TYPES,
     BudgetGate,
@@ -46,9 +47,8 @@ from toolloop_lab.events import (
     message_dicts,
     transcript,
 )
-from toolloop_lab.hooks import PausePoint
-from toolloop_lab.jsonsafe import FrozenDict, frozen_json
 from toolloop_lab.lab import Scenario, catalog
+from toolloop_lab.tools.builtin import file_read_tool
 
 
 def _two_round_model() -> ScriptedChatModel:

@@ -26,9 +26,9 @@ from toolloop_lab import (
     ToolLoopError,
     usd_budget,
 )
+from toolloop_lab.engine.hooks import PausePoint
 from toolloop_lab.errors import _ToolLoopError
 from toolloop_lab.events import Event, LoopFailed, ModelCallFailed, ToolDispatched
-from toolloop_lab.hooks import PausePoint
 
 BAD_CONFIG: list[tuple[str, Any]] = [
     ("tool_max_rounds", 0),

@@ -34,9 +34,11 @@ from toolloop_lab import (
     ToolLoopResult,
     usd_budget,
 )
+from toolloop_lab.engine.hooks import PausePoint
 from toolloop_lab.errors import TraceError
 from toolloop_lab.events import Event, Intervention, LoopStarted, transcript
-from toolloop_lab.forking import (
+from toolloop_lab.recording import Recording, RecordingChatModel, ReplayChatModel, RunFigures
+from toolloop_lab.replay.fork import (
     COMPARISON_DTYPES,
     ForkResult,
     RoundFigures,
@@ -44,8 +46,6 @@ from toolloop_lab.forking import (
     fork,
     prepare_fork,
 )
-from toolloop_lab.hooks import PausePoint
-from toolloop_lab.recording import Recording, RecordingChatModel, ReplayChatModel, RunFigures
 from toolloop_lab.trace import TraceWriter, read_trace
 
 

@@ -26,6 +26,7 @@ from loopkit import MODEL, calls, final, invalid_call, tool_call, until
 from pydantic import BaseModel, Field
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopResult
+from toolloop_lab.engine.hooks import PausePoint
 from toolloop_lab.errors import InterventionError
 from toolloop_lab.events import (
     Event,
@@ -36,7 +37,6 @@ from toolloop_lab.events import (
     ToolStarted,
     transcript,
 )
-from toolloop_lab.hooks import PausePoint
 from toolloop_lab.runview import RunView
 from toolloop_lab.trace import read_trace, write_trace
 from toolloop_lab.widget.step import StepController

@@ -19,8 +19,8 @@ from langchain_core.tools import BaseTool
 from loopkit import calls, final, tool_call
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
+from toolloop_lab.engine.hooks import PausePoint
 from toolloop_lab.events import Event, Paused
-from toolloop_lab.hooks import PausePoint
 from toolloop_lab.lab import (
     VOLATILE_COLUMNS,
     LabResults,

@@ -39,8 +39,8 @@ from toolloop_lab.events import (
     parse_event,
 )
 from toolloop_lab.otel import OTelObserver, export_events, export_trace, provider_for_model
+from toolloop_lab.spend.usage import Usage
 from toolloop_lab.trace import write_trace
-from toolloop_lab.usage import Usage
 
 NS = 1_000_000_000
 

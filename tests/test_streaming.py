@@ -29,6 +29,7 @@ from stubs.prices import anthropic_cost, openai_cost
 from stubs.sse import StreamFault, StreamPlan, pieces
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopError
+from toolloop_lab.engine.model_call import DELTA_INTERVAL_S, DeltaBuffer
 from toolloop_lab.events import (
     Event,
     LoopFailed,
@@ -40,7 +41,6 @@ from toolloop_lab.events import (
     parse_event,
     transcript,
 )
-from toolloop_lab.model_call import DELTA_INTERVAL_S, DeltaBuffer
 from toolloop_lab.otel import OTelObserver
 from toolloop_lab.runview import RunView
 from toolloop_lab.trace import TraceWriter, encode_event, read_trace

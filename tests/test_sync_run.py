@@ -240,7 +240,7 @@ def test_ctrl_c_while_run_waits_cancels_the_run_before_raising(inside_loop: bool
 
 
 def test_a_job_interrupted_before_it_started_is_closed_and_never_started() -> None:
-    from toolloop_lab.sync_runner import _background_runner, _Submitted
+    from toolloop_lab._support.sync_runner import _background_runner, _Submitted
 
     async def body() -> str:
         return "must never run"

@@ -19,8 +19,7 @@ import pytest
 from langchain_core.tools import tool
 from loopkit import CATALOG_NAMES, MODEL, calls, catalog_run, final, tool_call
 
-from toolloop_lab.agent import LLMAgent, ToolLoopResult
-from toolloop_lab.builtin_tools import echo_tool
+from toolloop_lab.engine.agent import LLMAgent, ToolLoopResult
 from toolloop_lab.errors import TraceError, UnknownRunError
 from toolloop_lab.events import (
     Event,
@@ -33,12 +32,13 @@ from toolloop_lab.events import (
     top_level_run_ids,
     transcript,
 )
-from toolloop_lab.forking import fork
-from toolloop_lab.models import ScriptedChatModel
-from toolloop_lab.run_figures import RunFigures
+from toolloop_lab.models.scripted import ScriptedChatModel
+from toolloop_lab.replay.figures import RunFigures
+from toolloop_lab.replay.fork import fork
 from toolloop_lab.runview import RunView
+from toolloop_lab.spend.usage import Usage
+from toolloop_lab.tools.builtin import echo_tool
 from toolloop_lab.trace import TraceWriter, encode_event, read_trace, write_trace
-from toolloop_lab.usage import Usage
 from toolloop_lab.widget import LoopDebugger
 
 REPO = Path(__file__).resolve().parents[1]

@@ -17,9 +17,9 @@ from typing import get_args, get_type_hints
 
 from jskit import need_node
 
+from toolloop_lab._support import words
 from toolloop_lab.events import OUTCOMES, BudgetGate, InterventionAction, SynthesisReason
 from toolloop_lab.runview import GateState, RunStatus
-from toolloop_lab.widget import words
 from toolloop_lab.widget.debugger import STATIC
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,7 +68,7 @@ def test_every_code_of_the_event_vocabulary_has_its_words() -> None:
 
 
 def test_every_table_of_the_words_file_is_read_by_python() -> None:
-    raw = json.loads((STATIC.parent / "words.json").read_text(encoding="utf-8"))
+    raw = json.loads((STATIC.parent.parent / "words.json").read_text(encoding="utf-8"))
     assert set(raw) - {"_about"} == set(words.TABLES)
     assert words.reason_words("constructor") == "constructor"  # no prototype's key
     assert words.outcome_text("synthesis", "stuck") == (

@@ -8,7 +8,7 @@ import typing
 import pytest
 
 MODULES = [
-    "toolloop_lab.escape",
+    "toolloop_lab._support.escape",
     "toolloop_lab.runview",
     "toolloop_lab.trace",
     "toolloop_lab.widget",

@@ -23,7 +23,7 @@ from loopkit import ALL, MockComm, calls, channel, final, received, tool_call, u
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
 from toolloop_lab.errors import ConfigurationError
-from toolloop_lab.forking import ForkResult, fork
+from toolloop_lab.replay.fork import ForkResult, fork
 from toolloop_lab.trace import write_trace
 from toolloop_lab.widget import LoopDebugger
 from toolloop_lab.widget.requests import MAX_REQUEST_CHARS

@@ -18,10 +18,10 @@ import pytest
 from browser.streams import failed_run, hostile_run, long_run, sample_run
 from jskit import ROOT, all_cases, need_node, payloads
 
-from toolloop_lab.escape import ID_CHARS, NAME_CHARS, clip
+from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS, clip
 from toolloop_lab.events import Event
 from toolloop_lab.runview import RoundRow, RunView
-from toolloop_lab.usage import format_usd
+from toolloop_lab.spend.usage import format_usd
 
 CASES = {
     **all_cases(),

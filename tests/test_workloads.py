@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from toolloop_lab.lab import LabResults, ScenarioRun, drop_volatile, run_scenarios
-from toolloop_lab.schema_tools import tools_from_schema
+from toolloop_lab.tools.schema import tools_from_schema
 from toolloop_lab.workloads import (
     FILE_FUNCTIONS,
     TICKET_FUNCTIONS,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from toolloop_lab.agent import AgentConfig, LLMAgent, ToolLoopResult
-from toolloop_lab.budget import usd_budget
+from toolloop_lab._support.lazy import lazy_getattr as _lazy_getattr
+from toolloop_lab.engine.agent import AgentConfig, LLMAgent, ToolLoopResult
 from toolloop_lab.errors import (
     ConfigurationError,
     ExecutionError,
@@ -17,15 +17,15 @@ from toolloop_lab.errors import (
     ToolLoopError,
     ToolLoopLabError,
 )
-from toolloop_lab.lazy import lazy_getattr as _lazy_getattr
-from toolloop_lab.models import ScriptedChatModel
-from toolloop_lab.pricing import TokenPrice
-from toolloop_lab.usage import Usage
+from toolloop_lab.models.scripted import ScriptedChatModel
+from toolloop_lab.spend.budget import usd_budget
+from toolloop_lab.spend.pricing import TokenPrice
+from toolloop_lab.spend.usage import Usage
 
 if TYPE_CHECKING:
-    from toolloop_lab.forking import fork
     from toolloop_lab.lab import LabResults, Scenario, arun_scenarios, catalog, run_scenarios
     from toolloop_lab.recording import RecordingChatModel, ReplayChatModel, WhatIfResult, what_if
+    from toolloop_lab.replay.fork import fork
     from toolloop_lab.widget import LoopDebugger
 
 __all__ = [
@@ -65,7 +65,7 @@ _LAZY = {
     "ReplayChatModel": "toolloop_lab.recording",
     "WhatIfResult": "toolloop_lab.recording",
     "what_if": "toolloop_lab.recording",
-    "fork": "toolloop_lab.forking",
+    "fork": "toolloop_lab.replay.fork",
 }
 
 

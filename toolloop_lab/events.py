@@ -50,8 +50,7 @@ from langchain_core.messages import (
 from pydantic import Field, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
 
-from toolloop_lab.errors import UnknownRunError, describe
-from toolloop_lab.fields import (
+from toolloop_lab._support.fields import (
     Count,
     FiniteDecimal,
     Flag,
@@ -61,9 +60,10 @@ from toolloop_lab.fields import (
     Seconds,
     Text,
 )
-from toolloop_lab.jsonl import load_line
-from toolloop_lab.jsonsafe import FrozenDict, frozen_json, json_safe, thaw
-from toolloop_lab.usage import Usage
+from toolloop_lab._support.jsonl import load_line
+from toolloop_lab._support.jsonsafe import FrozenDict, frozen_json, json_safe, thaw
+from toolloop_lab.errors import UnknownRunError, describe
+from toolloop_lab.spend.usage import Usage
 
 __all__ = [
     "EVENT_ADAPTER",
@@ -479,7 +479,7 @@ class Paused(_Base):
     stage: PauseStage
     purpose: Text
     """``round``, ``synthesis`` or ``pruning`` before a model call; ``tools`` before
-    dispatch (as :class:`~toolloop_lab.hooks.PausePoint` says)."""
+    dispatch (as :class:`~toolloop_lab.engine.hooks.PausePoint` says)."""
     paused_s: Seconds
     """How long the hooks held the loop here."""
     kind: Literal["pause"] = "pause"
@@ -597,7 +597,7 @@ def parse_event(line: bytes | str) -> Event:
     outcome from its other fields.
 
     The text is read by Python's own JSON parser, which keeps lone surrogates exactly as
-    the loop saw them (a tool may return any ``str``; :func:`~toolloop_lab.jsonl.load_line`
+    the loop saw them (a tool may return any ``str``; :func:`~toolloop_lab._support.jsonl.load_line`
     puts surrogate halves the writer kept apart back together); pydantic then checks it.
     """
     try:

@@ -24,7 +24,7 @@ chunks it sent; replay streams the same chunks back. Replay needs deterministic 
 tool results are part of the conversation it checks). Rounds beyond the recording have no
 replies: a what-if run that needs one ends with outcome ``"beyond_recording"``. See
 :class:`ReplayChatModel` for exactly what strict and relaxed replay compare, and
-:mod:`toolloop_lab.recording_format` for the file format.
+:mod:`toolloop_lab.replay.recording_file` for the file format.
 
 Errors are :class:`RecordingError` and its subclasses (all
 :class:`~toolloop_lab.errors.ToolLoopLabError`; inside ``LLMAgent`` they arrive as the
@@ -34,7 +34,13 @@ in the exception tree, in :mod:`toolloop_lab.errors`; import them from here or f
 
 from __future__ import annotations
 
-from toolloop_lab.recording_format import (
+from toolloop_lab.replay.chat_models import (
+    RecordingChatModel,
+    ReplayChatModel,
+    ReplayMode,
+    ServedReply,
+)
+from toolloop_lab.replay.recording_file import (
     FormatProblem,
     RecordedCall,
     RecordedCallError,
@@ -46,13 +52,7 @@ from toolloop_lab.recording_format import (
     ReplayDivergedError,
     ReplayExhaustedError,
 )
-from toolloop_lab.recording_models import (
-    RecordingChatModel,
-    ReplayChatModel,
-    ReplayMode,
-    ServedReply,
-)
-from toolloop_lab.recording_whatif import Outcome, RunFigures, WhatIfResult, awhat_if, what_if
+from toolloop_lab.replay.whatif import Outcome, RunFigures, WhatIfResult, awhat_if, what_if
 
 __all__ = [
     "FormatProblem",

@@ -19,9 +19,9 @@ from decimal import Decimal
 from typing import Any, Literal, TypeVar
 
 from toolloop_lab import events as ev
-from toolloop_lab.derived import Derived
-from toolloop_lab.hooks import PausePoint
-from toolloop_lab.usage import Usage
+from toolloop_lab._support.derived import Derived
+from toolloop_lab.engine.hooks import PausePoint
+from toolloop_lab.spend.usage import Usage
 
 __all__ = ["GateState", "RoundRow", "RunStatus", "RunView", "ToolRow"]
 

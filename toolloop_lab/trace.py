@@ -14,11 +14,12 @@ Why this shape:
   finish, failure) and on close, never on every event.
 * **ASCII JSON**: ``Event.to_dict()`` is JSON-safe (pydantic serialises it), and lone
   surrogates survive as ``\\udXXX`` escapes; a line never contains a raw newline. Surrogate
-  halves written as two code points are kept apart (:mod:`toolloop_lab.jsonl`), so every
-  string reads back as exactly the same code points.
-* **The reader forgives the tail**: lines are split on ``\\n`` only (:mod:`toolloop_lab.jsonl`)
-  and each is parsed strictly by :func:`toolloop_lab.events.parse_event`; a partial last
-  line (the writer was killed mid-run) is skipped and reported, as is any line that is
+  halves written as two code points are kept apart (:mod:`toolloop_lab._support.jsonl`),
+  so every string reads back as exactly the same code points.
+* **The reader forgives the tail**: lines are split on ``\\n`` only
+  (:mod:`toolloop_lab._support.jsonl`) and each is parsed strictly by
+  :func:`toolloop_lab.events.parse_event`; a partial last line (the writer was killed
+  mid-run) is skipped and reported, as is any line that is
   not an event, so one bad write never hides the rest of a trace.
 """
 
@@ -36,6 +37,8 @@ from typing import Final
 
 from pydantic import ValidationError
 
+from toolloop_lab._support.fields import dotted, where_message
+from toolloop_lab._support.jsonl import dump_line, read_lines
 from toolloop_lab.errors import TraceError
 from toolloop_lab.events import (
     Event,
@@ -48,8 +51,6 @@ from toolloop_lab.events import (
     select_run,
     top_level_run_ids,
 )
-from toolloop_lab.fields import dotted, where_message
-from toolloop_lab.jsonl import dump_line, read_lines
 
 __all__ = ["SkippedLine", "TraceRead", "TraceWriter", "encode_event", "read_trace", "write_trace"]
 
@@ -67,7 +68,7 @@ def encode_event(event: Event) -> bytes:
     Pydantic writes the line in one pass; only a line holding non-ASCII text goes through
     ``json.dumps`` as well, to escape it. Pydantic refuses text with surrogate code points
     (UTF-8 cannot carry them): such an event is written by
-    :func:`~toolloop_lab.jsonl.dump_line`, which keeps surrogate halves apart."""
+    :func:`~toolloop_lab._support.jsonl.dump_line`, which keeps surrogate halves apart."""
     raw = event.to_json()
     if raw is not None and raw.isascii():
         return raw + b"\n"

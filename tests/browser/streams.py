@@ -24,6 +24,7 @@ from langchain_core.messages import (
 )
 from loopkit import ALL, PAYLOADS
 
+from toolloop_lab._support.jsonsafe import thaw
 from toolloop_lab.events import (
     BudgetGate,
     Event,
@@ -44,8 +45,7 @@ from toolloop_lab.events import (
     ToolStarted,
     message_dicts,
 )
-from toolloop_lab.jsonsafe import thaw
-from toolloop_lab.usage import Usage
+from toolloop_lab.spend.usage import Usage
 
 __all__ = ["Stream", "ToolSpec", "hostile_run", "long_run", "sample_run"]
 
@@ -456,7 +456,7 @@ class PlaybackAgent:
         import asyncio
         import dataclasses
 
-        from toolloop_lab.hooks import PausePoint
+        from toolloop_lab.engine.hooks import PausePoint
 
         loop = asyncio.get_running_loop()
         start = loop.time()

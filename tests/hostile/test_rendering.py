@@ -50,8 +50,8 @@ from langchain_core.tools import BaseTool, StructuredTool
 from loopkit import ALL, MODEL, PAYLOADS, MockComm, channel, invalid_call, strings, usage
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopError
-from toolloop_lab.builtin_tools import echo_tool, file_read_tool
 from toolloop_lab.lab import LabResults, Reply, Scenario, run_scenarios
+from toolloop_lab.tools.builtin import echo_tool, file_read_tool
 from toolloop_lab.trace import write_trace
 from toolloop_lab.widget import LoopDebugger
 from toolloop_lab.widget.page import LOADER, module_source

@@ -33,8 +33,8 @@ from toolloop_lab import (
     usd_budget,
 )
 from toolloop_lab.events import BudgetGate, ModelCalled
-from toolloop_lab.pricing import call_cost, cost_of, known_price
-from toolloop_lab.usage import Usage
+from toolloop_lab.spend.pricing import call_cost, cost_of, known_price
+from toolloop_lab.spend.usage import Usage
 
 PROMPT = [HumanMessage("go")]
 ANSWER = "The figures are in."

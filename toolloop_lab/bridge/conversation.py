@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from langchain_core.messages import BaseMessage
 
-from toolloop_lab.jsonsafe import json_safe
+from toolloop_lab._support.jsonsafe import json_safe
 
 __all__ = [
     "Conversation",

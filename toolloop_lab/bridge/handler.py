@@ -42,7 +42,7 @@ from langchain_core.messages.utils import message_chunk_to_message
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, GenerationChunk, LLMResult
 
 from toolloop_lab.events import Observer
-from toolloop_lab.pricing import PriceTable
+from toolloop_lab.spend.pricing import PriceTable
 
 from .conversation import bound_tool_names, configured_model_name, streaming_requested
 from .run import BridgedRun, Clock

@@ -46,7 +46,8 @@ from uuid import UUID
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
 
 from toolloop_lab import events as ev
-from toolloop_lab.call_events import (
+from toolloop_lab._support.jsonsafe import dumps, freeze, json_safe
+from toolloop_lab.engine.call_events import (
     Emit,
     delta_sink,
     model_call_failed,
@@ -56,11 +57,16 @@ from toolloop_lab.call_events import (
     tool_dispatched,
     tool_started,
 )
+from toolloop_lab.engine.model_call import (
+    CallTiming,
+    DeltaBuffer,
+    RepeatedCalls,
+    is_empty,
+    is_truncated,
+)
 from toolloop_lab.errors import describe
-from toolloop_lab.jsonsafe import dumps, freeze, json_safe
-from toolloop_lab.model_call import CallTiming, DeltaBuffer, RepeatedCalls, is_empty, is_truncated
-from toolloop_lab.pricing import PriceTable
-from toolloop_lab.usage import Usage
+from toolloop_lab.spend.pricing import PriceTable
+from toolloop_lab.spend.usage import Usage
 
 from .conversation import Conversation, messages_in
 

@@ -23,7 +23,7 @@ from typing import Final
 from langchain_core.tracers.context import register_configure_hook
 
 from toolloop_lab.events import Observer
-from toolloop_lab.pricing import PriceTable
+from toolloop_lab.spend.pricing import PriceTable
 
 from .handler import EventBridge
 from .run import Clock

@@ -35,7 +35,7 @@ import pandas as pd
 from toolloop_lab.events import EVENT_TYPES, BudgetGate
 from toolloop_lab.lab.record import OUTCOMES, ScenarioRun
 from toolloop_lab.runview import RoundRow, RunView
-from toolloop_lab.usage import Usage, format_usd
+from toolloop_lab.spend.usage import Usage, format_usd
 
 __all__ = [
     "EVENT_DTYPES",

@@ -20,7 +20,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from toolloop_lab.escape import clip
+from toolloop_lab._support.escape import clip
 
 __all__ = [
     "budget_gates_figure",

@@ -5,7 +5,7 @@ outcome, and the turn's own run (each turn is a run with its own events); turns 
 failed one are listed as not run, and the "Tokens per turn" plot is added.
 
 Model text, tool names, arguments and outputs, error messages, scenario names and tags are
-untrusted: every interpolated value goes through :mod:`toolloop_lab.escape`, and each is
+untrusted: every interpolated value goes through :mod:`toolloop_lab._support.escape`, and each is
 clipped there first, with a ``… (N chars)`` marker (so an entity is never split): names
 and ids to a few hundred characters, free text and content to the limits below. A saved
 sweep is a file anyone can edit, so this holds for a loaded one too. Numbers go through
@@ -25,14 +25,14 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
 
-from toolloop_lab.escape import NAME_CHARS, TEXT_CHARS, clip, esc, esc_clip
+from toolloop_lab._support.escape import NAME_CHARS, TEXT_CHARS, clip, esc, esc_clip
+from toolloop_lab._support.jsonsafe import dumps
+from toolloop_lab._support.words import reason_words
 from toolloop_lab.events import BudgetGate, Event
-from toolloop_lab.jsonsafe import dumps
 from toolloop_lab.lab.record import ScenarioRun
 from toolloop_lab.runview import RoundRow, RunView, ToolRow
-from toolloop_lab.usage import format_usd
+from toolloop_lab.spend.usage import format_usd
 from toolloop_lab.widget.page import LOADER_CSP, view_assets, view_slot
-from toolloop_lab.widget.words import reason_words
 
 if TYPE_CHECKING:
     import pandas as pd

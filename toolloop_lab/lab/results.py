@@ -6,7 +6,7 @@ reader's view. Saving writes the records and every event as JSONL (one header li
 per scenario a ``run`` line, with its turns' user messages, followed by its ``event`` lines,
 every turn's in order); loading rebuilds the same records, so every frame, plot and report
 of a loaded sweep equals the original's (lines are written and read by
-:mod:`toolloop_lab.jsonl`, so any text, surrogate halves included, reads back exactly).
+:mod:`toolloop_lab._support.jsonl`, so any text, surrogate halves included, reads back exactly).
 Saves written before turns load as one-turn scenarios.
 """
 
@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 import pandas as pd
 from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError
 
+from toolloop_lab._support.fields import Count, JsonObject, Seconds, Text, validation_text
+from toolloop_lab._support.jsonl import Line, dump_line, load_line, read_lines
+from toolloop_lab._support.jsonsafe import thaw
 from toolloop_lab.errors import TraceError
 from toolloop_lab.events import Event, Outcome, event_from_dict
-from toolloop_lab.fields import Count, JsonObject, Seconds, Text, validation_text
-from toolloop_lab.jsonl import Line, dump_line, load_line, read_lines
-from toolloop_lab.jsonsafe import thaw
 from toolloop_lab.lab.frames import (
     events_frame,
     rounds_frame,

@@ -32,14 +32,14 @@ from typing import Any, Final, TypeAlias
 from langchain_core.messages import BaseMessage
 from tqdm.auto import tqdm
 
-from toolloop_lab.budget import usd_budget
+from toolloop_lab._support.sync_runner import parameters_of, run_sync
 from toolloop_lab.errors import ConfigurationError, ExecutionError, ToolLoopError
 from toolloop_lab.events import Event, Observer, notify
 from toolloop_lab.lab.record import ScenarioRun, error_fields, outcome_of_events
 from toolloop_lab.lab.results import LabResults
 from toolloop_lab.lab.scenario import Scenario
-from toolloop_lab.pricing import model_name_of
-from toolloop_lab.sync_runner import parameters_of, run_sync
+from toolloop_lab.spend.budget import usd_budget
+from toolloop_lab.spend.pricing import model_name_of
 
 __all__ = [
     "DEFAULT_CONCURRENCY",

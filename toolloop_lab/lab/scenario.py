@@ -26,13 +26,13 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool
 
-from toolloop_lab.agent import AgentConfig, LLMAgent
-from toolloop_lab.budget import checked_prices, to_decimal_usd
-from toolloop_lab.builtin_tools import echo_tool, file_read_tool
+from toolloop_lab.engine.agent import AgentConfig, LLMAgent
 from toolloop_lab.errors import ConfigurationError, ScriptError
 from toolloop_lab.events import Observer
-from toolloop_lab.models import ScriptedChatModel
-from toolloop_lab.pricing import TokenPrice
+from toolloop_lab.models.scripted import ScriptedChatModel
+from toolloop_lab.spend.budget import checked_prices, to_decimal_usd
+from toolloop_lab.spend.pricing import TokenPrice
+from toolloop_lab.tools.builtin import echo_tool, file_read_tool
 
 __all__ = [
     "BUILTIN_TOOLS",

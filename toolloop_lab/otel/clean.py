@@ -4,7 +4,7 @@ Span names, attribute values, event attributes and status descriptions carry tex
 models, tools and people: tool names and call ids, messages, results, error messages. A
 lone surrogate in any of them cannot be encoded as UTF-8, so an OTLP exporter drops the
 attribute with only a log line (or fails the whole batch, for a span's name). Here each
-such text goes through :func:`toolloop_lab.escape.scrub` (a lone surrogate becomes U+FFFD,
+such text goes through :func:`toolloop_lab._support.escape.scrub` (a lone surrogate becomes U+FFFD,
 as in reports and the debugger) before it reaches the SDK: :class:`CleanSpan` wraps a
 span, so no call the observer makes can miss it.
 """
@@ -19,8 +19,8 @@ from typing import Any
 from opentelemetry.trace import Span, SpanContext, Status, StatusCode
 from opentelemetry.util import types
 
+from toolloop_lab._support.escape import scrub
 from toolloop_lab.errors import describe
-from toolloop_lab.escape import scrub
 
 __all__ = ["CleanSpan", "clean", "clean_attributes"]
 

@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from toolloop_lab.escape import clip
+from toolloop_lab._support.escape import clip
 from toolloop_lab.events import ToolCallView
 
 __all__ = [

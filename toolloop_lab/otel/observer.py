@@ -55,8 +55,8 @@ from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, Statu
 from opentelemetry.util.types import AttributeValue
 
 from toolloop_lab import events as ev
+from toolloop_lab._support.escape import clip, scrub
 from toolloop_lab.errors import ConfigurationError
-from toolloop_lab.escape import clip, scrub
 from toolloop_lab.otel.clean import CleanSpan, clean_attributes
 from toolloop_lab.otel.content import (
     DEFAULT_CONTENT_LIMIT,
@@ -67,7 +67,7 @@ from toolloop_lab.otel.content import (
     tool_definitions,
 )
 from toolloop_lab.otel.names import GEN_AI, SCHEMA_URL, TOOLLOOP, TRACER_NAME
-from toolloop_lab.usage import Usage
+from toolloop_lab.spend.usage import Usage
 
 __all__ = ["ExportOptions", "OTelObserver", "provider_for_model"]
 

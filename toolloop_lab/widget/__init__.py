@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from toolloop_lab.lazy import lazy_getattr as _lazy_getattr
+from toolloop_lab._support.lazy import lazy_getattr as _lazy_getattr
 
 if TYPE_CHECKING:
     from toolloop_lab.widget.coalesce import Coalescer

@@ -18,9 +18,9 @@ from typing import Any, Protocol, TypeVar
 
 from langchain_core.tools import BaseTool
 
+from toolloop_lab.engine.hooks import PauseHook, PausePoint
 from toolloop_lab.errors import describe
 from toolloop_lab.events import Observer
-from toolloop_lab.hooks import PauseHook, PausePoint
 from toolloop_lab.widget.pausing import apply_request, point_dict
 from toolloop_lab.widget.requests import Answer, ForkHere, parse_request
 from toolloop_lab.widget.shown import ShownRun

@@ -34,12 +34,12 @@ import anywidget
 import comm
 import traitlets
 
-from toolloop_lab.agent import AgentConfig
+from toolloop_lab.engine.agent import AgentConfig
+from toolloop_lab.engine.hooks import PausePoint
 from toolloop_lab.events import Event, LoopFailed, LoopFinished, Observer
-from toolloop_lab.forking import ForkResult
-from toolloop_lab.hooks import PausePoint
-from toolloop_lab.pricing import PriceTable
+from toolloop_lab.replay.fork import ForkResult
 from toolloop_lab.runview import RunView
+from toolloop_lab.spend.pricing import PriceTable
 from toolloop_lab.trace import TraceRead
 from toolloop_lab.widget.channel import Channel, Endpoints
 from toolloop_lab.widget.coalesce import Clock, Scheduler, loop_scheduler

@@ -1,13 +1,14 @@
 """The debugger's "Fork from here": what a fork needs, the fork's debugger, the comparison.
 
-A fork re-runs a finished run from one of its rounds (:func:`toolloop_lab.forking.prepare_fork`),
-so it needs the model, tools and config to run with. A debugger that ran or watched an
-:class:`~toolloop_lab.agent.LLMAgent` has them; a fork's own debugger has the fork's
+A fork re-runs a finished run from one of its rounds
+(:func:`toolloop_lab.replay.fork.prepare_fork`), so it needs the model, tools and config
+to run with. A debugger that ran or watched an
+:class:`~toolloop_lab.engine.agent.LLMAgent` has them; a fork's own debugger has the fork's
 agent; a debugger opened from a trace has none unless it is given one (``fork_with=``).
 :func:`fork_parts` reads them off whichever it has, or says there are none.
 
 :func:`comparison` is the side-by-side the fork's debugger shows once the fork ends: the
-two runs' totals and each round of either, read from :class:`~toolloop_lab.forking.ForkResult`
+two runs' totals and each round of either, read from :class:`~toolloop_lab.replay.fork.ForkResult`
 (``rounds`` and the run figures; no pandas), numbered as the person saw the original.
 
 :class:`Forking` is a debugger's side of it: it makes a fork of the run shown
@@ -27,11 +28,11 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
-from toolloop_lab.agent import AgentConfig, LLMAgent
+from toolloop_lab.engine.agent import AgentConfig, LLMAgent
 from toolloop_lab.errors import ConfigurationError, ToolLoopLabError, describe
-from toolloop_lab.forking import Fork, ForkResult, RoundFigures, prepare_fork
-from toolloop_lab.pricing import TokenPrice
-from toolloop_lab.run_figures import RunFigures
+from toolloop_lab.replay.figures import RunFigures
+from toolloop_lab.replay.fork import Fork, ForkResult, RoundFigures, prepare_fork
+from toolloop_lab.spend.pricing import TokenPrice
 from toolloop_lab.widget.control import DebuggableAgent
 from toolloop_lab.widget.requests import Answer, ForkHere
 from toolloop_lab.widget.step import PauseMode

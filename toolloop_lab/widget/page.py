@@ -19,7 +19,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
-from toolloop_lab.escape import esc
+from toolloop_lab._support.escape import esc
 from toolloop_lab.events import Event
 from toolloop_lab.widget.wire import event_payload
 

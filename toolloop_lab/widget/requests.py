@@ -22,8 +22,8 @@ from typing import Annotated, Any, Final, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from toolloop_lab.escape import NAME_CHARS, TEXT_CHARS, clip
-from toolloop_lab.fields import validation_text
+from toolloop_lab._support.escape import NAME_CHARS, TEXT_CHARS, clip
+from toolloop_lab._support.fields import validation_text
 
 __all__ = [
     "MAX_REQUEST_CHARS",

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import threading
 
+from toolloop_lab.engine.hooks import PausePoint
 from toolloop_lab.events import Event, LoopStarted
-from toolloop_lab.hooks import PausePoint
 from toolloop_lab.runview import RunView
 from toolloop_lab.widget.coalesce import Clock
 

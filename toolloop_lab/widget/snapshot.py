@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Final
 
-from toolloop_lab.escape import esc, esc_clip
+from toolloop_lab._support.escape import esc, esc_clip
+from toolloop_lab._support.words import STATUS, word
 from toolloop_lab.runview import RoundRow, RunView, ToolRow
 from toolloop_lab.widget import figures as fig
-from toolloop_lab.widget.words import STATUS, word
 
 __all__ = ["SNAPSHOT_ROUNDS", "snapshot_html"]
 

@@ -1,6 +1,6 @@
 """Step mode: hold the loop at pause points until the person says Continue, Step or Stop.
 
-The controller is a pause hook (see :mod:`toolloop_lab.hooks`). It only ever holds the
+The controller is a pause hook (see :mod:`toolloop_lab.engine.hooks`). It only ever holds the
 run it was armed for (the task :meth:`LoopDebugger.start` created): a run awaited in a
 cell or run synchronously keeps the kernel busy, the button clicks could never arrive,
 and the loop would wait forever. Releasing is thread-safe, since clicks come in on the
@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import Literal, TypeAlias
 
-from toolloop_lab.hooks import PausePoint
+from toolloop_lab.engine.hooks import PausePoint
 
 __all__ = ["PAUSE_MODES", "PauseMode", "StepController"]
 

@@ -2,7 +2,7 @@
 
 nbconvert, terminals and plain IPython show this instead of the widget. It is derived from
 the same :class:`RunView` as the static snapshot; untrusted text goes through
-:func:`toolloop_lab.escape.plain`, so a tool output cannot drive a terminal, and every
+:func:`toolloop_lab._support.escape.plain`, so a tool output cannot drive a terminal, and every
 field of it is clipped (with a ``… (N chars)`` marker) to keep the summary a few lines.
 """
 
@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Final
 
-from toolloop_lab.escape import plain
+from toolloop_lab._support.escape import plain
+from toolloop_lab._support.words import GATE, INTERVENTION_SUMMARY, SYNTHESIS_REASON, word
 from toolloop_lab.events import LoopFailed
 from toolloop_lab.runview import RoundRow, RunView, ToolRow
 from toolloop_lab.widget import figures as fig
-from toolloop_lab.widget.words import GATE, INTERVENTION_SUMMARY, SYNTHESIS_REASON, word
 
 __all__ = ["summary_text"]
 

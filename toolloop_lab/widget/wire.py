@@ -4,10 +4,10 @@ The browser folds events itself (``src/fold.js``, bundled from ``src/`` into
 ``static/debugger.js``), so Python sends each event once,
 as ``event.to_dict()`` with every model-controlled string clipped (a tool that returns
 megabytes, or a model that sends a megabyte tool name, must not stall the page). Clipping
-follows :mod:`toolloop_lab.escape`: a cut string ends in ``… (N chars)``, N being its whole
-length; ids are cut to :data:`~toolloop_lab.escape.ID_CHARS`, names and short labels (tool
+follows :mod:`toolloop_lab._support.escape`: a cut string ends in ``… (N chars)``, N being its whole
+length; ids are cut to :data:`~toolloop_lab._support.escape.ID_CHARS`, names and short labels (tool
 and model names, finish and error reasons, type names, dict keys) to
-:data:`~toolloop_lab.escape.NAME_CHARS`, and content (text, tool output, arguments,
+:data:`~toolloop_lab._support.escape.NAME_CHARS`, and content (text, tool output, arguments,
 messages) to the widget's ``max_chars``. The messages, both ways, are small dicts told
 apart by ``type``:
 
@@ -33,10 +33,10 @@ import json
 from collections.abc import Sequence
 from typing import Any, Final
 
-from toolloop_lab.escape import ID_CHARS, NAME_CHARS
-from toolloop_lab.escape import clip as clip_text
+from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS
+from toolloop_lab._support.escape import clip as clip_text
+from toolloop_lab._support.jsonsafe import thaw
 from toolloop_lab.events import Event, LoopFailed, LoopFinished, LoopStarted
-from toolloop_lab.jsonsafe import thaw
 
 __all__ = ["MAX_BATCH_EVENTS", "clip", "compact_messages", "event_payload", "saved_tail"]
 

@@ -25,9 +25,9 @@ from typing import Any, Final
 
 from langchain_core.tools import BaseTool
 
-from toolloop_lab.config import AgentConfig
+from toolloop_lab.engine.config import AgentConfig
 from toolloop_lab.lab.scenario import Reply, Scenario, ToolCallSpec, Turn
-from toolloop_lab.schema_tools import tools_from_schema
+from toolloop_lab.tools.schema import tools_from_schema
 from toolloop_lab.workloads.filesystem import FILE_FUNCTIONS, FileSystem
 from toolloop_lab.workloads.tickets import TICKET_FUNCTIONS, TicketTracker
 

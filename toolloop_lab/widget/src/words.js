@@ -1,9 +1,10 @@
 // @ts-check
 // The words a person reads for the codes of the event vocabulary, and how money reads.
-// The words come from ../words.json, the file Python's toolloop_lab/widget/words.py reads
-// too; usd() writes the digits toolloop_lab.usage.format_usd writes (tests compare them).
+// The words come from toolloop_lab/words.json, the file Python's
+// toolloop_lab/_support/words.py reads too; usd() writes the digits
+// toolloop_lab.spend.usage.format_usd writes (tests compare them).
 
-import words from "../words.json" with { type: "json" };
+import words from "../../words.json" with { type: "json" };
 
 /** @typedef {Readonly<Record<string, string>>} Table */
 

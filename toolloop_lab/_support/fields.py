@@ -1,0 +1,113 @@
+"""Constrained field types shared by events, the config and scenarios, declared once.
+
+Each is an ``Annotated`` type that pydantic enforces wherever a value is parsed or
+validated (a trace line, a saved lab, an ``AgentConfig``), so "a count is an int >= 0, not a
+bool" is written here and nowhere else. Every scalar is ``Strict`` (no ``"1"`` for ``1``,
+no ``1`` for ``true``); containers take JSON's shapes (an array becomes a tuple) and a
+Decimal takes JSON's number or string. Constructing a dataclass in Python does not
+validate (the loop builds events at full speed); parsing untrusted input always does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from functools import cache
+from typing import Annotated, Any, Final, TypeAlias
+
+from annotated_types import Ge, Gt, Le
+from pydantic import AfterValidator, AllowInfNan, Strict, TypeAdapter, ValidationError
+
+from toolloop_lab._support.jsonsafe import freeze
+from toolloop_lab.errors import ConfigurationError
+
+__all__ = [
+    "MAX_INT",
+    "Count",
+    "FiniteDecimal",
+    "Flag",
+    "JsonObject",
+    "JsonValue",
+    "PositiveInt",
+    "Seconds",
+    "Text",
+    "checked",
+    "dotted",
+    "refused",
+    "validation_text",
+    "where_message",
+]
+
+MAX_INT: Final = 2**53
+"""Largest integer a setting may take: every int up to it is exact as a float, so no later
+arithmetic with it overflows or rounds (``10**400`` rounds is refused up front)."""
+
+Text: TypeAlias = Annotated[str, Strict()]
+"""A string, never a number or bytes spelled as one."""
+
+Count: TypeAlias = Annotated[int, Strict(), Ge(0), Le(MAX_INT)]
+"""A non-negative int (never a bool): tokens, rounds, lengths."""
+
+PositiveInt: TypeAlias = Annotated[int, Strict(), Gt(0), Le(MAX_INT)]
+"""An int >= 1 (never a bool): round caps, context windows, concurrency."""
+
+Flag: TypeAlias = Annotated[bool, Strict()]
+"""``true`` or ``false``, never ``1`` or ``"yes"``."""
+
+Seconds: TypeAlias = Annotated[float, Strict(), AllowInfNan(False), Ge(0)]
+"""A finite, non-negative duration or offset in seconds."""
+
+FiniteDecimal: TypeAlias = Annotated[Decimal, AllowInfNan(False)]
+"""A finite Decimal (USD amounts, gate figures); JSON carries it as a string."""
+
+JsonValue: TypeAlias = Annotated[Any, AfterValidator(freeze)]
+"""Any JSON value, frozen once parsed (objects become ``FrozenDict``, arrays ``FrozenList``)."""
+
+JsonObject: TypeAlias = Annotated[Mapping[str, Any], AfterValidator(freeze)]
+"""A JSON object with string keys, frozen once parsed."""
+
+
+@cache
+def _adapter(kind: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(kind)
+
+
+def checked(kind: Any, value: Any, *, field: str) -> Any:
+    """``value`` checked as one of the types above (an argument that is no field of a
+    validated model: a sweep's ``concurrency``, say); ``ConfigurationError(field=...)`` if
+    it is not one."""
+    try:
+        return _adapter(kind).validate_python(value)
+    except ValidationError as exc:
+        raise refused(field, exc.errors()[0]["msg"], value) from None
+
+
+def refused(field: str | None, problem: str, value: Any) -> ConfigurationError:
+    """The error for a refused setting: which one, why, and (briefly) what it was."""
+    huge = isinstance(value, int) and abs(value) >= 10**20
+    shown = "a huge int" if huge else f"{value!r:.80}"
+    return ConfigurationError(f"{where_message(field or '', problem)} (got {shown})", field=field)
+
+
+def dotted(loc: Iterable[str | int]) -> str:
+    """A place inside a value as a person reads it (``messages.0.content``); empty for the
+    value as a whole."""
+    return ".".join(str(part) for part in loc)
+
+
+def where_message(loc: str | Iterable[str | int], message: str, *, whole: str = "") -> str:
+    """``where: message``, the one way a problem inside a value is spelled (a pydantic
+    error's ``loc`` and ``msg``, a JSON-schema error's path and message). ``loc`` is a path
+    or an already dotted place; an empty one is ``whole`` (``"(arguments)"``, say), and with
+    no ``whole`` the message stands alone rather than after an empty place."""
+    where = (loc if isinstance(loc, str) else dotted(loc)) or whole
+    return f"{where}: {message}" if where else message
+
+
+def validation_text(error: ValidationError, *, whole: str = "", every: bool = False) -> str:
+    """:func:`where_message` of pydantic's first problem with a value (``every``: of each,
+    joined by ``"; "``)."""
+    problems = error.errors(include_url=False, include_input=False)
+    return "; ".join(
+        where_message(p["loc"], p["msg"], whole=whole) for p in problems[: None if every else 1]
+    )

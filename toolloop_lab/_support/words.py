@@ -1,0 +1,83 @@
+"""The words a person reads for the codes of the event vocabulary, from ``words.json``.
+
+One file holds them (outcomes, synthesis reasons, why a call never ran or failed, a call
+cut short, interventions, gates), so the text view, the snapshot, the report and the
+browser's bundle (which imports the same file) cannot say one run two ways. A code without
+words (a newer version's, an edited trace's) reads as itself, for the caller to clip and
+escape.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from importlib.resources import files
+from types import MappingProxyType
+from typing import Final
+
+__all__ = [
+    "CUT_SHORT",
+    "FAILED",
+    "GATE",
+    "GATE_NAME",
+    "GATE_STATE",
+    "INTERVENTION",
+    "INTERVENTION_SUMMARY",
+    "NOT_RUN",
+    "OUTCOME",
+    "STATUS",
+    "SYNTHESIS_REASON",
+    "TABLES",
+    "outcome_text",
+    "reason_words",
+    "word",
+]
+
+
+def _load() -> Mapping[str, Mapping[str, str]]:
+    """Every table of the file, read-only; ``_about`` is the file's own note."""
+    text = files("toolloop_lab").joinpath("words.json").read_text(encoding="utf-8")
+    raw = json.loads(text)
+    return MappingProxyType(
+        {name: MappingProxyType(dict(table)) for name, table in raw.items() if name != "_about"}
+    )
+
+
+TABLES: Final = _load()
+"""Every table by name, as the file holds them."""
+STATUS: Final = TABLES["status"]
+OUTCOME: Final = TABLES["outcome"]
+SYNTHESIS_REASON: Final = TABLES["synthesis_reason"]
+NOT_RUN: Final = TABLES["not_run"]
+"""Why a call the loop answered without running it never ran, by its error reason."""
+FAILED: Final = TABLES["failed"]
+"""Why a call that was dispatched is an error, by its error reason."""
+CUT_SHORT: Final = TABLES["cut_short"]
+"""A call whose tool had begun when the run stopped, by its reason: it ran, for as long
+as it did."""
+INTERVENTION: Final = TABLES["intervention"]
+INTERVENTION_SUMMARY: Final = TABLES["intervention_summary"]
+GATE: Final = TABLES["gate"]
+GATE_NAME: Final = TABLES["gate_name"]
+GATE_STATE: Final = TABLES["gate_state"]
+
+
+def word(table: Mapping[str, str], code: str) -> str:
+    """``code`` in words from ``table``, or ``code`` itself when it has none."""
+    return table.get(code, code)
+
+
+def reason_words(code: str | None) -> str | None:
+    """A tool call's error reason in words (never run, failed, then cut short)."""
+    if code is None:
+        return None
+    return NOT_RUN.get(code) or FAILED.get(code) or CUT_SHORT.get(code) or code
+
+
+def outcome_text(outcome: str, synthesis_reason: str | None = None) -> str:
+    """How a run ended, with why a final-answer call ran when one did:
+    ``Answered by a final-answer call (model repeating itself)``."""
+    said = word(OUTCOME, outcome)
+    if outcome == "synthesis" and synthesis_reason:
+        return f"{said} ({word(SYNTHESIS_REASON, synthesis_reason)})"
+    return said

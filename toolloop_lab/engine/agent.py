@@ -1,0 +1,416 @@
+"""``LLMAgent`` and its shared tool-loop helper ``_execute_tool_loop``.
+
+The agent is the public face: it holds the model, the tools, the config, the observers
+and the pause hooks, and turns a prompt (or a conversation) into a run of
+:class:`~toolloop_lab.engine.loop.ToolLoop`. Its guard makes every ending the same shape: whatever
+happens, the run ends with a final event, every tool call has its ``ToolMessage``, and the
+partial counts, messages and events survive in the result or on the error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeVar
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    convert_to_messages,
+)
+from langchain_core.tools import BaseTool
+
+from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS, clip
+from toolloop_lab._support.sync_runner import run_sync
+from toolloop_lab.engine.config import DEFAULT_SYNTHESIS_PROMPT, AgentConfig
+from toolloop_lab.engine.hooks import PauseHook
+from toolloop_lab.engine.loop import ToolLoop
+from toolloop_lab.engine.result import ToolLoopResult
+from toolloop_lab.engine.run_state import RunState
+from toolloop_lab.errors import (
+    ConfigurationError,
+    ConversationError,
+    ExecutionError,
+    ToolLoopError,
+    describe,
+)
+from toolloop_lab.events import LoopFailed, Observer, failure_fields
+from toolloop_lab.spend import budget as _budget
+from toolloop_lab.spend.pricing import TokenPrice
+from toolloop_lab.tools.dispatch import ToolBox, block_calls, skipped_outcomes
+
+__all__ = [
+    "DEFAULT_SYNTHESIS_PROMPT",
+    "AgentConfig",
+    "LLMAgent",
+    "ToolLoopResult",
+    "check_conversation",
+]
+
+_log = logging.getLogger("toolloop_lab")
+T = TypeVar("T")
+
+
+def _remover(
+    get: Callable[[], tuple[T, ...]], put: Callable[[tuple[T, ...]], None], item: T
+) -> Callable[[], None]:
+    """A function removing ``item`` (the last occurrence, by identity) once."""
+    done = False
+
+    def remove() -> None:
+        nonlocal done
+        if done:
+            return
+        done = True
+        items = get()
+        for i in range(len(items) - 1, -1, -1):
+            if items[i] is item:
+                put(items[:i] + items[i + 1 :])
+                return
+
+    return remove
+
+
+def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """The same objects, in the same order (at once when it is the same tuple, as it is
+    on every call of a run)."""
+    return a is b or (len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True)))
+
+
+def _bind(model: BaseChatModel, tools: tuple[BaseTool, ...]) -> Any:
+    """``model`` with ``tools`` bound; a model that cannot take them is a setup error (the
+    run starts by binding, so it fails before any call)."""
+    if not tools:
+        return model
+    try:
+        return model.bind_tools(list(tools))
+    except Exception as exc:
+        raise ConfigurationError(
+            f"{type(model).__name__} could not take the tools "
+            f"({type(exc).__name__}: {describe(exc)})",
+            field="tools",
+        ) from exc
+
+
+_RESULT_KEYS: Final = {"tool_result": "tool_use_id", "function_call_output": "call_id"}
+"""Content-block types of a user message that answer a tool call, and the key holding its
+id (Anthropic, OpenAI Responses)."""
+
+
+def _answered_ids(message: BaseMessage) -> list[Any]:
+    """The call ids ``message`` answers: a ``ToolMessage``'s, or a user message's result
+    blocks' (any value: the checker names a bad one)."""
+    if isinstance(message, ToolMessage):
+        return [message.tool_call_id]
+    if not isinstance(message, HumanMessage) or not isinstance(message.content, list):
+        return []
+    ids = []
+    for block in message.content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        key = _RESULT_KEYS.get(kind) if isinstance(kind, str) else None
+        if key:
+            ids.append(block.get(key))
+    return ids
+
+
+def _asked_calls(message: AIMessage) -> list[tuple[Any, str]]:
+    """``(id, name)`` of every call ``message`` asks for: parsed, unparsable, and those its
+    content blocks carry (the same call listed both ways counts once, as sent)."""
+    calls = [
+        (call.get("id"), str(call.get("name") or "(unnamed)"))
+        for listed in (message.tool_calls, message.invalid_tool_calls)
+        for call in listed
+    ]
+    listed_ids = {cid for cid, _name in calls}
+    calls += [pair for pair in block_calls(message.content) if pair[0] not in listed_ids]
+    return calls
+
+
+@dataclass(slots=True)
+class _Pairing:
+    """Reads a conversation as a provider does: an AI message's calls are answered by the
+    results right after it, each exactly once. Raises ``ConversationError`` at the first
+    message that breaks this."""
+
+    asked: set[str] = field(default_factory=set)
+    answered: set[str] = field(default_factory=set)
+    waiting: dict[str, str] = field(default_factory=dict)
+    """The calls of the last AI message still without a result: id → tool name."""
+    opener: tuple[str, int] = ("", 0)
+    """Where that AI message is."""
+
+    def read(self, source: str, index: int, message: BaseMessage) -> None:
+        for cid in _answered_ids(message):
+            self._answer(source, index, cid)
+        if isinstance(message, ToolMessage):
+            return
+        self.close()
+        if isinstance(message, AIMessage):
+            self.opener = (source, index)
+            for cid, name in _asked_calls(message):
+                self._ask(source, index, cid, name)
+
+    def close(self) -> None:
+        """No more results may follow: every call of the last AI message needs one."""
+        for cid, name in self.waiting.items():
+            text = f"the call {_id(cid)} to {_name(name)} has no result right after it"
+            _refuse("unanswered_call", *self.opener, cid, text)
+
+    def _ask(self, source: str, index: int, cid: Any, name: str) -> None:
+        if not isinstance(cid, str) or not cid:
+            text = f"a call to {_name(name)} has no id, so no result can answer it"
+            _refuse("unanswered_call", source, index, None, text)
+        if cid in self.asked:
+            text = f"the call id {_id(cid)} is used again, so its results cannot be told apart"
+            _refuse("repeated_call_id", source, index, cid, text)
+        self.asked.add(cid)
+        self.waiting[cid] = name
+
+    def _answer(self, source: str, index: int, cid: Any) -> None:
+        if isinstance(cid, str) and self.waiting.pop(cid, None) is not None:
+            self.answered.add(cid)
+            return
+        if isinstance(cid, str) and cid in self.answered:
+            text = f"the call {_id(cid)} is answered again (an earlier result answered it)"
+            _refuse("answered_twice", source, index, cid, text)
+        text = f"a tool result for {_id(cid)} answers no call of the AI message right before it"
+        _refuse("orphan_result", source, index, cid if isinstance(cid, str) else None, text)
+
+
+def _id(cid: Any) -> str:
+    return repr(clip(cid, ID_CHARS))
+
+
+def _name(name: str) -> str:
+    return repr(clip(name, NAME_CHARS))
+
+
+def _refuse(reason: str, source: str, index: int, cid: str | None, text: str) -> None:
+    raise ConversationError(
+        f"{source}[{index}]: {text}; no provider takes such a conversation, so nothing was sent",
+        reason=reason,
+        source=source,
+        index=index,
+        call_id=cid,
+    )
+
+
+def check_conversation(parts: Iterable[tuple[str, Sequence[BaseMessage]]]) -> None:
+    """Refuse, before any model call, messages whose tool calls and results do not pair up
+    the way every provider requires (see :class:`ConversationError`). ``parts`` are the
+    conversation's pieces in order, each with the name its positions are given in."""
+    pairing = _Pairing()
+    for source, messages in parts:
+        for index, message in enumerate(messages):
+            pairing.read(source, index, message)
+    pairing.close()
+
+
+def _checked(messages: list[BaseMessage]) -> list[BaseMessage]:
+    check_conversation((("messages", messages),))
+    return messages
+
+
+class LLMAgent:
+    """Drives any langchain-core chat model through tool-call rounds, with events."""
+
+    def __init__(
+        self,
+        model: BaseChatModel,
+        tools: Iterable[BaseTool] = (),
+        config: AgentConfig | None = None,
+        *,
+        pruning_model: BaseChatModel | None = None,
+        observers: Iterable[Observer] = (),
+        pause_hooks: Iterable[PauseHook] = (),
+        prices: Mapping[str, TokenPrice] | None = None,
+    ) -> None:
+        self.model = model
+        self.prices = prices
+        self.tools: tuple[BaseTool, ...] = tuple(tools)
+        self.config = config if config is not None else AgentConfig()
+        self.pruning_model = pruning_model
+        self._observers: tuple[Observer, ...] = tuple(observers)
+        self._pause_hooks: tuple[PauseHook, ...] = tuple(pause_hooks)
+        self._bound: tuple[BaseChatModel, tuple[BaseTool, ...], Any] | None = None
+        self._box: tuple[tuple[BaseTool, ...], ToolBox] | None = None
+
+    # -- wiring -----------------------------------------------------------------------
+    @property
+    def prices(self) -> Mapping[str, TokenPrice] | None:
+        """Price overrides by model name, used to price every call of every run (with or
+        without a USD budget); a ``usd_budget(prices=...)`` entry wins for its name."""
+        return self._prices
+
+    @prices.setter
+    def prices(self, value: Mapping[str, TokenPrice] | None) -> None:
+        # checked here, like usd_budget's, so a wrong entry fails before a paid call
+        self._prices = _budget.checked_prices(value)
+
+    @property
+    def observers(self) -> tuple[Observer, ...]:
+        """The observers the next run will feed."""
+        return self._observers
+
+    @property
+    def pause_hooks(self) -> tuple[PauseHook, ...]:
+        """The pause hooks the next run will await."""
+        return self._pause_hooks
+
+    def subscribe(self, callback: Observer) -> Callable[[], None]:
+        """Add an observer for later runs; returns a function that removes it again."""
+        self._observers = (*self._observers, callback)
+        return _remover(lambda: self._observers, self._set_observers, callback)
+
+    def _set_observers(self, value: tuple[Observer, ...]) -> None:
+        self._observers = value
+
+    def add_pause_hook(self, hook: PauseHook) -> Callable[[], None]:
+        """Add a step-mode hook awaited at every pause point; returns its remover."""
+        self._pause_hooks = (*self._pause_hooks, hook)
+        return _remover(lambda: self._pause_hooks, self._set_hooks, hook)
+
+    def _set_hooks(self, value: tuple[PauseHook, ...]) -> None:
+        self._pause_hooks = value
+
+    def bound_model(self) -> Any:
+        """The model with the tools bound (reused while the model and tools stay the same
+        objects: binding builds every tool's schema)."""
+        cached, model, tools = self._bound, self.model, self.tools
+        if cached is None or cached[0] is not model or not _same(cached[1], tools):
+            cached = self._bound = (model, tools, _bind(model, tools))
+        return cached[2]
+
+    def toolbox(self) -> ToolBox:
+        """The tools prepared for the loop to run (reused while they stay the same objects)."""
+        cached, tools = self._box, self.tools
+        if cached is None or not _same(cached[0], tools):
+            cached = self._box = (tools, ToolBox(tools))
+        return cached[1]
+
+    # -- entry points -----------------------------------------------------------------
+    async def arun(
+        self, prompt_or_messages: str | Sequence[Any], *, history: Sequence[Any] = ()
+    ) -> ToolLoopResult:
+        """Run the loop on a prompt (with the config's system prompt) or on messages.
+
+        ``history`` continues a conversation (``previous.messages``): the new turn runs on
+        it plus the new message, and the result's counts cover this turn only.
+        """
+        return await self._guarded(lambda: self._initial_messages(prompt_or_messages, history))
+
+    def run(
+        self, prompt_or_messages: str | Sequence[Any], *, history: Sequence[Any] = ()
+    ) -> ToolLoopResult:
+        """Synchronous :meth:`arun`; also works where an event loop already runs (notebooks).
+
+        Runs reuse one event loop per calling thread (inside a running loop: one background
+        loop), so a chat model whose client pools connections per loop keeps working across
+        calls. The run sees a copy of the caller's context, USD budget included.
+        """
+        ctx = _budget.caller_context()
+        return run_sync(lambda: self.arun(prompt_or_messages, history=history), ctx)
+
+    async def _execute_tool_loop(self, messages: Sequence[BaseMessage]) -> ToolLoopResult:
+        """Drive the model through tool rounds and return the result (see module doc)."""
+        return await self._guarded(lambda: _checked(list(messages)))
+
+    def _initial_messages(
+        self, prompt_or_messages: str | Sequence[Any], history: Sequence[Any]
+    ) -> list[BaseMessage]:
+        earlier = convert_to_messages(history)
+        if not isinstance(prompt_or_messages, str):
+            given = convert_to_messages(prompt_or_messages)
+            check_conversation((("history", earlier), ("messages", given)))
+            return earlier + given
+        check_conversation((("history", earlier),))
+        messages: list[BaseMessage] = earlier
+        if self.config.system_prompt and not any(isinstance(m, SystemMessage) for m in earlier):
+            messages.insert(0, SystemMessage(self.config.system_prompt))  # first, as providers ask
+        messages.append(HumanMessage(prompt_or_messages))
+        return messages
+
+    # -- the guard --------------------------------------------------------------------
+    async def _guarded(self, build: Callable[[], list[BaseMessage]]) -> ToolLoopResult:
+        """Check the setup, build the input messages and run the loop; on failure keep the
+        partial state on the error. Setup problems surface as ``ToolLoopError`` too, before
+        any model call."""
+        run = RunState(self._observers)
+        try:
+            config = self.config.validated()
+            self._check_tools()
+            run.messages = build()
+            return await ToolLoop(self, config, run).execute()
+        except ExecutionError as exc:
+            self._end(run, exc, exc.reason, f"not run: {exc}", cancelled=False)
+            exc.set_partial(**run.partial())
+            raise
+        except (asyncio.CancelledError, KeyboardInterrupt, SystemExit) as exc:
+            text = "the loop was stopped before this call ran"
+            self._end(run, exc, "cancelled", text, cancelled=True)
+            raise
+        except Exception as exc:
+            self._end(run, exc, "loop_failed", "not run: the loop failed", cancelled=False)
+            raise ToolLoopError(
+                f"tool loop failed in round {run.round}: {type(exc).__name__}: {describe(exc)}",
+                cause=exc,
+                **run.partial(),
+            ) from exc
+        except BaseException as exc:
+            # Not an Exception, yet not an interrupt either (a library's own control flow,
+            # a tool's custom abort): it propagates as it is, but the run still ends with
+            # every call answered and a final event.
+            text = f"not run: the loop was stopped by {type(exc).__name__}"
+            self._end(run, exc, "loop_failed", text, cancelled=False)
+            raise
+        finally:
+            run.release()
+
+    def _check_tools(self) -> None:
+        names = [t.name for t in self.tools]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ConfigurationError(
+                f"tool names must be unique; repeated: {', '.join(duplicates)}", field="tools"
+            )
+
+    def _end(
+        self, run: RunState, exc: BaseException, reason: str, text: str, *, cancelled: bool
+    ) -> None:
+        """Close the calls a stop left open, then emit the run's ``LoopFailed``."""
+        self._close_open_calls(run, reason, text)
+        kind = exc.kind if isinstance(exc, ExecutionError) else None
+        why = exc.reason if isinstance(exc, ExecutionError) else None
+        run.emit(
+            LoopFailed,
+            **failure_fields(exc, kind=kind, reason=why, cancelled=cancelled),
+            rounds=run.rounds_done,
+            usage=run.usage,
+            any_invocation_made=run.any_invocation,
+            messages=run.unsent_messages(),
+            partial_text=run.partial_text,
+        )
+
+    def _close_open_calls(self, run: RunState, reason: str, text: str) -> None:
+        """Answer tool calls left open by a stop, so the transcript stays resumable."""
+        answered = run.answered()
+        last = next((m for m in reversed(run.messages) if isinstance(m, AIMessage)), None)
+        if last is None:
+            return
+        for skipped in skipped_outcomes(last, reason, text):
+            call_id = skipped.message.tool_call_id
+            if call_id in answered:
+                continue
+            # a call that finished before the stop ran: its real result is kept
+            outcome = run.finished.get(call_id, skipped)
+            run.messages.append(outcome.message)
+            if not run.reported(call_id):
+                run.emit_dispatch(outcome)

@@ -1,0 +1,117 @@
+"""``AgentConfig``: how the loop runs, declared as constrained fields.
+
+Constructing a config never raises (a notebook may build one and fix it later); a run
+checks it with :meth:`AgentConfig.validated` before any model call, so a bad value fails as
+``ConfigurationError(field=...)`` with nothing spent. The constraints live in the field
+annotations (pydantic enforces them), not in hand-written checks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Final
+
+from annotated_types import Gt, Le, MinLen
+from pydantic import (
+    AllowInfNan,
+    BeforeValidator,
+    ConfigDict,
+    Strict,
+    StringConstraints,
+    TypeAdapter,
+    ValidationError,
+)
+
+from toolloop_lab._support.fields import Count, PositiveInt, refused
+from toolloop_lab.engine.pruning import DEFAULT_PRUNING_PROMPT
+
+__all__ = ["DEFAULT_SYNTHESIS_PROMPT", "MAX_TIMEOUT_S", "AgentConfig"]
+
+DEFAULT_SYNTHESIS_PROMPT: Final = (
+    "Stop calling tools now. Using only what the conversation above already contains, "
+    "give your best final answer to the original request, and say briefly what is still "
+    "missing, if anything."
+)
+
+MAX_TIMEOUT_S: Final = 7 * 24 * 3600.0
+"""Longest per-tool timeout accepted (a week): anything longer is a mistake, not a limit."""
+
+
+def _names(value: Any) -> Any:
+    """Lists and sets of names are accepted and kept as a tuple (the config is frozen)."""
+    if isinstance(value, (list, set, frozenset)):
+        return tuple(sorted(value) if isinstance(value, (set, frozenset)) else value)
+    return value
+
+
+_Prompt = Annotated[str, Strict(), StringConstraints(pattern=r"\S")]
+"""Text with something in it besides whitespace."""
+_Percent = Annotated[float, AllowInfNan(False), Gt(0), Le(100)]
+_Timeout = Annotated[float, AllowInfNan(False), Gt(0), Le(MAX_TIMEOUT_S)]
+_ToolName = Annotated[str, Strict(), MinLen(1)]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentConfig:
+    """How the loop runs. Immutable; checked by :meth:`validated` when a run starts."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(
+        revalidate_instances="always", strict=True
+    )
+
+    tool_max_rounds: PositiveInt = 10
+    """Tool rounds before the loop stops calling tools and runs synthesis."""
+    token_budget_percent: _Percent | None = None
+    """Token budget as % of the context window; ``None`` means no token budget."""
+    context_window: PositiveInt | None = None
+    """Overrides the model profile's ``max_input_tokens`` (default 128,000 if neither)."""
+    prune_tools: Annotated[tuple[_ToolName, ...], BeforeValidator(_names)] = ()
+    """Tools whose large outputs the pruning model shortens."""
+    prune_min_chars: Count = 2_000
+    """Only outputs longer than this many characters are pruned."""
+    pruning_prompt: _Prompt = DEFAULT_PRUNING_PROMPT
+    synthesis_prompt: _Prompt = DEFAULT_SYNTHESIS_PROMPT
+    max_stuck_rounds: PositiveInt | None = None
+    """Stop early (synthesis, reason ``stuck``) once the model has repeated a round's exact
+    tool calls, same names and arguments, this many times in a row; ``None``: never."""
+    tool_timeout_s: _Timeout | None = None
+    """Per-tool-call timeout; a call that takes longer gets an error ToolMessage."""
+    system_prompt: Annotated[str, Strict()] | None = None
+    """Prepended when :meth:`LLMAgent.arun` is given a plain prompt."""
+    streaming: bool = False
+    """Read replies as streams where the model implements streaming (``model_delta``
+    events with the text as it arrives, time to first token). A streamed reply is the
+    same message as an invoked one: usage from the provider's final chunk, tool-call
+    arguments parsed as strictly. Off by default, so a run sends exactly the requests it
+    always did."""
+    parallel_tool_calls: bool = True
+    """Run the calls of one reply concurrently (results still in call order); ``False``
+    runs them one after another, in order, for tools whose calls depend on each other."""
+
+    def validated(self) -> AgentConfig:
+        """This config, checked (lists of names become tuples); raises
+        :class:`ConfigurationError` naming the first bad field."""
+        try:
+            return _ADAPTER.validate_python(self)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = str(first["loc"][0]) if first["loc"] else None
+            value = getattr(self, field, None) if field else None
+            raise refused(field, first["msg"], value) from None
+
+    def validate(self) -> None:
+        """Raise :class:`ConfigurationError` naming the first bad field."""
+        self.validated()
+
+    def changed(self) -> dict[str, Any]:
+        """The fields that differ from ``AgentConfig()``, by name."""
+        default = AgentConfig()
+        return {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name) != getattr(default, f.name)
+        }
+
+
+_ADAPTER: Final = TypeAdapter(AgentConfig)

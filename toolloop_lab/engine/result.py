@@ -1,0 +1,70 @@
+"""``ToolLoopResult``: what a finished run hands back.
+
+It holds the answer, the transcript and the events; every figure is read from the run's
+closing ``LoopFinished`` event, never copied, so the result and the events cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from langchain_core.messages import AIMessage, BaseMessage
+
+from toolloop_lab._support.derived import Derived
+from toolloop_lab.events import Event, LoopFinished
+
+__all__ = ["ToolLoopResult"]
+
+T = TypeVar("T")
+
+
+def _closing(read: Callable[[LoopFinished], T]) -> Derived[ToolLoopResult, T]:
+    """A figure of the result, read from its closing event on every access."""
+    return Derived(lambda result: read(result.finished))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolLoopResult:
+    """What a finished loop returns: the answer, the transcript and the events; every
+    figure is read from the run's closing ``LoopFinished`` event, never copied."""
+
+    final_response: AIMessage
+    messages: tuple[BaseMessage, ...]
+    """The whole transcript, input messages included."""
+    events: tuple[Event, ...]
+
+    @property
+    def finished(self) -> LoopFinished:
+        """The run's closing event."""
+        last = self.events[-1]
+        assert isinstance(last, LoopFinished)
+        return last
+
+    usage = _closing(lambda e: e.usage)
+    """Every model call of the loop, synthesis and pruning included."""
+    rounds = _closing(lambda e: e.rounds)
+    """Tool rounds run (synthesis not counted)."""
+    outcome = _closing(lambda e: e.outcome)
+    """How the run ended (see :data:`toolloop_lab.events.Outcome`)."""
+    budget_exhausted = _closing(lambda e: e.budget_exhausted)
+    """The token budget was spent (synthesis then answered)."""
+    synthesis_was_run = _closing(lambda e: e.synthesis_was_run)
+    """A synthesis call answered."""
+    synthesis_reason = _closing(lambda e: e.synthesis_reason)
+    """Why synthesis ran, if it did."""
+    run_id = _closing(lambda e: e.run_id)
+    """The id every event of the run carries."""
+    final_empty = _closing(lambda e: e.final_empty)
+    """The final answer has no text (an empty or thinking-only reply)."""
+    final_truncated = _closing(lambda e: e.final_truncated)
+    """The final answer was cut off by the provider's output-token limit."""
+    accumulated_prompt = _closing(lambda e: e.usage.input_tokens)
+    """Sum of input tokens over every model call of the loop."""
+    accumulated_completion = _closing(lambda e: e.usage.output_tokens)
+    """Sum of output tokens over every model call of the loop."""
+    cost_usd = _closing(lambda e: e.usage.cost_usd)
+    """Total USD cost, or ``None`` when any call was unpriced."""
+    usage_estimated = _closing(lambda e: e.usage.estimated)
+    """True when some provider reported no usage and counts were estimated."""

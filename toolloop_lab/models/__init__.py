@@ -1,0 +1,19 @@
+"""``ScriptedChatModel``: a real langchain-core chat model that plays back a script of replies.
+
+The names of :mod:`toolloop_lab.models.scripted`, at the path
+``toolloop_lab.models`` they have always had.
+"""
+
+from __future__ import annotations
+
+from toolloop_lab.models.scripted import (
+    ScriptedCall,
+    ScriptedChatModel,
+    ScriptItem,
+)
+
+__all__ = [
+    "ScriptItem",
+    "ScriptedCall",
+    "ScriptedChatModel",
+]
