@@ -109,9 +109,10 @@ def test_sigkill_leaves_every_completed_round(known: int, fsync: bool, tmp_path:
     try:
         deadline = time.monotonic() + SAFETY_S
         seen: tuple[Event, ...] = ()
-        # the child is known to sit inside round known+1's tool call once its model call is
-        # on disk: nothing more is written until the kill
-        while not any(e.kind == "model_call" and e.round == known + 1 for e in seen):
+        # the child is known to sit inside round known+1's tool call once that call's
+        # tool_start is on disk (it comes after the round's model_call): nothing more is
+        # written until the kill
+        while not any(e.kind == "tool_start" and e.round == known + 1 for e in seen):
             assert child.poll() is None, "the child ended on its own"
             assert time.monotonic() < deadline, "the child never got there"
             time.sleep(0.01)
