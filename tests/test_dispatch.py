@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from toolloop_lab import AgentConfig, ExecutionError, LLMAgent, ScriptedChatModel, ToolLoopResult
 from toolloop_lab.events import Event, ModelCalled, ToolDispatched
-from toolloop_lab.tools.dispatch import (
+from toolloop_lab.tools.dispatcher import (
     normalize_tool_call_ids,
     not_available_error,
     serialize_output,

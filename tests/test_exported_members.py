@@ -90,7 +90,8 @@ def _subclasses(cls: type) -> set[type]:
 
 
 def test_every_exception_lives_in_errors_and_keeps_its_old_paths() -> None:
-    from toolloop_lab import recording, recording_format
+    from toolloop_lab import recording
+    from toolloop_lab.replay import recording_file as recording_format
 
     strays = {
         cls.__qualname__
@@ -135,3 +136,21 @@ def test_no_function_is_longer_than_fifty_lines() -> None:
                 if lines > 50 and (where, node.name) not in DATA_TABLES:
                     long.append(f"{where}::{node.name} ({lines} lines)")
     assert long == []
+
+
+def test_the_layers_show_on_disk() -> None:
+    """At most twelve modules at the package's top (the public face and the documented
+    paths); everything else lives in a subpackage named for its layer."""
+    package = Path(__file__).resolve().parents[1] / "toolloop_lab"
+    top = sorted(p.name for p in package.glob("*.py"))
+    assert len(top) <= 12, top
+    for layer in ("engine", "tools", "models", "spend", "replay", "_support"):
+        assert (package / layer / "__init__.py").is_file(), layer
+
+
+def test_no_hand_written_front_end_module_is_over_400_lines() -> None:
+    src = Path(__file__).resolve().parents[1] / "toolloop_lab" / "widget" / "src"
+    sizes = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in src.glob("*.js")}
+    assert len(sizes) > 1
+    assert {name: n for name, n in sizes.items() if n >= 400} == {}
+    assert all(p.read_text(encoding="utf-8").startswith("// @ts-check") for p in src.glob("*.js"))

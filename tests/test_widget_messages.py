@@ -27,7 +27,7 @@ from loopkit import FakeTime, MockComm, channel, received, until
 from toolloop_lab.events import Event, LoopFinished
 from toolloop_lab.runview import RunView
 from toolloop_lab.spend.usage import format_usd
-from toolloop_lab.tools.dispatch import STOPPED_TEXT
+from toolloop_lab.tools.dispatcher import STOPPED_TEXT
 from toolloop_lab.trace import write_trace
 from toolloop_lab.widget import LoopDebugger
 from toolloop_lab.widget.coalesce import Coalescer

@@ -1,19 +1,8 @@
-"""The documented path of :mod:`toolloop_lab.engine.pruning` (kept so existing imports work)."""
+"""The documented path of :mod:`toolloop_lab.engine.pruning` (kept so existing imports work): the
+same names, the same objects.
+"""
 
 from __future__ import annotations
 
-from toolloop_lab.engine.pruning import (
-    DEFAULT_PRUNING_PROMPT,
-    PruneResult,
-    prune_output,
-    pruning_prompt,
-    text_tokens,
-)
-
-__all__ = [
-    "DEFAULT_PRUNING_PROMPT",
-    "PruneResult",
-    "prune_output",
-    "pruning_prompt",
-    "text_tokens",
-]
+from toolloop_lab.engine.pruning import *  # noqa: F403  (every name of its __all__, nothing else)
+from toolloop_lab.engine.pruning import __all__ as __all__

@@ -1,29 +1,8 @@
-"""The documented path of :mod:`toolloop_lab.tools.schema` (kept so existing imports work)."""
+"""The documented path of :mod:`toolloop_lab.tools.schema` (kept so existing imports work): the
+same names, the same objects.
+"""
 
 from __future__ import annotations
 
-from toolloop_lab.tools.schema import (
-    MAX_ARG_DEPTH,
-    ArgumentProblem,
-    FunctionDoc,
-    FunctionSpec,
-    SchemaCheckError,
-    argument_problem,
-    depth_problem,
-    function_spec,
-    json_schema_problem,
-    tools_from_schema,
-)
-
-__all__ = [
-    "MAX_ARG_DEPTH",
-    "ArgumentProblem",
-    "FunctionDoc",
-    "FunctionSpec",
-    "SchemaCheckError",
-    "argument_problem",
-    "depth_problem",
-    "function_spec",
-    "json_schema_problem",
-    "tools_from_schema",
-]
+from toolloop_lab.tools.schema import *  # noqa: F403  (every name of its __all__, nothing else)
+from toolloop_lab.tools.schema import __all__ as __all__

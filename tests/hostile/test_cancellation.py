@@ -41,7 +41,7 @@ from toolloop_lab.engine.hooks import PausePoint
 from toolloop_lab.events import Event, LoopFailed, ModelCallFailed, ToolStarted, transcript
 from toolloop_lab.runview import RunView
 from toolloop_lab.spend.usage import Usage
-from toolloop_lab.tools.dispatch import STOPPED_TEXT
+from toolloop_lab.tools.dispatcher import STOPPED_TEXT
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 

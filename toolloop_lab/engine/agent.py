@@ -43,7 +43,7 @@ from toolloop_lab.errors import (
 from toolloop_lab.events import LoopFailed, Observer, failure_fields
 from toolloop_lab.spend import budget as _budget
 from toolloop_lab.spend.pricing import TokenPrice
-from toolloop_lab.tools.dispatch import ToolBox, block_calls, skipped_outcomes
+from toolloop_lab.tools.dispatcher import ToolBox, block_calls, skipped_outcomes
 
 __all__ = [
     "DEFAULT_SYNTHESIS_PROMPT",

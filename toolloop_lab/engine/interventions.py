@@ -31,7 +31,7 @@ from toolloop_lab.engine.model_call import call_views
 from toolloop_lab.engine.run_state import RunState
 from toolloop_lab.errors import InterventionError, describe
 from toolloop_lab.events import Intervention, ToolCallView, message_dicts
-from toolloop_lab.tools.dispatch import DispatchOutcome, written_outcome
+from toolloop_lab.tools.dispatcher import DispatchOutcome, written_outcome
 from toolloop_lab.tools.schema import argument_problem, depth_problem
 
 __all__ = ["MessageEdits", "ToolCallEdits", "check_args"]

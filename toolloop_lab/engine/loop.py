@@ -50,7 +50,7 @@ from toolloop_lab.errors import PaidCallError
 from toolloop_lab.spend.budget import GateCheck, RunBudget
 from toolloop_lab.spend.pricing import TokenPrice, model_name_of
 from toolloop_lab.spend.usage import Usage
-from toolloop_lab.tools.dispatch import (
+from toolloop_lab.tools.dispatcher import (
     DispatchHooks,
     DispatchOutcome,
     ToolBox,

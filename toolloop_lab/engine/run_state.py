@@ -19,7 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from toolloop_lab.engine.call_events import tool_dispatched
 from toolloop_lab.events import Event, Observer, message_dicts, notify
 from toolloop_lab.spend.usage import Usage
-from toolloop_lab.tools.dispatch import DispatchOutcome
+from toolloop_lab.tools.dispatcher import DispatchOutcome
 
 __all__ = ["RunState"]
 

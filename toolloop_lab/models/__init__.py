@@ -6,14 +6,5 @@ The names of :mod:`toolloop_lab.models.scripted`, at the path
 
 from __future__ import annotations
 
-from toolloop_lab.models.scripted import (
-    ScriptedCall,
-    ScriptedChatModel,
-    ScriptItem,
-)
-
-__all__ = [
-    "ScriptItem",
-    "ScriptedCall",
-    "ScriptedChatModel",
-]
+from toolloop_lab.models.scripted import *  # noqa: F403  (every name of its __all__, nothing else)
+from toolloop_lab.models.scripted import __all__ as __all__
