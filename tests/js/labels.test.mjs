@@ -5,7 +5,7 @@ import { test } from "node:test";
 import { src } from "./fixtures.mjs";
 
 const { outcomeWords, reasonWords, usd, word, OUTCOME, NOT_RUN } = await import(src("words.js"));
-const { duration, tokens, plural, pct, count } = await import(src("format.js"));
+const { clip, duration, tokens, plural, pct, count } = await import(src("format.js"));
 
 test("an outcome reads in words, with why a final-answer call ran", () => {
   assert.equal(outcomeWords("synthesis", "stuck"), "Answered by a final-answer call (model repeating itself)");
@@ -61,4 +61,11 @@ test("counts and shares", () => {
   assert.equal(plural(3, "more entry", "more entries"), "3 more entries");
   assert.equal(pct(0.4567), "45.7%");
   assert.equal(pct(null), "—");
+});
+
+test("a cut text ends in the one marker Python writes, counted in code points", () => {
+  assert.equal(clip("short", 300), "short");
+  assert.equal(clip("x".repeat(1234), 3), "xxx… (1,234 chars)");
+  // an astral character is one character, as in Python's len()
+  assert.equal(clip("😀😀😀😀", 2), "😀😀… (4 chars)");
 });

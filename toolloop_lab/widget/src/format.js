@@ -14,6 +14,19 @@ export function count(n) {
 }
 
 /**
+ * Text cut to its first `limit` characters (code points, as Python counts them), ending in
+ * the one cut marker Python's views write too (`_support/escape.py` clip): `… (N chars)`,
+ * N the whole length, so a reader can tell a cut text from a short one.
+ * @param {string} text
+ * @param {number} limit
+ * @returns {string}
+ */
+export function clip(text, limit) {
+  const points = Array.from(text);
+  return points.length > limit ? `${points.slice(0, limit).join("")}… (${nf.format(points.length)} chars)` : text;
+}
+
+/**
  * A token count, or a dash when unknown.
  * @param {number | null | undefined} n
  * @returns {string}

@@ -3,7 +3,7 @@
 // happens now (or how the run ended), Python's note, the totals and the budget gauges.
 
 import { dot, h } from "./dom.js";
-import { count, duration, pct, plural, tokens } from "./format.js";
+import { clip, count, duration, pct, plural, tokens } from "./format.js";
 import { isDone, outcomeText } from "./run.js";
 import { lastToolName } from "./rounds.js";
 import { held, holdingNow, runNow } from "./store.js";
@@ -78,7 +78,7 @@ export function createHeader(ctx) {
       const finish = run.finish;
       if (finish && finish.final_text !== undefined) {
         activity.append(h("span", "tl-strong", `${text}: `));
-        if (finish.final_text) activity.append(h("span", "tl-final", finish.final_text.length > 300 ? finish.final_text.slice(0, 300) + "…" : finish.final_text));
+        if (finish.final_text) activity.append(h("span", "tl-final", clip(finish.final_text, 300)));
         else activity.append(h("span", "tl-muted", "(no text)"));
       } else {
         activity.append(h("span", "tl-strong", text));
