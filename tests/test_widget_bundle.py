@@ -19,6 +19,7 @@ from jskit import need_node
 
 from toolloop_lab._support import words
 from toolloop_lab.events import OUTCOMES, BudgetGate, InterventionAction, SynthesisReason
+from toolloop_lab.replay.figures import Detail
 from toolloop_lab.runview import GateState, RunStatus
 from toolloop_lab.widget.debugger import STATIC
 
@@ -59,6 +60,7 @@ def test_every_code_of_the_event_vocabulary_has_its_words() -> None:
         "gate_name": get_args(get_type_hints(BudgetGate)["gate"]),
         "gate_state": get_args(GateState),
         "status": get_args(RunStatus),
+        "run_detail": get_args(Detail),
     }
     for table, codes in vocabulary.items():
         assert codes, table

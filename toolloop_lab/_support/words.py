@@ -25,6 +25,7 @@ __all__ = [
     "INTERVENTION_SUMMARY",
     "NOT_RUN",
     "OUTCOME",
+    "RUN_DETAIL",
     "STATUS",
     "SYNTHESIS_REASON",
     "TABLES",
@@ -60,6 +61,8 @@ INTERVENTION_SUMMARY: Final = TABLES["intervention_summary"]
 GATE: Final = TABLES["gate"]
 GATE_NAME: Final = TABLES["gate_name"]
 GATE_STATE: Final = TABLES["gate_state"]
+RUN_DETAIL: Final = TABLES["run_detail"]
+"""Why a re-run's figures cover less than a whole run (``RunFigures.detail``)."""
 
 
 def word(table: Mapping[str, str], code: str) -> str:

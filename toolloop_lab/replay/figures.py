@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal, TypeAlias
 
+from toolloop_lab._support.words import RUN_DETAIL, outcome_text, word
 from toolloop_lab.engine.config import AgentConfig
 from toolloop_lab.engine.result import ToolLoopResult
 from toolloop_lab.errors import ExecutionError, ToolLoopError
@@ -215,9 +216,9 @@ def config_text(config: AgentConfig) -> str:
 def comparison_lines(labels: tuple[str, str], a: RunFigures, b: RunFigures) -> list[str]:
     """Two runs side by side: outcome, rounds, calls, tokens and cost, with the change."""
 
-    def outcome(f: RunFigures) -> str:
-        why = f.synthesis_reason or f.detail
-        return f"{f.outcome} ({why})" if why else f.outcome
+    def outcome(f: RunFigures) -> str:  # in the words every other view uses
+        said = outcome_text(f.outcome, f.synthesis_reason)
+        return f"{said} ({word(RUN_DETAIL, f.detail)})" if f.detail else said
 
     def cost(value: Decimal | None) -> str:
         return format_usd(value)
