@@ -47,6 +47,53 @@ const EDITORS = {
 };
 
 /**
+ * @typedef {object} Choice the one dropdown an editor kind has, kept in step with a field
+ * @property {"status" | "role"} field the editor's field it sets
+ * @property {[string, string][]} options value and text; the first is the default
+ * @property {string} title its accessible name
+ * @property {string} lead the words before it
+ */
+
+/** @type {Choice} */
+const STATUS_CHOICE = {
+  field: "status",
+  options: [
+    ["success", "as a success"],
+    ["error", "as an error"],
+  ],
+  title: "Status of the result",
+  lead: "The model reads it ",
+};
+
+/** @type {Partial<Record<Edit["kind"], Choice>>} */
+const CHOICES = {
+  skip: STATUS_CHOICE,
+  result: STATUS_CHOICE,
+  message: {
+    field: "role",
+    options: [
+      ["user", "user"],
+      ["assistant", "assistant"],
+    ],
+    title: "Who says it",
+    lead: "From the ",
+  },
+};
+
+/**
+ * A labelled dropdown that shows and sets the edit's ``choice.field``.
+ * @param {Edit} e
+ * @param {Choice} choice
+ * @returns {HTMLLabelElement}
+ */
+function choiceField(e, choice) {
+  const sel = dropdown(choice.options, choice.title);
+  sel.value = e[choice.field] || choice.options[0][0];
+  sel.addEventListener("change", () => (e[choice.field] = sel.value));
+  return h("label", "tl-lbl", choice.lead, sel);
+}
+
+/**
  * @param {ViewContext} ctx
  */
 export function createEditor(ctx) {
@@ -98,30 +145,8 @@ export function createEditor(ctx) {
       if (e.kind === "args") checkSoon(e);
     });
     const extras = h("div", "tl-edit-row");
-    if (e.kind === "skip" || e.kind === "result") {
-      const sel = dropdown(
-        [
-          ["success", "as a success"],
-          ["error", "as an error"],
-        ],
-        "Status of the result",
-      );
-      sel.value = e.status || "success";
-      sel.addEventListener("change", () => (e.status = sel.value));
-      extras.append(h("label", "tl-lbl", "The model reads it ", sel));
-    }
-    if (e.kind === "message") {
-      const sel = dropdown(
-        [
-          ["user", "user"],
-          ["assistant", "assistant"],
-        ],
-        "Who says it",
-      );
-      sel.value = e.role || "user";
-      sel.addEventListener("change", () => (e.role = sel.value));
-      extras.append(h("label", "tl-lbl", "From the ", sel));
-    }
+    const choice = CHOICES[e.kind];
+    if (choice) extras.append(choiceField(e, choice));
     const apply = button(kind.apply, "tl-primary", () => submit(e, apply));
     const cancel = button("Cancel", null, close);
     extras.append(h("span", "tl-grow"), apply, cancel);
