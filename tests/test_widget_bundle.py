@@ -76,3 +76,25 @@ def test_every_table_of_the_words_file_is_read_by_python() -> None:
     assert words.outcome_text("synthesis", "stuck") == (
         "Answered by a final-answer call (model repeating itself)"
     )
+
+
+def test_the_package_writes_each_outcome_in_words_in_one_file_only() -> None:
+    """Every hand-written file of the package is searched for each outcome's words: only the
+    words file holds them (the shipped bundle is built from it, and the freshness test above
+    keeps it so)."""
+    package = ROOT / "toolloop_lab"
+    bundle = STATIC / "debugger.js"
+    texts = {
+        path: path.read_text(encoding="utf-8", errors="replace")
+        for path in package.rglob("*")
+        if path.is_file() and path != bundle and path.suffix in {".py", ".js", ".json", ".css"}
+    }
+    for code in OUTCOMES:
+        said = words.OUTCOME[code]
+        literal = (f'"{said}"', f"'{said}'", f"`{said}`")  # a string that is exactly them
+        holders = {
+            str(p.relative_to(ROOT))
+            for p, text in texts.items()
+            if any(quoted in text for quoted in literal)
+        }
+        assert holders == {"toolloop_lab/words.json"}, (code, holders)

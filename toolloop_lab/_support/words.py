@@ -25,7 +25,6 @@ __all__ = [
     "INTERVENTION_SUMMARY",
     "NOT_RUN",
     "OUTCOME",
-    "RUN_DETAIL",
     "STATUS",
     "SYNTHESIS_REASON",
     "TABLES",
@@ -61,8 +60,7 @@ INTERVENTION_SUMMARY: Final = TABLES["intervention_summary"]
 GATE: Final = TABLES["gate"]
 GATE_NAME: Final = TABLES["gate_name"]
 GATE_STATE: Final = TABLES["gate_state"]
-RUN_DETAIL: Final = TABLES["run_detail"]
-"""Why a re-run's figures cover less than a whole run (``RunFigures.detail``)."""
+
 
 
 def word(table: Mapping[str, str], code: str) -> str:
@@ -79,7 +77,7 @@ def reason_words(code: str | None) -> str | None:
 
 def outcome_text(outcome: str, synthesis_reason: str | None = None) -> str:
     """How a run ended, with why a final-answer call ran when one did:
-    ``Answered by a final-answer call (model repeating itself)``."""
+    the outcome's words, then the reason's in parentheses."""
     said = word(OUTCOME, outcome)
     if outcome == "synthesis" and synthesis_reason:
         return f"{said} ({word(SYNTHESIS_REASON, synthesis_reason)})"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal, TypeAlias
 
-from toolloop_lab._support.words import RUN_DETAIL, outcome_text, word
+from toolloop_lab._support.words import TABLES, outcome_text, word
 from toolloop_lab.engine.config import AgentConfig
 from toolloop_lab.engine.result import ToolLoopResult
 from toolloop_lab.errors import ExecutionError, ToolLoopError
@@ -218,7 +218,7 @@ def comparison_lines(labels: tuple[str, str], a: RunFigures, b: RunFigures) -> l
 
     def outcome(f: RunFigures) -> str:  # in the words every other view uses
         said = outcome_text(f.outcome, f.synthesis_reason)
-        return f"{said} ({word(RUN_DETAIL, f.detail)})" if f.detail else said
+        return f"{said} ({word(TABLES['run_detail'], f.detail)})" if f.detail else said
 
     def cost(value: Decimal | None) -> str:
         return format_usd(value)

@@ -70,7 +70,7 @@ export function createControls(ctx) {
     if (!f) return;
     const stopped = f.cancelled;
     failureBox.className = `tl-failure ${stopped ? "tl-stopped-box" : "tl-error-box"}`;
-    const head = stopped ? (s.control.stopped_by_user ? "Stopped by you" : "Cancelled") : s.run.outcome === "usd_budget_exhausted" ? OUTCOME.usd_budget_exhausted : "The run failed";
+    const head = stopped ? (s.control.stopped_by_user ? "Stopped by you" : OUTCOME.cancelled) : s.run.outcome === "usd_budget_exhausted" ? OUTCOME.usd_budget_exhausted : "The run failed";
     failureBox.append(h("div", "tl-strong", `${head} after ${plural(f.rounds, "round")}`));
     const facts = [f.error_type, f.error_kind && `kind ${f.error_kind}`, f.reason && `reason ${f.reason}`, f.cause_type && `cause ${f.cause_type}`].filter(Boolean).join(" · ");
     failureBox.append(h("div", "tl-meta", facts));

@@ -14,6 +14,16 @@ export function count(n) {
 }
 
 /**
+ * `text` with its first letter upper-case (a badge reads "Finished", the words file says
+ * "finished").
+ * @param {string} text
+ * @returns {string}
+ */
+export function capitalized(text) {
+  return text ? text[0].toUpperCase() + text.slice(1) : text;
+}
+
+/**
  * Text cut to its first `limit` characters (code points, as Python counts them), ending in
  * the one cut marker Python's views write too (`_support/escape.py` clip): `… (N chars)`,
  * N the whole length, so a reader can tell a cut text from a short one.

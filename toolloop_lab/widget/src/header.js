@@ -3,16 +3,15 @@
 // happens now (or how the run ended), Python's note, the totals and the budget gauges.
 
 import { dot, h } from "./dom.js";
-import { clip, count, duration, pct, plural, tokens } from "./format.js";
+import { capitalized, clip, count, duration, pct, plural, tokens } from "./format.js";
 import { isDone, outcomeText } from "./run.js";
 import { lastToolName } from "./rounds.js";
 import { held, holdingNow, runNow } from "./store.js";
-import { GATE_NAME, usd } from "./words.js";
+import { GATE_NAME, STATUS, usd, word } from "./words.js";
 
 /** @typedef {import("./context.js").ViewContext} ViewContext */
 
 /** @type {Readonly<Record<string, string>>} */
-const STATUS_WORDS = { idle: "Waiting for a run", running: "Running", paused: "Paused", finished: "Finished", failed: "Failed", cancelled: "Stopped" };
 
 /**
  * @param {ViewContext} ctx
@@ -37,7 +36,7 @@ export function createHeader(ctx) {
     if (st === "running" && s.control.paused_at) state = "paused";
     badge.textContent = "";
     const badgeState = state === "finished" ? "answer" : state === "failed" ? "error" : state === "cancelled" ? "stopped" : state === "paused" ? "warn" : state === "running" ? "running" : "idle";
-    badge.append(dot(badgeState), h("span", null, STATUS_WORDS[state] || state));
+    badge.append(dot(badgeState), h("span", null, capitalized(word(STATUS, state))));
     badge.className = `tl-badge tl-b-${badgeState}`;
     const info = run.run;
     title.textContent = info ? [info.name, info.model].filter(Boolean).join(" · ") || "agent run" : "";
