@@ -1,8 +1,9 @@
 """Runs for the front end's tests: the catalog's scenarios and hostile cases, as the events
 Python folds with ``RunView`` and as the wire payloads the browser folds.
 
-``tests/test_widget_parity.py`` folds them on both sides; ``tests/test_widget_node.py``
-writes them (:func:`write_fixtures`) for the Node tests under ``tests/js/``.
+``tests/widget/test_widget_parity.py`` folds them on both sides;
+``tests/widget/test_widget_node.py`` writes them (:func:`write_fixtures`) for the Node tests
+under ``tests/js/``.
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ for is answered exactly once, and a call that finished before the stop keeps its
 result instead of reading "not run".
 
 Related cases elsewhere: cancelling a hanging tool, Ctrl-C in a sync run
-(tests/test_failures.py), the debugger's Stop button (tests/test_widget_step.py).
+(tests/engine/test_failures.py), the debugger's Stop button
+(tests/widget/test_widget_interventions.py).
 """
 
 from __future__ import annotations

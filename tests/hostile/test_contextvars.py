@@ -7,7 +7,7 @@ reason="budget_unavailable")``; it never reads as "no limit". A budget is in for
 its ``usd_budget`` block is open *and* while a run started under it is still going.
 
 Related cases elsewhere: two loops under gather, a bare thread, ``to_thread`` and tasks
-inheriting the budget (tests/test_usd_budget.py).
+inheriting the budget (tests/engine/test_usd_budget.py).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ in no message and no event, whatever was asked. FIFOs must not block: a blocked 
 show up as a ``timeout`` error (the generous per-tool timeout is only a safety net).
 
 Related cases elsewhere: the tool called directly, and a directory swapped for a symlink
-between the check and the open (tests/test_builtin_tools.py).
+between the check and the open (tests/tools/test_builtin_tools.py).
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ Decisions this module pins down:
   reply gets an error ToolMessage (reason ``truncated``) telling the model to ask again.
   A truncated reply without tool calls is the final answer, flagged ``final_truncated``.
 
-Related cases elsewhere: ids made unique (tests/test_dispatch.py), a non-AIMessage reply
-(tests/test_loop_edges.py).
+Related cases elsewhere: ids made unique (tests/tools/test_dispatch.py), a non-AIMessage reply
+(tests/engine/test_loop_edges.py).
 """
 
 from __future__ import annotations

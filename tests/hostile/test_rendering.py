@@ -20,7 +20,7 @@ What each view must do with them:
   payload) and that each shows as text.
 * **The report** is HTML built in Python: its markup is ours (parsed here, element by
   element), every payload is shown escaped in every field, its only scripts are the ones
-  its Content-Security-Policy allows (``tests/test_report.py`` checks that policy), and the
+  its Content-Security-Policy allows (``tests/lab/test_report.py`` checks that policy), and the
   events its view draws from sit in JSON blocks that no string can close.
 * **The text repr** shows control characters as ``\\xNN``.
 

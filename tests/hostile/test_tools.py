@@ -7,7 +7,7 @@ says why in ``error_reason``) and the loop goes on; only ``KeyboardInterrupt``,
 answered every call and emitted ``LoopFailed``.
 
 Related cases elsewhere: a tool's own TimeoutError, artifacts, a ToolMessage returned by
-a tool (tests/test_dispatch.py, tests/test_loop_edges.py).
+a tool (tests/tools/test_dispatch.py, tests/engine/test_loop_edges.py).
 """
 
 from __future__ import annotations

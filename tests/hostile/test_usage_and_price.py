@@ -7,7 +7,8 @@ Costs are Decimal end to end and compared in Decimal; a limit of 0 blocks the fi
 
 Expected token estimates come from langchain-core's own ``count_tokens_approximately`` and
 expected costs from genai-prices' ``calc_price`` (tests/loopkit.py), never from the code
-under test. Related cases elsewhere: tests/test_accounting.py, tests/test_usd_budget.py.
+under test. Related cases elsewhere: tests/engine/test_accounting.py,
+tests/engine/test_usd_budget.py.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 // Real runs for the Node tests: wire payloads Python wrote (tests/jskit.py's write_fixtures,
-// run by tests/test_widget_node.py), one <case>.json per run, in $TOOLLOOP_JS_FIXTURES.
+// run by tests/widget/test_widget_node.py), one <case>.json per run, in $TOOLLOOP_JS_FIXTURES.
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -13,7 +13,7 @@ export function loadCase(name) {
   const folder = process.env.TOOLLOOP_JS_FIXTURES;
   if (!folder) {
     throw new Error(
-      "TOOLLOOP_JS_FIXTURES is not set: run `pytest tests/test_widget_node.py`, or " +
+      "TOOLLOOP_JS_FIXTURES is not set: run `pytest tests/widget/test_widget_node.py`, or " +
         "`python tests/js/make_fixtures.py DIR` and set TOOLLOOP_JS_FIXTURES=DIR",
     );
   }

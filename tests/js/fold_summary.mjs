@@ -1,4 +1,4 @@
-// The browser's fold of runs, summarised for tests/test_widget_parity.py: reads
+// The browser's fold of runs, summarised for tests/widget/test_widget_parity.py: reads
 // {case: [wire payload, ...]} on stdin, folds each case with toolloop_lab/widget/src/fold.js
 // and prints {case: summary} (the same summary the Python side writes from RunView).
 import { readFileSync } from "node:fs";

@@ -1,5 +1,6 @@
 """Write the Node tests' fixtures: ``python tests/js/make_fixtures.py DIR`` (then run
-``TOOLLOOP_JS_FIXTURES=DIR node --test tests/js/``). ``tests/test_widget_node.py`` does both."""
+``TOOLLOOP_JS_FIXTURES=DIR node --test tests/js/``).
+``tests/widget/test_widget_node.py`` does both."""
 
 from __future__ import annotations
 

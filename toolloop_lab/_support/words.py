@@ -62,7 +62,6 @@ GATE_NAME: Final = TABLES["gate_name"]
 GATE_STATE: Final = TABLES["gate_state"]
 
 
-
 def word(table: Mapping[str, str], code: str) -> str:
     """``code`` in words from ``table``, or ``code`` itself when it has none."""
     return table.get(code, code)

@@ -410,7 +410,7 @@ def test_a_backtracking_pattern_cannot_stall_the_process() -> None:
         print(json.dumps({"dispatched": out, "refusals": refusals}))
         """
     )
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(root)}
     done = subprocess.run(
         [sys.executable, "-c", script],

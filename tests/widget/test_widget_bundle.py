@@ -23,7 +23,7 @@ from toolloop_lab.replay.figures import Detail
 from toolloop_lab.runview import GateState, RunStatus
 from toolloop_lab.widget.debugger import STATIC
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_committed_bundle_is_the_build_of_its_sources(tmp_path: Path) -> None:

@@ -210,7 +210,7 @@ def test_every_view_shows_an_unknown_tool_as_an_error_with_its_reason_in_words()
         assert (tools.loc["u_nope", "status"], bool(tools.loc["u_nope", "ran"])) == ("error", True)
 
 
-_DEBUGGER_JS = Path(__file__).parent.parent / "toolloop_lab" / "widget" / "static" / "debugger.js"
+_DEBUGGER_JS = Path(__file__).parents[2] / "toolloop_lab" / "widget" / "static" / "debugger.js"
 _FOLD_IN_NODE = r"""
 import { readFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
