@@ -99,7 +99,7 @@ def test_hostile_text_in_every_field_shows_as_text_and_never_runs(
     try:
         view = page.locator(".tl-root")
         view.locator(".tl-badge", has_text="Failed").wait_for()
-        for n, title in (("1", "Round 1"), ("2", "Final answer call")):
+        for n, title in (("1", "Round 1"), ("2", "Final-answer call")):
             view.locator(f".tl-row[data-n='{n}']").click()
             view.locator(".tl-detail-title", has_text=title).wait_for()
             # open every block and every "Show …" (earlier messages, the pruned original),

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from toolloop_lab._support.words import SYNTHESIS_REASON, word
 from toolloop_lab.lab import LabResults, Reply, Scenario, catalog, run_scenarios
 from toolloop_lab.lab.report import CSP, TEXT_LIMIT
 from toolloop_lab.widget.page import LOADER
@@ -155,9 +156,8 @@ def test_plots_are_embedded(report: str) -> None:
 def test_timelines_follow_the_runs(results: LabResults, report: str) -> None:
     saved = int(results.runs.set_index("scenario").loc["pruning", "tokens_saved_by_pruning"])
     assert f"saved {saved:,}" in report
-    assert "Synthesis (reason: round_cap)" in report
-    assert "Synthesis (reason: stuck)" in report
-    assert "Synthesis (reason: token_budget)" in report
+    for reason in ("round_cap", "stuck", "token_budget"):  # in the words every view uses
+        assert f"Final-answer call ({word(SYNTHESIS_REASON, reason)})" in report
     assert "token gate (after_call): 5,200 tokens of 100 tokens" in report
     assert '<span class="tripped">tripped</span>' in report
     assert "(cost: budget_exhausted)" in report

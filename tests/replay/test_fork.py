@@ -34,6 +34,7 @@ from toolloop_lab import (
     ToolLoopResult,
     usd_budget,
 )
+from toolloop_lab._support.words import outcome_text
 from toolloop_lab.engine.hooks import PausePoint
 from toolloop_lab.errors import TraceError
 from toolloop_lab.events import Event, Intervention, LoopStarted, transcript
@@ -347,7 +348,8 @@ def test_the_summary_puts_both_runs_side_by_side() -> None:
     text = forked.summary
     lines = text.splitlines()
     assert lines[0] == ("Fork at round 2 of a result (1 round taken), tool_max_rounds=6:")
-    assert lines[2].split() == ["outcome", "final_answer", "final_answer"]
+    said = outcome_text("final_answer")  # in the words every view uses, not the code
+    assert lines[2].split() == ["outcome", *said.split(), *said.split()]
     assert lines[3].split() == ["rounds", "4", "3", "-1"]
     assert str(forked) == text
     assert IPython.lib.pretty.pretty(forked) == text  # what a notebook cell shows

@@ -25,6 +25,7 @@ __all__ = [
     "INTERVENTION_SUMMARY",
     "NOT_RUN",
     "OUTCOME",
+    "ROUND_KIND",
     "STATUS",
     "SYNTHESIS_REASON",
     "TABLES",
@@ -60,6 +61,8 @@ INTERVENTION_SUMMARY: Final = TABLES["intervention_summary"]
 GATE: Final = TABLES["gate"]
 GATE_NAME: Final = TABLES["gate_name"]
 GATE_STATE: Final = TABLES["gate_state"]
+ROUND_KIND: Final = TABLES["round_kind"]
+"""What a round that is not numbered is called (the final-answer call)."""
 
 
 def word(table: Mapping[str, str], code: str) -> str:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from toolloop_lab._support.escape import NAME_CHARS, TEXT_CHARS, clip, esc, esc_clip
 from toolloop_lab._support.jsonsafe import dumps
-from toolloop_lab._support.words import reason_words
+from toolloop_lab._support.words import ROUND_KIND, SYNTHESIS_REASON, reason_words, word
 from toolloop_lab.events import BudgetGate, Event
 from toolloop_lab.lab.record import ScenarioRun
 from toolloop_lab.runview import RoundRow, RunView, ToolRow
@@ -243,7 +243,9 @@ def _tool(tool: ToolRow) -> str:
 
 def _round(row: RoundRow) -> str:
     if row.purpose == "synthesis":
-        label = f"Synthesis (reason: {clip(row.synthesis_reason, NAME_CHARS)})"
+        said = word(ROUND_KIND, "synthesis")
+        why = word(SYNTHESIS_REASON, row.synthesis_reason) if row.synthesis_reason else None
+        label = f"{said[0].upper()}{said[1:]}" + (f" ({clip(why, NAME_CHARS)})" if why else "")
     else:
         label = f"Round {row.number}"
     if row.usage.requests == 0:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Final
 
 from toolloop_lab._support.escape import esc, esc_clip
-from toolloop_lab._support.words import STATUS, word
+from toolloop_lab._support.words import ROUND_KIND, STATUS, word
 from toolloop_lab.runview import RoundRow, RunView, ToolRow
 from toolloop_lab.widget import figures as fig
 
@@ -39,7 +39,9 @@ def _tool(tool: ToolRow) -> str:
 
 
 def _row(row: RoundRow, offset: int) -> str:
-    label = "final answer call" if row.purpose == "synthesis" else f"{row.number + offset:,}"
+    label = (
+        word(ROUND_KIND, "synthesis") if row.purpose == "synthesis" else f"{row.number + offset:,}"
+    )
     text = esc_clip(row.text, _PREVIEW)
     reply = text or "<i>(no text)</i>"
     tools = ", ".join(_tool(t) for t in row.tools)

@@ -11,7 +11,13 @@ from __future__ import annotations
 from typing import Final
 
 from toolloop_lab._support.escape import plain
-from toolloop_lab._support.words import GATE, INTERVENTION_SUMMARY, SYNTHESIS_REASON, word
+from toolloop_lab._support.words import (
+    GATE,
+    INTERVENTION_SUMMARY,
+    ROUND_KIND,
+    SYNTHESIS_REASON,
+    word,
+)
 from toolloop_lab.events import LoopFailed
 from toolloop_lab.runview import RoundRow, RunView, ToolRow
 from toolloop_lab.widget import figures as fig
@@ -42,7 +48,11 @@ def _tool_status(tool: ToolRow, done: bool) -> str:
 
 
 def _round_line(row: RoundRow, done: bool, offset: int) -> str:
-    label = "final-answer call" if row.purpose == "synthesis" else f"round {row.number + offset}"
+    label = (
+        word(ROUND_KIND, "synthesis")
+        if row.purpose == "synthesis"
+        else f"round {row.number + offset}"
+    )
     usage = row.usage
     bits = [f"{fig.tokens(usage.input_tokens)} in / {fig.tokens(usage.output_tokens)} out"]
     bits.append(fig.usd(row.cost_usd))

@@ -2,10 +2,10 @@
 // What a round reads as: its state, number, title, cost and own time, and whether it
 // matches the timeline's filter. Derived from the store; no DOM.
 
-import { count } from "./format.js";
+import { capitalized, count } from "./format.js";
 import { isDone } from "./run.js";
 import { runNow } from "./store.js";
-import { CUT_SHORT, SYNTH, reasonWords } from "./words.js";
+import { CUT_SHORT, ROUND_KIND, SYNTH, reasonWords, word } from "./words.js";
 
 /** @typedef {import("./store.js").Store} Store */
 /** @typedef {import("./run.js").Round} Round */
@@ -99,7 +99,8 @@ export function roundLabel(s, r) {
 export function roundTitle(s, r) {
   if (r.purpose === "synthesis") {
     const why = r.synthesis ? SYNTH[r.synthesis.reason] || r.synthesis.reason : null;
-    return why ? `Final answer call (${why})` : "Final answer call";
+    const said = capitalized(word(ROUND_KIND, "synthesis"));
+    return why ? `${said} (${why})` : said;
   }
   return `Round ${count(shown(s, r.n))}`;
 }

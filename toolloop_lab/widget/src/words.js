@@ -18,6 +18,7 @@ export const INTERVENTION = /** @type {Table} */ (words.intervention);
 export const GATE = /** @type {Table} */ (words.gate);
 export const GATE_NAME = /** @type {Table} */ (words.gate_name);
 export const ROUND_STATE = /** @type {Table} */ (words.round_state);
+export const ROUND_KIND = /** @type {Table} */ (words.round_kind);
 
 /**
  * `code` in words from `table`, or `code` itself when it has none (never a prototype's key).
