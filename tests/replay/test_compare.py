@@ -197,6 +197,30 @@ def test_rounds_of_either_run_and_the_synthesis_call_get_their_own_rows() -> Non
     assert "b: (no such round)" in text
 
 
+def many_rounds(n: int, path: str) -> ToolLoopResult:
+    script = [calls(tool_call("read_log", {"path": f"{path}{i}"}, f"c{i}")) for i in range(n)]
+    return run([*script, final("done")], AgentConfig(tool_max_rounds=n + 1))
+
+
+def test_rounds_that_did_the_same_read_as_one_line() -> None:
+    diff = compare(many_rounds(3, "x"), many_rounds(3, "x"))
+
+    assert "  rounds 1 to 4: same (60 tokens each run)" in str(diff).splitlines()
+    assert diff._repr_html_().count("<tr") == 2  # the header and one row
+
+
+def test_a_long_comparison_lists_the_first_rounds_and_counts_the_rest() -> None:
+    diff = compare(many_rounds(70, "a"), many_rounds(70, "b"))
+    text = str(diff)
+
+    assert len(diff.frame()) == 71
+    assert "70 of 71 rounds differ:" in text
+    assert "round 60: differs" in text
+    assert "round 61: differs" not in text
+    assert "  … 11 more rounds: see frame()" in text.splitlines()
+    assert "… 11 more rounds: see frame()" in diff._repr_html_()
+
+
 def test_the_frame_has_its_documented_columns_and_types() -> None:
     frame = compare(log_run(), ticket_run()).frame()
 
@@ -210,7 +234,7 @@ def test_the_headline_shows_both_runs_figures() -> None:
 
     text = str(compare(a, b))
 
-    assert text.startswith(f"Comparing a (run {a.run_id}, answered) with b (run {b.run_id}")
+    assert text.startswith(f"Comparing a (run {a.run_id}, Answered) with b (run {b.run_id}")
     lines = text.splitlines()
     assert lines[2].split() == ["outcome", "Answered", "Answered"]
     assert any(line.split()[:2] == ["input", "tokens"] for line in lines)

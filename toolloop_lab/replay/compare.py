@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
-from toolloop_lab._support.escape import ID_CHARS, TEXT_CHARS, esc, esc_clip, plain
+from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS, TEXT_CHARS, esc, esc_clip, plain
 from toolloop_lab._support.jsonsafe import thaw
 from toolloop_lab._support.words import (
     CUT_SHORT,
@@ -73,6 +73,9 @@ DIFF_LINE_CHARS: Final = 300
 """Characters shown of one line of a diff."""
 DIFF_LINES: Final = 40
 """Lines of one diff the views show; the rest is counted."""
+SHOWN_SPANS: Final = 60
+"""Rounds that differ (and spans of rounds that did the same) the text and HTML views
+list; the rest is counted (the frame holds them all)."""
 DIFF_INPUT_LINES: Final = 2_000
 """Lines of each text the diff reads (difflib's time grows with their product); a
 difference further down is still reported, as such."""
@@ -276,15 +279,21 @@ class RunComparison(ComparedRuns):
     @property
     def summary(self) -> str:
         """Both runs' figures, then round by round what differs (plain text, clipped)."""
-        lines = [_head(self), *comparison_lines(_SIDES, self.a, self.b), ""]
+        figures = [plain(line) for line in comparison_lines(_SIDES, self.a, self.b)]
+        lines = [_head(self), *figures, ""]
         differing = len(self.differing)
         lines.append(
             "Every round did the same."
             if not differing
             else f"{differing} of {len(self.rounds)} rounds differ:"
         )
-        for pair in self.rounds:
-            lines += _pair_lines(pair)
+        spans = _spans(self.rounds)
+        for span in spans[:SHOWN_SPANS]:
+            lines += _pair_lines(span[0]) if len(span) == 1 else [_same_span(span)]
+        left = spans[SHOWN_SPANS:]
+        if left:
+            n = sum(len(span) for span in left)
+            lines.append(f"  … {n:,} more rounds: see frame()")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -295,7 +304,7 @@ class RunComparison(ComparedRuns):
 def _head(comparison: RunComparison) -> str:
     def run(side: str, run_id: str | None, figures: RunFigures) -> str:
         said = outcome_text(figures.outcome, figures.synthesis_reason)
-        return f"{side} (run {plain(run_id, ID_CHARS)}, {said.lower()})"
+        return f"{side} (run {plain(run_id, ID_CHARS)}, {plain(said, NAME_CHARS)})"
 
     a = run("a", comparison.a_run_id, comparison.a)
     b = run("b", comparison.b_run_id, comparison.b)
@@ -334,6 +343,25 @@ def _frame_row(pair: RoundPair) -> dict[str, Any]:
 # -- the text view --------------------------------------------------------------------
 
 
+def _spans(rounds: Sequence[RoundPair]) -> list[tuple[RoundPair, ...]]:
+    """The rounds in order, each round that differs on its own and consecutive rounds that
+    did the same together (a long run that mostly agrees reads in a few lines)."""
+    spans: list[list[RoundPair]] = []
+    for pair in rounds:
+        if pair.same and spans and spans[-1][-1].same:
+            spans[-1].append(pair)
+        else:
+            spans.append([pair])
+    return [tuple(span) for span in spans]
+
+
+def _same_span(span: Sequence[RoundPair]) -> str:
+    first, last = span[0], span[-1]
+    end = "the final-answer call" if last.round is None else str(last.round)
+    tokens = sum(_tokens(p.a) for p in span)
+    return f"  rounds {first.round} to {end}: same ({tokens:,} tokens each run)"
+
+
 def _spend_text(pair: RoundPair) -> str:
     def one(side: str, s: RoundSide | None) -> str:
         if s is None:
@@ -343,6 +371,14 @@ def _spend_text(pair: RoundPair) -> str:
     delta = pair.cost_delta
     cost = "" if delta is None else f", {'+' if delta >= 0 else ''}{format_usd(delta)}"
     return f"{one('a', pair.a)} · {one('b', pair.b)} ({pair.tokens_delta:+,} tokens{cost})"
+
+
+def _same_spend(pair: RoundPair) -> str:
+    """What a round that did the same spent: once when both runs spent the same."""
+    if pair.a is None or pair.b is None or pair.a.usage != pair.b.usage:
+        return _spend_text(pair)
+    usage = pair.a.usage
+    return f"{usage.total_tokens:,} tokens, {format_usd(usage.cost_usd)} each"
 
 
 def _calls_text(s: RoundSide | None) -> str:
@@ -357,7 +393,7 @@ def _pair_lines(pair: RoundPair) -> list[str]:
     """One line for a round that did the same; for one that differs, both sides' calls and
     a diff of the replies and of the results."""
     if pair.same:
-        return [f"  {pair.label}: same: {_calls_text(pair.a)} ({_spend_text(pair)})"]
+        return [f"  {pair.label}: same: {_calls_text(pair.a)} ({_same_spend(pair)})"]
     lines = [f"  {pair.label}: differs", f"    tools    a: {_calls_text(pair.a)}"]
     lines.append(f"             b: {_calls_text(pair.b)}")
     a, b = pair.a, pair.b
@@ -415,12 +451,22 @@ _STYLE: Final = (
 
 def _html(comparison: RunComparison) -> str:
     head = "\n".join([_head(comparison), *comparison_lines(_SIDES, comparison.a, comparison.b)])
-    rows = "".join(_html_pair(pair) for pair in comparison.rounds)
+    spans = _spans(comparison.rounds)
+    rows = "".join(_html_span(span) for span in spans[:SHOWN_SPANS])
+    left = sum(len(span) for span in spans[SHOWN_SPANS:])
+    if left:
+        rows += f'<tr><td colspan="4">… {left:,} more rounds: see frame()</td></tr>'
     return (
         f'{_STYLE}<div class="tll-cmp"><pre>{esc(head)}</pre>'
         "<table><thead><tr><th>round</th><th></th><th>a</th><th>b</th></tr></thead>"
         f"<tbody>{rows}</tbody></table></div>"
     )
+
+
+def _html_span(span: Sequence[RoundPair]) -> str:
+    if len(span) == 1:
+        return _html_pair(span[0])
+    return f'<tr class="same"><td colspan="4">{esc(_same_span(span).strip())}</td></tr>'
 
 
 def _html_pair(pair: RoundPair) -> str:
