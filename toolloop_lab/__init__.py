@@ -25,6 +25,7 @@ from toolloop_lab.spend.usage import Usage
 if TYPE_CHECKING:
     from toolloop_lab.lab import LabResults, Scenario, arun_scenarios, catalog, run_scenarios
     from toolloop_lab.recording import RecordingChatModel, ReplayChatModel, WhatIfResult, what_if
+    from toolloop_lab.replay.compare import compare
     from toolloop_lab.replay.fork import fork
     from toolloop_lab.widget import LoopDebugger
 
@@ -48,6 +49,7 @@ __all__ = [
     "WhatIfResult",
     "arun_scenarios",
     "catalog",
+    "compare",
     "fork",
     "run_scenarios",
     "usd_budget",
@@ -66,6 +68,7 @@ _LAZY = {
     "WhatIfResult": "toolloop_lab.recording",
     "what_if": "toolloop_lab.recording",
     "fork": "toolloop_lab.replay.fork",
+    "compare": "toolloop_lab.replay.compare",
 }
 
 

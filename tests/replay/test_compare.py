@@ -1,0 +1,362 @@
+"""``compare``: any two runs side by side, round by round, by what each round did.
+
+A round is the same only when its tool calls (names and arguments), the model's reply and
+the tools' results are; spending the same tokens is not enough (issue 26: a skipped
+``read_log`` that became an ``open_ticket`` call read "±0 tokens").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import IPython.lib.pretty
+import pandas as pd
+import pytest
+from langchain_core.messages import AIMessage
+from langchain_core.tools import BaseTool, tool
+from loopkit import MODEL, calls, final, tool_call
+
+from toolloop_lab import (
+    AgentConfig,
+    ConfigurationError,
+    LLMAgent,
+    ScriptedChatModel,
+    ToolLoopResult,
+    compare,
+)
+from toolloop_lab.engine.hooks import PausePoint
+from toolloop_lab.errors import ToolLoopError, TraceError, UnknownRunError
+from toolloop_lab.replay.compare import COMPARE_DTYPES, RunComparison
+from toolloop_lab.trace import TraceWriter, read_trace
+
+
+@tool
+def read_log(path: str) -> str:
+    """Read a log file."""
+    return f"contents of {path}"
+
+
+@tool
+def open_ticket(title: str) -> str:
+    """Open a ticket."""
+    return f"ticket opened: {title}"
+
+
+TOOLS: list[BaseTool] = [read_log, open_ticket]
+
+
+async def skip_read_log(point: PausePoint) -> None:
+    """A person skips round 1's ``read_log`` call (id ``c1``), answering it by hand."""
+    if point.stage == "tool_dispatch" and point.round == 1 and "read_log" in point.detail:
+        point.skip("c1", "not needed")
+
+
+def run(
+    script: Sequence[AIMessage],
+    config: AgentConfig | None = None,
+    *,
+    hooks: Sequence[Any] = (),
+    observers: Sequence[Any] = (),
+) -> ToolLoopResult:
+    model = ScriptedChatModel(list(script), model_name=MODEL)
+    agent = LLMAgent(model, TOOLS, config, pause_hooks=list(hooks), observers=list(observers))
+    return agent.run("The disk is full.")
+
+
+def log_run(text: str = "I will read the log.", answer: str = "done") -> ToolLoopResult:
+    return run(
+        [
+            calls(tool_call("read_log", {"path": "app.log"}, "c1"), text=text, tokens=(100, 20)),
+            final(answer, tokens=(150, 10)),
+        ]
+    )
+
+
+def ticket_run() -> ToolLoopResult:
+    return run(
+        [
+            calls(tool_call("open_ticket", {"title": "disk full"}, "c1"), tokens=(100, 20)),
+            final("done", tokens=(150, 10)),
+        ]
+    )
+
+
+# -- what a round did ----------------------------------------------------------------------
+
+
+def test_a_skipped_call_that_became_another_call_is_marked_different() -> None:
+    before = run(
+        [
+            calls(tool_call("read_log", {"path": "app.log"}, "c1"), tokens=(100, 20)),
+            final("done", tokens=(150, 10)),
+        ],
+        hooks=[skip_read_log],
+    )
+    after = ticket_run()
+
+    diff = compare(before, after)
+    frame = diff.frame()
+
+    first = frame.iloc[0]
+    assert first["round"] == 1
+    assert not first["same"]
+    assert first["a_tools"] == "read_log(path='app.log')"
+    assert first["b_tools"] == "open_ticket(title='disk full')"
+    assert first["tokens_delta"] == 0  # the same spend: only what it did tells them apart
+    assert "not needed" in first["a_results"]
+    assert "ticket opened: disk full" in first["b_results"]
+    assert frame["same"].tolist() == [False, True]
+    assert not diff.same
+    text = str(diff)
+    assert "round 1: differs" in text
+    assert "read_log(path='app.log') -> not run (skipped by you)" in text
+    assert "open_ticket(title='disk full') -> success" in text
+    assert "1 of 2 rounds differ" in text
+    assert "round 2: same" in text
+    html = diff._repr_html_()
+    assert "round 1<br>differs" in html
+    assert "<code>read_log(path=&#x27;app.log&#x27;)</code> → not run (skipped by you)" in html
+    assert "<code>open_ticket(title=&#x27;disk full&#x27;)</code> → success" in html
+
+
+def test_the_same_run_twice_is_the_same_in_every_round() -> None:
+    diff = compare(log_run(), log_run())
+
+    assert diff.same
+    assert diff.differing == ()
+    assert diff.frame()["same"].tolist() == [True, True]
+    assert diff.token_delta == 0
+    assert diff.cost_delta == 0
+    assert "Every round did the same." in str(diff)
+
+
+def test_changed_arguments_and_results_differ() -> None:
+    other = run(
+        [
+            calls(tool_call("read_log", {"path": "db.log"}, "c1"), text="I will read the log."),
+            final("done", tokens=(150, 10)),
+        ]
+    )
+
+    frame = compare(log_run(), other).frame()
+
+    assert frame["same"].tolist() == [False, True]
+    assert frame.loc[0, "b_tools"] == "read_log(path='db.log')"
+    text = str(compare(log_run(), other))
+    assert "-contents of app.log" in text
+    assert "+contents of db.log" in text
+
+
+def test_a_changed_reply_is_shown_as_a_text_diff() -> None:
+    a = log_run(text="Step one.\nI will read the log.\nThen decide.")
+    b = log_run(text="Step one.\nI will open a ticket.\nThen decide.")
+
+    diff = compare(a, b)
+
+    assert diff.frame()["same"].tolist() == [False, True]
+    assert diff.frame().loc[0, "b_text"] == "Step one.\nI will open a ticket.\nThen decide."
+    lines = str(diff).splitlines()
+    assert "      --- a" in lines
+    assert "      +++ b" in lines
+    assert "      -I will read the log." in lines
+    assert "      +I will open a ticket." in lines
+    assert "       Step one." in lines  # context, unchanged
+    assert not any("results:" in line for line in lines)  # the results were the same
+
+
+def test_rounds_of_either_run_and_the_synthesis_call_get_their_own_rows() -> None:
+    script = [
+        calls(tool_call("read_log", {"path": "a"}, "c1"), tokens=(100, 20)),
+        calls(tool_call("read_log", {"path": "b"}, "c2"), tokens=(200, 20)),
+        final("the disk is full", tokens=(300, 10)),
+    ]
+    capped = run([script[0], final("synthesised", tokens=(50, 5))], AgentConfig(tool_max_rounds=1))
+    whole = run(script)
+
+    diff = compare(capped, whole)
+    frame = diff.frame()
+
+    assert frame["purpose"].tolist() == ["round", "round", "round", "synthesis"]
+    assert frame["round"].tolist()[:3] == [1, 2, 3]
+    assert frame["round"].isna().tolist() == [False, False, False, True]
+    assert frame["same"].tolist() == [True, False, False, False]
+    # round 2 and 3 only in b, the synthesis call only in a
+    assert frame["a_tools"].isna().tolist() == [False, True, True, False]
+    assert frame["b_tools"].isna().tolist() == [False, False, False, True]
+    assert frame.loc[3, "a_text"] == "synthesised"
+    # the rounds' deltas add up to the runs' difference
+    assert frame["tokens_delta"].sum() == diff.token_delta
+    assert frame["a_tokens"].sum() == diff.a.total_tokens
+    assert frame["b_tokens"].sum() == diff.b.total_tokens
+    assert math.isclose(frame["b_cost_usd"].sum(), float(whole.cost_usd or 0))
+    text = str(diff)
+    assert "final-answer call: differs" in text
+    assert "b: (no such round)" in text
+
+
+def many_rounds(n: int, path: str) -> ToolLoopResult:
+    script = [calls(tool_call("read_log", {"path": f"{path}{i}"}, f"c{i}")) for i in range(n)]
+    return run([*script, final("done")], AgentConfig(tool_max_rounds=n + 1))
+
+
+def test_rounds_that_did_the_same_read_as_one_line() -> None:
+    diff = compare(many_rounds(3, "x"), many_rounds(3, "x"))
+
+    assert "  rounds 1 to 4: same (60 tokens each run)" in str(diff).splitlines()
+    assert diff._repr_html_().count("<tr") == 2  # the header and one row
+
+
+def test_a_long_comparison_lists_the_first_rounds_and_counts_the_rest() -> None:
+    diff = compare(many_rounds(70, "a"), many_rounds(70, "b"))
+    text = str(diff)
+
+    assert len(diff.frame()) == 71
+    assert "70 of 71 rounds differ:" in text
+    assert "round 60: differs" in text
+    assert "round 61: differs" not in text
+    assert "  … 11 more rounds: see frame()" in text.splitlines()
+    assert "… 11 more rounds: see frame()" in diff._repr_html_()
+
+
+def test_the_frame_has_its_documented_columns_and_types() -> None:
+    frame = compare(log_run(), ticket_run()).frame()
+
+    assert list(frame.columns) == list(COMPARE_DTYPES)
+    assert {c: str(t) for c, t in frame.dtypes.items()} == COMPARE_DTYPES
+    assert isinstance(frame, pd.DataFrame)
+
+
+def test_the_headline_shows_both_runs_figures() -> None:
+    a, b = log_run(), ticket_run()
+
+    text = str(compare(a, b))
+
+    assert text.startswith(f"Comparing a (run {a.run_id}, Answered) with b (run {b.run_id}")
+    lines = text.splitlines()
+    assert lines[2].split() == ["outcome", "Answered", "Answered"]
+    assert any(line.split()[:2] == ["input", "tokens"] for line in lines)
+    assert any(line.startswith("cost (USD)") for line in lines)
+
+
+def test_ipython_shows_the_summary() -> None:
+    diff = compare(log_run(), ticket_run())
+
+    assert IPython.lib.pretty.pretty(diff) == diff.summary
+
+
+# -- what a run may be given as ---------------------------------------------------------------
+
+
+def test_every_kind_of_source_reads_the_same_run(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    with TraceWriter(path) as writer:
+        a = run(
+            [calls(tool_call("read_log", {"path": "x"}, "c1")), final("done")],
+            observers=[writer],
+        )
+    b = ticket_run()
+    expected = compare(a, b).frame()
+
+    for source in (a.events, list(a.events), path, str(path), read_trace(path)):
+        pd.testing.assert_frame_equal(compare(source, b).frame(), expected)
+
+
+def test_two_runs_of_one_trace_are_picked_by_run_id(tmp_path: Path) -> None:
+    path = tmp_path / "runs.jsonl"
+    with TraceWriter(path) as writer:
+        first = run(
+            [calls(tool_call("read_log", {"path": "x"}, "c1")), final("one")], observers=[writer]
+        )
+        second = run([final("two")], observers=[writer])
+
+    by_default = compare(path, path, a_run_id=first.run_id)
+    assert by_default.a_run_id == first.run_id
+    assert by_default.b_run_id == second.run_id  # the newest top-level run
+    assert by_default.frame()["a_tools"].tolist() == ["read_log(path='x')", ""]
+    assert by_default.frame()["b_text"].fillna("<none>").tolist() == ["two", "<none>"]
+
+
+def test_a_failed_run_is_compared_from_its_error() -> None:
+    model = ScriptedChatModel(
+        [calls(tool_call("read_log", {"path": "x"}, "c1")), RuntimeError("provider down")],
+        model_name=MODEL,
+    )
+    with pytest.raises(ToolLoopError) as raised:
+        LLMAgent(model, TOOLS).run("go")
+
+    diff = compare(raised.value, ticket_run())
+
+    assert diff.a.outcome == "failed"
+    assert diff.frame().loc[0, "a_tools"] == "read_log(path='x')"
+    assert "RuntimeError: provider down" in str(diff)
+    assert diff.frame().loc[0, "b_tools"] == "open_ticket(title='disk full')"
+
+
+@pytest.mark.parametrize("bad", [42, "", b"bytes", [1, 2], None])
+def test_something_that_is_not_a_run_is_refused(bad: Any) -> None:
+    with pytest.raises((ConfigurationError, TraceError)) as raised:
+        compare(log_run(), bad)
+    if isinstance(raised.value, ConfigurationError):
+        assert raised.value.field == "b"
+
+
+def test_an_empty_event_list_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="holds no events") as raised:
+        compare([], log_run())
+    assert raised.value.field == "a"
+
+
+def test_an_unknown_run_id_names_the_runs_held() -> None:
+    a = log_run()
+
+    with pytest.raises(UnknownRunError) as raised:
+        compare(a, a, b_run_id="no-such-run")
+
+    assert raised.value.field == "run_id"
+    assert a.run_id in str(raised.value)
+
+
+# -- untrusted text ------------------------------------------------------------------------
+
+
+def hostile_run() -> ToolLoopResult:
+    return run(
+        [
+            calls(
+                tool_call("read_log", {"path": "<img src=x onerror=alert(1)>"}, "c1"),
+                text="<script>alert(1)</script>\x1b[31mred" + "x" * 10_000,
+            ),
+            final("done"),
+        ]
+    )
+
+
+def test_html_escapes_every_text_from_the_runs() -> None:
+    html = compare(hostile_run(), log_run())._repr_html_()
+
+    assert "<script>" not in html
+    assert "<img" not in html
+    assert "&lt;script&gt;" in html
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert "chars)" in html  # the long reply is clipped, with the one marker
+
+
+def test_text_is_clipped_and_safe_for_a_terminal() -> None:
+    diff = compare(hostile_run(), log_run())
+    text = str(diff)
+
+    assert "\x1b" not in text
+    assert "\\x1b[31mred" in text
+    assert max(len(line) for line in text.splitlines()) < 400
+    assert diff.frame().loc[0, "a_text"].endswith("x" * 10_000)  # the frame keeps it whole
+
+
+def test_the_comparison_is_frozen() -> None:
+    diff = compare(log_run(), ticket_run())
+
+    assert isinstance(diff, RunComparison)
+    with pytest.raises(AttributeError):
+        diff.a = diff.b  # type: ignore[misc]
