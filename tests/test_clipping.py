@@ -235,6 +235,9 @@ def replayed_events() -> list[Event]:
             prune_tools=(),
             input_messages=1,
             started_at=big("s"),
+            name=big("N"),
+            tags=(big("g"),),
+            metadata={big("y"): "v"},
         ),
         ToolDispatched(
             run_id=big("r"),
@@ -275,6 +278,9 @@ def test_a_replayed_trace_with_megabyte_fields_is_bounded_everywhere() -> None:
         start, dispatch, failure = received(dbg)
         assert start["run_id"] == clipped("r", ID_CHARS)
         assert start["started_at"] == clipped("s", NAME_CHARS)
+        assert start["name"] == clipped("N", NAME_CHARS)
+        assert start["tags"] == [clipped("g", NAME_CHARS)]
+        assert start["metadata"] == {clipped("y", NAME_CHARS): "v"}  # a key is a name
         assert dispatch["tool_call_id"] == clipped("i", ID_CHARS)
         assert dispatch["error_reason"] == clipped("q", NAME_CHARS)
         assert dispatch["args"] == {clipped("k", NAME_CHARS): "v"}  # a key is a name

@@ -574,3 +574,23 @@ def test_a_run_the_trace_does_not_hold_is_refused_naming_the_runs_it_holds(
         assert (info.value.run_id, info.value.available) == ("nope", (held,)), where
         assert held in str(info.value), where
         assert info.value.field == "run_id", where
+
+
+def test_a_trace_lists_every_run_with_its_events_in_start_order(tmp_path: Path) -> None:
+    path = tmp_path / "session.jsonl"
+    with TraceWriter(path) as writer:
+        boss, _, helped = _helper_and_boss(writer)
+        outer = boss.run("What is 1+1?", name="boss")
+        model = ScriptedChatModel([final("four")], model_name=MODEL)
+        again = LLMAgent(model, observers=[writer]).run("And 2+2?", name="again")
+    read = read_trace(path)
+    inner = helped[0]
+    ids = tuple(r.events[0].run_id for r in (outer, inner, again))
+    assert tuple(read.runs) == ids == read.run_ids  # the sub-agent started after its parent
+    for result in (outer, inner, again):
+        assert read.runs[result.events[0].run_id] == result.events
+    names = [getattr(read.runs[i][0], "name", "?") for i in ids]
+    assert names == ["boss", None, "again"]
+    with pytest.raises(TypeError):
+        read.runs["x"] = ()  # type: ignore[index]
+    assert read_trace(write_trace(tmp_path / "none.jsonl", [])).runs == {}

@@ -35,7 +35,8 @@ import inspect
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Annotated, Any, Final, Literal, TypeAlias, get_args
 
 from langchain_core.messages import (
@@ -95,6 +96,7 @@ __all__ = [
     "ToolDispatched",
     "ToolStarted",
     "ToolStatus",
+    "by_run",
     "event_from_dict",
     "failure_fields",
     "failure_outcome",
@@ -258,7 +260,12 @@ class LoopStarted(_Base):
     through the callback bridge, whose gates are absent (not passed) and whose unknown
     figures are marked unknown."""
     name: Text | None = None
-    """What the run is called (an agent or graph name), when the source gives one."""
+    """What the run is called: ``run(..., name=)`` for our loop, the agent's or graph's
+    name for a run seen through the bridge; ``None`` when nobody named it."""
+    tags: tuple[Text, ...] = ()
+    """Labels the caller gave the run (``run(..., tags=)``), in the order given."""
+    metadata: JsonObject = field(default_factory=FrozenDict)
+    """What else the caller said about the run (``run(..., metadata=)``), as frozen JSON."""
     parent_run_id: Text | None = None
     """A nested run (a sub-agent called as a tool): the run that called it."""
     parent_tool_call_id: Text | None = None
@@ -646,6 +653,16 @@ def run_ids(events: Iterable[Event]) -> tuple[str, ...]:
             started.setdefault(event.run_id, None)
         seen.setdefault(event.run_id, None)
     return (*started, *(i for i in seen if i not in started))
+
+
+def by_run(events: Iterable[Event]) -> Mapping[str, tuple[Event, ...]]:
+    """Each run's events (in stream order) by run id, the runs in the order they started
+    (:func:`run_ids`' order); a read-only mapping."""
+    stream = tuple(events)
+    grouped: dict[str, list[Event]] = {run_id: [] for run_id in run_ids(stream)}
+    for event in stream:
+        grouped[event.run_id].append(event)
+    return MappingProxyType({run_id: tuple(held) for run_id, held in grouped.items()})
 
 
 def top_level_run_ids(events: Iterable[Event]) -> tuple[str, ...]:

@@ -23,7 +23,7 @@ from toolloop_lab._support.derived import Derived
 from toolloop_lab.engine.hooks import PausePoint
 from toolloop_lab.spend.usage import Usage
 
-__all__ = ["GateState", "RoundRow", "RunStatus", "RunView", "ToolRow"]
+__all__ = ["GateState", "RoundRow", "RunStatus", "RunSummary", "RunView", "ToolRow", "summaries"]
 
 T = TypeVar("T")
 
@@ -461,3 +461,59 @@ class RunView:
     def prunings(self) -> list[ev.Pruned]:
         """Every pruning event of the run, in order."""
         return [t.pruning for r in self.rounds for t in r.tools if t.pruning]
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """One run in a line, as a list of many runs shows it (a debugger's runs, a trace's):
+    read from the run's :class:`RunView`, so it says what every other view says."""
+
+    run_id: str
+    parent_run_id: str | None
+    """The run that called this one (a sub-agent called as a tool), else ``None``."""
+    parent_tool_call_id: str | None
+    """... and the tool call of that run it answers."""
+    name: str | None
+    """What the caller called the run (``run(..., name=)``), else ``None``."""
+    tags: tuple[str, ...]
+    status: RunStatus
+    outcome: ev.Outcome | None
+    """How the run ended; ``None`` while it runs (or when its last event is lost)."""
+    rounds: int
+    """Tool rounds: the end event's count once it ended, the rounds seen so far before."""
+    input_tokens: int
+    output_tokens: int
+    cost_usd: Decimal | None
+    """What the run spent, pruning included; ``None`` when a call could not be priced."""
+    started_at: str | None
+    """Wall-clock start, ISO 8601 UTC (``None`` when the start event is lost)."""
+    duration_s: float
+    """Run time so far (the whole run's, once it ended), the time pauses held it left out."""
+
+    @classmethod
+    def of(cls, view: RunView) -> RunSummary:
+        """The summary of the run ``view`` folded; a view of no event has no run."""
+        if view.run_id is None:
+            raise ValueError("a RunView that folded no event has no run to summarise")
+        start, end = view.started, view.finished or view.failure
+        return cls(
+            run_id=view.run_id,
+            parent_run_id=start.parent_run_id if start else None,
+            parent_tool_call_id=start.parent_tool_call_id if start else None,
+            name=start.name if start else None,
+            tags=start.tags if start else (),
+            status=view.status,
+            outcome=end.outcome if end else None,
+            rounds=end.rounds if end else view.tool_rounds,
+            input_tokens=view.usage.input_tokens,
+            output_tokens=view.usage.output_tokens,
+            cost_usd=view.usage.cost_usd,
+            started_at=start.started_at if start else None,
+            duration_s=view.active_s,
+        )
+
+
+def summaries(events: Iterable[ev.Event]) -> tuple[RunSummary, ...]:
+    """A summary of every run in ``events``, in the order they started (see
+    :func:`~toolloop_lab.events.run_ids`)."""
+    return tuple(RunSummary.of(RunView.from_events(run)) for run in ev.by_run(events).values())

@@ -29,7 +29,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -46,6 +46,7 @@ from toolloop_lab.events import (
     LoopFinished,
     RoundStarted,
     SynthesisStarted,
+    by_run,
     parse_event,
     run_ids,
     select_run,
@@ -208,6 +209,13 @@ class TraceRead:
     def run_ids(self) -> tuple[str, ...]:
         """The runs in the trace, in the order they started."""
         return run_ids(self.events)
+
+    @property
+    def runs(self) -> Mapping[str, tuple[Event, ...]]:
+        """Every run in the trace: its id to its events, the runs in the order they
+        started (a cell run twice, a sub-agent after the run that called it); read-only,
+        worked out on each read."""
+        return by_run(self.events)
 
     @property
     def top_level_run_ids(self) -> tuple[str, ...]:

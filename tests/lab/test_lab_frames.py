@@ -498,3 +498,20 @@ def test_drop_volatile_keeps_everything_else(results: LabResults) -> None:
         kept = drop_volatile(frame)
         assert not set(kept.columns) & set(VOLATILE_COLUMNS)
         assert list(kept.columns) == [c for c in frame.columns if c not in VOLATILE_COLUMNS]
+
+
+def test_a_named_run_has_its_name_in_the_runs_and_turns_frames(echo_tool: BaseTool) -> None:
+    records = []
+    for label, name in (("named", "triage"), ("plain", None)):
+        events: list[Event] = []
+        agent = LLMAgent(ScriptedChatModel([final("a")]), [echo_tool], observers=[events.append])
+        agent.run("go", name=name)
+        records.append(
+            ScenarioRun(
+                label, 0, (), "", MODEL, "final_answer", None, None, None, 1.0, tuple(events)
+            )
+        )
+    results = LabResults(tuple(records))
+    assert results.runs["name"].dtype == "string"
+    assert results.runs["name"].tolist() == ["triage", pd.NA]
+    assert results.turns["name"].tolist() == ["triage", pd.NA]

@@ -201,3 +201,28 @@ async def test_a_call_that_raised_ends_its_span_as_an_error_when_it_raised(
     assert chat.status.status_code == StatusCode.ERROR
     assert chat.attributes is not None
     assert chat.attributes["error.type"] == "ConnectionError"
+
+
+async def test_a_named_run_exports_its_name_tags_and_metadata(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    observer = OTelObserver(provider, use_current_context=False)
+    model = ScriptedChatModel([final("hi"), final("hi")], model_name=MODEL)
+    agent = LLMAgent(model, observers=[observer])
+    metadata = {"ticket": 42, "owner": "ana", "ok": True, "ratio": 0.5, "more": {"a": [1]}}
+    await agent.arun("go", name="triage", tags=("nightly", "v2"), metadata=metadata)
+    await agent.arun("go")  # unnamed: none of them
+    named, plain = _op(exporter.get_finished_spans(), "invoke_agent")
+    attributes = dict(named.attributes or {})
+    assert named.name == "invoke_agent triage"
+    assert attributes["gen_ai.agent.name"] == "triage"
+    assert attributes["toolloop.tags"] == ("nightly", "v2")
+    assert attributes["toolloop.metadata.ticket"] == 42
+    assert attributes["toolloop.metadata.owner"] == "ana"
+    assert attributes["toolloop.metadata.ok"] is True
+    assert attributes["toolloop.metadata.ratio"] == 0.5
+    assert json.loads(str(attributes["toolloop.metadata.more"])) == {"a": [1]}  # as JSON
+    assert not any(
+        key.startswith(("toolloop.tags", "toolloop.metadata", "gen_ai.agent.name"))
+        for key in plain.attributes or {}
+    )

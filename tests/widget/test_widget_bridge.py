@@ -77,3 +77,17 @@ def test_callbacks_show_the_run_they_are_passed_to() -> None:
     )
     shown(dbg, seen)
     dbg.close()
+
+
+async def test_two_runs_in_one_watch_block_are_both_kept() -> None:
+    dbg = LoopDebugger()
+    seen: list[Event] = []
+    with dbg.watch(seen.append):
+        await agent().ainvoke({"messages": [("user", "What is 2 + 3?")]})  # type: ignore[attr-defined]
+        await agent().ainvoke({"messages": [("user", "And again?")]})  # type: ignore[attr-defined]
+    first, second = (e for e in seen if isinstance(e, LoopStarted))
+    assert [r.run_id for r in dbg.runs] == [first.run_id, second.run_id]
+    assert [r.outcome for r in dbg.runs] == ["final_answer", "final_answer"]
+    assert [(r.input_tokens, r.output_tokens) for r in dbg.runs] == [(130, 15)] * 2
+    assert dbg.view.run_id == second.run_id  # the view shows the newest run, as before
+    dbg.close()

@@ -32,7 +32,7 @@ from toolloop_lab.engine.config import DEFAULT_SYNTHESIS_PROMPT, AgentConfig
 from toolloop_lab.engine.hooks import PauseHook
 from toolloop_lab.engine.loop import ToolLoop
 from toolloop_lab.engine.result import ToolLoopResult
-from toolloop_lab.engine.run_state import RunState
+from toolloop_lab.engine.run_state import RunLabel, RunState
 from toolloop_lab.errors import (
     ConfigurationError,
     ConversationError,
@@ -298,17 +298,35 @@ class LLMAgent:
 
     # -- entry points -----------------------------------------------------------------
     async def arun(
-        self, prompt_or_messages: str | Sequence[Any], *, history: Sequence[Any] = ()
+        self,
+        prompt_or_messages: str | Sequence[Any],
+        *,
+        history: Sequence[Any] = (),
+        name: str | None = None,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
     ) -> ToolLoopResult:
         """Run the loop on a prompt (with the config's system prompt) or on messages.
 
         ``history`` continues a conversation (``previous.messages``): the new turn runs on
         it plus the new message, and the result's counts cover this turn only.
+        ``name``, ``tags`` and ``metadata`` (JSON data) label the run: its ``loop_start``
+        event carries them, so traces, debuggers and exports tell many runs apart. A
+        wrong type raises ``TypeError`` before anything runs.
         """
-        return await self._guarded(lambda: self._initial_messages(prompt_or_messages, history))
+        label = RunLabel.checked(name, tags, metadata)
+        return await self._guarded(
+            lambda: self._initial_messages(prompt_or_messages, history), label
+        )
 
     def run(
-        self, prompt_or_messages: str | Sequence[Any], *, history: Sequence[Any] = ()
+        self,
+        prompt_or_messages: str | Sequence[Any],
+        *,
+        history: Sequence[Any] = (),
+        name: str | None = None,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
     ) -> ToolLoopResult:
         """Synchronous :meth:`arun`; also works where an event loop already runs (notebooks).
 
@@ -316,8 +334,14 @@ class LLMAgent:
         loop), so a chat model whose client pools connections per loop keeps working across
         calls. The run sees a copy of the caller's context, USD budget included.
         """
+        RunLabel.checked(name, tags, metadata)  # refused here, in the caller's thread
         ctx = _budget.caller_context()
-        return run_sync(lambda: self.arun(prompt_or_messages, history=history), ctx)
+        return run_sync(
+            lambda: self.arun(
+                prompt_or_messages, history=history, name=name, tags=tags, metadata=metadata
+            ),
+            ctx,
+        )
 
     async def _execute_tool_loop(self, messages: Sequence[BaseMessage]) -> ToolLoopResult:
         """Drive the model through tool rounds and return the result (see module doc)."""
@@ -339,11 +363,15 @@ class LLMAgent:
         return messages
 
     # -- the guard --------------------------------------------------------------------
-    async def _guarded(self, build: Callable[[], list[BaseMessage]]) -> ToolLoopResult:
+    async def _guarded(
+        self, build: Callable[[], list[BaseMessage]], label: RunLabel | None = None
+    ) -> ToolLoopResult:
         """Check the setup, build the input messages and run the loop; on failure keep the
         partial state on the error. Setup problems surface as ``ToolLoopError`` too, before
         any model call."""
         run = RunState(self._observers)
+        if label is not None:
+            run.label = label
         try:
             config = self.config.validated()
             self._check_tools()

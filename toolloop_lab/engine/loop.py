@@ -148,6 +148,9 @@ class ToolLoop:
             prune_tools=cfg.prune_tools,
             input_messages=len(run.messages),
             started_at=datetime.now(UTC).isoformat(),
+            name=run.label.name,
+            tags=run.label.tags,
+            metadata=run.label.metadata,
             parent_run_id=None if parent is None else parent.run_id,
             parent_tool_call_id=None if parent is None else parent.tool_call_id,
         )

@@ -10,20 +10,55 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from toolloop_lab._support.jsonsafe import FrozenDict, frozen_json
 from toolloop_lab.engine.call_events import tool_dispatched
 from toolloop_lab.events import Event, Observer, message_dicts, notify
 from toolloop_lab.spend.usage import Usage
 from toolloop_lab.tools.dispatcher import DispatchOutcome
 
-__all__ = ["RunState"]
+__all__ = ["RunLabel", "RunState"]
 
 E = TypeVar("E", bound=Event)
+
+
+@dataclass(frozen=True, slots=True)
+class RunLabel:
+    """What a caller calls a run (``run(..., name=, tags=, metadata=)``): its start event
+    carries it, so a debugger, a trace or a sweep holding many runs can tell them apart."""
+
+    name: str | None = None
+    tags: tuple[str, ...] = ()
+    metadata: Mapping[str, Any] = field(default_factory=FrozenDict)
+
+    @classmethod
+    def checked(cls, name: object, tags: object, metadata: object) -> RunLabel:
+        """The label of a run, checked at the call (``TypeError`` saying what to pass
+        instead), so a typo fails before anything runs or is spent; metadata is kept as
+        frozen JSON (what a trace can hold)."""
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"name= takes a str or None, not {type(name).__name__}")
+        if isinstance(tags, (str, bytes)) or not isinstance(tags, Sequence):
+            shown = f"tags=({tags!r:.40},)" if isinstance(tags, str) else "tags=('a', 'b')"
+            raise TypeError(
+                f"tags= takes a sequence of str, not {type(tags).__name__}: pass {shown}"
+            )
+        wrong = next((t for t in tags if not isinstance(t, str)), None)
+        if wrong is not None:
+            raise TypeError(f"tags= takes str items only, not {type(wrong).__name__}")
+        if metadata is None:
+            return cls(name, tuple(tags))
+        if not isinstance(metadata, Mapping) or not all(isinstance(k, str) for k in metadata):
+            raise TypeError(
+                "metadata= takes a mapping with str keys (metadata={'ticket': 42}), "
+                f"not {type(metadata).__name__}"
+            )
+        return cls(name, tuple(tags), frozen_json(metadata))
 
 
 @dataclass(slots=True, eq=False)
@@ -45,6 +80,8 @@ class RunState:
     """Outcomes of the current dispatch that completed, by tool-call id (kept on a stop)."""
     partial_text: str | None = None
     """Text streamed so far by the call in flight (kept if the call fails or is stopped)."""
+    label: RunLabel = field(default_factory=RunLabel)
+    """What the caller calls the run (its start event carries it)."""
     release: Callable[[], None] = field(default=lambda: None)
     """Ends this run's hold on its USD budget (set once the budget is resolved)."""
     _reported: set[str] = field(default_factory=set)

@@ -99,6 +99,7 @@ _SPEND: Final[dict[str, Any]] = {
 
 RUN_DTYPES: Final[dict[str, Any]] = {
     "scenario": "string",
+    "name": "string",
     "tags": "object",
     "model": "string",
     "outcome": _OUTCOME,
@@ -111,12 +112,15 @@ RUN_DTYPES: Final[dict[str, Any]] = {
     "duration_s": "float64",
     "run_id": "string",
 }
-"""Columns of :attr:`LabResults.runs`, in order, with their dtypes. ``turns`` is how many
-the scenario holds, ``turns_run`` how many ran; ``run_id`` is the last turn's."""
+"""Columns of :attr:`LabResults.runs`, in order, with their dtypes. ``name`` is what the
+first turn's run was called (``run(..., name=)``, a bridged agent's name), ``<NA>`` when
+nobody named it; ``turns`` is how many the scenario holds, ``turns_run`` how many ran;
+``run_id`` is the last turn's."""
 
 TURN_DTYPES: Final[dict[str, Any]] = {
     "scenario": "string",
     "turn": "int64",
+    "name": "string",
     "message": "string",
     "outcome": _OUTCOME,
     **_SPEND,
@@ -126,7 +130,8 @@ TURN_DTYPES: Final[dict[str, Any]] = {
     "model_latency_s": "float64",
     "run_id": "string",
 }
-"""Columns of :attr:`LabResults.turns`: one row per turn per scenario. ``context_tokens`` is
+"""Columns of :attr:`LabResults.turns`: one row per turn per scenario (``name``: what its
+run was called, as in :data:`RUN_DTYPES`). ``context_tokens`` is
 the input of the turn's last model call (how much of the conversation it carried)."""
 
 ROUND_DTYPES: Final[dict[str, Any]] = {
@@ -280,6 +285,7 @@ def runs_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
             cols,
             {
                 "scenario": rec.scenario,
+                "name": _name(views[:1]),
                 "tags": rec.tags,
                 "model": rec.model_name,
                 "outcome": rec.outcome,
@@ -318,6 +324,7 @@ def turns_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
                 {
                     "scenario": rec.scenario,
                     "turn": number,
+                    "name": _name([view] if view is not None else []),
                     "message": rec.turns[number - 1] if number <= len(rec.turns) else None,
                     "outcome": rec.outcome if error and outcome is None else outcome,
                     **spent,
@@ -335,6 +342,12 @@ def turns_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
                 },
             )
     return _frame(cols, TURN_DTYPES)
+
+
+def _name(views: Sequence[RunView]) -> str | None:
+    """What the first of ``views`` was called (``run(..., name=)``), if anything."""
+    start = views[0].started if views else None
+    return start.name if start is not None else None
 
 
 def _last_gate(row: RoundRow, kind: str) -> BudgetGate | None:

@@ -65,6 +65,11 @@ class TOOLLOOP:
 
     RUN_ID: Final = f"{PREFIX}.run_id"
     PARENT_RUN_ID: Final = f"{PREFIX}.parent_run_id"
+    TAGS: Final = f"{PREFIX}.tags"
+    """The run's tags (``run(..., tags=)``), a string array."""
+    METADATA: Final = f"{PREFIX}.metadata"
+    """The prefix of the run's metadata (``run(..., metadata=)``): one attribute per key,
+    ``toolloop.metadata.<key>``, a scalar as it is and anything else as JSON text."""
     SOURCE: Final = f"{PREFIX}.source"
     TOOLS: Final = f"{PREFIX}.tools"
     PRUNE_TOOLS: Final = f"{PREFIX}.prune_tools"

@@ -55,7 +55,8 @@ from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, Statu
 from opentelemetry.util.types import AttributeValue
 
 from toolloop_lab import events as ev
-from toolloop_lab._support.escape import clip, scrub
+from toolloop_lab._support.escape import NAME_CHARS, TEXT_CHARS, clip, scrub
+from toolloop_lab._support.jsonsafe import dumps
 from toolloop_lab.errors import ConfigurationError
 from toolloop_lab.otel.clean import CleanSpan, clean_attributes
 from toolloop_lab.otel.content import (
@@ -269,6 +270,7 @@ class OTelObserver:
             TOOLLOOP.INPUT_MESSAGES: event.input_messages,
         }
         _put(attributes, GEN_AI.AGENT_NAME, name)
+        _put_label(attributes, event)
         _put(attributes, GEN_AI.REQUEST_MODEL, event.model_name)
         _put(attributes, TOOLLOOP.PARENT_RUN_ID, event.parent_run_id)
         _put(attributes, TOOLLOOP.MAX_ROUNDS, event.max_rounds)
@@ -690,6 +692,24 @@ def _end_error(span: Span, end_ns: int, error_type: str, description: str) -> No
 def _put(attributes: dict[str, AttributeValue], key: str, value: AttributeValue | None) -> None:
     if value is not None:
         attributes[key] = value
+
+
+def _put_label(attributes: dict[str, AttributeValue], event: ev.LoopStarted) -> None:
+    """The run's tags and metadata (its name is ``gen_ai.agent.name``), clipped: a
+    caller's values, but a span is no place for a megabyte."""
+    if event.tags:
+        attributes[TOOLLOOP.TAGS] = [clip(tag, NAME_CHARS) for tag in event.tags]
+    for key, value in event.metadata.items():
+        attributes[f"{TOOLLOOP.METADATA}.{clip(key, NAME_CHARS)}"] = _metadata_value(value)
+
+
+def _metadata_value(value: Any) -> AttributeValue:
+    """A metadata value as an attribute: a scalar as it is (an int OpenTelemetry cannot
+    carry, as text), anything else as JSON text."""
+    if isinstance(value, bool | float) or (isinstance(value, int) and -(2**63) <= value < 2**63):
+        return value
+    text = value if isinstance(value, str) else dumps(value, sort_keys=False)
+    return clip(text, TEXT_CHARS)
 
 
 def _put_span(span: Span, key: str, value: AttributeValue | None) -> None:

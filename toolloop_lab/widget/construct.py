@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from toolloop_lab.events import Event, select_run
 from toolloop_lab.trace import TraceRead, read_trace
+from toolloop_lab.widget.shown import ShownRun
 
 __all__ = ["Replayed", "read_run"]
 
@@ -28,6 +29,17 @@ class Replayed:
     """What the view says about the source (lines of the trace that could not be read)."""
     path: str | os.PathLike[str] | None
     """The trace file, when the source was one."""
+    every: Sequence[Event] = ()
+    """Every event of the source, the other runs' included, in the source's order."""
+
+    def feed(self, shown: ShownRun) -> None:
+        """Show the run picked and keep every run of the source in the session."""
+        picked = self.events[0].run_id if self.events else None
+        for event in self.every or self.events:
+            if event.run_id == picked:
+                shown.add(event)
+            else:
+                shown.record(event)
 
 
 def read_run(
@@ -39,11 +51,12 @@ def read_run(
     if isinstance(source, (str, os.PathLike)):
         source = read_trace(source)
     if not isinstance(source, TraceRead):
-        return Replayed(select_run(source, run_id), None, path)
+        every = tuple(source)
+        return Replayed(select_run(every, run_id), None, path, every)
     note = None
     events = source.run(run_id)
     if source.skipped:
         note = f"{len(source.skipped)} unreadable trace line(s) skipped"
         if source.partial_line is not None:
             note += " (a partial last line: the writer stopped mid-run)"
-    return Replayed(events, note, path)
+    return Replayed(events, note, path, source.events)

@@ -38,7 +38,7 @@ from toolloop_lab.engine.agent import AgentConfig
 from toolloop_lab.engine.hooks import PausePoint
 from toolloop_lab.events import Event, LoopFailed, LoopFinished, Observer
 from toolloop_lab.replay.fork import ForkResult
-from toolloop_lab.runview import RunView
+from toolloop_lab.runview import RunSummary, RunView
 from toolloop_lab.spend.pricing import PriceTable
 from toolloop_lab.trace import TraceRead
 from toolloop_lab.widget.channel import Channel, Endpoints
@@ -48,6 +48,7 @@ from toolloop_lab.widget.control import Control, DebuggableAgent, check_mode
 from toolloop_lab.widget.display import Display, snapshot, summary
 from toolloop_lab.widget.forks import Forking
 from toolloop_lab.widget.requests import Answer
+from toolloop_lab.widget.session import MAX_RUNS
 from toolloop_lab.widget.shown import ShownRun
 from toolloop_lab.widget.step import PAUSE_MODES, PauseMode
 
@@ -66,7 +67,8 @@ class LoopDebugger(anywidget.AnyWidget):
     """Live debugger for one tool-loop run: display it, then run the agent.
 
     ``fork_with`` is the agent "Fork from here" runs a fork with (its model, tools and
-    config); without it, the agent this debugger last ran or watched.
+    config); without it, the agent this debugger last ran or watched. It shows one run
+    and keeps a summary of every run it sees (:attr:`runs`), the newest ``max_runs``.
     """
 
     _esm = STATIC / "debugger.js"
@@ -94,16 +96,17 @@ class LoopDebugger(anywidget.AnyWidget):
         saved_state_bytes: int = 256_000,
         pause_on: PauseMode = "off",
         fork_with: DebuggableAgent[Any] | None = None,
+        max_runs: int = MAX_RUNS,
         clock: Clock = time.monotonic,
         schedule: Scheduler = loop_scheduler,
     ) -> None:
-        if max_text_chars < 1 or saved_state_bytes < 1:
-            raise ValueError("max_text_chars and saved_state_bytes must be >= 1")
+        if max_text_chars < 1 or saved_state_bytes < 1 or max_runs < 1:
+            raise ValueError("max_text_chars, saved_state_bytes and max_runs must be >= 1")
         check_mode(pause_on)
         super().__init__()
         self.max_text_chars = max_text_chars
         self.saved_state_bytes = saved_state_bytes
-        self._run = ShownRun(clock)
+        self._run = ShownRun(clock, max_runs)
         self._forking = Forking(fork_with)
         self._display = Display()
         self._control = Control(self._run, pause_on, self._request, self._on_result)
@@ -246,6 +249,21 @@ class LoopDebugger(anywidget.AnyWidget):
             return tuple(self._run.events)
 
     @property
+    def runs(self) -> tuple[RunSummary, ...]:
+        """A summary of every run this debugger saw, in the order they started: each run
+        of an attached agent, every run in a ``watch()`` block, every run of the trace it
+        was opened on, sub-agents included. It shows one of them (the newest top-level
+        run); it keeps the newest ``max_runs`` (see :attr:`runs_left_out`)."""
+        with self._run.lock:
+            return self._run.session.summaries()
+
+    @property
+    def runs_left_out(self) -> int:
+        """Runs seen but no longer in :attr:`runs` (the oldest, past ``max_runs``)."""
+        with self._run.lock:
+            return self._run.session.left_out
+
+    @property
     def view(self) -> RunView:
         """The fold of the events seen so far (read it, do not change it)."""
         return self._run.view
@@ -334,8 +352,7 @@ class LoopDebugger(anywidget.AnyWidget):
         debugger = cls(**options)
         debugger.live = False
         debugger._forking.source = replayed.path
-        for event in replayed.events:
-            debugger._run.add(event)
+        replayed.feed(debugger._run)
         debugger._channel.keep_saved()
         if replayed.note:
             debugger._run.add_note(replayed.note)

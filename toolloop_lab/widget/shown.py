@@ -14,6 +14,7 @@ from toolloop_lab.engine.hooks import PausePoint
 from toolloop_lab.events import Event, LoopStarted
 from toolloop_lab.runview import RunView
 from toolloop_lab.widget.coalesce import Clock
+from toolloop_lab.widget.session import MAX_RUNS, Session
 
 __all__ = ["ShownRun"]
 
@@ -21,11 +22,13 @@ __all__ = ["ShownRun"]
 class ShownRun:
     """The events of one run, folded as they come; a new run replaces a finished one."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, max_runs: int = MAX_RUNS) -> None:
         self.lock = threading.RLock()
         self.clock = clock
         self.epoch = 0
         """Which run this is: a page drops what it holds of an earlier run on a new epoch."""
+        self.session = Session(max_runs)
+        """Every run seen, this one and the others (kept across :meth:`restart`)."""
         self.clear()
 
     def clear(self) -> None:
@@ -49,11 +52,13 @@ class ShownRun:
 
     def add(self, event: Event) -> bool:
         """Fold one event in; False when it is not this view's (seen already, or another
-        run's, such as a nested agent's). A run starting after a finished one replaces it."""
+        run's, such as a nested agent's, which the session keeps). A run starting after a
+        finished one replaces it."""
         with self.lock:
             if event is self.last_event:  # attached twice: never count an event twice
                 return False
             self.last_event = event
+            self.session.record(event)
             view = self.view
             if (
                 isinstance(event, LoopStarted)
@@ -69,6 +74,11 @@ class ShownRun:
                 self.zero = self.clock() - event.t
             self.events.append(event)
             return True
+
+    def record(self, event: Event) -> None:
+        """Keep an event of a run this view does not show (another run of a trace)."""
+        with self.lock:
+            self.session.record(event)
 
     def now(self) -> float | None:
         """Run time now, while the run goes on (the page ticks its timers from it)."""

@@ -50,6 +50,7 @@ _ID_KEYS: Final = frozenset(
 _NAME_KEYS: Final = frozenset(
     {
         "name",
+        "tags",
         "model_name",
         "model",
         "tool_name",
@@ -70,7 +71,18 @@ _NAME_KEYS: Final = frozenset(
 """Keys whose string values (or lists of strings) are names or labels: cut to
 ``NAME_CHARS``."""
 _CONTENT_KEYS: Final = frozenset(
-    {"args", "before", "after", "content", "input", "arguments", "artifact", "text", "original"}
+    {
+        "args",
+        "before",
+        "after",
+        "content",
+        "input",
+        "arguments",
+        "artifact",
+        "text",
+        "original",
+        "metadata",
+    }
 )
 """Keys holding content: below them, every string is content, whatever its key."""
 
