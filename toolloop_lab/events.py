@@ -103,6 +103,7 @@ __all__ = [
     "finish_outcome",
     "message_dicts",
     "message_from_dict",
+    "nested_run_ids",
     "notify",
     "parse_event",
     "run_ids",
@@ -678,6 +679,24 @@ def top_level_run_ids(events: Iterable[Event]) -> tuple[str, ...]:
         if isinstance(e, LoopStarted) and e.parent_run_id in held and e.parent_run_id != e.run_id
     }
     return tuple(i for i in ids if i not in nested)
+
+
+def nested_run_ids(events: Iterable[Event], run_id: str) -> tuple[str, ...]:
+    """The runs ``run_id`` started, and the runs those started, and so on (sub-agents
+    called from its tools), in the order they started."""
+    stream = tuple(events)
+    parents = {
+        e.run_id: e.parent_run_id
+        for e in stream
+        if isinstance(e, LoopStarted) and e.parent_run_id not in (None, e.run_id)
+    }
+    below: set[str] = {run_id}
+    out: list[str] = []
+    for child in run_ids(stream):  # start order: a parent is met before its children
+        if parents.get(child) in below:
+            below.add(child)
+            out.append(child)
+    return tuple(out)
 
 
 def select_run(

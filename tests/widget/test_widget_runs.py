@@ -127,3 +127,35 @@ def test_only_the_newest_runs_are_kept_past_the_bound() -> None:
     with pytest.raises(ValueError, match="max_runs"):
         LoopDebugger(max_runs=0)
     dbg.close()
+
+
+def test_a_sub_agent_reaches_what_watches_its_parent_with_no_wiring(tmp_path: Path) -> None:
+    helper = LLMAgent(ScriptedChatModel([final("two")], model_name=MODEL))  # no observers
+
+    @tool
+    async def ask_helper(question: str) -> str:
+        """Ask the helper agent."""
+        return (await helper.arun(question, name="helper")).final_text
+
+    boss = LLMAgent(
+        ScriptedChatModel(
+            [calls(tool_call("ask_helper", {"question": "?"}, "o1")), final("It is two.")],
+            model_name=MODEL,
+        ),
+        [ask_helper],
+    )
+    dbg = LoopDebugger()
+    dbg.attach(boss)
+    path = tmp_path / "nested.jsonl"
+    with TraceWriter(path) as writer:
+        boss.subscribe(writer)
+        outer = boss.run("What is 1+1?", name="boss")
+    top, nested = dbg.runs
+    assert (top.name, nested.name) == ("boss", "helper")
+    assert (nested.parent_run_id, nested.parent_tool_call_id) == (outer.run_id, "o1")
+    assert nested.outcome == "final_answer"
+    assert nested.input_tokens > 0
+    assert dbg.events == outer.events  # the view still shows the boss
+    assert helper.observers == ()  # nothing was added to the helper
+    assert [r.name for r in LoopDebugger.from_trace(path).runs] == ["boss", "helper"]
+    dbg.close()

@@ -43,7 +43,7 @@ from toolloop_lab.errors import (
 from toolloop_lab.events import LoopFailed, Observer, failure_fields
 from toolloop_lab.spend import budget as _budget
 from toolloop_lab.spend.pricing import TokenPrice
-from toolloop_lab.tools.dispatcher import ToolBox, block_calls, skipped_outcomes
+from toolloop_lab.tools.dispatcher import ToolBox, block_calls, skipped_outcomes, tool_caller
 
 __all__ = [
     "DEFAULT_SYNTHESIS_PROMPT",
@@ -75,6 +75,15 @@ def _remover(
                 return
 
     return remove
+
+
+def _with_callers(own: tuple[Observer, ...]) -> tuple[Observer, ...]:
+    """A run's observers: its agent's, then those of the run whose tool started it (a
+    sub-agent's events reach whatever watches its parent, each observer once)."""
+    caller = tool_caller()
+    if caller is None or not caller.observers:
+        return own
+    return (*own, *(o for o in caller.observers if o not in own))
 
 
 def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
@@ -369,7 +378,7 @@ class LLMAgent:
         """Check the setup, build the input messages and run the loop; on failure keep the
         partial state on the error. Setup problems surface as ``ToolLoopError`` too, before
         any model call."""
-        run = RunState(self._observers)
+        run = RunState(_with_callers(self._observers))
         if label is not None:
             run.label = label
         try:

@@ -53,6 +53,7 @@ from toolloop_lab.spend.usage import Usage
 from toolloop_lab.tools.dispatcher import (
     DispatchHooks,
     DispatchOutcome,
+    RunCaller,
     ToolBox,
     dispatch,
     invalid_outcomes,
@@ -399,7 +400,7 @@ class ToolLoop:
             parallel=cfg.parallel_tool_calls,
             hooks=self._hooks,
             finished=run.finished,
-            caller=run.run_id,
+            caller=RunCaller(run.run_id, run.observers),
         )
         invalid = invalid_outcomes(reply)
         for outcome in invalid:

@@ -106,6 +106,9 @@ RUN_DTYPES: Final[dict[str, Any]] = {
     "turns": "int64",
     "turns_run": "int64",
     **_SPEND,
+    "nested_runs": "int64",
+    "total_tokens_with_nested": "int64",
+    "cost_usd_with_nested": "float64",
     "elapsed_s": "float64",
     "paused_s": "float64",
     "model_latency_s": "float64",
@@ -115,7 +118,9 @@ RUN_DTYPES: Final[dict[str, Any]] = {
 """Columns of :attr:`LabResults.runs`, in order, with their dtypes. ``name`` is what the
 first turn's run was called (``run(..., name=)``, a bridged agent's name), ``<NA>`` when
 nobody named it; ``turns`` is how many the scenario holds, ``turns_run`` how many ran;
-``run_id`` is the last turn's."""
+``run_id`` is the last turn's. The spend columns are the scenario's own runs'; the
+``*_with_nested`` ones add the ``nested_runs`` its tools started (sub-agents), whose
+spend the agent pays too (``cost_usd_with_nested`` is NaN when any of it is unpriced)."""
 
 TURN_DTYPES: Final[dict[str, Any]] = {
     "scenario": "string",
@@ -124,6 +129,9 @@ TURN_DTYPES: Final[dict[str, Any]] = {
     "message": "string",
     "outcome": _OUTCOME,
     **_SPEND,
+    "nested_runs": "int64",
+    "total_tokens_with_nested": "int64",
+    "cost_usd_with_nested": "float64",
     "context_tokens": "int64",
     "elapsed_s": "float64",
     "paused_s": "float64",
@@ -272,6 +280,17 @@ def _spend(views: Sequence[RunView]) -> dict[str, Any]:
     }
 
 
+def _with_nested(views: Sequence[RunView], nested: Sequence[RunView]) -> dict[str, Any]:
+    """The nested-run columns: how many runs the turns' tools started, and the spend of
+    the turns with theirs added."""
+    usage = _sum(v.usage for v in (*views, *nested))
+    return {
+        "nested_runs": len(nested),
+        "total_tokens_with_nested": usage.total_tokens,
+        "cost_usd_with_nested": _usd(usage.cost_usd),
+    }
+
+
 def _model_latency(views: Sequence[RunView]) -> float:
     return sum(r.latency_s for v in views for r in v.rounds if r.latency_s is not None)
 
@@ -281,6 +300,7 @@ def runs_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
     cols = _columns(RUN_DTYPES)
     for rec in records:
         views = rec.views()
+        nested = [n for turn in rec.nested_views() for n in turn]
         _add(
             cols,
             {
@@ -292,6 +312,7 @@ def runs_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
                 "turns": rec.planned_turns,
                 "turns_run": len(views),
                 **_spend(views),
+                **_with_nested(views, nested),
                 "error_kind": rec.error_kind,
                 "error_reason": rec.error_reason,
                 "error": rec.error_message,
@@ -311,11 +332,13 @@ def turns_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
     :data:`TURN_DTYPES`)."""
     cols = _columns(TURN_DTYPES)
     for rec in records:
-        views = rec.views()
+        views, nested = rec.views(), rec.nested_views()
         failed = rec.failed_turn
         for number in range(1, rec.planned_turns + 1):
             view = views[number - 1] if number <= len(views) else None
             spent = _spend([view] if view is not None else [])
+            below = nested[number - 1] if number <= len(nested) else ()
+            spent.update(_with_nested([view] if view is not None else [], below))
             end = None if view is None else view.finished or view.failure
             outcome = end.outcome if end is not None else None
             error = number == failed

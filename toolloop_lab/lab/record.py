@@ -8,8 +8,10 @@ twice.
 
 A scenario of several turns runs the loop once per turn, each run with its own run id; its
 events are the turns' streams one after the other, so :meth:`ScenarioRun.turn_events` splits
-them again wherever the run id changes. A failed turn ends the scenario (the turns after it
-never run), so the scenario's outcome and error are those of its last turn that ran.
+them again by run. A sub-agent a tool starts is a nested run whose events come in between
+its parent's: it is no turn, and :meth:`ScenarioRun.nested_views` gives each turn's.
+A failed turn ends the scenario (the turns after it never run), so the scenario's outcome
+and error are those of its last turn that ran.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from toolloop_lab.events import (
     LoopFailed,
     LoopFinished,
     Outcome,
+    by_run,
+    nested_run_ids,
+    top_level_run_ids,
 )
 from toolloop_lab.runview import RunView
 
@@ -34,9 +39,10 @@ __all__ = ["OUTCOMES", "Outcome", "ScenarioRun", "error_fields", "outcome_of_eve
 def outcome_of_events(events: tuple[Event, ...]) -> Outcome:
     """The outcome the loop set on its last closing event (the last turn that ran);
     ``failed`` when there is none (the scenario could not even be built, or its worker was
-    lost)."""
+    lost). A nested run's end is not the scenario's."""
+    top = set(top_level_run_ids(events))
     for event in reversed(events):
-        if isinstance(event, (LoopFinished, LoopFailed)):
+        if isinstance(event, (LoopFinished, LoopFailed)) and event.run_id in top:
             return event.outcome
     return "failed"
 
@@ -88,14 +94,19 @@ class ScenarioRun:
         return self.outcome in FAILED_OUTCOMES
 
     def turn_events(self) -> tuple[tuple[Event, ...], ...]:
-        """The events of each turn that ran, in order (split where the run id changes)."""
-        turns: list[tuple[Event, ...]] = []
-        start = 0
-        for i in range(1, len(self.events) + 1):
-            if i == len(self.events) or self.events[i].run_id != self.events[start].run_id:
-                turns.append(self.events[start:i])
-                start = i
-        return tuple(turns)
+        """The events of each turn that ran, in order: one top-level run each (the runs
+        its tools started are not turns; see :meth:`nested_views`)."""
+        runs = by_run(self.events)
+        return tuple(runs[run_id] for run_id in top_level_run_ids(self.events))
+
+    def nested_views(self) -> tuple[tuple[RunView, ...], ...]:
+        """For each turn that ran, the folds of the runs its tools started (sub-agents, and
+        theirs), in the order they started."""
+        runs = by_run(self.events)
+        return tuple(
+            tuple(RunView.from_events(runs[n]) for n in nested_run_ids(self.events, run_id))
+            for run_id in top_level_run_ids(self.events)
+        )
 
     def views(self) -> tuple[RunView, ...]:
         """The shared fold (the same one the widget shows) of each turn that ran."""
@@ -127,8 +138,14 @@ class ScenarioRun:
     @property
     def final_text(self) -> str | None:
         """The last turn's answer, when its loop returned one."""
+        top = set(top_level_run_ids(self.events))
         end = next(
-            (e for e in reversed(self.events) if isinstance(e, LoopFinished | LoopFailed)), None
+            (
+                e
+                for e in reversed(self.events)
+                if isinstance(e, LoopFinished | LoopFailed) and e.run_id in top
+            ),
+            None,
         )
         return end.final_text if isinstance(end, LoopFinished) else None
 

@@ -76,27 +76,27 @@ async def arun_one(
     """Run one scenario, turn by turn, under exactly its own USD limit; failures become
     the result."""
     started = time.perf_counter()
+    events: list[Event] = []  # every run's, sub-agents' included (they feed the same list)
     try:
-        agent = scenario.build_agent(observers)
+        agent = scenario.build_agent((*observers, events.append))
     except Exception as exc:  # noqa: BLE001 - a scenario that cannot be built is a row
         kind, reason = error_fields(exc, building=True)
         return _record(scenario, index, None, started, (), kind, reason, str(exc))
     model_name = model_name_of(agent.model)
-    events: list[Event] = []
     history: Sequence[BaseMessage] = ()
     spent: Decimal | None = Decimal(0)
     for message in scenario.messages:
         try:
             with usd_budget(_left(scenario.usd_limit, spent), prices=scenario.prices):
-                result = await agent.arun(message, history=history)
+                result = await agent.arun(
+                    message, history=history, name=scenario.name, tags=scenario.tags
+                )
         except (ExecutionError, ToolLoopError) as exc:
             kind, reason = error_fields(exc)
-            events.extend(exc.events)
             return _record(scenario, index, model_name, started, events, kind, reason, str(exc))
         except Exception as exc:  # noqa: BLE001 - the loop wraps its errors; this is a guard
             kind, reason = error_fields(exc)
             return _record(scenario, index, model_name, started, events, kind, reason, str(exc))
-        events.extend(result.events)
         history = result.messages
         cost = result.cost_usd
         spent = None if cost is None or spent is None else spent + cost

@@ -50,12 +50,13 @@ from pydantic import ValidationError
 from toolloop_lab._support.fields import validation_text
 from toolloop_lab._support.jsonsafe import dumps, frozen_json, is_mapping, thaw
 from toolloop_lab.errors import ConfigurationError, ExecutionError, describe
-from toolloop_lab.events import ToolStatus
+from toolloop_lab.events import Observer, ToolStatus
 
 __all__ = [
     "STOPPED_TEXT",
     "DispatchHooks",
     "DispatchOutcome",
+    "RunCaller",
     "ToolBox",
     "ToolCaller",
     "block_calls",
@@ -103,6 +104,18 @@ class ToolCaller:
 
     run_id: str
     tool_call_id: str
+    observers: tuple[Observer, ...] = ()
+    """The calling run's observers: a sub-agent's run feeds them too, so whatever watches
+    the parent (a debugger, a trace) sees its nested runs with no wiring by the user."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunCaller:
+    """The run whose calls a dispatch runs (``dispatch(..., caller=)``), and its observers,
+    which runs the tools start inherit."""
+
+    run_id: str
+    observers: tuple[Observer, ...] = ()
 
 
 _CALLER: contextvars.ContextVar[ToolCaller | None] = contextvars.ContextVar(
@@ -533,7 +546,7 @@ async def _dispatch_one(
     tools: ToolBox,
     timeout_s: float | None,
     hooks: DispatchHooks = DispatchHooks(),
-    caller: str | None = None,
+    caller: str | RunCaller | None = None,
 ) -> DispatchOutcome:
     """One call's outcome. Raises only what must stop the loop (``KeyboardInterrupt``,
     ``SystemExit``, other non-``Exception`` errors, and this task's own cancellation)."""
@@ -591,13 +604,14 @@ def _refused(call_id: str, name: Any, args: Any, tools: ToolBox, started: float)
     return _error_outcome(call_id, name, {}, "invalid_arguments", text, started)
 
 
-def _context_for(caller: str | None, call_id: str) -> contextvars.Context | None:
+def _context_for(caller: str | RunCaller | None, call_id: str) -> contextvars.Context | None:
     """The context a tool runs in: a copy of ours that names the call it runs for (so a
     sub-agent it starts knows its parent), or ours as is when no run is named."""
     if caller is None:
         return None
+    run = RunCaller(caller) if isinstance(caller, str) else caller
     context = contextvars.copy_context()
-    context.run(_CALLER.set, ToolCaller(caller, call_id))
+    context.run(_CALLER.set, ToolCaller(run.run_id, call_id, run.observers))
     return context
 
 
@@ -724,7 +738,7 @@ async def dispatch(
     parallel: bool = True,
     hooks: DispatchHooks = DispatchHooks(),
     finished: MutableMapping[str, DispatchOutcome] | None = None,
-    caller: str | None = None,
+    caller: str | RunCaller | None = None,
 ) -> list[DispatchOutcome]:
     """Run ``calls`` (concurrently, or one after another when ``parallel`` is False);
     outcomes come back in call order, and each is handed to ``hooks.done`` as it ends.
@@ -763,7 +777,7 @@ async def _dispatch_many(
     tools: ToolBox,
     timeout_s: float | None,
     hooks: DispatchHooks,
-    caller: str | None,
+    caller: str | RunCaller | None,
 ) -> list[DispatchOutcome]:
     async def one(call: ToolCall) -> DispatchOutcome:
         outcome = await _dispatch_one(call, tools, timeout_s, hooks, caller)
