@@ -703,3 +703,21 @@ def test_bound_tools_and_model_names_are_read_in_every_provider_format() -> None
     assert configured_model_name({"ls_model_name": "m1"}, {"model": "m2"}) == "m1"
     assert configured_model_name({}, {"model": "m2"}) == "m2"
     assert configured_model_name(None, None) is None
+
+
+def test_a_graphs_langchain_tags_and_metadata_label_its_run() -> None:
+    agent = create_agent(_script(final("hi")), [], name="greeter", checkpointer=InMemorySaver())
+    config: Any = {
+        "tags": ["nightly"],
+        "metadata": {"ticket": 42, "owner": {"team": "ops"}},
+        "configurable": {"thread_id": "t-9"},
+    }
+    events: list[Event] = []
+    with watch(events.append):
+        agent.invoke({"messages": [HumanMessage("go")]}, config)
+    [start] = _of(events, LoopStarted)
+    assert start.name == "greeter"
+    assert start.tags == ("nightly",)
+    assert start.metadata["ticket"] == 42
+    assert start.metadata["owner"] == {"team": "ops"}
+    assert start.metadata["thread_id"] == "t-9"  # LangGraph's own: the conversation

@@ -210,6 +210,7 @@ async def test_a_named_run_exports_its_name_tags_and_metadata(
     model = ScriptedChatModel([final("hi"), final("hi")], model_name=MODEL)
     agent = LLMAgent(model, observers=[observer])
     metadata = {"ticket": 42, "owner": "ana", "ok": True, "ratio": 0.5, "more": {"a": [1]}}
+    metadata["thread_id"] = "thread-7"  # LangGraph's name for the conversation
     await agent.arun("go", name="triage", tags=("nightly", "v2"), metadata=metadata)
     await agent.arun("go")  # unnamed: none of them
     named, plain = _op(exporter.get_finished_spans(), "invoke_agent")
@@ -222,7 +223,8 @@ async def test_a_named_run_exports_its_name_tags_and_metadata(
     assert attributes["toolloop.metadata.ok"] is True
     assert attributes["toolloop.metadata.ratio"] == 0.5
     assert json.loads(str(attributes["toolloop.metadata.more"])) == {"a": [1]}  # as JSON
+    assert attributes["gen_ai.conversation.id"] == "thread-7"
     assert not any(
-        key.startswith(("toolloop.tags", "toolloop.metadata", "gen_ai.agent.name"))
+        key.startswith(("toolloop.tags", "toolloop.metadata", "gen_ai.agent", "gen_ai.conv"))
         for key in plain.attributes or {}
     )

@@ -31,7 +31,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -41,6 +41,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.messages.utils import message_chunk_to_message
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, GenerationChunk, LLMResult
 
+from toolloop_lab._support.jsonsafe import frozen_json
 from toolloop_lab.events import Observer
 from toolloop_lab.spend.pricing import PriceTable
 
@@ -142,13 +143,14 @@ class EventBridge(BaseCallbackHandler):
             name = _chain_name(serialized, kwargs)
             if parent is None:
                 run = self._new_run(str(run_id), name=name, input_messages=_count(inputs))
-                self._nodes[run_id] = _Node(run, "chain", root=True)
             elif parent.kind == "tool":
                 run = self._nested(parent, run_id, name)
                 run.input_messages = _count(inputs)
-                self._nodes[run_id] = _Node(run, "chain", root=True)
             else:
                 self._nodes[run_id] = _Node(parent.run, "chain")
+                return
+            run.tags, run.metadata = _labels(kwargs)
+            self._nodes[run_id] = _Node(run, "chain", root=True)
 
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
         with self._lock:
@@ -303,6 +305,14 @@ def _reply(response: LLMResult) -> AIMessage:
 def _chain_name(serialized: dict[str, Any] | None, kwargs: dict[str, Any]) -> str | None:
     name = kwargs.get("name") or (serialized or {}).get("name")
     return name if isinstance(name, str) and name else None
+
+
+def _labels(kwargs: dict[str, Any]) -> tuple[tuple[str, ...], Any]:
+    """A root chain's LangChain ``tags`` and ``metadata`` as a run's labels (text tags
+    only; metadata as frozen JSON, LangGraph's own keys such as the thread id included)."""
+    tags = tuple(t for t in kwargs.get("tags") or () if isinstance(t, str))
+    metadata = kwargs.get("metadata")
+    return tags, frozen_json(dict(metadata) if isinstance(metadata, Mapping) else {})
 
 
 def _count(inputs: Any) -> int | None:

@@ -46,7 +46,7 @@ from uuid import UUID
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
 
 from toolloop_lab import events as ev
-from toolloop_lab._support.jsonsafe import dumps, freeze, json_safe
+from toolloop_lab._support.jsonsafe import dumps, freeze, frozen_json, json_safe
 from toolloop_lab.engine.call_events import (
     Emit,
     delta_sink,
@@ -118,6 +118,11 @@ class BridgedRun:
     run_id: str
     clock: Clock = time.perf_counter
     name: str | None = None
+    tags: tuple[str, ...] = ()
+    """The root chain's LangChain tags (``config={"tags": [...]}``)."""
+    metadata: Any = None
+    """The root chain's LangChain metadata as frozen JSON (``config={"metadata": ...}``;
+    LangGraph adds the thread id and other configurable values there)."""
     parent_run_id: str | None = None
     parent_tool_call_id: str | None = None
     input_messages: int | None = None
@@ -191,6 +196,8 @@ class BridgedRun:
             started_at=self.started_at,
             source="langchain",
             name=self.name,
+            tags=self.tags,
+            metadata=self.metadata if self.metadata is not None else frozen_json({}),
             parent_run_id=self.parent_run_id,
             parent_tool_call_id=self.parent_tool_call_id,
         )

@@ -36,6 +36,7 @@ class GEN_AI:
     OPERATION_NAME: Final = "gen_ai.operation.name"
     PROVIDER_NAME: Final = "gen_ai.provider.name"
     AGENT_NAME: Final = "gen_ai.agent.name"
+    CONVERSATION_ID: Final = "gen_ai.conversation.id"
     REQUEST_MODEL: Final = "gen_ai.request.model"
     REQUEST_STREAM: Final = "gen_ai.request.stream"
     RESPONSE_MODEL: Final = "gen_ai.response.model"

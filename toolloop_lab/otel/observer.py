@@ -701,6 +701,17 @@ def _put_label(attributes: dict[str, AttributeValue], event: ev.LoopStarted) -> 
         attributes[TOOLLOOP.TAGS] = [clip(tag, NAME_CHARS) for tag in event.tags]
     for key, value in event.metadata.items():
         attributes[f"{TOOLLOOP.METADATA}.{clip(key, NAME_CHARS)}"] = _metadata_value(value)
+    conversation = next(
+        (event.metadata[k] for k in CONVERSATION_KEYS if isinstance(event.metadata.get(k), str)),
+        None,
+    )
+    if conversation:
+        attributes[GEN_AI.CONVERSATION_ID] = clip(conversation, NAME_CHARS)
+
+
+CONVERSATION_KEYS: Final = ("conversation_id", "thread_id", "session_id")
+"""Metadata keys that name the conversation a run belongs to (``gen_ai.conversation.id``):
+ours by choice, LangGraph's thread id, and the common session id."""
 
 
 def _metadata_value(value: Any) -> AttributeValue:
