@@ -241,3 +241,31 @@ def test_a_long_scenario_name_is_clipped_in_the_labels() -> None:
     legend = only_axes(long.plot_cost_per_round()).get_legend()
     assert legend is not None
     assert [t.get_text() for t in legend.get_texts()] == [shown]
+
+
+def test_every_plot_shows_as_an_image_without_matplotlib_inline(results: LabResults) -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()  # a plain shell: no `%matplotlib inline` was run
+    for figure in (
+        results.plot_spend(),
+        results.plot_cost_per_round(),
+        results.plot_pruning_savings(),
+        results.plot_turns(),
+        results.plot_budget_gates(),
+    ):
+        data, _ = shell.display_formatter.format(figure)
+        assert data["image/png"].startswith(b"\x89PNG"), sorted(data)
+
+
+def test_a_sweep_shows_as_one_short_line_and_an_escaped_table(results: LabResults) -> None:
+    text = repr(results)
+    assert text.startswith(f"<LabResults: {len(results)} scenarios (")
+    assert len(text) < 300
+    hostile = run_scenarios(
+        [Scenario.scripted("<script>alert(1)</script>", [Reply.final("hi")])], progress=False
+    )
+    page = hostile._repr_html_()
+    assert "<script>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "1 scenario (1 final_answer)" in page

@@ -12,6 +12,7 @@ never reaches the font code (which takes no such string), and a long name is cli
 
 from __future__ import annotations
 
+import io
 import math
 from typing import Final
 
@@ -23,6 +24,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 from toolloop_lab._support.escape import clip
 
 __all__ = [
+    "LabFigure",
     "budget_gates_figure",
     "cost_per_round_figure",
     "pruning_savings_figure",
@@ -50,9 +52,19 @@ def _width(n: int) -> float:
     return min(40.0, max(6.0, 0.6 * n + 2.0))
 
 
+class LabFigure(Figure):
+    """A figure that shows itself as a PNG in any notebook, ``%matplotlib inline`` or not
+    (a bare ``Figure`` made without pyplot prints as ``<Figure size 860x480 ...>``)."""
+
+    def _repr_png_(self) -> bytes:
+        buffer = io.BytesIO()
+        self.savefig(buffer, format="png")
+        return buffer.getvalue()
+
+
 def _axes(title: str, xlabel: str, ylabel: str, width: float = 8.0) -> tuple[Figure, Axes]:
     """A new figure of one plot, titled and with both axes labelled."""
-    fig = Figure(figsize=(width, 4.8), layout="constrained")
+    fig = LabFigure(figsize=(width, 4.8), layout="constrained")
     ax = fig.add_subplot()
     ax.set_title(title)
     ax.set_xlabel(xlabel)

@@ -13,6 +13,7 @@ Saves written before turns load as one-turn scenarios.
 from __future__ import annotations
 
 import dataclasses
+import html
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from toolloop_lab.lab.frames import (
     turns_frame,
 )
 from toolloop_lab.lab.record import ScenarioRun
+from toolloop_lab.spend.usage import format_usd
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -59,6 +61,27 @@ class LabResults:
     def __post_init__(self) -> None:
         ordered = tuple(sorted(self.records, key=lambda r: r.index))
         object.__setattr__(self, "records", ordered)
+
+    # -- how a notebook shows it --------------------------------------------------------
+    def __repr__(self) -> str:
+        """One line: a cell ending in a sweep must not print every event it holds."""
+        return f"<LabResults: {self._summary()}>"
+
+    def _summary(self) -> str:
+        runs = self._frame("runs")
+        outcomes = runs["outcome"].astype(str).value_counts(sort=False)
+        ended = ", ".join(f"{count} {outcome}" for outcome, count in outcomes.items() if count)
+        cost = format_usd(float(runs["cost_usd"].fillna(0).sum()))
+        unknown = "" if bool(runs["cost_known"].all()) else " + unpriced calls"
+        scenarios = f"{len(runs)} scenario{'s' if len(runs) != 1 else ''}"
+        tokens = int(runs["total_tokens"].sum())
+        return f"{scenarios} ({ended or 'none'}), {tokens:,} tokens, {cost}{unknown}"
+
+    def _repr_html_(self) -> str:
+        """The summary line and one row per scenario (every value escaped by pandas)."""
+        columns = ["scenario", "outcome", "rounds", "total_tokens", "cost_usd", "error"]
+        table = self._frame("runs")[columns].to_html(index=False, escape=True, na_rep="")
+        return f"<p>{html.escape(self._summary())}</p>{table}"
 
     # -- access -----------------------------------------------------------------------
     def __len__(self) -> int:
