@@ -56,6 +56,9 @@ class LabFigure(Figure):
     """A figure that shows itself as a PNG in any notebook, ``%matplotlib inline`` or not
     (a bare ``Figure`` made without pyplot prints as ``<Figure size 860x480 ...>``)."""
 
+    def __repr__(self) -> str:
+        return super().__repr__().replace(type(self).__name__, "Figure", 1)
+
     def _repr_png_(self) -> bytes:
         buffer = io.BytesIO()
         self.savefig(buffer, format="png")
