@@ -174,7 +174,7 @@ test("nested runs: lanes under the shown run, depth first, on the shown run's cl
   const { lanes, more } = data.nestedRuns(s, 13.5);
   assert.deepEqual(lanes.map((l) => [l.id, l.label, l.depth]), [
     ["sub", "researcher", 1],
-    ["subsub", "a (sub-run)", 2],
+    ["subsub", "a", 2], // no name: the tool that started it
     ["late", "critic", 1],
   ]);
   assert.equal(more, 0);

@@ -106,6 +106,9 @@ export function createGantt(ctx, open) {
       const list = `${failing.length > 1 ? "rounds" : "round"} ${where.join(", ")}${failing.length > 3 ? "…" : ""}`;
       bits.push(`${plural(cache.failed, "failed call")} (${list})`);
     }
+    let nestedFailed = 0;
+    for (const lane of lanes) if (lane.nested) for (const it of lane.items) if (it.failed) nestedFailed++;
+    if (nestedFailed) bits.push(`${plural(nestedFailed, "failed call")} in nested runs`);
     if (more) bits.push(`${plural(more, "more nested run")} not drawn`);
     return bits.join(" · ");
   }

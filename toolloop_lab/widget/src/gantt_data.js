@@ -160,7 +160,7 @@ export function nestedRuns(s, now, max = MAX_NESTED) {
  */
 function nestedLane(row, depth, offset, now) {
   const running = row.outcome === null || row.outcome === undefined;
-  const label = row.name || (row.parent_tool_name ? `${row.parent_tool_name} (sub-run)` : "nested run");
+  const label = row.name || row.parent_tool_name || "nested run";
   /** @type {Item[]} */
   const items = [];
   for (const span of Array.isArray(row.spans) ? row.spans : []) {
