@@ -80,7 +80,8 @@ model = SlowModel(
                   tool_calls=[call("report", {"name": "q3.pdf"}, "c3"),
                               call("lookup", {"topic": "revenue"}, "c4")],
                   usage_metadata=usage(1200, 40)),
-        AIMessage("Revenue rose 12%; churn data for Q3 is missing.", usage_metadata=usage(1500, 25)),
+        AIMessage("Revenue rose 12%; churn data for Q3 is missing.",
+                  usage_metadata=usage(1500, 25)),
     ],
     model_name="gpt-4o-mini",
 )
@@ -129,7 +130,11 @@ def test_the_whole_run_timeline_grows_opens_rounds_and_moves_with_keys(
     name = write_notebook(
         jupyter.root,
         "timeline.ipynb",
-        [AGENT, 'dbg = LoopDebugger(pause_on="model")\ndbg', f"task = dbg.start(agent, {PROMPT!r})"],
+        [
+            AGENT,
+            'dbg = LoopDebugger(pause_on="model")\ndbg',
+            f"task = dbg.start(agent, {PROMPT!r})",
+        ],
     )
     page = page_for(name, "lab")
     try:
@@ -169,7 +174,8 @@ def test_the_whole_run_timeline_grows_opens_rounds_and_moves_with_keys(
         # a tool chip says what happened to it
         chip = live.locator(".tl-row[data-n='2'] .tl-chip", has_text="churn")
         assert (chip.get_attribute("title") or "").startswith("raised ValueError · ")
-        assert (live.locator(".tl-row[data-n='1'] .tl-chip").first.get_attribute("title") or "").startswith("ok · ")
+        ok = live.locator(".tl-row[data-n='1'] .tl-chip").first.get_attribute("title") or ""
+        assert ok.startswith("ok · "), ok
         live.scroll_into_view_if_needed()
         shot(gantt, "timeline_light")
 
