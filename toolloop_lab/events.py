@@ -406,6 +406,9 @@ class ToolDispatched(_Base):
     """False for a call the loop answered without running it (a spent budget, a stop
     before it began, a cut-off reply, a person's skip): it has no duration and no size of
     its own. A call stopped while its tool ran did run (status ``cancelled``)."""
+    error_type: Text | None = None
+    """The class name of the exception the tool raised (``ValueError``), for a
+    ``tool_error`` that was one; ``None`` otherwise, and in traces written before it."""
     kind: Literal["tool_dispatch"] = "tool_dispatch"
 
 

@@ -51,6 +51,8 @@ class ToolRow:
     """Run time its tool began (``tool_start``), for a live timer."""
     ran: bool = True
     """False for a call answered without running it (no duration, no size of its own)."""
+    error_type: str | None = None
+    """The class name of the exception its tool raised (a ``tool_error`` that was one)."""
 
 
 @dataclass(slots=True)
@@ -314,6 +316,7 @@ class RunView:
         tool.ran = event.ran
         tool.status = event.status
         tool.error_reason = event.error_reason
+        tool.error_type = event.error_type
         tool.duration_s = event.duration_s
         tool.output_chars = event.output_chars
         tool.content = event.content

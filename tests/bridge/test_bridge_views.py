@@ -195,19 +195,51 @@ def test_every_view_shows_an_unknown_tool_as_an_error_with_its_reason_in_words()
     for source, events in _both_runs().items():
         view = RunView.from_events(events)
         text = summary_text(view)
-        assert "nope: error (no such tool)" in text, (source, text)
+        assert "nope: error (unknown tool)" in text, (source, text)
         assert "slow: success" in text, source
         html = snapshot_html(view)
-        assert "nope: error (no such tool)" in html, source
+        assert "nope: error (unknown tool)" in html, source
         record = _record(source, events)
         report = LabResults((record,)).report_html()
-        assert "(no such tool)" in report, source
+        assert "(unknown tool)" in report, source
         assert "(not_available)" not in report, source
         for shown in (text, html):
             assert "not run" not in shown, source
             assert "not_available" not in shown, source
         tools = tools_frame([record]).set_index("tool_call_id")
         assert (tools.loc["u_nope", "status"], bool(tools.loc["u_nope", "ran"])) == ("error", True)
+
+
+@tool
+def flaky(what: str) -> str:
+    """Looks something up (and raises)."""
+    raise ValueError(f"no record of {what}")
+
+
+def test_a_tool_that_raises_says_so_by_its_exception_under_both() -> None:
+    # LLMAgent answers the call with an error message; create_agent lets the error end its
+    # run: either way the call says what it raised, in every text view
+    ours: list[Event] = []
+    script = calls(tool_call("flaky", {"what": "x"}, "r_flaky"))
+    LLMAgent(
+        ScriptedChatModel([script, final("done")], model_name=MODEL),
+        [flaky],
+        observers=[ours.append],
+    ).run("go")
+    bridged: list[Event] = []
+    agent = create_agent(ScriptedChatModel([script, final("done")], model_name=MODEL), [flaky])
+    with watch(bridged.append), pytest.raises(ValueError, match="no record of x"):
+        agent.invoke({"messages": [HumanMessage("go")]})
+    for source, events in {"LLMAgent": ours, "bridge": bridged}.items():
+        (event,) = [e for e in events if isinstance(e, ToolDispatched)]
+        assert (event.status, event.error_reason, event.error_type) == (
+            "error",
+            "tool_error",
+            "ValueError",
+        ), source
+        view = RunView.from_events(events)
+        assert "flaky: error (raised ValueError)" in summary_text(view), source
+        assert "flaky: error (raised ValueError)" in snapshot_html(view), source
 
 
 _DEBUGGER_JS = Path(__file__).parents[2] / "toolloop_lab" / "widget" / "static" / "debugger.js"
@@ -265,7 +297,7 @@ def test_the_browser_finds_an_unknown_tool_with_errors_only_under_both(tmp_path:
         assert (first["state"], first["errorsOnly"]) == ("error", True), source
         assert (second["state"], second["errorsOnly"]) == ("answer", False), source
         tools = {name: (status, words) for name, status, words in first["tools"]}
-        assert tools == {"slow": ("success", None), "nope": ("error", "no such tool")}, source
+        assert tools == {"slow": ("success", None), "nope": ("error", "unknown tool")}, source
 
 
 def test_the_browser_and_python_give_every_reason_the_same_words(tmp_path: Path) -> None:

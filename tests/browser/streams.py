@@ -47,7 +47,7 @@ from toolloop_lab.events import (
 )
 from toolloop_lab.spend.usage import Usage
 
-__all__ = ["Stream", "ToolSpec", "hostile_run", "long_run", "sample_run"]
+__all__ = ["Stream", "ToolSpec", "four_round_run", "hostile_run", "long_run", "sample_run"]
 
 MODEL = "gpt-4o-mini"
 
@@ -351,6 +351,44 @@ def sample_run(modern: bool = True, *, xss: str = XSS) -> list[Event]:
     answer = '{"revenue": "+12%", "churn": "unknown"}\nRevenue rose 12%; churn is unknown.'
     s.call_end(3, answer, (), tokens=(2800, 90))
     return [*s.finish("Revenue rose 12%; churn is unknown.", 3).events]
+
+
+def four_round_run() -> list[Event]:
+    """Four rounds, 13.5 s: a pause before round 2's call, a tool that raises in round 2,
+    two tools side by side in round 3 (the slowest, 6.2 s), then the answer."""
+    s = Stream().start("How did revenue and churn do last quarter?")
+    read = ToolSpec("c1", "file_read", {"path": "report.txt"}, "revenue up 12%", 1.0)
+    s.full_round(1, "Reading the report.", [read], latency=2.0)
+    s.round_start(2)
+    s.pause(2, "model_call", "round", 0.2)
+    s.call_start(2)
+    s.t += 2.0
+    churn = ToolSpec(
+        "c2", "churn", {"quarter": "Q3"}, "ValueError: no Q3", 0.5, "error", reason="tool_error"
+    )
+    s.call_end(2, "Looking up churn.", [churn], latency=2.0)
+    s.tool_begin(2, churn)
+    s.t += 0.5
+    s.tool_end(2, churn)
+    dispatched = s.events[-1]
+    assert isinstance(dispatched, ToolDispatched)
+    s.events[-1] = dataclasses.replace(dispatched, error_type="ValueError")
+    slow = ToolSpec("c3", "file_read", {"path": "churn.csv"}, "churn 3%", 2.7)
+    fast = ToolSpec("c4", "echo", {"text": "noted"}, "noted", 0.8)
+    s.round_start(3)
+    s.call_start(3)
+    s.t += 3.5
+    s.call_end(3, "Reading churn and noting it.", [slow, fast], latency=3.5)
+    s.tool_begin(3, slow).tool_begin(3, fast)
+    s.t += 0.8
+    s.tool_end(3, fast)
+    s.t += 1.9
+    s.tool_end(3, slow)
+    s.round_start(4)
+    s.call_start(4)
+    s.t += 1.6
+    s.call_end(4, "Revenue rose 12%; churn was 3%.", (), latency=1.6)
+    return [*s.finish("Revenue rose 12%; churn was 3%.", 4).events]
 
 
 def long_run(rounds: int) -> list[Event]:

@@ -384,6 +384,16 @@ def test_ten_thousand_rounds_stay_fast_and_small(page_for: Any, jupyter: Jupyter
             (paced[i + 10] - paced[i] for i in range(len(paced) - 10)), default=float("inf")
         )
         shot(big, "lab_10000_rounds")
+        # the whole-run timeline at scale: where the time went, what failed, and its keys
+        gantt = big.locator(".tl-gantt")
+        assert "across 10,001 rounds" in gantt.locator(".tl-gantt-sum").inner_text()
+        assert "103 failed calls" in gantt.locator(".tl-gantt-marks").inner_text()
+        gantt.locator(".tl-gantt-plot").focus()
+        page.keyboard.press("Home")
+        big.locator(".tl-detail-title", has_text=re.compile(r"^Round 1$")).wait_for()
+        page.keyboard.press("n")
+        big.locator(".tl-detail-title", has_text=re.compile(r"^Round 97$")).wait_for()
+        shot(gantt, "lab_10000_timeline")
         # navigation at scale: jump to a round, errors only
         big.locator(".tl-jump").fill("4850")
         big.get_by_role("button", name="Go").click()

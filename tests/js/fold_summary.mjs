@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 const src = (name) => new URL(`../../toolloop_lab/widget/src/${name}`, import.meta.url).href;
 const { fold } = await import(src("fold.js"));
 const { createRun } = await import(src("run.js"));
-const { usd } = await import(src("words.js"));
+const { toolOutcome, usd } = await import(src("words.js"));
 
 /** A round's model call: replied, failed (raised or stopped), unanswered, or none. */
 function callStatus(call) {
@@ -33,7 +33,8 @@ function summary(run) {
       failed_calls: r.failedCalls.map((f) => f.type),
       input_tokens: r.call && r.call.usage ? r.call.usage.input : 0,
       output_tokens: r.call && r.call.usage ? r.call.usage.output : 0,
-      tools: r.tools.map((x) => [x.id, x.name, x.status, x.ran, x.reason]),
+      // what happened to each call, in the words both sides take from words.json
+      tools: r.tools.map((x) => [x.id, x.name, x.status, x.ran, x.reason, x.errorType, toolOutcome(x.status, x.reason, x.ran, x.errorType)]),
     })),
   };
 }

@@ -16,7 +16,7 @@ test("an outcome reads in words, with why a final-answer call ran", () => {
 
 test("a reason reads in words; an unknown code or a prototype's key reads as itself", () => {
   for (const [code, said] of Object.entries(NOT_RUN)) assert.equal(reasonWords(code), said);
-  assert.equal(reasonWords("not_available"), "no such tool");
+  assert.equal(reasonWords("not_available"), "unknown tool");
   assert.equal(reasonWords("constructor"), "constructor");
   assert.equal(reasonWords("__proto__"), "__proto__");
   assert.equal(word(OUTCOME, "toString"), "toString");

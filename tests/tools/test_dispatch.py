@@ -239,7 +239,7 @@ async def test_a_tool_that_raises_becomes_an_error_message_and_the_loop_goes_on(
         message.content == "Error: tool 'flaky' raised RuntimeError: disk full while writing a.txt"
     )
     (event,) = [e for e in events if isinstance(e, ToolDispatched)]
-    assert event.error_reason == "tool_error"
+    assert (event.error_reason, event.error_type) == ("tool_error", "RuntimeError")
     assert event.output_chars == len(str(message.content))
     assert result.final_response.text == "done"
 
@@ -260,7 +260,7 @@ async def test_a_tool_over_its_timeout_is_an_error_message() -> None:
     assert message.status == "error"
     assert message.content == "Error: tool 'hang' timed out after 0.01 s"
     (event,) = [e for e in events if isinstance(e, ToolDispatched)]
-    assert event.error_reason == "timeout"
+    assert (event.error_reason, event.error_type) == ("timeout", None)  # it raised nothing
 
 
 async def test_a_tools_own_timeout_error_is_not_reported_as_the_loop_timeout() -> None:
@@ -273,7 +273,7 @@ async def test_a_tools_own_timeout_error_is_not_reported_as_the_loop_timeout() -
     (message,) = _tool_messages(result)
     assert message.content == "Error: tool 'remote' raised TimeoutError: upstream did not answer"
     (event,) = [e for e in events if isinstance(e, ToolDispatched)]
-    assert event.error_reason == "tool_error"
+    assert (event.error_reason, event.error_type) == ("tool_error", "TimeoutError")
 
 
 async def test_content_and_artifact_tools_keep_their_artifact() -> None:

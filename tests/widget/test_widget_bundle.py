@@ -78,6 +78,24 @@ def test_every_table_of_the_words_file_is_read_by_python() -> None:
     )
 
 
+def test_a_tool_call_says_what_happened_to_it_in_the_words_file() -> None:
+    said = words.tool_outcome
+    assert said("success", None) == "ok"
+    assert said("error", "tool_error", error_type="ValueError") == "raised ValueError"
+    assert said("error", "tool_error") == "the tool failed"  # its handler reported it
+    assert said("error", "not_available") == "unknown tool"
+    assert said("error", "invalid_arguments") == "bad arguments"
+    assert said("error", "timeout", error_type="TimeoutError") == "timed out"
+    assert said("error", None) == "failed"
+    assert said("cancelled", "cancelled") == "stopped while running"
+    assert said("error", "token_budget", ran=False) == "not run (token budget)"
+    assert said("error", "skipped", ran=False) == "answered by you"
+    assert said("pending", None) == "waiting to run"
+    assert said("error", "a_newer_code") == "a_newer_code"  # a code without words: itself
+    # every word it says is the words file's
+    assert {said("success", None), said("pending", None)} <= set(words.TOOL_OUTCOME.values())
+
+
 def test_the_package_writes_each_outcome_in_words_in_one_file_only() -> None:
     """Every hand-written file of the package is searched for each outcome's words: only the
     words file holds them (the shipped bundle is built from it, and the freshness test above

@@ -19,6 +19,7 @@ from browser.streams import failed_run, hostile_run, long_run, sample_run
 from jskit import ROOT, all_cases, need_node, payloads
 
 from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS, clip
+from toolloop_lab._support.words import tool_outcome
 from toolloop_lab.events import Event
 from toolloop_lab.runview import RoundRow, RunView
 from toolloop_lab.spend.usage import format_usd
@@ -82,6 +83,13 @@ def python_summary(view: RunView) -> dict[str, Any]:
                         _tool_status(t.status, t.ran),
                         t.ran,
                         _wire(t.error_reason, NAME_CHARS),
+                        _wire(t.error_type, NAME_CHARS),
+                        tool_outcome(
+                            _tool_status(t.status, t.ran),
+                            _wire(t.error_reason, NAME_CHARS),
+                            ran=t.ran,
+                            error_type=_wire(t.error_type, NAME_CHARS),
+                        ),
                     ]
                     for t in row.tools
                 ],

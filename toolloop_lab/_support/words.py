@@ -29,8 +29,10 @@ __all__ = [
     "STATUS",
     "SYNTHESIS_REASON",
     "TABLES",
+    "TOOL_OUTCOME",
     "outcome_text",
     "reason_words",
+    "tool_outcome",
     "word",
 ]
 
@@ -53,6 +55,9 @@ NOT_RUN: Final = TABLES["not_run"]
 """Why a call the loop answered without running it never ran, by its error reason."""
 FAILED: Final = TABLES["failed"]
 """Why a call that was dispatched is an error, by its error reason."""
+TOOL_OUTCOME: Final = TABLES["tool_outcome"]
+"""How one tool call ended, in a few words (a chip's tooltip, a text view's line): the
+words of its status, and the parts :func:`tool_outcome` puts together."""
 CUT_SHORT: Final = TABLES["cut_short"]
 """A call whose tool had begun when the run stopped, by its reason: it ran, for as long
 as it did."""
@@ -75,6 +80,31 @@ def reason_words(code: str | None) -> str | None:
     if code is None:
         return None
     return NOT_RUN.get(code) or FAILED.get(code) or CUT_SHORT.get(code) or code
+
+
+def tool_outcome(
+    status: str,
+    error_reason: str | None,
+    *,
+    ran: bool = True,
+    error_type: str | None = None,
+) -> str:
+    """What happened to one tool call, as a person says it: ``ok``, ``raised ValueError``,
+    ``unknown tool``, ``bad arguments``, ``timed out``, ``stopped while running``,
+    ``not run (token budget)``, ``answered by you``. The browser's ``toolOutcome``
+    (``widget/src/words.js``) says the same from the same table."""
+    if status == "cancelled" and ran:
+        return CUT_SHORT.get(error_reason or "", CUT_SHORT["cancelled"])
+    if not ran or status == "not_run":
+        if error_reason == "skipped":
+            return TOOL_OUTCOME["answered_by_you"]
+        why = reason_words(error_reason)
+        return f"{TOOL_OUTCOME['not_run']} ({why})" if why else TOOL_OUTCOME["not_run"]
+    if status == "error":
+        if error_type and error_reason in (None, "tool_error"):
+            return f"{TOOL_OUTCOME['raised']} {error_type}"
+        return reason_words(error_reason) or TOOL_OUTCOME["error"]
+    return word(TOOL_OUTCOME, "queued" if status == "pending" else status)
 
 
 def outcome_text(outcome: str, synthesis_reason: str | None = None) -> str:

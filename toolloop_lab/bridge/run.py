@@ -105,6 +105,8 @@ class _Tool:
     started: float
     duration_s: float = 0.0
     error_reason: str = "tool_error"
+    error_type: str | None = None
+    """The class name of the exception it raised, for a ``tool_error``."""
     error_text: str = ""
     stand_in: bool = False
     """The framework ran its stand-in for an unknown tool: the call itself never ran."""
@@ -401,6 +403,8 @@ class BridgedRun:
         if not _bubbles_up(error):  # an interrupt or hand-off leaves the call unanswered
             tool.duration_s = self.clock() - tool.started
             tool.error_reason = _error_reason(error)
+            if tool.error_reason == "tool_error":
+                tool.error_type = type(error).__name__
             text = describe(error)
             tool.error_text = f"{type(error).__name__}: {text}" if text else type(error).__name__
             self._raised[tool.call_id] = tool
@@ -429,6 +433,7 @@ class BridgedRun:
                     error_reason=raised.error_reason if status == "error" else None,
                     content=str(message.content),
                     duration_s=raised.duration_s,
+                    error_type=raised.error_type if status == "error" else None,
                 )
                 continue
             asked = self._requested.get(call_id)
@@ -456,6 +461,7 @@ class BridgedRun:
                 error_reason=tool.error_reason,
                 content=tool.error_text,
                 duration_s=tool.duration_s,
+                error_type=tool.error_type,
             )
         self._raised.clear()
 
@@ -468,6 +474,7 @@ class BridgedRun:
         content: str,
         duration_s: float,
         ran: bool = True,
+        error_type: str | None = None,
     ) -> None:
         self._raised.pop(tool.call_id, None)
         self._requested.pop(tool.call_id, None)
@@ -482,6 +489,7 @@ class BridgedRun:
             error_reason=error_reason,
             duration_s=max(0.0, duration_s),
             ran=ran,
+            error_type=error_type,
         )
 
     # -- the end ----------------------------------------------------------------------

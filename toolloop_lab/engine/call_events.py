@@ -167,6 +167,8 @@ class Answer(TypedDict):
     duration_s: float
     ran: NotRequired[bool]
     """The call's tool ran (the default); ``False`` for a call answered without running."""
+    error_type: NotRequired[str | None]
+    """The class name of the exception the tool raised (a ``tool_error`` that was one)."""
 
 
 def tool_dispatched(emit: Emit, call_id: str, content: str, **answer: Unpack[Answer]) -> None:

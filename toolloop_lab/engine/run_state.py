@@ -118,6 +118,7 @@ class RunState:
             error_reason=outcome.error_reason,
             duration_s=outcome.duration_s,
             ran=outcome.ran,
+            error_type=outcome.error_type,
         )
 
     def reported(self, call_id: str) -> bool:

@@ -94,6 +94,8 @@ class DispatchOutcome:
     ran: bool = True
     """False for a call answered without running it (spent budget, a stop before it
     began, a person's skip)."""
+    error_type: str | None = None
+    """The class name of the exception the tool raised, for a ``tool_error`` that was one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,10 +171,11 @@ def _error_outcome(
     *,
     prefix: str = "Error: ",
     ran: bool = True,
+    error_type: str | None = None,
 ) -> DispatchOutcome:
     msg = ToolMessage(content=prefix + text, tool_call_id=call_id, name=name, status="error")
     duration = time.perf_counter() - started if ran else 0.0
-    return DispatchOutcome(msg, name, _frozen(args), "error", reason, duration, ran)
+    return DispatchOutcome(msg, name, _frozen(args), "error", reason, duration, ran, error_type)
 
 
 def normalize_tool_call_ids(message: AIMessage, used: Collection[str] = ()) -> AIMessage:
@@ -674,17 +677,22 @@ def _ended(
     if not isinstance(exc, Exception):
         # KeyboardInterrupt, SystemExit and their kind stop the loop; the tool did run
         text = f"tool {name!r} raised {type(exc).__name__}, which stopped the loop"
-        hooks.done(_error_outcome(call_id, name, args, "tool_error", text, started))
+        raised = type(exc).__name__
+        hooks.done(
+            _error_outcome(call_id, name, args, "tool_error", text, started, error_type=raised)
+        )
         raise exc
     if isinstance(exc, _HandledToolError):
-        # the tool's own handler chose the text the model reads
+        # the tool's own handler chose the text the model reads: a failure it reported
+        # (as under the bridge, where the framework's handler answers), not one it raised
         return _error_outcome(call_id, name, args, "tool_error", exc.text, started, prefix="")
     if isinstance(exc, ValidationError):
         why = validation_text(exc, whole="(arguments)", every=True)
         text = f"invalid arguments for tool {name!r}: {why}"
         return _error_outcome(call_id, name, args, "invalid_arguments", text, started)
     text = f"tool {name!r} raised {type(exc).__name__}: {describe(exc)}"
-    return _error_outcome(call_id, name, args, "tool_error", text, started)
+    raised = type(exc).__name__
+    return _error_outcome(call_id, name, args, "tool_error", text, started, error_type=raised)
 
 
 def _success(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Final
 
 from toolloop_lab._support.escape import esc, esc_clip
-from toolloop_lab._support.words import ROUND_KIND, STATUS, word
+from toolloop_lab._support.words import ROUND_KIND, STATUS, tool_outcome, word
 from toolloop_lab.runview import RoundRow, RunView, ToolRow
 from toolloop_lab.widget import figures as fig
 
@@ -23,16 +23,17 @@ _PREVIEW: Final = 160
 
 
 def _tool(tool: ToolRow) -> str:
-    """A call that never ran reads "not run (why)" (as in the text view); an error says why;
-    one stopped while it ran says so, and for how long it ran."""
-    why = fig.reason_words(tool.error_reason)
-    said = f" ({esc_clip(why, 60)})" if why else ""
+    """A call that never ran reads "not run (why)" or "answered by you" (as in the text
+    view); an error says what happened ("raised ValueError"); one stopped while it ran
+    says so, and for how long it ran."""
+    ran = tool.ran and tool.status != "pending"
+    said = tool_outcome(tool.status, tool.error_reason, ran=ran, error_type=tool.error_type)
     if tool.status == "cancelled":
         state = esc(fig.cut_short(tool.error_reason, tool.duration_s))
-    elif not tool.ran or tool.status == "pending":
-        state = f"not run{said}"
-    elif tool.status == "error":
-        state = f"error{said}"
+    elif not ran:
+        state = esc_clip(said, 60)
+    elif tool.status == "error" and (tool.error_reason or tool.error_type):
+        state = f"error ({esc_clip(said, 60)})"
     else:
         state = esc(tool.status)
     return f"{esc_clip(tool.name, 60)}: {state}"

@@ -16,6 +16,7 @@ from toolloop_lab._support.words import (
     INTERVENTION_SUMMARY,
     ROUND_KIND,
     SYNTHESIS_REASON,
+    tool_outcome,
     word,
 )
 from toolloop_lab.events import LoopFailed
@@ -35,15 +36,18 @@ ID_PREVIEW: Final = 40
 
 
 def _tool_status(tool: ToolRow, done: bool) -> str:
-    """A call that never ran reads "not run (why)", never as a failure; one stopped while
-    it ran says so, and for how long it ran."""
+    """A call that never ran reads "not run (why)" (or "answered by you"), never as a
+    failure; an error says what happened ("raised ValueError", "unknown tool"), in the
+    words of the browser's tooltip on its chip; one stopped while it ran says so, and for
+    how long it ran."""
     if tool.status == "cancelled":
         return fig.cut_short(tool.error_reason, tool.duration_s)
-    why = fig.reason_words(tool.error_reason)
-    if not tool.ran or (tool.status == "pending" and done):
-        return f"not run ({plain(why, NAME_PREVIEW)})" if why else "not run"
-    if tool.status == "error" and why:
-        return f"error ({plain(why, NAME_PREVIEW)})"
+    ran = tool.ran and not (tool.status == "pending" and done)
+    said = tool_outcome(tool.status, tool.error_reason, ran=ran, error_type=tool.error_type)
+    if not ran:
+        return plain(said, NAME_PREVIEW)
+    if tool.status == "error" and (tool.error_reason or tool.error_type):
+        return f"error ({plain(said, NAME_PREVIEW)})"
     return tool.status
 
 

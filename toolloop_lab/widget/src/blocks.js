@@ -6,7 +6,7 @@ import { chatMessage } from "./chat.js";
 import { block, button, dot, h, longText } from "./dom.js";
 import { duration, plural, tokens } from "./format.js";
 import { jsonView, resultView } from "./json.js";
-import { cutShortLabel, notRunLabel, toolDot } from "./rounds.js";
+import { cutShortLabel, notRunLabel, toolDot, toolSaid } from "./rounds.js";
 import { held, runNow } from "./store.js";
 import { GATE_NAME, INTERVENTION, reasonWords, usd, word } from "./words.js";
 
@@ -144,6 +144,7 @@ export function toolBlock(ctx, r, t) {
   const s = ctx.s;
   const st = t.status === "not_run" ? "idle" : toolDot(t);
   const extra = h("span", `tl-chip tl-chip-${t.status}`, dot(st), t.status === "not_run" ? notRunLabel(t) : t.status === "queued" ? "waiting" : t.status === "cancelled" ? cutShortLabel(t) : t.status);
+  extra.title = toolSaid(t);
   if (t.status === "running") {
     const timer = h("span", "tl-meta tl-num");
     /** @param {HTMLElement} node */

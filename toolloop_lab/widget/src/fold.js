@@ -133,7 +133,7 @@ function foldRound(s, r, e) {
       }
       if (e.usage && e.purpose === "pruning") r.pruneUsage = addUsage(r.pruneUsage, readUsage(e.usage));
       if (e.accumulated) s.totals = readUsage(e.accumulated);
-      if (e.purpose !== "pruning") r.failedCalls.push({ type: e.error_type, message: e.message || "", latency: e.latency_s });
+      if (e.purpose !== "pruning") r.failedCalls.push({ type: e.error_type, message: e.message || "", latency: e.latency_s, t: e.t });
       break;
     }
     case "tool_start": {
@@ -151,6 +151,7 @@ function foldRound(s, r, e) {
       t.ran = e.ran !== false;
       t.status = t.ran ? e.status : "not_run";
       t.reason = e.error_reason;
+      t.errorType = e.error_type || null;
       t.content = e.content || "";
       t.tEnd = e.t;
       if (t.ran) {

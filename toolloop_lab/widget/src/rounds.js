@@ -2,10 +2,10 @@
 // What a round reads as: its state, number, title, cost and own time, and whether it
 // matches the timeline's filter. Derived from the store; no DOM.
 
-import { capitalized, count } from "./format.js";
+import { capitalized, count, duration } from "./format.js";
 import { isDone } from "./run.js";
 import { runNow } from "./store.js";
-import { CUT_SHORT, ROUND_KIND, SYNTH, reasonWords, word } from "./words.js";
+import { CUT_SHORT, ROUND_KIND, SYNTH, TOOL_OUTCOME, reasonWords, toolOutcome, word } from "./words.js";
 
 /** @typedef {import("./store.js").Store} Store */
 /** @typedef {import("./run.js").Round} Round */
@@ -19,6 +19,27 @@ import { CUT_SHORT, ROUND_KIND, SYNTH, reasonWords, word } from "./words.js";
 export function notRunLabel(t) {
   if (t.answeredByHand) return "answered by you";
   return t.reason ? `not run (${reasonWords(t.reason)})` : "not run";
+}
+
+/**
+ * What happened to a tool call, in words (its chip's tooltip): "raised ValueError",
+ * "unknown tool", "bad arguments", "timed out", "ok", "answered by you"…, and how long it
+ * ran when it did.
+ * @param {Tool} t
+ * @returns {string}
+ */
+export function toolSaid(t) {
+  const said = toolWords(t);
+  return t.ran && t.duration !== null && t.status !== "running" ? `${said} · ${duration(t.duration)}` : said;
+}
+
+/**
+ * What happened to a tool call, in words only (toolSaid without its time).
+ * @param {Tool} t
+ * @returns {string}
+ */
+export function toolWords(t) {
+  return t.answeredByHand ? TOOL_OUTCOME.answered_by_you : toolOutcome(t.status, t.reason, t.ran && t.status !== "not_run", t.errorType);
 }
 
 /**
@@ -165,13 +186,22 @@ function haystack(r) {
  */
 export function matches(s, r) {
   const ui = s.ui;
-  if (ui.filter === "errors") {
-    const st = roundState(s, r);
-    if (st !== "error" && st !== "warn") return false;
-  }
+  if (ui.filter === "errors" && !isErrorRound(s, r)) return false;
   if (ui.tool && !r.tools.some((t) => t.name === ui.tool)) return false;
   if (ui.search && !haystack(r).includes(ui.search)) return false;
   return true;
+}
+
+/**
+ * Whether a round went wrong (a failed call or tool, a reply cut off): what "errors only"
+ * shows and the next-error key moves to.
+ * @param {Store} s
+ * @param {Round} r
+ * @returns {boolean}
+ */
+export function isErrorRound(s, r) {
+  const st = roundState(s, r);
+  return st === "error" || st === "warn";
 }
 
 /**

@@ -29,6 +29,7 @@ import { outcomeWords } from "./words.js";
  * @property {number | null} tEnd
  * @property {string} status queued, running, success, error, cancelled or not_run
  * @property {string | null} reason
+ * @property {string | null} errorType the class name of the exception its tool raised
  * @property {boolean} ran
  * @property {number | null} duration
  * @property {number} chars
@@ -99,7 +100,7 @@ import { outcomeWords } from "./words.js";
  * @property {{gate: string, stage: string, limit: number, spent: number, passed: boolean}[]} gates
  * @property {{reason: string, prompt: string} | null} synthesis
  * @property {{action: string, stage: string, id: string, before: any, after: any}[]} interventions
- * @property {{type: string, message: string, latency: number}[]} failedCalls
+ * @property {{type: string, message: string, latency: number, t: number}[]} failedCalls
  * @property {Usage} pruneUsage
  * @property {number} v changes of this round (a view's redraw key)
  * @property {string | null} hay
@@ -279,6 +280,7 @@ export function toolOf(r, id, name, args) {
       tEnd: null,
       status: "queued",
       reason: null,
+      errorType: null,
       ran: true,
       duration: null,
       chars: 0,

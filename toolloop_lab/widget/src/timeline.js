@@ -5,7 +5,8 @@
 import { button, dot, dropdown, h } from "./dom.js";
 import { count, duration, plural, tokens } from "./format.js";
 import { isDone } from "./run.js";
-import { matches, roundCost, roundLabel, roundState, roundTime, selectedRound, toolDot } from "./rounds.js";
+import { KEY_ARIA, KEY_HINT, keyMove, seek } from "./keys.js";
+import { isErrorRound, matches, roundCost, roundLabel, roundState, roundTime, selectedRound, toolDot, toolSaid } from "./rounds.js";
 import { held, runNow, stamp } from "./store.js";
 import { ROUND_STATE, usd } from "./words.js";
 
@@ -140,14 +141,21 @@ export function createTimeline(ctx) {
     const r = s.run.byNumber.get(Number(row.dataset.n));
     if (r) select(r, false);
   });
+  scroller.title = KEY_HINT;
+  scroller.setAttribute("aria-keyshortcuts", KEY_ARIA);
   scroller.addEventListener("keydown", (ev) => {
-    if (ev.key !== "ArrowDown" && ev.key !== "ArrowUp") return;
-    ev.preventDefault();
     const n = listLength();
+    const move = keyMove(ev, s.ui.selected === null ? n - 1 : indexOfSelected(), n, TIMELINE_ROWS - 1);
+    if (!move) return;
+    // ours: the notebook must not also move its cell selection
+    ev.preventDefault();
+    ev.stopPropagation();
     if (!n) return;
-    const cur = s.ui.selected === null ? n - 1 : indexOfSelected();
-    const next = Math.min(n - 1, Math.max(0, cur + (ev.key === "ArrowDown" ? 1 : -1)));
-    select(roundAt(next), true);
+    if (move.kind === "go") return select(roundAt(move.index), true);
+    const cur = indexOfSelected();
+    const i = seek(cur, move.step, n, (j) => isErrorRound(s, roundAt(j)));
+    if (i >= 0) select(roundAt(i), true);
+    else countBox.textContent = move.step > 0 ? "no error after this round" : "no error before this round";
   });
   function indexOfSelected() {
     const r = s.ui.selected === null ? undefined : s.run.byNumber.get(s.ui.selected);
@@ -244,7 +252,11 @@ export function createTimeline(ctx) {
     }
     if (r.tools.length) {
       const tl = h("span", "tl-sum-tools");
-      for (const t of r.tools.slice(0, 6)) tl.append(h("span", `tl-chip tl-chip-${t.status}`, dot(toolDot(t)), t.name));
+      for (const t of r.tools.slice(0, 6)) {
+        const chip = h("span", `tl-chip tl-chip-${t.status}`, dot(toolDot(t)), t.name);
+        chip.title = toolSaid(t);
+        tl.append(chip);
+      }
       if (r.tools.length > 6) tl.append(h("span", "tl-meta", `+${r.tools.length - 6}`));
       sum.append(tl);
     }
@@ -276,6 +288,10 @@ export function createTimeline(ctx) {
     nodes: { toolbar, timeline },
     drawFilter,
     drawRows,
+    /** @param {Round} r show it, the list scrolled to it (a click in the whole-run timeline) */
+    open(r) {
+      select(r, true);
+    },
     forget() {
       rowsKey = "";
     },

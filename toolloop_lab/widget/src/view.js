@@ -1,13 +1,15 @@
 // @ts-check
-// One view of a store: its parts (header, controls, timeline, detail, fork) laid out in a
-// region, drawn on the next animation frame after a change (at most every DRAW_MS while
-// events stream in), with the timers of a live run ticking between draws.
+// One view of a store: its parts (header, controls, the whole-run timeline, the round
+// list, detail, fork) laid out in a region, drawn on the next animation frame after a
+// change (at most every DRAW_MS while events stream in), with the timers of a live run
+// ticking between draws.
 
 import { numbered } from "./control.js";
 import { createControls } from "./controls.js";
 import { createDetail } from "./detail.js";
 import { h } from "./dom.js";
 import { createFork } from "./fork.js";
+import { createGantt } from "./gantt.js";
 import { createHeader } from "./header.js";
 import { isDone } from "./run.js";
 import { stamp } from "./store.js";
@@ -45,11 +47,12 @@ export function createView(el, s, host) {
   const header = createHeader(ctx);
   const controls = createControls(ctx);
   const timeline = createTimeline(ctx);
+  const gantt = createGantt(ctx, (r) => timeline.open(r));
   const fork = createFork(ctx);
   const detail = createDetail(ctx, fork.nodes, fork.draw);
   const { head, activity, note, totals, gauges } = header.nodes;
   const { toolbar } = timeline.nodes;
-  root.append(head, activity, note, fork.nodes.forkBox, totals, gauges, controls.nodes.controls, controls.nodes.banner, controls.nodes.failureBox, toolbar, timeline.nodes.timeline, detail.nodes.detail);
+  root.append(head, activity, note, fork.nodes.forkBox, totals, gauges, controls.nodes.controls, controls.nodes.banner, controls.nodes.failureBox, gantt.nodes.gantt, toolbar, timeline.nodes.timeline, detail.nodes.detail);
 
   let lastVersion = -1;
   let raf = 0;
@@ -92,6 +95,7 @@ export function createView(el, s, host) {
     controls.draw();
     timeline.drawFilter();
     timeline.drawRows();
+    gantt.draw();
     detail.draw();
     ticking();
   }
@@ -109,6 +113,7 @@ export function createView(el, s, host) {
     for (const [node, fn] of ctx.live) node.textContent = fn();
     for (const [node, fn] of ctx.liveRows) node.textContent = fn();
     for (const [node, fn] of ctx.liveDetail) fn(node);
+    gantt.tick();
   }
 
   const listener = () => redraw(false);
@@ -119,6 +124,7 @@ export function createView(el, s, host) {
     if (tick) clearInterval(tick);
     if (raf) cancelAnimationFrame(raf);
     timeline.dispose();
+    gantt.dispose();
     clearTimeout(later);
     root.remove();
   };

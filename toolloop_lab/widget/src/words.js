@@ -19,6 +19,7 @@ export const GATE = /** @type {Table} */ (words.gate);
 export const GATE_NAME = /** @type {Table} */ (words.gate_name);
 export const ROUND_STATE = /** @type {Table} */ (words.round_state);
 export const ROUND_KIND = /** @type {Table} */ (words.round_kind);
+export const TOOL_OUTCOME = /** @type {Table} */ (words.tool_outcome);
 
 /**
  * `code` in words from `table`, or `code` itself when it has none (never a prototype's key).
@@ -38,6 +39,29 @@ export function word(table, code) {
 export function reasonWords(code) {
   for (const table of [NOT_RUN, FAILED, CUT_SHORT]) if (Object.hasOwn(table, code)) return table[code];
   return code;
+}
+
+/**
+ * What happened to one tool call, as a person says it ("ok", "raised ValueError", "unknown
+ * tool", "bad arguments", "timed out", "not run (token budget)", "answered by you"):
+ * words.py's tool_outcome, from the same table.
+ * @param {string} status success, error, cancelled, running, queued or not_run
+ * @param {string | null} reason its error reason
+ * @param {boolean} ran whether its tool ran
+ * @param {string | null} [errorType] the class name of the exception its tool raised
+ * @returns {string}
+ */
+export function toolOutcome(status, reason, ran, errorType) {
+  if (status === "cancelled" && ran) return word(CUT_SHORT, reason && Object.hasOwn(CUT_SHORT, reason) ? reason : "cancelled");
+  if (!ran || status === "not_run") {
+    if (reason === "skipped") return TOOL_OUTCOME.answered_by_you;
+    return reason ? `${TOOL_OUTCOME.not_run} (${reasonWords(reason)})` : TOOL_OUTCOME.not_run;
+  }
+  if (status === "error") {
+    if (errorType && (!reason || reason === "tool_error")) return `${TOOL_OUTCOME.raised} ${errorType}`;
+    return reason ? reasonWords(reason) : TOOL_OUTCOME.error;
+  }
+  return word(TOOL_OUTCOME, status);
 }
 
 /**
