@@ -31,7 +31,7 @@ def research_tool() -> BaseTool:
     @tool
     async def research(question: str) -> str:
         """Ask the research helper."""
-        return (await helper.arun(question, name="researcher")).final_text or ""
+        return (await helper.arun(question, name="researcher")).final_response.text
 
     return research
 
@@ -62,6 +62,8 @@ def test_the_sub_agents_run_is_kept_and_is_no_turn(results: LabResults) -> None:
     ((helper,),) = record.nested_views()
     assert isinstance(helper, RunView)
     assert helper.final_text == "the answer is 42"
+    tools = results.tools
+    assert tools["status"].tolist() == ["success"]  # the tool got the helper's answer
 
 
 def test_frames_show_own_spend_and_spend_with_nested_runs(results: LabResults) -> None:
