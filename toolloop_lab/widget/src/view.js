@@ -10,6 +10,7 @@ import { h } from "./dom.js";
 import { createFork } from "./fork.js";
 import { createHeader } from "./header.js";
 import { isDone } from "./run.js";
+import { createRuns } from "./runs.js";
 import { stamp } from "./store.js";
 import { createTimeline } from "./timeline.js";
 
@@ -43,13 +44,14 @@ export function createView(el, s, host) {
     ask: (msg, onAnswer) => host.send(numbered(s.requests, msg, onAnswer)),
   };
   const header = createHeader(ctx);
+  const runs = createRuns(ctx);
   const controls = createControls(ctx);
   const timeline = createTimeline(ctx);
   const fork = createFork(ctx);
   const detail = createDetail(ctx, fork.nodes, fork.draw);
   const { head, activity, note, totals, gauges } = header.nodes;
   const { toolbar } = timeline.nodes;
-  root.append(head, activity, note, fork.nodes.forkBox, totals, gauges, controls.nodes.controls, controls.nodes.banner, controls.nodes.failureBox, toolbar, timeline.nodes.timeline, detail.nodes.detail);
+  root.append(runs.nodes.runs, head, activity, note, fork.nodes.forkBox, totals, gauges, controls.nodes.controls, controls.nodes.banner, controls.nodes.failureBox, toolbar, timeline.nodes.timeline, detail.nodes.detail);
 
   let lastVersion = -1;
   let raf = 0;
@@ -69,6 +71,7 @@ export function createView(el, s, host) {
       lastVersion = -1;
       detail.forget();
       timeline.forget();
+      runs.forget();
     }
     if (raf || (later && !force)) return;
     const wait = force ? 0 : DRAW_MS - (performance.now() - lastDraw);
@@ -88,6 +91,7 @@ export function createView(el, s, host) {
     const version = stamp(s);
     if (version === lastVersion) return;
     lastVersion = version;
+    runs.draw();
     header.draw();
     controls.draw();
     timeline.drawFilter();
