@@ -36,7 +36,7 @@ def test_a_summary_per_run_in_start_order_with_the_runs_figures() -> None:
     @tool
     async def ask_helper(question: str) -> str:
         """Ask the helper agent."""
-        return str((await helper.arun(question, name="helper")).final_text)
+        return str((await helper.arun(question, name="helper")).finished.final_text)
 
     boss = LLMAgent(
         ScriptedChatModel(
@@ -109,7 +109,7 @@ def boss_with_helper(seen: list[Event], helper_model: str = MODEL) -> tuple[LLMA
     @tool
     async def research(question: str) -> str:
         """Ask the helper agent."""
-        return str((await helper.arun(question, name="helper")).final_text)
+        return str((await helper.arun(question, name="helper")).finished.final_text)
 
     boss = LLMAgent(
         ScriptedChatModel(
@@ -126,6 +126,8 @@ def test_a_nested_run_names_its_parents_tool_and_the_parent_adds_up_its_spend() 
     boss, seen = boss_with_helper([])
     outer = boss.run("What is 1+1?", name="boss")
     parent, nested = summaries(seen)
+    dispatched = [e for e in outer.events if e.kind == "tool_dispatch"]
+    assert [(e.name, e.status, e.content) for e in dispatched] == [("research", "success", "two")]
     assert (parent.parent_tool_name, nested.parent_tool_name) == (None, "research")
     assert (parent.source, nested.source) == ("loop", "loop")
     # the parent's own spend is its own; with its nested run, both

@@ -218,3 +218,19 @@ test("a refused pick says why in the list", async () => {
   assert.match(el.querySelector(".tl-runs-head").textContent, /keeps no run 'x'/);
   dispose();
 });
+
+test("showing another run of the same shape draws that run's rounds, not the last one's", async () => {
+  const events = loadCase("single_round");
+  const as = (id, text) => events.map((e) => ({ ...e, run_id: id, ...(e.kind === "model_call" && e.text ? { text } : {}), ...(e.kind === "loop_finish" ? { final_text: text } : {}) }));
+  const { el, s, dispose } = await page([row("A"), row("B")], { events: as("A", "the first answer") });
+  await new Promise((r) => setTimeout(r, 250));
+  assert.match(el.querySelector(".tl-detail").textContent, /the first answer/);
+  receive(s, { type: "events", epoch: 2, first: 0, reset: true, events: as("B", "the second answer"), now: null, control: null, runs: { reset: false, rows: [], left_out: 0, dropped: [], pinned: "B" } });
+  await new Promise((r) => setTimeout(r, 250));
+  const detail = el.querySelector(".tl-detail").textContent;
+  assert.match(detail, /the second answer/);
+  assert.doesNotMatch(detail, /the first answer/);
+  assert.equal(el.querySelector(".tl-run.tl-selected").dataset.run, "B");
+  assert.equal(el.querySelector(".tl-run.tl-selected .tl-r-shown").textContent, "pinned");
+  dispose();
+});

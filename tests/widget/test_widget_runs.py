@@ -53,7 +53,7 @@ def boss_and_helper(*observers: object) -> LLMAgent:
     @tool
     async def ask_helper(question: str) -> str:
         """Ask the helper agent."""
-        return (await helper.arun(question, name="helper")).final_text
+        return (await helper.arun(question, name="helper")).finished.final_text
 
     replies = [calls(tool_call("ask_helper", {"question": "?"}, "o1")), final("It is two.")]
     return LLMAgent(

@@ -76,7 +76,10 @@ export function createRuns(ctx) {
   let nested = new Map();
   let entriesV = -1;
   let rowsKey = "";
+  /** @type {RunRow[]} the rows drawn, in order */
+  let drawn = [];
   let cursor = -1;
+  let top = 0; // the list's scroll offset, kept by its scroll listener: no layout read while drawing
   /** @type {string[]} run ids ticked for Compare, the first ticked first */
   let ticked = [];
 
@@ -92,7 +95,10 @@ export function createRuns(ctx) {
     ctx.redraw(true);
   }
 
-  scroller.addEventListener("scroll", () => drawRows());
+  scroller.addEventListener("scroll", () => {
+    top = scroller.scrollTop;
+    drawRows();
+  });
   scroller.addEventListener("click", (ev) => {
     const target = /** @type {HTMLElement | null} */ (ev.target);
     const row = target && target.closest ? /** @type {HTMLElement | null} */ (target.closest(".tl-run")) : null;
@@ -106,8 +112,8 @@ export function createRuns(ctx) {
     if (ev.key === "ArrowDown" || ev.key === "ArrowUp") {
       ev.preventDefault();
       cursor = Math.min(n - 1, Math.max(0, cursor + (ev.key === "ArrowDown" ? 1 : -1)));
-      const top = cursor * ROW_H;
-      if (top < scroller.scrollTop || top >= scroller.scrollTop + ROW_H * VISIBLE) scroller.scrollTop = Math.max(0, top - ROW_H * 2);
+      const at = cursor * ROW_H;
+      if (at < top || at >= top + ROW_H * VISIBLE) scroller.scrollTop = top = Math.max(0, at - ROW_H * 2);
       rowsKey = "";
       drawRows();
     } else if ((ev.key === "Enter" || ev.key === " ") && cursor >= 0 && cursor < n) {
@@ -135,6 +141,7 @@ export function createRuns(ctx) {
     newest.setAttribute("aria-pressed", String(s.runsPinned === null));
     newest.title = s.runsPinned === null ? "Showing the newest run, and each new one as it starts" : "Show the newest run, and each new one as it starts";
     compare.hidden = !host.compare;
+    box.classList.toggle("tl-ticks", !!host.compare);
     compare.disabled = ticked.length !== 2;
     scroller.style.height = `${ROW_H * Math.min(VISIBLE, entries.length)}px`;
     spacer.style.height = `${ROW_H * entries.length}px`;
@@ -143,12 +150,15 @@ export function createRuns(ctx) {
 
   function drawRows() {
     const n = entries.length;
-    const first = Math.max(0, Math.floor(scroller.scrollTop / ROW_H) - 2);
+    const first = Math.max(0, Math.min(Math.floor(top / ROW_H), n - VISIBLE) - 2);
     const last = Math.min(n, first + VISIBLE + 4);
     const shownId = s.run.runId;
-    const key = `${first}:${last}:${entriesV}:${shownId}:${s.runsPinned}:${ticked.join(",")}:${cursor}:${!!host.compare}`;
-    if (key === rowsKey) return;
+    const key = `${first}:${last}:${shownId}:${s.runsPinned}:${ticked.join(",")}:${cursor}:${!!host.compare}`;
+    // a row is redrawn when it changed (a new row object), not when any other run did
+    const same = key === rowsKey && drawn.length === last - first && drawn.every((e, i) => e === entries[first + i].row);
+    if (same) return;
     rowsKey = key;
+    drawn = entries.slice(first, last).map((e) => e.row);
     const frag = document.createDocumentFragment();
     for (let i = first; i < last; i++) frag.append(rowFor(entries[i], i, shownId));
     spacer.replaceChildren(frag);
@@ -183,7 +193,11 @@ export function createRuns(ctx) {
     name.append(h("span", "tl-r-label", runName(entry)));
     const by = calledBy(entry);
     if (by) name.append(h("span", "tl-meta tl-r-by", by));
-    if (isShown) name.append(h("span", "tl-chip tl-r-shown", s.runsPinned === id ? "shown (pinned)" : "shown"));
+    if (isShown) {
+      const chip = h("span", "tl-chip tl-r-shown", s.runsPinned === id ? "pinned" : "shown");
+      chip.title = s.runsPinned === id ? "Shown, and kept on screen while other runs start" : "Shown: the newest run";
+      name.append(chip);
+    }
     const cost = h("span", "tl-r-num", usd(row.cost_usd));
     const under = nested.get(id) || 0;
     if (under) cost.title = `this run alone; ${withNested(row, under)}`;

@@ -54,6 +54,10 @@ export function createView(el, s, host) {
   root.append(runs.nodes.runs, head, activity, note, fork.nodes.forkBox, totals, gauges, controls.nodes.controls, controls.nodes.banner, controls.nodes.failureBox, toolbar, timeline.nodes.timeline, detail.nodes.detail);
 
   let lastVersion = -1;
+  /** @type {number | null} */
+  let lastEpoch = null;
+  /** @type {string | null} */
+  let lastRunId = null;
   let raf = 0;
   /** @type {ReturnType<typeof setInterval> | 0} */
   let tick = 0;
@@ -91,6 +95,17 @@ export function createView(el, s, host) {
     const version = stamp(s);
     if (version === lastVersion) return;
     lastVersion = version;
+    if (s.link.epoch !== lastEpoch) {
+      // another run (or the same one sent again): nothing drawn of the last one is reused
+      lastEpoch = s.link.epoch;
+      detail.forget();
+      timeline.forget();
+      if (s.run.runId !== lastRunId) {
+        s.ui.selected = null;
+        s.ui.follow = true;
+      }
+    }
+    lastRunId = s.run.runId;
     runs.draw();
     header.draw();
     controls.draw();
