@@ -175,7 +175,8 @@ def main() -> None:
             f"  DOM nodes in the widget:    {b['dom_nodes']} (an old run shown: "
             f"{b['dom_nodes_old_run_shown']}; bound: 3,000)\n"
             f"  kernel-to-browser messages: {b['messages']} over {b['seconds']:.0f} s, busiest "
-            f"second {b['busiest_second']}, tightest eleven in a row {b['tightest_eleven_s']:.2f} s\n"
+            f"second {b['busiest_second']}, tightest eleven in a row "
+            f"{b['tightest_eleven_s']:.2f} s\n"
             f"  saved widget state:         {b['saved_widget_state_bytes']:,} bytes "
             f"(notebook {b['notebook_bytes']:,})"
         )

@@ -52,7 +52,8 @@ def echo(text: str) -> str:
 
 
 def asks(tool_name, args, call_id, text="", tokens=(1000, 50)):
-    return AIMessage(text, tool_calls=[call(tool_name, args, call_id)], usage_metadata=usage(*tokens))
+    calls = [call(tool_name, args, call_id)]
+    return AIMessage(text, tool_calls=calls, usage_metadata=usage(*tokens))
 
 
 def says(text, tokens=(1200, 40)):
@@ -75,7 +76,10 @@ print(len(dbg.runs), "runs")
 NESTED = """\
 helper = LLMAgent(
     ScriptedChatModel(
-        [asks("echo", {"text": "churn"}, "h1", tokens=(300, 20)), says("Churn fell to 2%.", (400, 30))],
+        [
+            asks("echo", {"text": "churn"}, "h1", tokens=(300, 20)),
+            says("Churn fell to 2%.", (400, 30)),
+        ],
         model_name="gpt-4o-mini",
     ),
     [echo],
@@ -90,7 +94,10 @@ async def research(question: str) -> str:
 
 boss = LLMAgent(
     ScriptedChatModel(
-        [asks("research", {"question": "churn?"}, "b1", "Asking research."), says("Churn fell to 2%.")],
+        [
+            asks("research", {"question": "churn?"}, "b1", "Asking research."),
+            says("Churn fell to 2%."),
+        ],
         model_name="gpt-4o-mini",
     ),
     [research],
