@@ -116,7 +116,7 @@ class ShownRun:
         with self.lock:
             session = self.session
             if run_id is not None and run_id not in session:
-                raise UnknownRunError(run_id, session.run_ids()[-20:], where="this debugger")
+                raise UnknownRunError(run_id, session.run_ids(), where="this debugger")
             target = run_id if run_id is not None else session.newest_top_level()
             self.pinned = run_id
             self.restart()
