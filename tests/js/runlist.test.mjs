@@ -234,3 +234,17 @@ test("showing another run of the same shape draws that run's rounds, not the las
   assert.equal(el.querySelector(".tl-run.tl-selected .tl-r-shown").textContent, "pinned");
   dispose();
 });
+
+test("a row that changed is redrawn alone; the others keep their elements", async () => {
+  const { el, s, dispose } = await page([row("a"), row("b"), row("c", { status: "running", outcome: null })]);
+  const before = new Map([...el.querySelectorAll(".tl-spacer > .tl-run")].map((n) => [n.dataset.run, n]));
+  receive(s, { type: "events", epoch: 1, first: 0, reset: false, events: [], now: null, control: null, runs: { reset: false, rows: [row("c", { rounds: 7 })], left_out: 0, dropped: [], pinned: null } });
+  await new Promise((r) => setTimeout(r, 250));
+  const after = new Map([...el.querySelectorAll(".tl-spacer > .tl-run")].map((n) => [n.dataset.run, n]));
+  assert.equal(after.get("a"), before.get("a"));
+  assert.equal(after.get("b"), before.get("b"));
+  assert.notEqual(after.get("c"), before.get("c"));
+  assert.equal(after.get("c").querySelector(".tl-r-rounds").textContent, "7");
+  assert.deepEqual([...after.keys()], ["c", "b", "a"]);
+  dispose();
+});

@@ -130,6 +130,22 @@ export function createHeader(ctx) {
     gauges.append(g);
   }
 
+  let nestedKey = "";
+  let nestedN = 0;
+  /**
+   * How many runs are nested under `runId`, counted again only when the rows changed.
+   * @param {string} runId
+   * @returns {number}
+   */
+  function nestedUnder(runId) {
+    const key = `${s.runsVersion}:${runId}`;
+    if (key !== nestedKey) {
+      nestedKey = key;
+      nestedN = nestedCount(s.runs, runId);
+    }
+    return nestedN;
+  }
+
   function drawTotals() {
     const run = s.run;
     const t = run.totals;
@@ -144,7 +160,7 @@ export function createHeader(ctx) {
     totals.append(item("cost", usd(t.cost), split));
     // a run that called nested runs: what it spent with them (their rows say)
     const row = run.runId !== null ? s.runs.get(run.runId) : undefined;
-    const under = row ? nestedCount(s.runs, row.run_id) : 0;
+    const under = row ? nestedUnder(row.run_id) : 0;
     if (row && under) {
       const all = `${tokens(row.total_input_tokens + row.total_output_tokens)} tokens, ${usd(row.total_cost_usd)}`;
       const nestedItem = item(`with ${plural(under, "nested run")}:`, all, `input ${tokens(row.total_input_tokens)} · output ${tokens(row.total_output_tokens)}`);

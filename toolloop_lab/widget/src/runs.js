@@ -154,9 +154,15 @@ export function createRuns(ctx) {
     const last = Math.min(n, first + VISIBLE + 4);
     const shownId = s.run.runId;
     const key = `${first}:${last}:${shownId}:${s.runsPinned}:${ticked.join(",")}:${cursor}:${!!host.compare}`;
-    // a row is redrawn when it changed (a new row object), not when any other run did
-    const same = key === rowsKey && drawn.length === last - first && drawn.every((e, i) => e === entries[first + i].row);
-    if (same) return;
+    if (key === rowsKey && drawn.length === last - first && spacer.children.length === drawn.length) {
+      // the same rows in the same places: redraw only the rows that changed (a new row object)
+      for (let i = first; i < last; i++) {
+        if (drawn[i - first] === entries[i].row) continue;
+        drawn[i - first] = entries[i].row;
+        spacer.children[i - first].replaceWith(rowFor(entries[i], i, shownId));
+      }
+      return;
+    }
     rowsKey = key;
     drawn = entries.slice(first, last).map((e) => e.row);
     const frag = document.createDocumentFragment();
