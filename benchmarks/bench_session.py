@@ -46,6 +46,8 @@ from loopkit import FakeTime, MockComm, channel  # noqa: E402
 
 from toolloop_lab.runview import summaries  # noqa: E402
 from toolloop_lab.widget import LoopDebugger  # noqa: E402
+from toolloop_lab.widget.runrows import RowFeed  # noqa: E402
+from toolloop_lab.widget.session import Session  # noqa: E402
 
 RUNS = 1_000
 LONG = 10_000
@@ -61,6 +63,24 @@ def load() -> str:
 def busiest(stamps: list[float]) -> int:
     """The most messages in any one-second window."""
     return max((sum(1 for t in stamps if s <= t < s + 1.0 - 1e-9) for s in stamps), default=0)
+
+
+def run_list_side(events: list[Any], per_message: int) -> dict[str, float]:
+    """What the run list itself costs: recording each event in the session, and at each
+    message the summaries folded and the changed rows found (``per_message`` events apart)."""
+    session, rows = Session(), RowFeed(20_000)
+    record = fold = 0.0
+    messages = 0
+    for n, event in enumerate(events, 1):
+        began = time.perf_counter()
+        session.record(event)
+        record += time.perf_counter() - began
+        if n % per_message == 0 or n == len(events):
+            began = time.perf_counter()
+            rows.next(session.summaries(), session.left_out, None)
+            fold += time.perf_counter() - began
+            messages += 1
+    return {"record_us": record * 1e6 / len(events), "message_ms": fold * 1e3 / messages}
 
 
 def kernel_side(runs: int, long: int) -> dict[str, Any]:
@@ -102,7 +122,9 @@ def kernel_side(runs: int, long: int) -> dict[str, Any]:
         }
     )
     dbg.close()
+    alone = run_list_side(events, max(1, len(events) // max(1, len(messages))))
     return {
+        **alone,
         "events": len(events),
         "us_per_event": spent * 1e6 / len(events),
         "run_seconds": len(events) * STEP,
@@ -152,7 +174,9 @@ def main() -> None:
     print(
         f"\nkernel side: {k['events']:,} events, {args.runs:,} runs (one of {args.long:,} rounds)"
         f" over {k['run_seconds']:.0f} s of run time\n"
-        f"  observer, page connected:   {k['us_per_event']:.1f} µs per event\n"
+        f"  observer, page connected:   {k['us_per_event']:.1f} µs per event (the run list's "
+        f"part: {k['record_us']:.2f} µs to record it, {k['message_ms']:.2f} ms a message to "
+        f"fold the summaries and find the changed rows)\n"
         f"  messages to the page:       {k['messages']:,} ({k['published']:,} with the trait "
         f"updates), busiest second {k['busiest_second']} (bound: 10)\n"
         f"  bytes sent:                 {k['bytes_sent']:,}; run list rows sent "
