@@ -182,8 +182,9 @@ export function runDot(row) {
 }
 
 /**
- * A wall-clock start as a person reads it: the time of day, with the date when it is
- * not today (local time); "—" when unknown.
+ * A wall-clock start as a person reads it, short enough for its column (local time): the
+ * time of day today, the date and minute earlier this year, the date before; "—" when
+ * unknown.
  * @param {string | null} iso
  * @param {Date} [today]
  * @returns {string}
@@ -192,9 +193,10 @@ export function startTime(iso, today = new Date()) {
   const when = iso ? new Date(iso) : null;
   if (!when || Number.isNaN(when.getTime())) return "—";
   const pad = (/** @type {number} */ v) => String(v).padStart(2, "0");
-  const time = `${pad(when.getHours())}:${pad(when.getMinutes())}:${pad(when.getSeconds())}`;
-  if (when.toDateString() === today.toDateString()) return time;
-  return `${when.getFullYear()}-${pad(when.getMonth() + 1)}-${pad(when.getDate())} ${time}`;
+  const day = `${pad(when.getMonth() + 1)}-${pad(when.getDate())}`;
+  if (when.toDateString() === today.toDateString()) return `${pad(when.getHours())}:${pad(when.getMinutes())}:${pad(when.getSeconds())}`;
+  if (when.getFullYear() === today.getFullYear()) return `${day} ${pad(when.getHours())}:${pad(when.getMinutes())}`;
+  return `${when.getFullYear()}-${day}`;
 }
 
 /**

@@ -207,6 +207,8 @@ export function createRuns(ctx) {
     const cost = h("span", "tl-r-num", usd(row.cost_usd));
     const under = nested.get(id) || 0;
     if (under) cost.title = `this run alone; ${withNested(row, under)}`;
+    const start = h("span", "tl-r-start tl-num", startTime(row.started_at));
+    if (row.started_at) start.title = row.started_at;
     const tok = h("span", "tl-r-num tl-r-tok", tokens(row.input_tokens + row.output_tokens));
     tok.title = `${tokens(row.input_tokens)} in · ${tokens(row.output_tokens)} out`;
     el.append(
@@ -217,7 +219,7 @@ export function createRuns(ctx) {
       tok,
       cost,
       h("span", "tl-r-num tl-r-dur", duration(row.duration_s)),
-      h("span", "tl-r-start tl-num", startTime(row.started_at)),
+      start,
     );
     el.title = [runName(entry), by, row.tags.length ? `tags: ${row.tags.join(", ")}` : ""].filter(Boolean).join(" · ");
     return el;
