@@ -13,17 +13,35 @@ depends on it. How long a pause held the loop is (a ``pause`` event): it is a ro
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+import heapq
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from decimal import Decimal
-from typing import Any, Literal, TypeVar
+from itertools import islice
+from typing import Any, Final, Literal, NamedTuple, TypeVar
 
 from toolloop_lab import events as ev
 from toolloop_lab._support.derived import Derived
 from toolloop_lab.engine.hooks import PausePoint
 from toolloop_lab.spend.usage import Usage
 
-__all__ = ["GateState", "RoundRow", "RunStatus", "RunSummary", "RunView", "ToolRow", "summaries"]
+__all__ = [
+    "MAX_SPANS",
+    "CallSite",
+    "GateState",
+    "RoundRow",
+    "RunBook",
+    "RunStatus",
+    "RunSummary",
+    "RunView",
+    "Span",
+    "SpanKind",
+    "ToolRow",
+    "call_site",
+    "run_spans",
+    "summaries",
+]
 
 T = TypeVar("T")
 
@@ -466,10 +484,79 @@ class RunView:
         return [t.pruning for r in self.rounds for t in r.tools if t.pruning]
 
 
+SpanKind = Literal["model", "tool", "pruning", "pause"]
+
+MAX_SPANS: Final = 300
+"""Spans a nested run's summary keeps (the failed and the longest; the rest are counted)."""
+
+
+class Span(NamedTuple):
+    """One stretch of a run's time, in the run's own clock: a model call, a tool, a pruning
+    call or a pause (a lane of a timeline draws it as a bar)."""
+
+    kind: SpanKind
+    t0: float
+    t1: float
+    failed: bool
+
+
+class CallSite(NamedTuple):
+    """Where a nested run was called: the name of its parent's tool call, and the parent's
+    run time when that call began."""
+
+    tool_name: str
+    t: float
+
+
+def _round_spans(row: RoundRow, now: float) -> Iterator[Span]:
+    """The spans of one round; work still going ends at ``now``."""
+    failed = row.failed_calls
+    for call in failed:
+        yield Span("model", max(call.t - call.latency_s, 0.0), call.t, True)
+    start = row.call_started_t
+    last_failed = bool(failed) and start is not None and failed[-1].t >= start
+    if row.calling and start is not None:
+        yield Span("model", start, max(now, start), False)
+    elif row.latency_s is not None and not last_failed:
+        began = start if start is not None else row.started_t
+        if began is not None:
+            yield Span("model", began, began + row.latency_s, False)
+    for tool in row.tools:
+        if tool.ran and tool.started_t is not None:
+            end = tool.started_t + tool.duration_s if tool.duration_s is not None else now
+            yield Span("tool", tool.started_t, max(end, tool.started_t), tool.status == "error")
+        if tool.pruning is not None:
+            pruned = tool.pruning
+            yield Span("pruning", max(pruned.t - pruned.latency_s, 0.0), pruned.t, False)
+    for pause in row.pauses:
+        yield Span("pause", max(pause.t - pause.paused_s, 0.0), pause.t, False)
+
+
+def run_spans(view: RunView) -> list[Span]:
+    """Every model call, tool, pruning call and pause of the run, across all its rounds,
+    in time order (what a timeline of the whole run draws)."""
+    now = view.elapsed_s
+    out = [span for row in view.rounds for span in _round_spans(row, now)]
+    out.sort(key=lambda span: (span.t0, span.t1))
+    return out
+
+
+def _kept_spans(spans: list[Span], limit: int = MAX_SPANS) -> tuple[tuple[Span, ...], int]:
+    """At most ``limit`` spans, in time order: the failed ones first, then the longest
+    (what stands out in a lane); returns them and how many were left out."""
+    if len(spans) <= limit:
+        return tuple(spans), 0
+    chosen = heapq.nlargest(limit, spans, key=lambda span: (span.failed, span.t1 - span.t0))
+    chosen.sort(key=lambda span: (span.t0, span.t1))
+    return tuple(chosen), len(spans) - limit
+
+
 @dataclass(frozen=True, slots=True)
 class RunSummary:
     """One run in a line, as a list of many runs shows it (a debugger's runs, a trace's):
-    read from the run's :class:`RunView`, so it says what every other view says."""
+    read from the run's :class:`RunView`, so it says what every other view says. What
+    the other runs of the stream say of it (the tool call that made it, its totals with
+    its nested runs, when it started in its top-level run) comes from :class:`RunBook`."""
 
     run_id: str
     parent_run_id: str | None
@@ -492,13 +579,33 @@ class RunSummary:
     """Wall-clock start, ISO 8601 UTC (``None`` when the start event is lost)."""
     duration_s: float
     """Run time so far (the whole run's, once it ended), the time pauses held it left out."""
+    source: Literal["loop", "langchain"]
+    """``loop``: our ``LLMAgent``; ``langchain``: a run seen through the callback bridge."""
+    parent_tool_name: str | None
+    """The name of the parent's tool call that made this run, when the stream holds it."""
+    total_input_tokens: int
+    """Input tokens of this run and of every run nested under it that the stream holds."""
+    total_output_tokens: int
+    total_cost_usd: Decimal | None
+    """Cost of this run and of every run nested under it; ``None`` when any is unpriced."""
+    offset_s: float
+    """Seconds from the start of its top-level run to its own start (0 at top level)."""
+    spans: tuple[Span, ...] = ()
+    """A nested run's model calls, tools, pruning calls and pauses, in its own clock (at
+    most :data:`MAX_SPANS`); ``()`` for a run that names no parent."""
+    spans_left_out: int = 0
+    """Spans past :data:`MAX_SPANS` not kept."""
 
     @classmethod
     def of(cls, view: RunView) -> RunSummary:
-        """The summary of the run ``view`` folded; a view of no event has no run."""
+        """The summary of the run ``view`` folded, on its own (its totals are its own); a
+        view of no event has no run."""
         if view.run_id is None:
             raise ValueError("a RunView that folded no event has no run to summarise")
         start, end = view.started, view.finished or view.failure
+        nested = start is not None and start.parent_run_id is not None
+        spans, left_out = _kept_spans(run_spans(view)) if nested else ((), 0)
+        usage = view.usage
         return cls(
             run_id=view.run_id,
             parent_run_id=start.parent_run_id if start else None,
@@ -508,15 +615,283 @@ class RunSummary:
             status=view.status,
             outcome=end.outcome if end else None,
             rounds=end.rounds if end else view.tool_rounds,
-            input_tokens=view.usage.input_tokens,
-            output_tokens=view.usage.output_tokens,
-            cost_usd=view.usage.cost_usd,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cost_usd=usage.cost_usd,
             started_at=start.started_at if start else None,
             duration_s=view.active_s,
+            source=start.source if start else "loop",
+            parent_tool_name=None,
+            total_input_tokens=usage.input_tokens,
+            total_output_tokens=usage.output_tokens,
+            total_cost_usd=usage.cost_usd,
+            offset_s=0.0,
+            spans=spans,
+            spans_left_out=left_out,
         )
+
+
+_SITE_SCAN: Final = 5_000
+"""Events of the parent looked back over for the tool call a nested run answers (it began
+just before the nested run did)."""
+
+
+def call_site(parent_events: Sequence[ev.Event], call_id: str) -> CallSite | None:
+    """The tool call ``call_id`` among the newest events of a parent run: its name, and
+    when it began (its ``tool_start``, else the reply that asked for it)."""
+    name: str | None = None
+    for event in islice(reversed(parent_events), _SITE_SCAN):
+        if isinstance(event, ev.ToolStarted) and event.tool_call_id == call_id:
+            return CallSite(event.name, event.t)
+        if isinstance(event, ev.ToolDispatched) and event.tool_call_id == call_id:
+            name = event.name
+        elif isinstance(event, ev.ModelCalled):
+            for call in event.tool_calls:
+                if call.id == call_id:
+                    return CallSite(name or call.name, event.t)
+    return None
+
+
+def _wall(started_at: str) -> float | None:
+    """Seconds since the epoch of an ISO 8601 start, or ``None`` when it is not one."""
+    try:
+        return datetime.fromisoformat(started_at).timestamp()
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+@dataclass(slots=True)
+class _Held:
+    """One run of a :class:`RunBook`: its events, folded as far as asked."""
+
+    events: list[ev.Event]
+    first: int
+    """Where its first event came in the stream."""
+    started: int | None = None
+    """Where its ``loop_start`` came (``None``: not seen)."""
+    parent: str | None = None
+    site: CallSite | None = None
+    wall: float | None = None
+    view: RunView | None = None
+    """The fold so far, kept while the run goes on (a finished run keeps its summary)."""
+    folded: int = 0
+    own: RunSummary | None = None
+
+    def summary(self) -> RunSummary:
+        """The run's own summary as of its last event (folding only the new events)."""
+        if self.own is not None and self.folded == len(self.events):
+            return self.own
+        view = self.view
+        if view is None:
+            view, self.folded = RunView(), 0
+        for event in self.events[self.folded :]:
+            view.apply(event)
+        self.folded = len(self.events)
+        self.own = RunSummary.of(view)
+        self.view = None if view.done else view
+        return self.own
+
+
+_Linked = tuple[str | None, int, int, Decimal | None, float]
+"""What the other runs say of a run: its parent's tool name, its totals, its offset."""
+
+
+class RunBook:
+    """The runs of one stream of events, each summed up as its family says.
+
+    Recording an event costs an append; summaries fold only the events that came since
+    they were last asked for, and a run whose summary did not change keeps the same
+    :class:`RunSummary` object (a view sends only the rows that changed). Nested runs sit
+    under the run that called them: each summary has its parent's tool call name, its
+    totals with every run nested under it, and its start in its top-level run's time.
+    """
+
+    def __init__(self) -> None:
+        self._held: dict[str, _Held] = {}
+        self._seq = 0
+        self._linked: dict[str, tuple[RunSummary, _Linked, RunSummary]] = {}
+        self._out: tuple[RunSummary, ...] = ()
+        self._stale = False
+
+    def record(self, event: ev.Event) -> bool:
+        """Keep ``event`` with its run's; True when it is the first of a run."""
+        held = self._held.get(event.run_id)
+        new = held is None
+        if held is None:
+            held = self._held[event.run_id] = _Held([], self._seq)
+        self._seq += 1
+        held.events.append(event)
+        if isinstance(event, ev.LoopStarted) and held.started is None:
+            self._started(held, event)
+        self._stale = True
+        return new
+
+    def _started(self, held: _Held, event: ev.LoopStarted) -> None:
+        held.started = self._seq
+        held.wall = _wall(event.started_at)
+        parent_id = event.parent_run_id
+        if parent_id is None or parent_id == event.run_id:
+            return
+        held.parent = parent_id
+        parent = self._held.get(parent_id)
+        if parent is not None and event.parent_tool_call_id is not None:
+            held.site = call_site(parent.events, event.parent_tool_call_id)
+
+    def drop(self, run_id: str) -> None:
+        """Forget run ``run_id`` (a bounded session leaves out its oldest runs)."""
+        if self._held.pop(run_id, None) is not None:
+            self._linked.pop(run_id, None)
+            self._stale = True
+
+    def __contains__(self, run_id: object) -> bool:
+        return run_id in self._held
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def run_ids(self) -> tuple[str, ...]:
+        """The runs held, in the order they were first seen."""
+        return tuple(self._held)
+
+    def events(self, run_id: str) -> Sequence[ev.Event]:
+        """The events held of run ``run_id`` (``()`` for a run not held); do not change them."""
+        held = self._held.get(run_id)
+        return () if held is None else held.events
+
+    def done(self, run_id: str) -> bool:
+        """True once the run's last event ended it."""
+        held = self._held.get(run_id)
+        return held is not None and isinstance(held.events[-1], (ev.LoopFinished, ev.LoopFailed))
+
+    def newest_top_level(self) -> str | None:
+        """The newest run no run held started (the run a view shows by default)."""
+        for run_id in reversed(self._held):
+            parent = self._held[run_id].parent
+            if parent is None or parent not in self._held:
+                return run_id
+        return None
+
+    def summaries(self) -> tuple[RunSummary, ...]:
+        """A summary of every run held, in the order they started (a run whose start is
+        lost comes after those), each with what its family says of it."""
+        if self._stale:
+            order = sorted(
+                self._held.values(),
+                key=lambda h: (0, h.started) if h.started is not None else (1, h.first),
+            )
+            self._out = self._link(order)
+            self._stale = False
+        return self._out
+
+    def _link(self, order: list[_Held]) -> tuple[RunSummary, ...]:
+        own = [held.summary() for held in order]
+        linked = _family(order, own, self._held)
+        out = []
+        for summary, values in zip(own, linked, strict=True):
+            before = self._linked.get(summary.run_id)
+            if before is not None and before[0] is summary and before[1] == values:
+                out.append(before[2])
+                continue
+            name, total_in, total_out, total_cost, offset = values
+            made = replace(
+                summary,
+                parent_tool_name=name,
+                total_input_tokens=total_in,
+                total_output_tokens=total_out,
+                total_cost_usd=total_cost,
+                offset_s=offset,
+            )
+            self._linked[summary.run_id] = (summary, values, made)
+            out.append(made)
+        return tuple(out)
+
+
+def _parents(order: list[_Held], held: Mapping[str, _Held]) -> dict[str, str]:
+    """Each run's parent among the runs held (a loop of runs naming each other, which no
+    real stream has, is cut)."""
+    parent = {
+        h.events[0].run_id: h.parent for h in order if h.parent is not None and h.parent in held
+    }
+    acyclic: set[str] = set()
+    for start in list(parent):
+        path: list[str] = []
+        node: str | None = start
+        while node is not None and node not in acyclic:
+            if node in path:
+                del parent[node]  # a cycle: cut it here
+                break
+            path.append(node)
+            node = parent.get(node)
+        acyclic.update(path)
+    return parent
+
+
+def _depths(parent: Mapping[str, str], ids: Iterable[str]) -> dict[str, int]:
+    """How many runs each run is nested under (0 at top level)."""
+    depth: dict[str, int] = {}
+    for run_id in ids:
+        path = []
+        node: str | None = run_id
+        while node is not None and node not in depth:
+            path.append(node)
+            node = parent.get(node)
+        base = -1 if node is None else depth[node]
+        for step in reversed(path):
+            base += 1
+            depth[step] = base
+    return depth
+
+
+def _family(order: list[_Held], own: list[RunSummary], held: Mapping[str, _Held]) -> list[_Linked]:
+    """For each run: its parent's tool name, its totals with its nested runs, its offset."""
+    ids = [s.run_id for s in own]
+    parent = _parents(order, held)
+    depth = _depths(parent, ids)
+    totals: dict[str, tuple[int, int, Decimal | None]] = {
+        s.run_id: (s.input_tokens, s.output_tokens, s.cost_usd) for s in own
+    }
+    for run_id in sorted(ids, key=lambda i: -depth[i]):  # children before their parents
+        up = parent.get(run_id)
+        if up is not None:
+            a, b = totals[up], totals[run_id]
+            cost = None if a[2] is None or b[2] is None else a[2] + b[2]
+            totals[up] = (a[0] + b[0], a[1] + b[1], cost)
+    offsets: dict[str, float] = {}
+    for run_id in sorted(ids, key=lambda i: depth[i]):  # parents before their children
+        up = parent.get(run_id)
+        offsets[run_id] = 0.0 if up is None else _offset(run_id, up, parent, held, offsets)
+    out: list[_Linked] = []
+    for run_id in ids:
+        site = held[run_id].site if run_id in parent else None
+        t = totals[run_id]
+        out.append((site.tool_name if site else None, t[0], t[1], t[2], offsets[run_id]))
+    return out
+
+
+def _offset(
+    run_id: str,
+    up: str,
+    parent: Mapping[str, str],
+    held: Mapping[str, _Held],
+    offsets: Mapping[str, float],
+) -> float:
+    """Seconds from the start of the top-level run above ``run_id`` to its own start: by
+    the wall clock, else by when the parent's call began."""
+    top = up
+    while top in parent:
+        top = parent[top]
+    mine, theirs = held[run_id].wall, held[top].wall
+    if mine is not None and theirs is not None:
+        return max(mine - theirs, 0.0)
+    site = held[run_id].site
+    return offsets[up] + (site.t if site is not None else 0.0)
 
 
 def summaries(events: Iterable[ev.Event]) -> tuple[RunSummary, ...]:
     """A summary of every run in ``events``, in the order they started (see
-    :func:`~toolloop_lab.events.run_ids`)."""
-    return tuple(RunSummary.of(RunView.from_events(run)) for run in ev.by_run(events).values())
+    :func:`~toolloop_lab.events.run_ids`), each with what its family says of it (see
+    :class:`RunBook`)."""
+    book = RunBook()
+    for event in events:
+        book.record(event)
+    return book.summaries()

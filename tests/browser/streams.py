@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any, Literal
 
@@ -91,7 +92,11 @@ class Stream:
         token_budget: int | None = None,
         context_window: int | None = 128_000,
         usd_limit: Decimal | None = None,
+        started_at: str = "2025-01-01T00:00:00+00:00",
+        **more: Any,
     ) -> Stream:
+        """The start event; ``more`` are further ``LoopStarted`` fields (``name``,
+        ``parent_run_id``, ``parent_tool_call_id``, ``tags``...)."""
         self.pending = [*([SystemMessage(system)] if system else []), HumanMessage(prompt)]
         self.events.append(
             LoopStarted(
@@ -104,7 +109,8 @@ class Stream:
                 usd_limit=usd_limit,
                 prune_tools=(),
                 input_messages=len(self.pending),
-                started_at="2025-01-01T00:00:00+00:00",
+                started_at=started_at,
+                **more,
             )
         )
         return self
@@ -391,9 +397,10 @@ def four_round_run() -> list[Event]:
     return [*s.finish("Revenue rose 12%; churn was 3%.", 4).events]
 
 
-def long_run(rounds: int) -> list[Event]:
-    """A long run: one echo per round, an error every 97th round."""
-    s = Stream().start("Count to a big number.", max_rounds=rounds + 1)
+def long_run(rounds: int, run_id: str = "a1b2c3d4e5f6", **start: Any) -> list[Event]:
+    """A long run: one echo per round, an error every 97th round (``start``: more
+    ``Stream.start`` arguments, a name say)."""
+    s = Stream(run_id=run_id).start("Count to a big number.", max_rounds=rounds + 1, **start)
     for n in range(1, rounds + 1):
         bad = n % 97 == 0
         spec = ToolSpec(
@@ -410,6 +417,66 @@ def long_run(rounds: int) -> list[Event]:
     s.call_start(rounds + 1)
     s.call_end(rounds + 1, "done", (), tokens=(200, 5))
     return [*s.finish("done", rounds + 1).events]
+
+
+def _with_nested(parent: Stream, i: int, when: datetime) -> list[Event]:
+    """``parent``'s first round calls ``research``, whose tool runs a nested agent (two
+    rounds, one ``search``); then the parent answers."""
+    research = ToolSpec(f"r{i}", "research", {"topic": f"topic {i}"}, "found it", 1.2)
+    parent.round_start(1)
+    parent.call_start(1)
+    parent.t += 0.8
+    parent.call_end(1, "Looking it up.", [research], tokens=(400, 30))
+    parent.tool_begin(1, research)
+    head = len(parent.events)
+    sub = Stream(run_id=f"sub{i:04d}").start(
+        f"Research topic {i}",
+        name="researcher",
+        parent_run_id=parent.run_id,
+        parent_tool_call_id=research.id,
+        started_at=(when + timedelta(seconds=parent.t + 0.01)).isoformat(),
+    )
+    search = ToolSpec(f"s{i}", "search", {"q": f"topic {i}"}, "a hit", 0.3)
+    sub.full_round(1, "searching", [search], tokens=(200, 10), latency=0.4)
+    sub.round_start(2)
+    sub.call_start(2)
+    sub.t += 0.3
+    sub.call_end(2, "found it", (), tokens=(250, 15), latency=0.3)
+    sub.finish("found it", 1)
+    parent.t += research.duration
+    parent.tool_end(1, research)
+    parent.round_start(2)
+    parent.call_start(2)
+    parent.t += 0.5
+    parent.call_end(2, f"answer {i}", (), tokens=(500, 40), latency=0.5)
+    parent.finish(f"answer {i}", 1)
+    return [*parent.events[:head], *sub.events, *parent.events[head:]]
+
+
+def session_runs(count: int, long_rounds: int, nest_every: int = 25) -> list[Event]:
+    """A session of ``count`` top-level runs in start order, ten seconds apart: short
+    named runs of one echo round each, every ``nest_every``-th calling a nested agent
+    through its ``research`` tool, and last a run of ``long_rounds`` rounds."""
+    base = datetime(2025, 1, 1, tzinfo=UTC)
+    out: list[Event] = []
+    for i in range(count - 1):
+        when = base + timedelta(seconds=10 * i)
+        s = Stream(run_id=f"run{i:04d}").start(
+            f"Question {i}", name=f"job {i}", started_at=when.isoformat()
+        )
+        if i % nest_every == nest_every - 1:
+            out.extend(_with_nested(s, i, when))
+            continue
+        echo = ToolSpec(f"e{i}", "echo", {"text": str(i)}, str(i), 0.05)
+        s.full_round(1, f"echo {i}", [echo], tokens=(300 + i, 20), latency=0.3)
+        s.round_start(2)
+        s.call_start(2)
+        s.t += 0.2
+        s.call_end(2, f"answer {i}", (), tokens=(350 + i, 25), latency=0.2)
+        out.extend(s.finish(f"answer {i}", 1).events)
+    when = base + timedelta(seconds=10 * count)
+    out.extend(long_run(long_rounds, "long", name="the long one", started_at=when.isoformat()))
+    return out
 
 
 def slow_run() -> list[Event]:

@@ -9,19 +9,26 @@ it shows and sends the browser stays the newest run's.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import comm
 import pytest
+from browser.streams import Stream, session_runs
 from langchain_core.tools import tool
-from loopkit import MODEL, MockComm, calls, final, received, tool_call
+from loopkit import MODEL, FakeTime, MockComm, calls, channel, final, received, tool_call
 
 from toolloop_lab import LLMAgent, ScriptedChatModel
+from toolloop_lab._support.escape import NAME_CHARS
 from toolloop_lab.builtin_tools import echo_tool
+from toolloop_lab.errors import UnknownRunError
 from toolloop_lab.events import Event
 from toolloop_lab.runview import RunSummary, summaries
 from toolloop_lab.trace import TraceWriter
 from toolloop_lab.widget import LoopDebugger
+from toolloop_lab.widget.runrows import MAX_TAGS, row_payload
 from toolloop_lab.widget.wire import event_payload
 
 
@@ -46,7 +53,7 @@ def boss_and_helper(*observers: object) -> LLMAgent:
     @tool
     async def ask_helper(question: str) -> str:
         """Ask the helper agent."""
-        return (await helper.arun(question, name="helper")).final_text
+        return (await helper.arun(question, name="helper")).finished.final_text
 
     replies = [calls(tool_call("ask_helper", {"question": "?"}, "o1")), final("It is two.")]
     return LLMAgent(
@@ -129,13 +136,215 @@ def test_only_the_newest_runs_are_kept_past_the_bound() -> None:
     dbg.close()
 
 
+# -- the run list on the wire --------------------------------------------------------
+def runs_parts(dbg: LoopDebugger) -> list[dict[str, Any]]:
+    """The ``runs`` part of every message sent so far (messages without one left out)."""
+    return [m["runs"] for m in channel(dbg).custom() if "runs" in m]
+
+
+def page_rows(dbg: LoopDebugger) -> dict[str, dict[str, Any]]:
+    """The rows a page folding every message in order holds."""
+    rows: dict[str, dict[str, Any]] = {}
+    for part in runs_parts(dbg):
+        if part["reset"]:
+            rows = {}
+        for run_id in part["dropped"]:
+            rows.pop(run_id, None)
+        rows.update({row["run_id"]: row for row in part["rows"]})
+    return rows
+
+
+def make(fake: FakeTime, **options: Any) -> LoopDebugger:
+    return LoopDebugger(clock=fake.clock, schedule=fake.schedule, **options)
+
+
+def feed(dbg: LoopDebugger, fake: FakeTime, events: Sequence[Event], step: float = 0.01) -> None:
+    for event in events:
+        dbg(event)
+        fake.advance(step)
+    fake.advance(1.0)
+
+
+def test_the_page_gets_every_row_then_only_the_rows_that_changed() -> None:
+    fake = FakeTime()
+    dbg = make(fake)
+    seen: list[Event] = []
+    boss_and_helper(seen.append).run("What is 1+1?", name="boss")
+    feed(dbg, fake, seen)
+    parts = runs_parts(dbg)
+    assert parts[0]["reset"] is True
+    assert all(not p["reset"] for p in parts[1:])
+    # every message carried only rows that changed: the boss's row many times, the helper's
+    # only while it ran, and never a row twice in one message
+    assert all(len({r["run_id"] for r in p["rows"]}) == len(p["rows"]) for p in parts)
+    assert len(parts) < len(seen)
+    rows = page_rows(dbg)
+    assert rows == {s.run_id: row_payload(s, dbg.max_text_chars) for s in dbg.runs}
+    boss, helper = dbg.runs
+    row = rows[helper.run_id]
+    assert (row["parent_run_id"], row["parent_tool_call_id"]) == (boss.run_id, "o1")
+    assert (row["parent_tool_name"], row["name"], row["source"]) == ("ask_helper", "helper", "loop")
+    assert [span[0] for span in row["spans"]] == ["model"]
+    assert rows[boss.run_id]["total_cost_usd"] == str(boss.total_cost_usd)
+    assert rows[boss.run_id]["spans"] == []
+    # a page that opens later says hello and gets every row again
+    before = len(parts)
+    channel(dbg).from_browser({"type": "hello"})
+    fake.advance(1.0)
+    again = runs_parts(dbg)[before:]
+    assert again[0]["reset"] is True
+    assert {r["run_id"] for r in again[0]["rows"]} == {boss.run_id, helper.run_id}
+    assert again[0]["pinned"] is None
+    dbg.close()
+
+
+def test_runs_the_session_no_longer_keeps_leave_the_page_too() -> None:
+    fake = FakeTime()
+    dbg = make(fake, max_runs=3)
+    events = session_runs(6, long_rounds=2, nest_every=100)
+    feed(dbg, fake, events)
+    rows = page_rows(dbg)
+    assert list(rows) == [s.run_id for s in dbg.runs] == ["run0003", "run0004", "long"]
+    assert runs_parts(dbg)[-1]["left_out"] == dbg.runs_left_out == 3
+    assert any(p["dropped"] for p in runs_parts(dbg))
+    dbg.close()
+
+
+def test_hostile_names_and_tags_are_clipped_in_rows() -> None:
+    fake = FakeTime()
+    dbg = make(fake)
+    name, tags = "<img src=x onerror=alert(1)>" * 400, tuple(f"t{n}" for n in range(50))
+    first = Stream(run_id="a").start("go", name=name, tags=tags)
+    second = Stream(run_id="b").start("go")
+    feed(dbg, fake, [*first.finish("x", 0).events, *second.finish("y", 0).events])
+    row = page_rows(dbg)["a"]
+    assert len(row["name"]) < NAME_CHARS + 30
+    assert row["name"].endswith(f"({len(name):,} chars)")
+    assert row["tags"] == [f"t{n}" for n in range(MAX_TAGS)]
+    dbg.close()
+
+
+# -- showing another run -------------------------------------------------------------
+def test_show_run_pins_a_run_and_none_follows_the_newest_again() -> None:
+    fake = FakeTime()
+    dbg = make(fake)
+    agent = echo_agent(times=3)
+    dbg.attach(agent)
+    first = agent.run("go", name="first")
+    agent.run("again", name="second")
+    fake.advance(1.0)
+    epoch = channel(dbg).custom()[-1]["epoch"]
+    dbg.show_run(first.events[0].run_id)
+    assert dbg.events == first.events
+    fake.advance(1.0)
+    assert received(dbg) == [event_payload(e, dbg.max_text_chars) for e in first.events]
+    assert channel(dbg).custom()[-1]["epoch"] > epoch
+    assert runs_parts(dbg)[-1]["pinned"] == first.events[0].run_id
+    third = agent.run("more", name="third")  # a new run does not take the pinned view
+    assert dbg.events == first.events
+    dbg.show_run(None)
+    assert dbg.events == third.events
+    fake.advance(1.0)
+    assert runs_parts(dbg)[-1]["pinned"] is None
+    with pytest.raises(UnknownRunError):
+        dbg.show_run("no-such-run")
+    assert dbg.events == third.events  # nothing changed
+    dbg.close()
+
+
+def test_a_nested_run_can_be_shown_and_is_never_shown_unasked() -> None:
+    fake = FakeTime()
+    dbg = make(fake)
+    outer = boss_and_helper(dbg).run("What is 1+1?", name="boss")
+    _boss, helper = dbg.runs
+    assert dbg.events == outer.events
+    dbg.show_run(helper.run_id)
+    assert [e.run_id for e in dbg.events] == [helper.run_id] * len(dbg.events)
+    assert dbg.view.status == "finished"
+    # the notebook file keeps what is shown
+    fake.advance(1.0)
+    assert {e["run_id"] for e in dbg.saved_events} == {helper.run_id}
+    dbg.close()
+
+
+def test_the_page_asks_to_show_a_run_and_is_answered() -> None:
+    fake = FakeTime()
+    dbg = make(fake)
+    agent = echo_agent(times=2)
+    dbg.attach(agent)
+    first = agent.run("go")
+    agent.run("again")
+    fake.advance(1.0)
+    mock = channel(dbg)
+
+    def answer(content: Any) -> dict[str, Any]:
+        mock.from_browser(content)
+        fake.advance(1.0)
+        answer = mock.custom()[-1]["control"]["answer"]
+        assert isinstance(answer, dict)
+        return answer
+
+    shown = answer({"type": "show_run", "request": 7, "run_id": first.events[0].run_id})
+    assert (shown["request"], shown["action"], shown["ok"]) == (7, "show_run", True)
+    assert dbg.events == first.events
+    unknown = answer({"type": "show_run", "request": 8, "run_id": "<b>nope</b>"})
+    assert (unknown["ok"], unknown["reason"]) == (False, "unknown_run")
+    assert "<b>nope</b>" in unknown["message"]
+    assert dbg.events == first.events
+    for bad in ({"type": "show_run", "request": 9}, {"type": "show_run", "run_id": 3}):
+        refused = answer(bad)
+        assert (refused["ok"], refused["reason"]) == (False, "bad_request")
+    back = answer({"type": "show_run", "request": 10, "run_id": None})
+    assert back["ok"]
+    assert dbg.events[0].run_id != first.events[0].run_id
+    dbg.close()
+
+
+# -- the notebook file ---------------------------------------------------------------
+def test_a_thousand_runs_keep_the_saved_state_under_a_megabyte() -> None:
+    fake = FakeTime()
+    dbg = make(fake)
+    events = session_runs(1_000, long_rounds=2_000)
+    for n, event in enumerate(events):
+        dbg(event)
+        if n % 50 == 0:
+            fake.advance(0.01)
+    fake.advance(2.0)
+    assert (len(dbg.runs), dbg.runs_left_out) == (1_000, 39)  # 999 + 39 nested + 1 long
+    saved = json.dumps(
+        {
+            "events": dbg.saved_events,
+            "runs": dbg.saved_runs,
+            "left_out": dbg.saved_runs_left_out,
+        }
+    )
+    assert len(saved) < 1_000_000
+    kept = [row["run_id"] for row in dbg.saved_runs]
+    assert kept[-1] == "long"  # the newest rows, in start order
+    assert kept == [s.run_id for s in dbg.runs][-len(kept) :]
+    assert dbg.saved_runs_left_out == 39 + 1_000 - len(kept)
+    assert len(kept) > 100
+    dbg.close()
+
+
+def test_a_nested_run_of_another_run_never_takes_the_view() -> None:
+    fake = FakeTime()
+    dbg = make(fake)
+    shown, other = Stream(run_id="shown").start("a"), Stream(run_id="other").start("b")
+    nested = Stream(run_id="nested").start("c", parent_run_id="other", parent_tool_call_id="x")
+    events = [*shown.events, *other.events, *shown.finish("done", 0).events, *nested.events]
+    feed(dbg, fake, events)
+    assert dbg.view.run_id == "shown"
+    assert [s.run_id for s in dbg.runs] == ["shown", "other", "nested"]
+
+
 def test_a_sub_agent_reaches_what_watches_its_parent_with_no_wiring(tmp_path: Path) -> None:
     helper = LLMAgent(ScriptedChatModel([final("two")], model_name=MODEL))  # no observers
 
     @tool
     async def ask_helper(question: str) -> str:
         """Ask the helper agent."""
-        return (await helper.arun(question, name="helper")).final_text
+        return (await helper.arun(question, name="helper")).final_response.text
 
     boss = LLMAgent(
         ScriptedChatModel(

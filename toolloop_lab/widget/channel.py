@@ -6,14 +6,20 @@ carries the step state (a pause, a resume, the answer to the page's last request
 that opens (or reopens) says ``hello`` and is sent everything again, from the start; a new
 run bumps the epoch, so a page drops what it holds of the old one.
 
-Saved notebook state stays small whatever the run's length: live events are messages, not
-traits; at the end of a run the newest rounds that fit in ``saved_state_bytes`` are handed
-to the widget once (``keep``), in their own paced slot after the last batch.
+Each message also carries the run list's rows that changed since the previous one (every
+row after a hello; :mod:`.runrows`): the rows are folded when a message goes out, never
+per event, so a session's other runs (nested ones, a pinned view's newer ones) cost the
+observer one append an event.
+
+Saved notebook state stays small whatever the run's length and however many runs: live
+events are messages, not traits; at the end of a run the newest rounds of the run shown
+and the newest rows of the run list that fit in ``saved_state_bytes`` (each) are handed to
+the widget once (``keep``), in their own paced slot after the last batch.
 
 What the page sends: ``hello``; ``control`` (Continue, Step, Stop: ``on_control``); and
-``intervene`` or ``fork`` requests (``on_request``), whose :class:`~.requests.Answer`, a
-refusal or a failure included, goes back with the next message. A click never raises in
-the kernel.
+``intervene``, ``fork`` or ``show_run`` requests (``on_request``), whose
+:class:`~.requests.Answer`, a refusal or a failure included, goes back with the next
+message. A click never raises in the kernel.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import Any
 from toolloop_lab.errors import describe
 from toolloop_lab.widget.coalesce import Coalescer, Scheduler
 from toolloop_lab.widget.requests import Answer
+from toolloop_lab.widget.runrows import RowFeed
 from toolloop_lab.widget.shown import ShownRun
 from toolloop_lab.widget.wire import MAX_BATCH_EVENTS, event_payload, saved_tail
 
@@ -41,12 +48,13 @@ class Endpoints:
     """True when no page can ever receive a message (no kernel, or closed)."""
     state: Callable[[], dict[str, Any]]
     """The step state every message carries."""
-    keep: Callable[[list[Any], int], None]
-    """Keep the end of a finished run (its events, and the rounds left out) as saved state."""
+    keep: Callable[[list[Any], int, list[Any], int], None]
+    """Keep the end of a finished run (its events, and the rounds left out) and the newest
+    rows of the run list (and the runs left out) as saved state."""
     on_control: Callable[[dict[Any, Any]], None]
     """Continue, Step or Stop, as the page sent it."""
     on_request: Callable[[dict[Any, Any]], Answer]
-    """Carry out a change or a fork the page asked for; refusals are answers."""
+    """Carry out a change, a fork or a run to show the page asked for; refusals are answers."""
 
 
 class Channel:
@@ -72,6 +80,10 @@ class Channel:
         self.frontend = False
         """True once a page said hello (only then is the static snapshot worth updating)."""
         self._answer: dict[str, Any] | None = None
+        self._answer_due = False
+        """An answer no message carried yet."""
+        self.rows = RowFeed(max_text_chars)
+        """What the page holds of the run list."""
         # 1% slower than asked, so drift between the pacing clock (monotonic) and the wall
         # clock that stamps kernel messages never shows max + 1 messages in one second
         self.pacer = Coalescer(
@@ -95,10 +107,15 @@ class Channel:
 
     def keep_saved(self) -> None:
         """Hand the end of the finished run to the widget as saved state (bounded)."""
-        with self._run.lock:
-            events = list(self._run.events)
+        run = self._run
+        with run.lock:
+            events = list(run.events)
+            session = run.session
+            rows, runs_left_out = self.rows.saved(
+                session.summaries(), session.left_out, self.saved_state_bytes
+            )
         saved, omitted = saved_tail(events, self.max_text_chars, self.saved_state_bytes)
-        self._ends.keep(saved, omitted)
+        self._ends.keep(saved, omitted, rows, runs_left_out)
 
     def _flush(self) -> None:
         """One message: the next batch of events, else the saved state of a finished run,
@@ -110,6 +127,8 @@ class Channel:
             if self._sent >= len(run.events) and self._save_pending:
                 self._save_pending = False
                 self.keep_saved()
+                if self._answer_due:  # an answer came meanwhile: it goes in the next slot
+                    self.request()
                 return
             if self._ends.silent():
                 return
@@ -125,7 +144,8 @@ class Channel:
         first = self._sent
         batch = run.events[first : first + MAX_BATCH_EVENTS]
         self._sent = first + len(batch)
-        return {
+        self._answer_due = False
+        message = {
             "type": "events",
             "epoch": run.epoch,
             "first": first,
@@ -134,6 +154,11 @@ class Channel:
             "now": run.now(),
             "control": {**self._ends.state(), "answer": self._answer},
         }
+        session = run.session
+        runs = self.rows.next(session.summaries(), session.left_out, run.pinned)
+        if runs is not None:
+            message["runs"] = runs
+        return message
 
     def receive(self, content: Any) -> None:
         """A message from the page."""
@@ -145,10 +170,11 @@ class Channel:
                 self.frontend = True
                 self._sent = 0
                 self._answer = None  # answers were for the requests of an earlier page
+                self.rows.hello()
             self.request()
         elif kind == "control":
             self._ends.on_control(content)
-        elif kind in ("intervene", "fork"):
+        elif kind in ("intervene", "fork", "show_run"):
             try:
                 answer = self._ends.on_request(content)
             except Exception as exc:  # noqa: BLE001 - a click must never raise in the kernel
@@ -166,4 +192,5 @@ class Channel:
         """Send the answer to a request with the next message (with the step state)."""
         with self._run.lock:
             self._answer = answer.to_dict()
+            self._answer_due = True
         self.request()

@@ -32,6 +32,15 @@ class Replayed:
     every: Sequence[Event] = ()
     """Every event of the source, the other runs' included, in the source's order."""
 
+    def show_in(self, shown: ShownRun, run_id: str | None) -> None:
+        """Show the run picked (pinned when ``run_id`` named it: it stays on screen), with
+        the source's note, and keep every run of the source in the session."""
+        shown.pinned = run_id
+        shown.source_note = self.note
+        self.feed(shown)
+        if self.note:
+            shown.add_note(self.note)
+
     def feed(self, shown: ShownRun) -> None:
         """Show the run picked and keep every run of the source in the session."""
         picked = self.events[0].run_id if self.events else None

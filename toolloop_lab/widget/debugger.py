@@ -11,6 +11,8 @@ page syncs and hands each job to a collaborator, one module each:
 * :mod:`.control`: step control (the run :meth:`LoopDebugger.start` made, pause, Continue,
   Step, Stop, and the changes a person makes at a pause);
 * :mod:`.forks`: "Fork from here" (:meth:`LoopDebugger.fork`) and the fork's comparison;
+* :mod:`.runlist`: every run it saw (:attr:`LoopDebugger.runs`) and the one it shows
+  (:meth:`LoopDebugger.show_run`);
 * :mod:`.construct`: a finished run read from its events or a trace
   (:meth:`LoopDebugger.from_trace`);
 * :mod:`.display`: the widget's outputs, its static snapshot and its text.
@@ -38,7 +40,7 @@ from toolloop_lab.engine.agent import AgentConfig
 from toolloop_lab.engine.hooks import PausePoint
 from toolloop_lab.events import Event, LoopFailed, LoopFinished, Observer
 from toolloop_lab.replay.fork import ForkResult
-from toolloop_lab.runview import RunSummary, RunView
+from toolloop_lab.runview import RunView
 from toolloop_lab.spend.pricing import PriceTable
 from toolloop_lab.trace import TraceRead
 from toolloop_lab.widget.channel import Channel, Endpoints
@@ -48,6 +50,7 @@ from toolloop_lab.widget.control import Control, DebuggableAgent, check_mode
 from toolloop_lab.widget.display import Display, snapshot, summary
 from toolloop_lab.widget.forks import Forking
 from toolloop_lab.widget.requests import Answer
+from toolloop_lab.widget.runlist import RunList
 from toolloop_lab.widget.session import MAX_RUNS
 from toolloop_lab.widget.shown import ShownRun
 from toolloop_lab.widget.step import PAUSE_MODES, PauseMode
@@ -63,7 +66,7 @@ STATIC: Final = Path(__file__).with_name("static")
 """The front end: ``debugger.js`` (an ES module) and ``debugger.css``, shipped as files."""
 
 
-class LoopDebugger(anywidget.AnyWidget):
+class LoopDebugger(RunList, anywidget.AnyWidget):
     """Live debugger for one tool-loop run: display it, then run the agent.
 
     ``fork_with`` is the agent "Fork from here" runs a fork with (its model, tools and
@@ -81,6 +84,10 @@ class LoopDebugger(anywidget.AnyWidget):
     """The newest rounds of the last finished run, kept in the notebook file."""
     saved_omitted = traitlets.Int(0).tag(sync=True)
     """Rounds of that run left out of ``saved_events`` (they are in the trace)."""
+    saved_runs: traitlets.List[Any] = traitlets.List().tag(sync=True)
+    """The newest rows of the run list, kept in the notebook file."""
+    saved_runs_left_out = traitlets.Int(0).tag(sync=True)
+    """Runs seen but not in ``saved_runs`` (the oldest)."""
     can_fork = traitlets.Bool(False).tag(sync=True)
     """True when "Fork from here" can act: the debugger knows an agent to fork with."""
     round_offset = traitlets.Int(0).tag(sync=True)
@@ -134,7 +141,7 @@ class LoopDebugger(anywidget.AnyWidget):
     # -- observer ---------------------------------------------------------------------
     def __call__(self, event: Event) -> None:
         """Fold one event in and queue it for the browser (sent in paced batches)."""
-        if not self._run.add(event):
+        if self._run.add(event) == "seen":
             return
         if isinstance(event, (LoopFinished, LoopFailed)):
             self._channel.finished()
@@ -149,16 +156,20 @@ class LoopDebugger(anywidget.AnyWidget):
         channel = getattr(self, "comm", None)
         return channel is None or isinstance(channel, comm.DummyComm)
 
-    def _keep_saved(self, saved: list[Any], omitted: int) -> None:
-        """Keep the end of the finished run in the saved notebook state."""
+    def _keep_saved(self, saved: list[Any], omitted: int, rows: list[Any], runs_out: int) -> None:
+        """Keep the end of the finished run and the run list in the saved notebook state."""
         with self.hold_sync():
             self.saved_events = saved
             self.saved_omitted = omitted
+            self.saved_runs = rows
+            self.saved_runs_left_out = runs_out
         if self._channel.frontend:
             self._display.update(self)
 
     def _carry_out(self, content: dict[Any, Any]) -> Answer:
-        """A change at a pause, or "Fork from here", asked by the browser."""
+        """A change at a pause, "Fork from here" or a run to show, asked by the browser."""
+        if content.get("type") == "show_run":
+            return self._show_asked(content)
         return self._control.carry_out(
             content,
             lambda request: self._forking.from_browser(
@@ -184,6 +195,7 @@ class LoopDebugger(anywidget.AnyWidget):
         task's result (or exception) is there afterwards: ``await task`` or
         ``task.result()``.
         """
+        self._run.pinned = None  # a run started here is the one to see
         task = self._control.start(agent, prompt, self)
         self.live = True
         self._forking.source = None
@@ -247,21 +259,6 @@ class LoopDebugger(anywidget.AnyWidget):
         """The events of the run shown, in the order they came."""
         with self._run.lock:
             return tuple(self._run.events)
-
-    @property
-    def runs(self) -> tuple[RunSummary, ...]:
-        """A summary of every run this debugger saw, in the order they started: each run
-        of an attached agent, every run in a ``watch()`` block, every run of the trace it
-        was opened on, sub-agents included. It shows one of them (the newest top-level
-        run); it keeps the newest ``max_runs`` (see :attr:`runs_left_out`)."""
-        with self._run.lock:
-            return self._run.session.summaries()
-
-    @property
-    def runs_left_out(self) -> int:
-        """Runs seen but no longer in :attr:`runs` (the oldest, past ``max_runs``)."""
-        with self._run.lock:
-            return self._run.session.left_out
 
     @property
     def view(self) -> RunView:
@@ -352,10 +349,8 @@ class LoopDebugger(anywidget.AnyWidget):
         debugger = cls(**options)
         debugger.live = False
         debugger._forking.source = replayed.path
-        replayed.feed(debugger._run)
+        replayed.show_in(debugger._run, run_id)
         debugger._channel.keep_saved()
-        if replayed.note:
-            debugger._run.add_note(replayed.note)
         debugger._request()
         return debugger
 

@@ -1,7 +1,8 @@
 """What the browser asks the debugger to do, checked before anything acts on it.
 
 A front end sends requests as comm messages: a change at a pause (``{"type":
-"intervene"}``) or "Fork from here" (``{"type": "fork"}``). Anything on the page (a script
+"intervene"}``), "Fork from here" (``{"type": "fork"}``) or a run picked in the run list
+(``{"type": "show_run"}``). Anything on the page (a script
 in another output, an extension, a hand-edited notebook) can send such a message, so each
 is untrusted input: it is parsed with pydantic in strict mode against one declared shape
 per action (no extra fields, bounded sizes), and only a parsed :data:`Request` reaches the
@@ -17,6 +18,7 @@ instead of changing the wrong round.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal, TypeAlias
 
@@ -34,8 +36,10 @@ __all__ = [
     "EditResult",
     "ForkHere",
     "Request",
+    "ShowRun",
     "Skip",
     "parse_request",
+    "parse_show_run",
 ]
 
 MAX_REQUEST_CHARS: Final = 1_000_000
@@ -110,6 +114,15 @@ class ForkHere(_Strict):
     round: Annotated[int, Field(ge=1, le=2**31)]
 
 
+class ShowRun(_Strict):
+    """Show run ``run_id`` of the debugger's session; ``None``: the newest top-level run,
+    following the newest again."""
+
+    type: Literal["show_run"]
+    action: Literal["show_run"] = "show_run"
+    run_id: _CallId | None
+
+
 _Intervene = Annotated[
     CheckArgs | EditArgs | Skip | AddMessage | EditResult, Field(discriminator="action")
 ]
@@ -118,8 +131,9 @@ Request: TypeAlias = CheckArgs | EditArgs | Skip | AddMessage | EditResult | For
 
 _INTERVENE: Final[TypeAdapter[Any]] = TypeAdapter(_Intervene)
 _FORK: Final = TypeAdapter(ForkHere)
+_SHOW: Final = TypeAdapter(ShowRun)
 _ACTIONS: Final = frozenset(
-    {"check_args", "edit_args", "skip", "append_message", "edit_result", "fork"}
+    {"check_args", "edit_args", "skip", "append_message", "edit_result", "fork", "show_run"}
 )
 
 
@@ -133,7 +147,7 @@ class Answer:
     reason: str | None = None
     """Why it was refused: an :class:`~toolloop_lab.errors.InterventionError` reason, a
     config field a fork was refused on, or ``bad_request`` / ``too_large`` /
-    ``not_paused`` / ``stale`` / ``no_agent``."""
+    ``not_paused`` / ``stale`` / ``no_agent`` / ``unknown_run``."""
     message: str = ""
     """Words for the person (the schema's complaint, say); clipped."""
 
@@ -159,8 +173,8 @@ def _action(content: dict[Any, Any]) -> str:
     return value if isinstance(value, str) and value in _ACTIONS else "unknown"
 
 
-def parse_request(content: Any) -> Request | Answer:
-    """The request ``content`` asks for, or the refusal to send back when it is not one."""
+def _parse(content: Any, pick: Callable[[Any], TypeAdapter[Any]]) -> Any:
+    """``content`` parsed by the adapter ``pick`` gives for it, or the refusal to send."""
     if not isinstance(content, dict):
         return Answer(None, "unknown", False, "bad_request", "a request must be a JSON object")
     request, action = _request_id(content), _action(content)
@@ -176,10 +190,22 @@ def parse_request(content: Any) -> Request | Answer:
             "too_large",
             f"the request is {size:,} characters; at most {MAX_REQUEST_CHARS:,} are read",
         )
-    adapter = _FORK if content.get("type") == "fork" else _INTERVENE
     try:
-        parsed: Request = adapter.validate_python(content)
+        return pick(content).validate_python(content)
     except ValidationError as exc:
         text = validation_text(exc, whole="(request)")
         return Answer(request, action, False, "bad_request", text)
+
+
+def parse_request(content: Any) -> Request | Answer:
+    """The request ``content`` asks for, or the refusal to send back when it is not one."""
+    parsed: Request | Answer = _parse(
+        content, lambda data: _FORK if data.get("type") == "fork" else _INTERVENE
+    )
+    return parsed
+
+
+def parse_show_run(content: Any) -> ShowRun | Answer:
+    """The run the page asks to show, or the refusal to send back when it is no such ask."""
+    parsed: ShowRun | Answer = _parse(content, lambda _data: _SHOW)
     return parsed

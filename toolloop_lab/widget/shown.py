@@ -1,22 +1,34 @@
 """The run a debugger shows: its fold, its events, and the times the page needs.
 
-Every job of :class:`~toolloop_lab.widget.debugger.LoopDebugger` reads this one record: the
-channel sends its events, step control marks its pauses, a fork is taken from it, the text
-and snapshot views read its fold. Observers may be called from any thread, so everything
-here is changed under :attr:`ShownRun.lock`, which the other jobs take too.
+It follows the newest top-level run (a new one replaces a finished one), or the run a
+person picked (:meth:`ShownRun.show`, which starts the page over on that run's events as
+the session kept them). Every job of :class:`~toolloop_lab.widget.debugger.LoopDebugger`
+reads this one record: the channel sends its events, step control marks its pauses, a
+fork is taken from it, the text and snapshot views read its fold. Observers may be called
+from any thread, so everything here is changed under :attr:`ShownRun.lock`, which the
+other jobs take too.
 """
 
 from __future__ import annotations
 
 import threading
+from typing import Final, Literal
 
 from toolloop_lab.engine.hooks import PausePoint
+from toolloop_lab.errors import UnknownRunError
 from toolloop_lab.events import Event, LoopStarted
 from toolloop_lab.runview import RunView
 from toolloop_lab.widget.coalesce import Clock
 from toolloop_lab.widget.session import MAX_RUNS, Session
 
-__all__ = ["ShownRun"]
+__all__ = ["Added", "ShownRun"]
+
+Added = Literal["shown", "kept", "seen"]
+"""What became of an event: folded into the run shown, kept for another run, or seen
+already (a debugger attached twice)."""
+
+_ZEROS_KEPT: Final = 4
+"""Runs' clock zeros kept, in multiples of the session's bound."""
 
 
 class ShownRun:
@@ -29,6 +41,12 @@ class ShownRun:
         """Which run this is: a page drops what it holds of an earlier run on a new epoch."""
         self.session = Session(max_runs)
         """Every run seen, this one and the others (kept across :meth:`restart`)."""
+        self.pinned: str | None = None
+        """The run a person picked to show; ``None``: the newest top-level run."""
+        self._zeros: dict[str, float] = {}
+        """Each run's time 0 on this clock, from its start event (a run shown again later)."""
+        self.source_note: str | None = None
+        """What the view says of the source whichever run it shows (a trace's bad lines)."""
         self.clear()
 
     def clear(self) -> None:
@@ -40,7 +58,7 @@ class ShownRun:
         self.paused_since: float | None = None
         """Run time the loop began to wait at the pause it waits at now (for the page's
         live paused segment; the ``pause`` event that ends it gives the exact time)."""
-        self.note: str | None = None
+        self.note: str | None = self.source_note
         self.last_event: Event | None = None
         self.stopped_by_user = False
 
@@ -50,30 +68,60 @@ class ShownRun:
             self.clear()
             self.epoch += 1
 
-    def add(self, event: Event) -> bool:
-        """Fold one event in; False when it is not this view's (seen already, or another
-        run's, such as a nested agent's, which the session keeps). A run starting after a
-        finished one replaces it."""
+    def add(self, event: Event) -> Added:
+        """Keep ``event`` in the session and fold it in when it is the shown run's. While
+        no run is pinned, a top-level run starting after the shown one ended replaces it
+        (a nested run never does: it is shown when picked)."""
         with self.lock:
             if event is self.last_event:  # attached twice: never count an event twice
-                return False
+                return "seen"
             self.last_event = event
             self.session.record(event)
+            if isinstance(event, LoopStarted):
+                self._started(event)
             view = self.view
             if (
-                isinstance(event, LoopStarted)
+                self.pinned is None
+                and isinstance(event, LoopStarted)
                 and view.run_id not in (None, event.run_id)
                 and (view.done or view.status == "idle")
+                and event.parent_run_id not in self.session
             ):
                 self.restart()
                 view = self.view
             if view.run_id is not None and event.run_id != view.run_id:
-                return False
-            view.apply(event)
-            if self.zero is None:
-                self.zero = self.clock() - event.t
-            self.events.append(event)
-            return True
+                return "kept"
+            self._fold(event)
+            return "shown"
+
+    def _started(self, event: LoopStarted) -> None:
+        """Note when the run's clock read 0 (its timers tick from it when shown later)."""
+        zeros = self._zeros
+        zeros[event.run_id] = self.clock() - event.t
+        if len(zeros) > _ZEROS_KEPT * self.session.max_runs:
+            for run_id in [i for i in zeros if i not in self.session]:
+                del zeros[run_id]
+
+    def _fold(self, event: Event) -> None:
+        self.view.apply(event)
+        if self.zero is None:
+            self.zero = self._zeros.get(event.run_id, self.clock() - event.t)
+        self.events.append(event)
+
+    def show(self, run_id: str | None) -> None:
+        """Show run ``run_id`` from its events as the session kept them, and keep showing
+        it (pinned); ``None`` shows the newest top-level run and follows the newest again.
+        A run the session does not keep raises
+        :class:`~toolloop_lab.errors.UnknownRunError`; nothing changes then."""
+        with self.lock:
+            session = self.session
+            if run_id is not None and run_id not in session:
+                raise UnknownRunError(run_id, session.run_ids(), where="this debugger")
+            target = run_id if run_id is not None else session.newest_top_level()
+            self.pinned = run_id
+            self.restart()
+            for event in session.events(target) if target is not None else ():
+                self._fold(event)
 
     def record(self, event: Event) -> None:
         """Keep an event of a run this view does not show (another run of a trace)."""

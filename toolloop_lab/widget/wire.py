@@ -17,13 +17,17 @@ Python to browser
     run, or a replay a front end asked for); ``now`` is the run's clock when sent (the
     browser ticks timers from it), ``None`` once the run is over; ``control`` is the step
     state (where the loop waits and what it is about to send or run, whether a task runs,
-    a note, and the answer to the browser's last request, see :mod:`.requests`).
+    a note, and the answer to the browser's last request, see :mod:`.requests`). A
+    message may also carry ``runs``, the run list's rows that changed (see
+    :mod:`.runrows`).
 
 Browser to Python
     ``{"type": "hello"}`` (a front end wants everything from the start),
     ``{"type": "control", "action": "continue" | "step" | "stop"}``,
     ``{"type": "intervene", "request", "pause", "action", ...}`` (a change at a pause) and
-    ``{"type": "fork", "request", "round"}`` ("Fork from here"). Everything the browser
+    ``{"type": "fork", "request", "round"}`` ("Fork from here") and
+    ``{"type": "show_run", "request", "run_id"}`` (show that run; ``None``: follow the
+    newest again). Everything the browser
     sends is untrusted: :mod:`.requests` checks it before anything acts on it.
 """
 
@@ -66,6 +70,10 @@ _NAME_KEYS: Final = frozenset(
         "cause_type",
         "started_at",
         "type",
+        "parent_tool_name",
+        "source",
+        "status",
+        "outcome",
     }
 )
 """Keys whose string values (or lists of strings) are names or labels: cut to

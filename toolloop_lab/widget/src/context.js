@@ -13,6 +13,8 @@
  * @property {(msg: Record<string, any>) => void} send a message to Python
  * @property {boolean} forking whether "Fork from here" is offered at all
  * @property {() => boolean} canFork whether Python can fork now
+ * @property {(runId: string | null) => void} [showRun] show that run of the run list (null: follow the newest again); absent on static pages
+ * @property {(a: string, b: string) => void} [compare] compare two runs of the run list; absent where the page cannot
  */
 
 /** @typedef {[HTMLElement, () => string]} TextTimer a node whose text ticks */

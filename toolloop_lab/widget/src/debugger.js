@@ -12,7 +12,9 @@
 // Entry points: the anywidget lifecycle (default export: initialize + render) and
 // mount(el, events, options) for a static page (the HTML report, the snapshot).
 
+import { numbered } from "./control.js";
 import { plural } from "./format.js";
+import { foldRuns } from "./runlist.js";
 import { enqueue, createStore, notify, receive } from "./store.js";
 import { createView } from "./view.js";
 
@@ -46,6 +48,8 @@ const SYNCED = ["round_offset", "fork_info", "can_fork"];
 function liveStore(model) {
   const s = createStore();
   s.live = true;
+  const rows = model.get("saved_runs") || [];
+  if (rows.length) foldRuns(s, { reset: true, rows, left_out: model.get("saved_runs_left_out") || 0, pinned: null });
   const saved = model.get("saved_events") || [];
   if (saved.length) {
     s.source = "saved";
@@ -82,6 +86,16 @@ function modelHost(model, s) {
     },
     forking: true,
     canFork: () => !!model.get("can_fork"),
+    showRun(runId) {
+      s.runsNote = null;
+      /** @param {any} answer */
+      const answered = (answer) => {
+        s.runsNote = answer && !answer.ok ? answer.message || answer.reason || "refused" : null;
+        s.version++;
+        notify(s);
+      };
+      model.send(numbered(s.requests, { type: "show_run", run_id: runId }, answered));
+    },
   };
 }
 

@@ -137,8 +137,8 @@ export function createGantt(ctx, open) {
     const el = showRun ? h("button", "tl-gantt-label tl-gantt-run", dot(state), n.label) : h("span", "tl-gantt-label tl-gantt-run", dot(state), n.label);
     el.style.paddingLeft = `${(n.depth - 1) * 10}px`;
     el.title = `${n.label}: a run nested under this one (${n.status || "running"})${showRun ? "; click to show it" : ""}`;
-    if (showRun && el instanceof HTMLButtonElement) {
-      el.type = "button";
+    if (showRun) {
+      el.setAttribute("type", "button");
       el.addEventListener("click", () => showRun(n.id));
     }
     return el;

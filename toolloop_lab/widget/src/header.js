@@ -6,6 +6,7 @@ import { dot, h } from "./dom.js";
 import { capitalized, clip, count, duration, pct, plural, tokens } from "./format.js";
 import { isDone, outcomeText } from "./run.js";
 import { lastToolName } from "./rounds.js";
+import { nestedCount } from "./runlist.js";
 import { held, holdingNow, runNow } from "./store.js";
 import { GATE_NAME, STATUS, usd, word } from "./words.js";
 
@@ -129,6 +130,22 @@ export function createHeader(ctx) {
     gauges.append(g);
   }
 
+  let nestedKey = "";
+  let nestedN = 0;
+  /**
+   * How many runs are nested under `runId`, counted again only when the rows changed.
+   * @param {string} runId
+   * @returns {number}
+   */
+  function nestedUnder(runId) {
+    const key = `${s.runsVersion}:${runId}`;
+    if (key !== nestedKey) {
+      nestedKey = key;
+      nestedN = nestedCount(s.runs, runId);
+    }
+    return nestedN;
+  }
+
   function drawTotals() {
     const run = s.run;
     const t = run.totals;
@@ -141,6 +158,16 @@ export function createHeader(ctx) {
     let split = null;
     if (t.costIn !== null || t.costOut !== null) split = `input ${usd(t.costIn)} · output ${usd(t.costOut)}`;
     totals.append(item("cost", usd(t.cost), split));
+    // a run that called nested runs: what it spent with them (their rows say)
+    const row = run.runId !== null ? s.runs.get(run.runId) : undefined;
+    const under = row ? nestedUnder(row.run_id) : 0;
+    if (row && under) {
+      const all = `${tokens(row.total_input_tokens + row.total_output_tokens)} tokens, ${usd(row.total_cost_usd)}`;
+      const nestedItem = item(`with ${plural(under, "nested run")}:`, all, `input ${tokens(row.total_input_tokens)} · output ${tokens(row.total_output_tokens)}`);
+      nestedItem.classList.add("tl-total-nested");
+      nestedItem.title = "This run's spend with every run it called (sub-agents), as far as this debugger kept them";
+      totals.append(nestedItem);
+    }
     if (t.estimated) totals.append(h("span", "tl-muted", "some counts estimated"));
     gauges.textContent = "";
     const info = run.run;

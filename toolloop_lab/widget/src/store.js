@@ -8,10 +8,12 @@ import { createControl, createRequests, releasedModelCall, settle } from "./cont
 import { fold } from "./fold.js";
 import { accept, createLink } from "./link.js";
 import { createRun, isDone, resetRun } from "./run.js";
+import { foldRuns } from "./runlist.js";
 
 /** @typedef {import("./run.js").Run} Run */
 /** @typedef {import("./run.js").Call} Call */
 /** @typedef {import("./control.js").Control} Control */
+/** @typedef {import("./runlist.js").RunRow} RunRow */
 
 const SLICE_MS = 8; // longest fold slice before yielding to the page
 
@@ -43,6 +45,11 @@ const SLICE_MS = 8; // longest fold slice before yielding to the page
  * @property {string} source none, live, saved or static
  * @property {number} offset added to every round number shown (a fork's rounds read as the original's)
  * @property {any} forkInfo a fork's debugger: where it was forked, and the comparison at its end
+ * @property {Map<string, RunRow>} runs every run the debugger keeps, in start order (runlist.js)
+ * @property {number} runsLeftOut runs it no longer keeps
+ * @property {string | null} runsPinned the run a person picked to show (null: the newest)
+ * @property {number} runsVersion grows with every change of the rows
+ * @property {string | null} runsNote why the last pick was refused
  * @property {Ui} ui
  */
 
@@ -63,6 +70,11 @@ export function createStore() {
     source: "none",
     offset: 0,
     forkInfo: null,
+    runs: new Map(),
+    runsLeftOut: 0,
+    runsPinned: null,
+    runsVersion: 0,
+    runsNote: null,
     ui: { selected: null, filter: "all", tool: "", search: "", collapsed: new Map(), follow: true, edit: null, forkMsg: null },
   };
 }
@@ -113,16 +125,25 @@ export function enqueue(s, events) {
 }
 
 /**
- * One message from Python: {type: "events", epoch, first, reset, events, now, control}.
- * Returns false when a gap shows events were missed (the caller asks for a replay).
+ * One message from Python: {type: "events", epoch, first, reset, events, now, control,
+ * runs?}. Returns false when a gap shows events were missed (the caller asks for a
+ * replay). The run list's rows are folded whatever the verdict: they follow the order of
+ * the messages, not the epochs of the run shown.
  * @param {Store} s
  * @param {any} msg
  * @returns {boolean}
  */
 export function receive(s, msg) {
+  if (msg && msg.type === "events" && msg.runs) {
+    foldRuns(s, msg.runs);
+    s.version++;
+  }
   const verdict = accept(s.link, msg);
   if (verdict === "gap") return false;
-  if (verdict !== "take" && verdict !== "restart") return true;
+  if (verdict !== "take" && verdict !== "restart") {
+    if (msg && msg.runs) notify(s); // the rows changed all the same
+    return true;
+  }
   if (verdict === "restart") {
     s.queue = [];
     s.qi = 0;

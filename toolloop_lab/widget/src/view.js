@@ -12,6 +12,7 @@ import { createFork } from "./fork.js";
 import { createGantt } from "./gantt.js";
 import { createHeader } from "./header.js";
 import { isDone } from "./run.js";
+import { createRuns } from "./runs.js";
 import { stamp } from "./store.js";
 import { createTimeline } from "./timeline.js";
 
@@ -45,6 +46,7 @@ export function createView(el, s, host) {
     ask: (msg, onAnswer) => host.send(numbered(s.requests, msg, onAnswer)),
   };
   const header = createHeader(ctx);
+  const runs = createRuns(ctx);
   const controls = createControls(ctx);
   const timeline = createTimeline(ctx);
   const gantt = createGantt(ctx, (r) => timeline.open(r));
@@ -52,9 +54,13 @@ export function createView(el, s, host) {
   const detail = createDetail(ctx, fork.nodes, fork.draw);
   const { head, activity, note, totals, gauges } = header.nodes;
   const { toolbar } = timeline.nodes;
-  root.append(head, activity, note, fork.nodes.forkBox, totals, gauges, controls.nodes.controls, controls.nodes.banner, controls.nodes.failureBox, gantt.nodes.gantt, toolbar, timeline.nodes.timeline, detail.nodes.detail);
+  root.append(runs.nodes.runs, head, activity, note, fork.nodes.forkBox, totals, gauges, controls.nodes.controls, controls.nodes.banner, controls.nodes.failureBox, gantt.nodes.gantt, toolbar, timeline.nodes.timeline, detail.nodes.detail);
 
   let lastVersion = -1;
+  /** @type {number | null} */
+  let lastEpoch = null;
+  /** @type {string | null} */
+  let lastRunId = null;
   let raf = 0;
   /** @type {ReturnType<typeof setInterval> | 0} */
   let tick = 0;
@@ -72,6 +78,7 @@ export function createView(el, s, host) {
       lastVersion = -1;
       detail.forget();
       timeline.forget();
+      runs.forget();
     }
     if (raf || (later && !force)) return;
     const wait = force ? 0 : DRAW_MS - (performance.now() - lastDraw);
@@ -91,6 +98,18 @@ export function createView(el, s, host) {
     const version = stamp(s);
     if (version === lastVersion) return;
     lastVersion = version;
+    if (s.link.epoch !== lastEpoch) {
+      // another run (or the same one sent again): nothing drawn of the last one is reused
+      lastEpoch = s.link.epoch;
+      detail.forget();
+      timeline.forget();
+      if (s.run.runId !== lastRunId) {
+        s.ui.selected = null;
+        s.ui.follow = true;
+      }
+    }
+    lastRunId = s.run.runId;
+    runs.draw();
     header.draw();
     controls.draw();
     timeline.drawFilter();

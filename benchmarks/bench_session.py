@@ -1,0 +1,210 @@
+"""A debugger's session of a thousand runs, one of them 10,000 rounds long: the bounds.
+
+Run: ``python benchmarks/bench_session.py`` (about a minute; ``--browser`` adds the real
+chromium figures, about two more minutes). The session is ``tests/browser/streams.py``'s
+``session_runs(1_000, 10_000)``: 999 short named runs (every 25th calls a nested agent
+from its ``research`` tool) and last a run of 10,000 rounds, 60,385 events in all, fed to
+a ``LoopDebugger`` at the pace of an instant scripted model (0.5 ms of run time an event,
+on a fake clock, so the pacing figures are exact and the timings are this process's).
+
+Kernel side, it prints:
+
+* the observer's cost: µs per event of ``dbg(event)`` (the session's append, the shown
+  run's fold, a send request), with a page connected (the messages built, rows included);
+* what reaches the page: messages, the most in any one-second window (the bound: 10),
+  the bytes sent, and the run list's rows sent (only changed rows travel);
+* ``LoopDebugger.runs`` over the whole session (every run folded, nested totals linked);
+* the saved widget state (what the notebook file keeps: the newest rounds of the run shown
+  and the newest rows of the run list; the bound: under 1 MB), and how many runs it leaves out.
+
+With ``--browser`` it runs ``tests/browser/test_runs_browser.py::
+test_a_thousand_runs_stay_fast_small_and_paced`` (JupyterLab in Debian's chromium) and
+prints its figures: long tasks (the bound: none over 50 ms), DOM nodes in the widget (at
+most 3,000), kernel-to-browser messages (at most ten a second) and the saved widget state.
+Long tasks move with the machine's load: ``load`` says how busy it was.
+
+Not part of the test suite: timing figures live here, never in tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+import comm  # noqa: E402
+from browser.streams import session_runs  # noqa: E402
+from loopkit import FakeTime, MockComm, channel  # noqa: E402
+
+from toolloop_lab.runview import summaries  # noqa: E402
+from toolloop_lab.widget import LoopDebugger  # noqa: E402
+from toolloop_lab.widget.runrows import RowFeed  # noqa: E402
+from toolloop_lab.widget.session import Session  # noqa: E402
+
+RUNS = 1_000
+LONG = 10_000
+STEP = 0.0005
+"""Run time an event takes (an instant scripted model's pace)."""
+
+
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load {one:.1f} / {five:.1f} on {os.cpu_count()} CPUs"
+
+
+def busiest(stamps: list[float]) -> int:
+    """The most messages in any one-second window."""
+    return max((sum(1 for t in stamps if s <= t < s + 1.0 - 1e-9) for s in stamps), default=0)
+
+
+def run_list_side(events: list[Any], per_message: int) -> dict[str, float]:
+    """What the run list itself costs: recording each event in the session, and at each
+    message the summaries folded and the changed rows found (``per_message`` events apart)."""
+    session, rows = Session(), RowFeed(20_000)
+    record = fold = 0.0
+    messages = 0
+    for n, event in enumerate(events, 1):
+        began = time.perf_counter()
+        session.record(event)
+        record += time.perf_counter() - began
+        if n % per_message == 0 or n == len(events):
+            began = time.perf_counter()
+            rows.next(session.summaries(), session.left_out, None)
+            fold += time.perf_counter() - began
+            messages += 1
+    return {"record_us": record * 1e6 / len(events), "message_ms": fold * 1e3 / messages}
+
+
+def kernel_side(runs: int, long: int) -> dict[str, Any]:
+    events = session_runs(runs, long)
+    comm.create_comm = MockComm
+    fake = FakeTime()
+    dbg = LoopDebugger(clock=fake.clock, schedule=fake.schedule)
+    mock = channel(dbg)
+    stamps: list[float] = []
+    publish = mock.publish_msg
+
+    def stamped(msg_type: str, data: Any = None, *args: Any, **kwargs: Any) -> None:
+        stamps.append(fake.now)
+        publish(msg_type, data, *args, **kwargs)
+
+    mock.publish_msg = stamped  # type: ignore[method-assign]
+    mock.from_browser({"type": "hello"})
+    spent = 0.0
+    for event in events:
+        began = time.perf_counter()
+        dbg(event)
+        fake.advance(STEP)  # the paced sends happen here, counted with the event
+        spent += time.perf_counter() - began
+    fake.advance(2.0)
+    messages = mock.custom()
+    began = time.perf_counter()
+    every = dbg.runs
+    runs_s = time.perf_counter() - began
+    began = time.perf_counter()
+    again = summaries(events)
+    trace_s = time.perf_counter() - began
+    assert [s.run_id for s in again][-len(every) :] == [s.run_id for s in every]
+    saved = json.dumps(
+        {
+            "saved_events": dbg.saved_events,
+            "saved_omitted": dbg.saved_omitted,
+            "saved_runs": dbg.saved_runs,
+            "saved_runs_left_out": dbg.saved_runs_left_out,
+        }
+    )
+    dbg.close()
+    alone = run_list_side(events, max(1, len(events) // max(1, len(messages))))
+    return {
+        **alone,
+        "events": len(events),
+        "us_per_event": spent * 1e6 / len(events),
+        "run_seconds": len(events) * STEP,
+        "messages": len(messages),
+        "published": len(stamps),
+        "busiest_second": busiest(stamps),
+        "bytes_sent": sum(len(json.dumps(m)) for m in messages),
+        "rows_sent": sum(len(m.get("runs", {}).get("rows", [])) for m in messages),
+        "runs_kept": len(every),
+        "runs_left_out": dbg.runs_left_out,
+        "runs_ms": runs_s * 1e3,
+        "trace_summaries_ms": trace_s * 1e3,
+        "saved_state_bytes": len(saved),
+        "saved_rows": len(dbg.saved_runs),
+        "saved_rows_left_out": dbg.saved_runs_left_out,
+    }
+
+
+def browser_side() -> dict[str, Any] | None:
+    """The browser test's figures (``None`` when it could not run)."""
+    test = "tests/browser/test_runs_browser.py::test_a_thousand_runs_stay_fast_small_and_paced"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-s", test],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=1_200,
+        check=False,
+    )
+    figures = ROOT / "test-artifacts" / "figures_1000_runs.json"
+    if done.returncode != 0 or not figures.exists():
+        print(done.stdout[-3000:], done.stderr[-2000:])
+        return None
+    data: dict[str, Any] = json.loads(figures.read_text())
+    return {k: v for k, v in data.items() if k not in ("long_task_list", "long_frames")}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=RUNS)
+    parser.add_argument("--long", type=int, default=LONG, help="rounds of the long run")
+    parser.add_argument("--browser", action="store_true", help="also run the chromium test")
+    args = parser.parse_args()
+    print(f"python {sys.version.split()[0]}, {load()}")
+    k = kernel_side(args.runs, args.long)
+    print(
+        f"\nkernel side: {k['events']:,} events, {args.runs:,} runs (one of {args.long:,} rounds)"
+        f" over {k['run_seconds']:.0f} s of run time\n"
+        f"  observer, page connected:   {k['us_per_event']:.1f} µs per event (the run list's "
+        f"part: {k['record_us']:.2f} µs to record it, {k['message_ms']:.2f} ms a message to "
+        f"fold the summaries and find the changed rows)\n"
+        f"  messages to the page:       {k['messages']:,} ({k['published']:,} with the trait "
+        f"updates), busiest second {k['busiest_second']} (bound: 10)\n"
+        f"  bytes sent:                 {k['bytes_sent']:,}; run list rows sent "
+        f"{k['rows_sent']:,} (changed rows only)\n"
+        f"  LoopDebugger.runs:          {k['runs_kept']:,} runs kept, {k['runs_left_out']} "
+        f"left out, {k['runs_ms']:.1f} ms (summaries of the whole stream: "
+        f"{k['trace_summaries_ms']:.0f} ms)\n"
+        f"  saved widget state:         {k['saved_state_bytes']:,} bytes (bound: 1,000,000); "
+        f"{k['saved_rows']} rows kept, {k['saved_rows_left_out']} runs left out"
+    )
+    if args.browser:
+        b = browser_side()
+        if b is None:
+            print("\nbrowser side: the chromium test did not run (see above)")
+            return
+        print(
+            f"\nbrowser side (JupyterLab, chromium; {load()}):\n"
+            f"  long tasks:                 {b['long_tasks']} (longest {b['longest_task_ms']:.0f} "
+            f"ms; this module's longest script time in one frame {b['module_ms_max']:.0f} ms)\n"
+            f"  DOM nodes in the widget:    {b['dom_nodes']} (an old run shown: "
+            f"{b['dom_nodes_old_run_shown']}; bound: 3,000)\n"
+            f"  kernel-to-browser messages: {b['messages']} over {b['seconds']:.0f} s, busiest "
+            f"second {b['busiest_second']}, tightest eleven in a row "
+            f"{b['tightest_eleven_s']:.2f} s\n"
+            f"  saved widget state:         {b['saved_widget_state_bytes']:,} bytes "
+            f"(notebook {b['notebook_bytes']:,})"
+        )
+
+
+if __name__ == "__main__":
+    main()
