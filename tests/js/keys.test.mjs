@@ -109,7 +109,7 @@ test("on a page: the timeline says where the time went, and its keys move the se
 
 test("on a page: the round list takes the same keys; a field typed in keeps them", async () => {
   const { el, dispose } = await mounted();
-  const list = el.querySelector(".tl-scroller");
+  const list = el.querySelector(".tl-timeline .tl-scroller");
   press(list, "Home");
   await frame();
   assert.equal(title(el), "Round 1");

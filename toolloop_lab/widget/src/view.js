@@ -103,7 +103,7 @@ export function createView(el, s, host) {
       lastEpoch = s.link.epoch;
       detail.forget();
       timeline.forget();
-      if (s.run.runId !== lastRunId) {
+      if (lastRunId !== null && s.run.runId !== lastRunId) {
         s.ui.selected = null;
         s.ui.follow = true;
       }
