@@ -11,9 +11,9 @@ traits; at the end of a run the newest rounds that fit in ``saved_state_bytes`` 
 to the widget once (``keep``), in their own paced slot after the last batch.
 
 What the page sends: ``hello``; ``control`` (Continue, Step, Stop: ``on_control``); and
-``intervene`` or ``fork`` requests (``on_request``), whose :class:`~.requests.Answer`, a
-refusal or a failure included, goes back with the next message. A click never raises in
-the kernel.
+``intervene``, ``fork`` or ``compare`` requests (``on_request``), whose
+:class:`~.requests.Answer`, a refusal or a failure included, goes back with the next
+message. A click never raises in the kernel.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class Endpoints:
     on_control: Callable[[dict[Any, Any]], None]
     """Continue, Step or Stop, as the page sent it."""
     on_request: Callable[[dict[Any, Any]], Answer]
-    """Carry out a change or a fork the page asked for; refusals are answers."""
+    """Carry out a change, a fork or a comparison the page asked for; refusals are answers."""
 
 
 class Channel:
@@ -148,7 +148,7 @@ class Channel:
             self.request()
         elif kind == "control":
             self._ends.on_control(content)
-        elif kind in ("intervene", "fork"):
+        elif kind in ("intervene", "fork", "compare"):
             try:
                 answer = self._ends.on_request(content)
             except Exception as exc:  # noqa: BLE001 - a click must never raise in the kernel

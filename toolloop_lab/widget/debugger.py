@@ -11,6 +11,8 @@ page syncs and hands each job to a collaborator, one module each:
 * :mod:`.control`: step control (the run :meth:`LoopDebugger.start` made, pause, Continue,
   Step, Stop, and the changes a person makes at a pause);
 * :mod:`.forks`: "Fork from here" (:meth:`LoopDebugger.fork`) and the fork's comparison;
+* :mod:`.comparing`: two runs side by side (:meth:`LoopDebugger.compare`), as the page
+  draws them;
 * :mod:`.construct`: a finished run read from its events or a trace
   (:meth:`LoopDebugger.from_trace`);
 * :mod:`.display`: the widget's outputs, its static snapshot and its text.
@@ -37,12 +39,14 @@ import traitlets
 from toolloop_lab.engine.agent import AgentConfig
 from toolloop_lab.engine.hooks import PausePoint
 from toolloop_lab.events import Event, LoopFailed, LoopFinished, Observer
+from toolloop_lab.replay.compare import RunComparison, RunSource, compare
 from toolloop_lab.replay.fork import ForkResult
 from toolloop_lab.runview import RunSummary, RunView
 from toolloop_lab.spend.pricing import PriceTable
 from toolloop_lab.trace import TraceRead
 from toolloop_lab.widget.channel import Channel, Endpoints
 from toolloop_lab.widget.coalesce import Clock, Scheduler, loop_scheduler
+from toolloop_lab.widget.comparing import answer, comparison_payload, session_source
 from toolloop_lab.widget.construct import read_run
 from toolloop_lab.widget.control import Control, DebuggableAgent, check_mode
 from toolloop_lab.widget.display import Display, snapshot, summary
@@ -86,7 +90,11 @@ class LoopDebugger(anywidget.AnyWidget):
     round_offset = traitlets.Int(0).tag(sync=True)
     """Added to every round number shown: a fork's rounds read as the original's."""
     fork_info: traitlets.Dict[str, Any] = traitlets.Dict().tag(sync=True)
-    """For a fork's debugger: where it was forked, and the comparison once it ended."""
+    """For a fork's debugger: where it was forked."""
+    comparison: traitlets.Dict[str, Any] = traitlets.Dict().tag(sync=True)
+    """The two runs shown side by side (:meth:`compare`, or a fork against its original
+    once the fork ended), as :mod:`.comparing` writes them; ``{}``: none. Saved with the
+    notebook, within ``saved_state_bytes``."""
 
     def __init__(
         self,
@@ -158,7 +166,9 @@ class LoopDebugger(anywidget.AnyWidget):
             self._display.update(self)
 
     def _carry_out(self, content: dict[Any, Any]) -> Answer:
-        """A change at a pause, or "Fork from here", asked by the browser."""
+        """A change at a pause, "Fork from here" or a comparison, asked by the browser."""
+        if content.get("type") == "compare":
+            return answer(content, self._run_events, self._show, self._close_comparison)
         return self._control.carry_out(
             content,
             lambda request: self._forking.from_browser(
@@ -299,6 +309,43 @@ class LoopDebugger(anywidget.AnyWidget):
         from toolloop_lab.bridge import callbacks
 
         return callbacks(self, *observers, prices=prices)
+
+    # -- compare ----------------------------------------------------------------------
+    def compare(
+        self,
+        a: RunSource,
+        b: RunSource,
+        *,
+        a_run_id: str | None = None,
+        b_run_id: str | None = None,
+    ) -> RunComparison:
+        """Show runs ``a`` and ``b`` side by side, round by round, in this view; returns
+        the comparison (:func:`toolloop_lab.compare`: print it, or its ``frame()``).
+
+        Each is a run id of :attr:`runs` (a ``str``), or what :func:`toolloop_lab.compare`
+        takes: a result, its events, a trace (a path or a ``TraceRead``; ``a_run_id`` /
+        ``b_run_id`` pick one of its runs) or the error a failed run raised. A run id this
+        debugger does not hold raises :class:`~toolloop_lab.errors.UnknownRunError`
+        naming the runs it holds. The page shows it above the run, with a close button;
+        it is kept in the notebook (:attr:`comparison`).
+        """
+        with self._run.lock:
+            sources = [session_source(self._run.session, side) for side in (a, b)]
+        result = compare(sources[0], sources[1], a_run_id=a_run_id, b_run_id=b_run_id)
+        self._show(result)
+        return result
+
+    def _run_events(self, run_id: str) -> tuple[Event, ...]:
+        with self._run.lock:
+            return self._run.session.events(run_id)
+
+    def _show(self, result: RunComparison) -> None:
+        self.comparison = comparison_payload(
+            result, max_chars=self.max_text_chars, budget_bytes=self.saved_state_bytes
+        )
+
+    def _close_comparison(self) -> None:
+        self.comparison = {}
 
     # -- fork -------------------------------------------------------------------------
     def _update_can_fork(self) -> None:

@@ -1,13 +1,14 @@
 """What the browser asks the debugger to do, checked before anything acts on it.
 
 A front end sends requests as comm messages: a change at a pause (``{"type":
-"intervene"}``) or "Fork from here" (``{"type": "fork"}``). Anything on the page (a script
-in another output, an extension, a hand-edited notebook) can send such a message, so each
-is untrusted input: it is parsed with pydantic in strict mode against one declared shape
-per action (no extra fields, bounded sizes), and only a parsed :data:`Request` reaches the
-pause point or the fork. The debugger answers every request, parsed or not, with an
-:class:`Answer` the browser shows next to the control that sent it (a refused edit keeps
-its editor open, with the reason).
+"intervene"}``), "Fork from here" (``{"type": "fork"}``) or two of the debugger's runs to
+compare (``{"type": "compare", "a", "b"}``; ``"action": "close"`` closes the comparison).
+Anything on the page (a script in another output, an extension, a hand-edited notebook)
+can send such a message, so each is untrusted input: it is parsed with pydantic in strict
+mode against one declared shape per action (no extra fields, bounded sizes), and only a
+parsed request reaches the pause point, the fork or the comparison. The debugger answers
+every request, parsed or not, with an :class:`Answer` the browser shows next to the
+control that sent it (a refused edit keeps its editor open, with the reason).
 
 Requests name the pause they were made at (``pause``, the pause's serial number), so a
 click that arrives after the loop went on to another pause is refused as ``stale``
@@ -30,11 +31,14 @@ __all__ = [
     "AddMessage",
     "Answer",
     "CheckArgs",
+    "CloseComparison",
+    "CompareRuns",
     "EditArgs",
     "EditResult",
     "ForkHere",
     "Request",
     "Skip",
+    "parse_compare",
     "parse_request",
 ]
 
@@ -110,6 +114,25 @@ class ForkHere(_Strict):
     round: Annotated[int, Field(ge=1, le=2**31)]
 
 
+_RunId = Annotated[str, Field(min_length=1, max_length=1_000)]
+
+
+class CompareRuns(_Strict):
+    """Show two of the debugger's runs side by side (their run ids)."""
+
+    type: Literal["compare"]
+    action: Literal["compare"] = "compare"
+    a: _RunId
+    b: _RunId
+
+
+class CloseComparison(_Strict):
+    """Close the comparison shown."""
+
+    type: Literal["compare"]
+    action: Literal["close"]
+
+
 _Intervene = Annotated[
     CheckArgs | EditArgs | Skip | AddMessage | EditResult, Field(discriminator="action")
 ]
@@ -118,8 +141,10 @@ Request: TypeAlias = CheckArgs | EditArgs | Skip | AddMessage | EditResult | For
 
 _INTERVENE: Final[TypeAdapter[Any]] = TypeAdapter(_Intervene)
 _FORK: Final = TypeAdapter(ForkHere)
+_COMPARE: Final = TypeAdapter(CompareRuns)
+_CLOSE: Final = TypeAdapter(CloseComparison)
 _ACTIONS: Final = frozenset(
-    {"check_args", "edit_args", "skip", "append_message", "edit_result", "fork"}
+    {"check_args", "edit_args", "skip", "append_message", "edit_result", "fork", "compare", "close"}
 )
 
 
@@ -159,8 +184,8 @@ def _action(content: dict[Any, Any]) -> str:
     return value if isinstance(value, str) and value in _ACTIONS else "unknown"
 
 
-def parse_request(content: Any) -> Request | Answer:
-    """The request ``content`` asks for, or the refusal to send back when it is not one."""
+def _unread(content: Any) -> Answer | None:
+    """The refusal of ``content`` before it is parsed: not an object, not JSON, too large."""
     if not isinstance(content, dict):
         return Answer(None, "unknown", False, "bad_request", "a request must be a JSON object")
     request, action = _request_id(content), _action(content)
@@ -176,10 +201,33 @@ def parse_request(content: Any) -> Request | Answer:
             "too_large",
             f"the request is {size:,} characters; at most {MAX_REQUEST_CHARS:,} are read",
         )
-    adapter = _FORK if content.get("type") == "fork" else _INTERVENE
+    return None
+
+
+def _parsed(content: dict[Any, Any], adapter: TypeAdapter[Any]) -> Any:
+    """``content`` parsed strictly by ``adapter``, or the refusal naming what is wrong."""
     try:
-        parsed: Request = adapter.validate_python(content)
+        return adapter.validate_python(content)
     except ValidationError as exc:
         text = validation_text(exc, whole="(request)")
-        return Answer(request, action, False, "bad_request", text)
+        return Answer(_request_id(content), _action(content), False, "bad_request", text)
+
+
+def parse_request(content: Any) -> Request | Answer:
+    """The request ``content`` asks for, or the refusal to send back when it is not one."""
+    refused = _unread(content)
+    if refused is not None:
+        return refused
+    adapter = _FORK if content.get("type") == "fork" else _INTERVENE
+    parsed: Request | Answer = _parsed(content, adapter)
+    return parsed
+
+
+def parse_compare(content: Any) -> CompareRuns | CloseComparison | Answer:
+    """The comparison ``content`` asks for (or to close), or the refusal to send back."""
+    refused = _unread(content)
+    if refused is not None:
+        return refused
+    adapter = _CLOSE if content.get("action") == "close" else _COMPARE
+    parsed: CompareRuns | CloseComparison | Answer = _parsed(content, adapter)
     return parsed

@@ -22,8 +22,10 @@ Python to browser
 Browser to Python
     ``{"type": "hello"}`` (a front end wants everything from the start),
     ``{"type": "control", "action": "continue" | "step" | "stop"}``,
-    ``{"type": "intervene", "request", "pause", "action", ...}`` (a change at a pause) and
-    ``{"type": "fork", "request", "round"}`` ("Fork from here"). Everything the browser
+    ``{"type": "intervene", "request", "pause", "action", ...}`` (a change at a pause),
+    ``{"type": "fork", "request", "round"}`` ("Fork from here") and ``{"type":
+    "compare", "request", "a", "b"}`` (two runs side by side, :mod:`.comparing`; ``"action":
+    "close"`` closes it). Everything the browser
     sends is untrusted: :mod:`.requests` checks it before anything acts on it.
 """
 
