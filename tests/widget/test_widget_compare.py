@@ -30,7 +30,12 @@ from toolloop_lab.errors import ToolLoopError, UnknownRunError
 from toolloop_lab.replay.compare import RunComparison
 from toolloop_lab.trace import write_trace
 from toolloop_lab.widget import LoopDebugger
-from toolloop_lab.widget.comparing import COMPARE_CHARS, comparison_payload, text_opcodes
+from toolloop_lab.widget.comparing import (
+    COMPARE_CHARS,
+    DIFF_OPS,
+    comparison_payload,
+    text_opcodes,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -465,4 +470,25 @@ async def test_a_fork_that_changes_a_call_shows_the_comparison_from_the_fork_rou
     assert child.fork_info == {"at_round": 2, "source": "events"}
     assert result.summary in child.summary()
     child.close()
+    dbg.close()
+
+
+def test_a_diff_of_many_small_changes_is_cut_to_its_most_parts() -> None:
+    a = " ".join(f"w{i}" for i in range(400))
+    b = " ".join(f"w{i}" if i % 2 else f"v{i}" for i in range(400))
+
+    ops = text_opcodes(a, b)
+
+    assert len(ops) == DIFF_OPS
+    assert (joined(ops, 1), joined(ops, 2)) == (a, b)
+    assert ops[-1][0] == "replace"
+
+
+async def test_the_page_may_ask_again_only_for_runs_the_debugger_holds() -> None:
+    dbg, a, b = await watched_runs()
+
+    dbg.compare(a, b)
+    assert dbg.comparison["runs_held"] is True  # "Swap sides" asks for (b, a)
+    dbg.compare(reading(), ticketing())
+    assert dbg.comparison["runs_held"] is False
     dbg.close()

@@ -6,13 +6,15 @@ and a fork's debugger when the fork ends, :mod:`.forks`) through one synced trai
 ``comparison``, saved with the notebook, so it must be plain JSON, clipped and bounded:
 
 ``{"kind", "a", "b", "same", "rounds", "differing", "tokens_delta", "cost_delta_usd",
-"from_round", "rows", "left_out"}``
+"from_round", "runs_held", "rows", "left_out"}``
 
 * ``kind``: ``runs`` (any two runs) or ``fork`` (a fork against its original, from the
   fork's round on); ``a`` / ``b``: each run's ``label`` (``a``, ``original``, ...),
   ``run_id``, ``name``, ``outcome`` and ``reason`` (codes, read through ``words.json`` by
   the page), ``rounds``, ``calls``, tokens and ``cost_usd`` (a decimal string, ``None``
-  when unpriced); ``from_round``: the first round compared (a fork's), else ``None``.
+  when unpriced); ``from_round``: the first round compared (a fork's), else ``None``;
+  ``runs_held``: both runs are the debugger's own, so the page may ask for them again
+  (sides swapped).
 * ``rows``, in order: a round that differs, ``{"round", "purpose", "same": false, "a",
   "b", "calls", "text_diff", "notes", "tokens_delta", "cost_delta_usd"}``, or consecutive
   rounds that did the same, ``{"same": true, "round", "last", "count", "tools",
@@ -65,6 +67,7 @@ from toolloop_lab.widget.session import Session
 
 __all__ = [
     "COMPARE_CHARS",
+    "DIFF_OPS",
     "Kind",
     "answer",
     "comparison_payload",
@@ -86,6 +89,9 @@ DIFF_EFFORT: Final = 1_000_000
 tenth of a second. Past it, the part reads as replaced whole."""
 PAYLOAD_EFFORT: Final = 20_000_000
 """The most all the diffs of one comparison compare together."""
+DIFF_OPS: Final = 200
+"""Parts of one diff at most (each a marked span on the page); past them, the rest of
+both texts is one last ``replace``."""
 
 _WORDS: Final = re.compile(r"\S+\s*|\s+")
 _Ops = list[list[str]]
@@ -128,6 +134,7 @@ def _diff(a: list[str], b: list[str], effort: _Effort) -> Iterator[tuple[str, st
 
 
 def _merged(ops: Sequence[tuple[str, str, str]]) -> _Ops:
+    """Neighbouring parts of one tag as one, at most :data:`DIFF_OPS` parts."""
     out: _Ops = []
     for tag, a, b in ops:
         if not a and not b:
@@ -137,6 +144,11 @@ def _merged(ops: Sequence[tuple[str, str, str]]) -> _Ops:
             out[-1][2] += b
         else:
             out.append([tag, a, b])
+    if len(out) > DIFF_OPS:
+        rest = out[DIFF_OPS - 1 :]
+        out[DIFF_OPS - 1 :] = [
+            ["replace", "".join(o[1] for o in rest), "".join(o[2] for o in rest)]
+        ]
     return out
 
 
@@ -348,6 +360,7 @@ def comparison_payload(
     labels: tuple[str, str] = ("a", "b"),
     offset: int = 0,
     from_round: int | None = None,
+    runs_held: bool = False,
 ) -> dict[str, Any]:
     """``comparison`` as the page draws it (see the module's docs): texts cut to
     ``max_chars`` (at most :data:`COMPARE_CHARS`), rows while they fit ``budget_bytes``
@@ -373,6 +386,7 @@ def comparison_payload(
         "tokens_delta": comparison.token_delta,
         "cost_delta_usd": _usd(comparison.cost_delta),
         "from_round": from_round,
+        "runs_held": runs_held,
         "rows": rows,
         "left_out": left_out,
     }

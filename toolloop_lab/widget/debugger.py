@@ -340,8 +340,13 @@ class LoopDebugger(anywidget.AnyWidget):
             return self._run.session.events(run_id)
 
     def _show(self, result: RunComparison) -> None:
+        ids = (result.a_run_id, result.b_run_id)
+        held = all(i is not None and self._run_events(i) for i in ids)
         self.comparison = comparison_payload(
-            result, max_chars=self.max_text_chars, budget_bytes=self.saved_state_bytes
+            result,
+            max_chars=self.max_text_chars,
+            budget_bytes=self.saved_state_bytes,
+            runs_held=held,
         )
 
     def _close_comparison(self) -> None:

@@ -13,6 +13,8 @@
  * @property {(msg: Record<string, any>) => void} send a message to Python
  * @property {boolean} forking whether "Fork from here" is offered at all
  * @property {() => boolean} canFork whether Python can fork now
+ * @property {(a: string, b: string) => void} [compare] show runs `a` and `b` (run ids) side by side
+ * @property {() => void} [closeComparison] close the comparison shown
  */
 
 /** @typedef {[HTMLElement, () => string]} TextTimer a node whose text ticks */

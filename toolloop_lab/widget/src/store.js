@@ -25,6 +25,8 @@ const SLICE_MS = 8; // longest fold slice before yielding to the page
  * @property {boolean} follow
  * @property {any} edit the editor open at a pause
  * @property {{n: number, state: string, text: string} | null} forkMsg
+ * @property {{state: string, text: string} | null} cmpMsg what Python answered to the last comparison asked for
+ * @property {any} cmpHidden the comparison the person closed (hidden until Python clears it)
  */
 
 /**
@@ -42,7 +44,8 @@ const SLICE_MS = 8; // longest fold slice before yielding to the page
  * @property {boolean} live
  * @property {string} source none, live, saved or static
  * @property {number} offset added to every round number shown (a fork's rounds read as the original's)
- * @property {any} forkInfo a fork's debugger: where it was forked, and the comparison at its end
+ * @property {any} forkInfo a fork's debugger: where it was forked
+ * @property {any} comparison two runs side by side (Python's comparing.py), or null
  * @property {Ui} ui
  */
 
@@ -63,7 +66,8 @@ export function createStore() {
     source: "none",
     offset: 0,
     forkInfo: null,
-    ui: { selected: null, filter: "all", tool: "", search: "", collapsed: new Map(), follow: true, edit: null, forkMsg: null },
+    comparison: null,
+    ui: { selected: null, filter: "all", tool: "", search: "", collapsed: new Map(), follow: true, edit: null, forkMsg: null, cmpMsg: null, cmpHidden: null },
   };
 }
 

@@ -3,6 +3,7 @@
 // region, drawn on the next animation frame after a change (at most every DRAW_MS while
 // events stream in), with the timers of a live run ticking between draws.
 
+import { createCompare } from "./compare.js";
 import { numbered } from "./control.js";
 import { createControls } from "./controls.js";
 import { createDetail } from "./detail.js";
@@ -46,10 +47,11 @@ export function createView(el, s, host) {
   const controls = createControls(ctx);
   const timeline = createTimeline(ctx);
   const fork = createFork(ctx);
+  const comparing = createCompare(ctx);
   const detail = createDetail(ctx, fork.nodes, fork.draw);
   const { head, activity, note, totals, gauges } = header.nodes;
   const { toolbar } = timeline.nodes;
-  root.append(head, activity, note, fork.nodes.forkBox, totals, gauges, controls.nodes.controls, controls.nodes.banner, controls.nodes.failureBox, toolbar, timeline.nodes.timeline, detail.nodes.detail);
+  root.append(head, activity, note, fork.nodes.forkBox, comparing.nodes.compareBox, totals, gauges, controls.nodes.controls, controls.nodes.banner, controls.nodes.failureBox, toolbar, timeline.nodes.timeline, detail.nodes.detail);
 
   let lastVersion = -1;
   let raf = 0;
@@ -89,6 +91,7 @@ export function createView(el, s, host) {
     if (version === lastVersion) return;
     lastVersion = version;
     header.draw();
+    comparing.draw();
     controls.draw();
     timeline.drawFilter();
     timeline.drawRows();
