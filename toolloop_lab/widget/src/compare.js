@@ -211,8 +211,14 @@ function totals(c, labels) {
   /** @type {(cells: (string | Node)[], head?: boolean) => HTMLElement} */
   const row = (cells, head) => h("tr", null, ...cells.map((x) => h(head ? "th" : "td", null, x)));
   const { a, b } = c;
+  /** @type {(text: string, cls: string) => HTMLElement} */
+  const cut = (text, cls) => {
+    const n = h("span", `tl-cmp-name ${cls}`, text);
+    n.title = text; // the whole of a long name or id, cut with an ellipsis in the table
+    return n;
+  };
   /** @param {any} x */
-  const name = (x) => h("span", "tl-cmp-cellcol", h("span", null, x.name || "unnamed run"), x.run_id ? h("span", "tl-meta", x.run_id) : null);
+  const name = (x) => h("span", "tl-cmp-cellcol", cut(x.name || "unnamed run", ""), x.run_id ? cut(x.run_id, "tl-meta") : null);
   /** @param {any} x */
   const total = (x) => x.input_tokens + x.output_tokens;
   table.append(
