@@ -348,7 +348,9 @@ def _head(label: str, run_id: str | None, name: str | None, figures: RunFigures)
 
 
 def _size(value: Any) -> int:
-    return len(json.dumps(value, ensure_ascii=False)) + 1
+    """Bytes of ``value`` as JSON (ASCII, as the saved state measures it), and the
+    ``", "`` that parts it from the next."""
+    return len(json.dumps(value)) + 2
 
 
 def comparison_payload(
@@ -365,18 +367,7 @@ def comparison_payload(
     """``comparison`` as the page draws it (see the module's docs): texts cut to
     ``max_chars`` (at most :data:`COMPARE_CHARS`), rows while they fit ``budget_bytes``
     of JSON, round numbers plus ``offset`` (the numbers the person saw)."""
-    clips = _Clips(min(max_chars, COMPARE_CHARS), _Effort())
-    rows: list[dict[str, Any]] = []
-    spans = list(_spans(comparison.rounds))
-    used, left_out = 0, 0
-    for i, span in enumerate(spans):
-        row = _same_row(span, offset) if span[0].same else _round_row(span[0], offset, clips)
-        used += _size(row)
-        if used > budget_bytes:
-            left_out = sum(len(s) for s in spans[i:])
-            break
-        rows.append(row)
-    return {
+    head: dict[str, Any] = {
         "kind": kind,
         "a": _head(labels[0], comparison.a_run_id, comparison.a_name, comparison.a),
         "b": _head(labels[1], comparison.b_run_id, comparison.b_name, comparison.b),
@@ -387,9 +378,27 @@ def comparison_payload(
         "cost_delta_usd": _usd(comparison.cost_delta),
         "from_round": from_round,
         "runs_held": runs_held,
-        "rows": rows,
-        "left_out": left_out,
+        "left_out": 0,
     }
+    rows, left_out = _rows(comparison, offset, max_chars, budget_bytes - _size(head) - 20)
+    return {**head, "rows": rows, "left_out": left_out}
+
+
+def _rows(
+    comparison: RunComparison, offset: int, max_chars: int, budget_bytes: int
+) -> tuple[list[dict[str, Any]], int]:
+    """The rows that fit ``budget_bytes`` of JSON, and how many rounds did not."""
+    clips = _Clips(min(max_chars, COMPARE_CHARS), _Effort())
+    rows: list[dict[str, Any]] = []
+    spans = list(_spans(comparison.rounds))
+    used = 0
+    for i, span in enumerate(spans):
+        row = _same_row(span, offset) if span[0].same else _round_row(span[0], offset, clips)
+        used += _size(row)
+        if used > budget_bytes:
+            return rows, sum(len(s) for s in spans[i:])
+        rows.append(row)
+    return rows, 0
 
 
 # -- what the debugger compares ------------------------------------------------------------
