@@ -30,12 +30,8 @@ from toolloop_lab.errors import ToolLoopError, UnknownRunError
 from toolloop_lab.replay.compare import RunComparison
 from toolloop_lab.trace import write_trace
 from toolloop_lab.widget import LoopDebugger
-from toolloop_lab.widget.comparing import (
-    COMPARE_CHARS,
-    DIFF_OPS,
-    comparison_payload,
-    text_opcodes,
-)
+from toolloop_lab.widget.comparing import COMPARE_CHARS, comparison_payload
+from toolloop_lab.widget.textdiff import DIFF_OPS, text_opcodes
 
 
 @pytest.fixture(autouse=True)

@@ -1,9 +1,10 @@
 """Two runs compared, as the page draws them: the wire form of a :class:`RunComparison`.
 
 :func:`toolloop_lab.compare` says, round by round, what each of two runs did. The debugger
-shows it (``dbg.compare(a, b)``, the browser's ``{"type": "compare", "a", "b"}`` request,
-and a fork's debugger when the fork ends, :mod:`.forks`) through one synced trait,
-``comparison``, saved with the notebook, so it must be plain JSON, clipped and bounded:
+shows it (``dbg.compare(a, b)`` and the browser's ``{"type": "compare", "a", "b"}``
+request, :mod:`.comparisons`; a fork's debugger when the fork ends, :mod:`.forks`) through
+one synced trait, ``comparison``, saved with the notebook, so it must be plain JSON,
+clipped and bounded:
 
 ``{"kind", "a", "b", "same", "rounds", "differing", "tokens_delta", "cost_delta_usd",
 "from_round", "runs_held", "rows", "left_out"}``
@@ -30,8 +31,9 @@ and a fork's debugger when the fork ends, :mod:`.forks`) through one synced trai
   ``status``). A call that became another tool's is ``changed`` (part ``tool``): a
   skipped ``read_log`` that became an ``open_ticket`` call reads as a change.
 * A text diff is a list of ``[tag, a_part, b_part]`` (``difflib``'s opcodes with their
-  text: ``equal``, ``replace``, ``delete``, ``insert``), by lines and then by words, so
-  the page marks what was deleted and inserted without counting characters itself.
+  text: ``equal``, ``replace``, ``delete``, ``insert``; :mod:`.textdiff`), by lines and
+  then by words, so the page marks what was deleted and inserted without counting
+  characters itself.
 
 Every string from a run (texts, arguments, results, names, ids) is clipped with the one
 marker (``… (N chars)``); rows stop at ``budget_bytes`` of JSON, and ``left_out`` counts
@@ -42,38 +44,18 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
-import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Final, Literal
 
 from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS, TEXT_CHARS, clip
 from toolloop_lab._support.jsonsafe import dumps
-from toolloop_lab.errors import ToolLoopLabError, UnknownRunError, describe
-from toolloop_lab.events import Event
-from toolloop_lab.replay.compare import (
-    CallSide,
-    RoundPair,
-    RoundSide,
-    RunComparison,
-    RunSource,
-    compare,
-)
+from toolloop_lab.replay.compare import CallSide, RoundPair, RoundSide, RunComparison
 from toolloop_lab.replay.figures import RunFigures
-from toolloop_lab.widget.requests import Answer, CloseComparison, parse_compare
-from toolloop_lab.widget.session import Session
+from toolloop_lab.widget.textdiff import Effort, Ops, text_opcodes
 
-__all__ = [
-    "COMPARE_CHARS",
-    "DIFF_OPS",
-    "Kind",
-    "answer",
-    "comparison_payload",
-    "session_source",
-    "text_opcodes",
-]
+__all__ = ["COMPARE_CHARS", "Kind", "comparison_payload"]
 
 Kind = Literal["runs", "fork"]
 
@@ -82,88 +64,6 @@ COMPARE_CHARS: Final = 4_000
 the run's own view previews 4,000 before "show all"; the frame keeps every text whole."""
 SAME_TOOLS: Final = 12
 """Tool names a line of rounds that did the same lists (the rest are counted)."""
-DIFF_LINES: Final = 2_000
-"""Lines of a text a diff tells apart; the rest is one last line."""
-DIFF_EFFORT: Final = 1_000_000
-"""The most one diff compares (lines or words of one side times the other's): about a
-tenth of a second. Past it, the part reads as replaced whole."""
-PAYLOAD_EFFORT: Final = 20_000_000
-"""The most all the diffs of one comparison compare together."""
-DIFF_OPS: Final = 200
-"""Parts of one diff at most (each a marked span on the page); past them, the rest of
-both texts is one last ``replace``."""
-
-_WORDS: Final = re.compile(r"\S+\s*|\s+")
-_Ops = list[list[str]]
-
-
-# -- text diffs ----------------------------------------------------------------------------
-
-
-class _Effort:
-    """What the diffs of one comparison may still compare (see :data:`PAYLOAD_EFFORT`)."""
-
-    def __init__(self, left: int = PAYLOAD_EFFORT) -> None:
-        self.left = left
-
-    def take(self, a: Sequence[str], b: Sequence[str]) -> bool:
-        """Spend what diffing ``a`` against ``b`` costs; False when it costs too much."""
-        cost = len(a) * len(b)
-        if cost > min(DIFF_EFFORT, self.left):
-            return False
-        self.left -= cost
-        return True
-
-
-def _lines(text: str) -> list[str]:
-    lines = text.splitlines(keepends=True)
-    if len(lines) > DIFF_LINES:
-        lines[DIFF_LINES - 1 :] = ["".join(lines[DIFF_LINES - 1 :])]
-    return lines
-
-
-def _diff(a: list[str], b: list[str], effort: _Effort) -> Iterator[tuple[str, str, str]]:
-    """``difflib``'s opcodes of two token lists, each with its text; one ``replace`` of
-    the whole when comparing them would cost too much."""
-    if not effort.take(a, b):
-        yield "replace", "".join(a), "".join(b)
-        return
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        yield tag, "".join(a[i1:i2]), "".join(b[j1:j2])
-
-
-def _merged(ops: Sequence[tuple[str, str, str]]) -> _Ops:
-    """Neighbouring parts of one tag as one, at most :data:`DIFF_OPS` parts."""
-    out: _Ops = []
-    for tag, a, b in ops:
-        if not a and not b:
-            continue
-        if out and out[-1][0] == tag:
-            out[-1][1] += a
-            out[-1][2] += b
-        else:
-            out.append([tag, a, b])
-    if len(out) > DIFF_OPS:
-        rest = out[DIFF_OPS - 1 :]
-        out[DIFF_OPS - 1 :] = [
-            ["replace", "".join(o[1] for o in rest), "".join(o[2] for o in rest)]
-        ]
-    return out
-
-
-def text_opcodes(a: str, b: str, effort: _Effort | None = None) -> _Ops:
-    """How ``b`` differs from ``a``: ``[tag, a_part, b_part]`` in order, by lines, then
-    by words inside the lines that changed (``tag`` is ``difflib``'s: ``equal``,
-    ``replace``, ``delete``, ``insert``). Joining the a parts gives ``a``, the b parts ``b``."""
-    budget = effort if effort is not None else _Effort()
-    ops: list[tuple[str, str, str]] = []
-    for tag, pa, pb in _diff(_lines(a), _lines(b), budget):
-        if tag == "replace":
-            ops += _diff(_WORDS.findall(pa), _WORDS.findall(pb), budget)
-        else:
-            ops.append((tag, pa, pb))
-    return _merged(ops)
 
 
 # -- one round -----------------------------------------------------------------------------
@@ -174,12 +74,12 @@ class _Clips:
     """How much of each text is sent, and what the diffs may still cost."""
 
     chars: int
-    effort: _Effort
+    effort: Effort
 
     def text(self, value: str) -> str:
         return clip(value, self.chars)
 
-    def diff(self, a: str, b: str) -> _Ops | None:
+    def diff(self, a: str, b: str) -> Ops | None:
         """The diff of two texts as sent (clipped), ``None`` when they are the same."""
         return None if a == b else text_opcodes(self.text(a), self.text(b), self.effort)
 
@@ -268,7 +168,7 @@ def _call_pairs(
     return out
 
 
-def _notes(pair: RoundPair, text_diff: _Ops | None, clips: _Clips) -> list[str]:
+def _notes(pair: RoundPair, text_diff: Ops | None, clips: _Clips) -> list[str]:
     """What the diffs cannot show: replies that differ past what is sent."""
     a, b = pair.a, pair.b
     if a is None or b is None or a.text == b.text or text_diff is None:
@@ -388,7 +288,7 @@ def _rows(
     comparison: RunComparison, offset: int, max_chars: int, budget_bytes: int
 ) -> tuple[list[dict[str, Any]], int]:
     """The rows that fit ``budget_bytes`` of JSON, and how many rounds did not."""
-    clips = _Clips(min(max_chars, COMPARE_CHARS), _Effort())
+    clips = _Clips(min(max_chars, COMPARE_CHARS), Effort())
     rows: list[dict[str, Any]] = []
     spans = list(_spans(comparison.rounds))
     used = 0
@@ -399,55 +299,3 @@ def _rows(
             return rows, sum(len(s) for s in spans[i:])
         rows.append(row)
     return rows, 0
-
-
-# -- what the debugger compares ------------------------------------------------------------
-
-
-def session_source(session: Session, value: RunSource) -> RunSource:
-    """What :meth:`LoopDebugger.compare` compares for ``value``: a run id of its runs (a
-    ``str``) is that run's events; a ``str`` naming no run but a file is a trace's path;
-    anything else is for :func:`~toolloop_lab.compare` to read (or refuse)."""
-    if not isinstance(value, str):
-        return value
-    events = session.events(value)
-    if events:
-        return events
-    if os.path.isfile(value):
-        return value
-    ids = [s.run_id for s in session.summaries()]
-    raise UnknownRunError(value, ids, where="this debugger's runs")
-
-
-def answer(
-    content: dict[Any, Any],
-    events: Callable[[str], tuple[Event, ...]],
-    show: Callable[[RunComparison], None],
-    close: Callable[[], None],
-) -> Answer:
-    """The page's ``compare`` request, checked (:func:`~.requests.parse_compare`) and
-    carried out: the runs it names must be this debugger's (``events`` gives their
-    events, ``()`` for a run it does not hold); never a file."""
-    request = parse_compare(content)
-    if isinstance(request, Answer):
-        return request
-    if isinstance(request, CloseComparison):
-        close()
-        return Answer(request.request, "close", True)
-    sides = [events(run_id) for run_id in (request.a, request.b)]
-    for run_id, side in zip((request.a, request.b), sides, strict=True):
-        if not side:
-            said = clip(repr(run_id), ID_CHARS)
-            return Answer(
-                request.request,
-                "compare",
-                False,
-                "unknown_run",
-                f"no run {said} among this debugger's runs",
-            )
-    try:
-        show(compare(sides[0], sides[1]))
-    except ToolLoopLabError as exc:  # a run with no events, a fork's figures that fail
-        reason = getattr(exc, "field", None) or type(exc).__name__
-        return Answer(request.request, "compare", False, str(reason), describe(exc))
-    return Answer(request.request, "compare", True, message="the comparison is shown")

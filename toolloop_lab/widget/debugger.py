@@ -10,9 +10,8 @@ page syncs and hands each job to a collaborator, one module each:
   saved notebook state of a finished run);
 * :mod:`.control`: step control (the run :meth:`LoopDebugger.start` made, pause, Continue,
   Step, Stop, and the changes a person makes at a pause);
-* :mod:`.forks`: "Fork from here" (:meth:`LoopDebugger.fork`) and the fork's comparison;
-* :mod:`.comparing`: two runs side by side (:meth:`LoopDebugger.compare`), as the page
-  draws them;
+* :mod:`.forks`: "Fork from here" (:meth:`LoopDebugger.fork`);
+* :mod:`.comparisons`: two runs side by side (:meth:`LoopDebugger.compare`, a fork's end);
 * :mod:`.construct`: a finished run read from its events or a trace
   (:meth:`LoopDebugger.from_trace`);
 * :mod:`.display`: the widget's outputs, its static snapshot and its text.
@@ -39,14 +38,13 @@ import traitlets
 from toolloop_lab.engine.agent import AgentConfig
 from toolloop_lab.engine.hooks import PausePoint
 from toolloop_lab.events import Event, LoopFailed, LoopFinished, Observer
-from toolloop_lab.replay.compare import RunComparison, RunSource, compare
 from toolloop_lab.replay.fork import ForkResult
 from toolloop_lab.runview import RunSummary, RunView
 from toolloop_lab.spend.pricing import PriceTable
 from toolloop_lab.trace import TraceRead
 from toolloop_lab.widget.channel import Channel, Endpoints
 from toolloop_lab.widget.coalesce import Clock, Scheduler, loop_scheduler
-from toolloop_lab.widget.comparing import answer, comparison_payload, session_source
+from toolloop_lab.widget.comparisons import Comparisons
 from toolloop_lab.widget.construct import read_run
 from toolloop_lab.widget.control import Control, DebuggableAgent, check_mode
 from toolloop_lab.widget.display import Display, snapshot, summary
@@ -67,7 +65,7 @@ STATIC: Final = Path(__file__).with_name("static")
 """The front end: ``debugger.js`` (an ES module) and ``debugger.css``, shipped as files."""
 
 
-class LoopDebugger(anywidget.AnyWidget):
+class LoopDebugger(Comparisons, anywidget.AnyWidget):
     """Live debugger for one tool-loop run: display it, then run the agent.
 
     ``fork_with`` is the agent "Fork from here" runs a fork with (its model, tools and
@@ -92,9 +90,7 @@ class LoopDebugger(anywidget.AnyWidget):
     fork_info: traitlets.Dict[str, Any] = traitlets.Dict().tag(sync=True)
     """For a fork's debugger: where it was forked."""
     comparison: traitlets.Dict[str, Any] = traitlets.Dict().tag(sync=True)
-    """The two runs shown side by side (:meth:`compare`, or a fork against its original
-    once the fork ended), as :mod:`.comparing` writes them; ``{}``: none. Saved with the
-    notebook, within ``saved_state_bytes``."""
+    """Two runs side by side, as :mod:`.comparing` writes them (``{}``: none)."""
 
     def __init__(
         self,
@@ -168,7 +164,7 @@ class LoopDebugger(anywidget.AnyWidget):
     def _carry_out(self, content: dict[Any, Any]) -> Answer:
         """A change at a pause, "Fork from here" or a comparison, asked by the browser."""
         if content.get("type") == "compare":
-            return answer(content, self._run_events, self._show, self._close_comparison)
+            return self._compare_request(content)
         return self._control.carry_out(
             content,
             lambda request: self._forking.from_browser(
@@ -310,48 +306,6 @@ class LoopDebugger(anywidget.AnyWidget):
 
         return callbacks(self, *observers, prices=prices)
 
-    # -- compare ----------------------------------------------------------------------
-    def compare(
-        self,
-        a: RunSource,
-        b: RunSource,
-        *,
-        a_run_id: str | None = None,
-        b_run_id: str | None = None,
-    ) -> RunComparison:
-        """Show runs ``a`` and ``b`` side by side, round by round, in this view; returns
-        the comparison (:func:`toolloop_lab.compare`: print it, or its ``frame()``).
-
-        Each is a run id of :attr:`runs` (a ``str``), or what :func:`toolloop_lab.compare`
-        takes: a result, its events, a trace (a path or a ``TraceRead``; ``a_run_id`` /
-        ``b_run_id`` pick one of its runs) or the error a failed run raised. A run id this
-        debugger does not hold raises :class:`~toolloop_lab.errors.UnknownRunError`
-        naming the runs it holds. The page shows it above the run, with a close button;
-        it is kept in the notebook (:attr:`comparison`).
-        """
-        with self._run.lock:
-            sources = [session_source(self._run.session, side) for side in (a, b)]
-        result = compare(sources[0], sources[1], a_run_id=a_run_id, b_run_id=b_run_id)
-        self._show(result)
-        return result
-
-    def _run_events(self, run_id: str) -> tuple[Event, ...]:
-        with self._run.lock:
-            return self._run.session.events(run_id)
-
-    def _show(self, result: RunComparison) -> None:
-        ids = (result.a_run_id, result.b_run_id)
-        held = all(i is not None and self._run_events(i) for i in ids)
-        self.comparison = comparison_payload(
-            result,
-            max_chars=self.max_text_chars,
-            budget_bytes=self.saved_state_bytes,
-            runs_held=held,
-        )
-
-    def _close_comparison(self) -> None:
-        self.comparison = {}
-
     # -- fork -------------------------------------------------------------------------
     def _update_can_fork(self) -> None:
         can = self._forking.parts(self._control.agent) is not None
@@ -365,17 +319,12 @@ class LoopDebugger(anywidget.AnyWidget):
         config: AgentConfig | None = None,
         pause_on: PauseMode | None = None,
     ) -> LoopDebugger:
-        """Fork the run shown here at round ``at_round`` (as the rounds are numbered in
-        this view) and start the fork in a new debugger, which is returned (display it).
-
-        The fork runs with ``fork_with`` (or the agent this debugger last ran or watched):
-        its model, tools and ``config`` (default: that agent's). It pauses where this
-        debugger pauses, and before every model call when this one never pauses, so the
-        person forking can change the fork's first call. When it ends, the new debugger
-        shows the two runs side by side. A fork that cannot be made raises
-        :class:`~toolloop_lab.errors.ConfigurationError` naming the field (``at_round``,
-        ``tool_max_rounds``, ``fork_with``, ...) and starts nothing.
-        """
+        """Fork the run shown at round ``at_round`` (as numbered here) in a new debugger,
+        returned (display it), with the model, tools and ``config`` (default: its own) of
+        ``fork_with`` or the agent last run or watched. It pauses where this one does (before
+        each model call if it never does), and ends showing the original from ``at_round``
+        on next to the fork (as :meth:`compare`). A fork that cannot be made raises
+        ``ConfigurationError`` naming the field (``at_round``, ``fork_with``, ...)."""
         return self._forking.fork(self, self._control.agent, at_round, config, pause_on)
 
     @property
