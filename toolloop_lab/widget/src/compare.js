@@ -229,7 +229,11 @@ function totals(c, labels) {
     row(["tokens", tokens(total(a)), tokens(total(b)), delta(c.tokens_delta, tokens)]),
     row(["cost", usd(a.cost_usd), usd(b.cost_usd), usdDelta(c.cost_delta_usd)]),
   );
-  return h("div", "tl-scroll-x", table);
+  // the same figures a line a run, for a notebook too narrow for the table (CSS picks)
+  /** @type {(label: string, x: any) => HTMLElement} */
+  const line = (label, x) => h("div", null, h("span", "tl-strong", `${label}: `), `${x.name || "unnamed run"} · ${outcomeWords(x.outcome, x.reason)} · ${plural(x.rounds, "round")} · ${tokens(total(x))} tokens · ${usd(x.cost_usd)}`);
+  const change = h("div", "tl-meta", `change: ${delta(b.rounds - a.rounds, count)} rounds · ${delta(c.tokens_delta, tokens)} tokens · ${usdDelta(c.cost_delta_usd)}`);
+  return h("div", null, h("div", "tl-scroll-x tl-cmp-table", table), h("div", "tl-cmp-lines", line(labels[0], a), line(labels[1], b), change));
 }
 
 /**
