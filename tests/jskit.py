@@ -21,9 +21,10 @@ import pytest
 from langchain_core.tools import BaseTool, StructuredTool
 from loopkit import ALL, MODEL, PAYLOADS, calls, catalog_run, final, invalid_call, tool_call
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
+from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, compare
 from toolloop_lab.events import Event, ToolDispatched
 from toolloop_lab.lab import catalog
+from toolloop_lab.widget.comparing import comparison_payload
 from toolloop_lab.widget.wire import event_payload
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "ROOT",
     "all_cases",
     "catalog_cases",
+    "comparison_cases",
     "hostile_cases",
     "need_node",
     "payloads",
@@ -168,6 +170,48 @@ def all_cases() -> dict[str, list[Event]]:
     return {**catalog_cases(), **hostile_cases()}
 
 
+def _compared(scripts: list[list[Any]], rounds: int = 6) -> list[list[Event]]:
+    """One run of each script, with tools read_log, open_ticket and hostile."""
+    tools = [
+        _tool("read_log", lambda path: f"contents of {path}"),
+        _tool("open_ticket", lambda title: f"ticket opened: {title}"),
+        _tool("hostile", _hostile_text),
+    ]
+    return [_run(script, tools, AgentConfig(tool_max_rounds=rounds)) for script in scripts]
+
+
+def comparison_cases() -> dict[str, dict[str, Any]]:
+    """Comparisons as the page gets them (``comparison_payload``): a call that became
+    another tool's, with a reply reworded; hostile text in every field; many rounds that
+    differ (drawn a few at a time)."""
+    look = calls(tool_call("read_log", {"path": "disk.log"}, "c1"), text="I will look.")
+    read = calls(tool_call("read_log", {"path": "app.log"}, "c2"), text="I will read the log.")
+    ticket = calls(
+        tool_call("open_ticket", {"title": "disk full"}, "c2"), text="I will open a ticket."
+    )
+    bad = calls(tool_call("hostile", {"text": PAYLOADS[0]}, "c2"), text=ALL)
+    changed = _compared([[look, read, final("done")], [look, ticket, final("done")]])
+    hostile = _compared([[look, read, final("done")], [look, bad, final(PAYLOADS[1])]])
+    many = _compared(
+        [
+            [calls(tool_call("read_log", {"path": f"{side}{i}"}, f"c{i}")) for i in range(25)]
+            + [final("done")]
+            for side in ("a", "b")
+        ],
+        rounds=26,
+    )
+    return {
+        name: comparison_payload(
+            compare(a, b), max_chars=MAX_CHARS, budget_bytes=256_000, runs_held=True
+        )
+        for name, (a, b) in (
+            ("compare_changed_call", changed),
+            ("compare_hostile", hostile),
+            ("compare_many", many),
+        )
+    }
+
+
 def payloads(events: list[Event]) -> list[dict[str, Any]]:
     """The events as the browser gets them."""
     return [event_payload(e, MAX_CHARS) for e in events]
@@ -180,4 +224,8 @@ def write_fixtures(folder: Path) -> list[str]:
     for name, events in cases.items():
         text = json.dumps(payloads(events), ensure_ascii=False)
         (folder / f"{name}.json").write_text(text, encoding="utf-8")
-    return sorted(cases)
+    comparisons = comparison_cases()
+    for name, data in comparisons.items():
+        text = json.dumps(data, ensure_ascii=False)
+        (folder / f"{name}.json").write_text(text, encoding="utf-8")
+    return sorted([*cases, *comparisons])

@@ -6,8 +6,9 @@ through what a person would: a bad argument edit is refused with the schema's wo
 the pause holds, a good one runs; a result the model has not seen is replaced and a
 message added; a call is answered by hand; then "Fork from here" opens the fork's own
 debugger below, which pauses, refuses a bad edit in the dark theme, and ends with the two
-runs side by side. Hostile text rides along in the prompt and a tool result: no dialog may
-ever open. Screenshots (light and dark, 600 px wide) go to ``test-artifacts/``.
+runs side by side from the fork's round on (the call answered by hand is marked changed).
+Hostile text rides along in the prompt and a tool result: no dialog may ever open.
+Screenshots (light and dark, 600 px wide) go to ``test-artifacts/``.
 """
 
 from __future__ import annotations
@@ -208,9 +209,16 @@ def test_edit_skip_add_and_fork_by_clicking(page_for: Any, jupyter: Jupyter) -> 
         editor.get_by_role("button", name="Cancel").click()
         fork.get_by_role("button", name="Continue").click()
         fork.locator(".tl-badge", has_text="Finished").wait_for()
-        compared = fork.locator(".tl-forkbox .tl-block", has_text="The fork next to the original")
+        # the original from round 2 on next to the fork: the users log, answered by hand in
+        # the original, was read for real in the fork
+        compared = fork.locator(
+            ".tl-cmpview", has_text="The fork next to the original, from round 2 on"
+        )
         compared.wait_for()
-        assert "taken" in compared.inner_text()  # round 1 came from the original
+        row = compared.locator(".tl-cmp-round[data-round='2']")
+        row.locator(".tl-mark-changed", has_text="read_log changed").wait_for()
+        assert "skipped by you" in row.inner_text()
+        assert compared.locator(".tl-cmp-round[data-round='1']").count() == 0  # taken as it was
         contrast = contrast_report(page)
         assert contrast["worst"] == []
         narrow(page, fork, "lab_dark_fork_compared_600px")

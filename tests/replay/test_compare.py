@@ -30,6 +30,7 @@ from toolloop_lab import (
 from toolloop_lab.engine.hooks import PausePoint
 from toolloop_lab.errors import ToolLoopError, TraceError, UnknownRunError
 from toolloop_lab.replay.compare import COMPARE_DTYPES, RunComparison
+from toolloop_lab.replay.fork import fork
 from toolloop_lab.trace import TraceWriter, read_trace
 
 
@@ -360,3 +361,57 @@ def test_the_comparison_is_frozen() -> None:
     assert isinstance(diff, RunComparison)
     with pytest.raises(AttributeError):
         diff.a = diff.b  # type: ignore[misc]
+
+
+# -- a fork's own run, lined up with its original -------------------------------------------
+
+
+def test_a_forks_own_run_lines_up_with_its_original_by_b_offset() -> None:
+    original = run(
+        [
+            calls(tool_call("read_log", {"path": "app.log"}, "c1"), tokens=(100, 20)),
+            calls(tool_call("read_log", {"path": "db.log"}, "c2"), tokens=(200, 20)),
+            final("done", tokens=(300, 10)),
+        ]
+    )
+    forked = fork(
+        original,
+        2,
+        model=ScriptedChatModel(
+            [
+                calls(tool_call("open_ticket", {"title": "disk full"}, "c2"), tokens=(200, 20)),
+                final("done", tokens=(300, 10)),
+            ],
+            model_name=MODEL,
+        ),
+        tools=TOOLS,
+    )
+    assert [e.round for e in forked.events if e.kind == "model_call"] == [1, 2]  # its own
+
+    unaligned = compare(original, forked.events)
+    diff = compare(original, forked.events, b_offset=forked.at_round - 1)
+
+    assert unaligned.frame()["same"].tolist() == [False, False, False]
+    frame = diff.frame()
+    assert frame["round"].tolist() == [2, 3]  # round 1 was taken as it was: left out
+    assert frame["same"].tolist() == [False, True]
+    assert frame.loc[0, "a_tools"] == "read_log(path='db.log')"
+    assert frame.loc[0, "b_tools"] == "open_ticket(title='disk full')"
+    assert diff.b_offset == 1
+    assert "round 2: differs" in str(diff)
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "1", True])
+def test_a_b_offset_that_is_no_count_of_rounds_is_refused(bad: Any) -> None:
+    with pytest.raises(ConfigurationError) as raised:
+        compare(log_run(), log_run(), b_offset=bad)
+    assert raised.value.field == "b_offset"
+
+
+def test_the_comparison_keeps_each_runs_name() -> None:
+    a = LLMAgent(ScriptedChatModel([final("one")], model_name=MODEL)).run("go", name="first")
+    b = LLMAgent(ScriptedChatModel([final("two")], model_name=MODEL)).run("go")
+
+    diff = compare(a, b)
+
+    assert (diff.a_name, diff.b_name) == ("first", None)

@@ -424,18 +424,19 @@ async def test_fork_from_here_runs_the_fork_in_a_new_debugger_and_compares() -> 
     # can change it; its rounds read as the original's
     await until(lambda: child.paused_at is not None)
     assert child.round_offset == 1
-    assert child.fork_info == {"at_round": 2, "source": "events", "comparison": None}
+    assert child.fork_info == {"at_round": 2, "source": "events"}
+    assert child.comparison == {}  # until the fork ends
     assert "round 2 of 3" in child.summary()
     child.continue_()
     result = await child.task  # type: ignore[misc]
     assert isinstance(result, ForkResult)
     expected = fork(dbg.events, 2, model=agent().model, tools=[read_log])
     assert result.forked == expected.forked == result.original
-    cmp = child.fork_info["comparison"]
-    assert [r["round"] for r in cmp["rounds"]] == [1, 2]
-    assert [r["taken"] for r in cmp["rounds"]] == [True, False]
+    # the original from the fork's round on, next to the fork (the same model: the same)
+    cmp = child.comparison
+    assert (cmp["kind"], cmp["from_round"]) == ("fork", 2)
+    assert [(r["same"], r["round"]) for r in cmp["rows"]] == [(True, 2)]
     assert cmp["tokens_delta"] == result.token_delta == 0
-    assert cmp["summary"] == result.summary
     assert result.summary in child.summary()
     child.close()
     dbg.close()
@@ -485,8 +486,8 @@ async def test_a_fork_of_a_fork_numbers_rounds_as_the_first_original() -> None:
     await grandchild.task  # type: ignore[misc]
     assert grandchild.round_offset == 1
     assert grandchild.fork_info["at_round"] == 2
-    cmp = grandchild.fork_info["comparison"]
-    assert [r["round"] for r in cmp["rounds"]] == [2]
+    cmp = grandchild.comparison
+    assert (cmp["from_round"], [r["round"] for r in cmp["rows"]]) == (2, [2])
     for d in (grandchild, child, dbg):
         d.close()
 

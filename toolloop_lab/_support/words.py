@@ -16,6 +16,8 @@ from types import MappingProxyType
 from typing import Final
 
 __all__ = [
+    "CALL_CHANGE",
+    "CALL_CHANGE_PART",
     "CUT_SHORT",
     "FAILED",
     "GATE",
@@ -68,6 +70,10 @@ GATE_NAME: Final = TABLES["gate_name"]
 GATE_STATE: Final = TABLES["gate_state"]
 ROUND_KIND: Final = TABLES["round_kind"]
 """What a round that is not numbered is called (the final-answer call)."""
+CALL_CHANGE: Final = TABLES["call_change"]
+"""How a tool call of one run reads next to the other run's, in a comparison of two runs."""
+CALL_CHANGE_PART: Final = TABLES["call_change_part"]
+"""What of a changed call changed (its tool, its arguments, its result, how it ended)."""
 
 
 def word(table: Mapping[str, str], code: str) -> str:

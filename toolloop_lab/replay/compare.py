@@ -14,6 +14,10 @@ Tokens and cost alone hide what changed: a round whose skipped ``read_log`` beca
 (status and content); ``same`` holds only when all three match. Rounds are paired by
 number, the synthesis (final-answer) call with the other run's synthesis call.
 
+A fork's own run numbers its rounds from 1 though it starts at the original's round
+``at_round``: ``b_offset=at_round - 1`` lines its rounds up with the original's (see
+:func:`compare`).
+
 Each run is read with the one fold (:class:`~toolloop_lab.runview.RunView`) and its
 figures with :class:`~toolloop_lab.replay.figures.RunFigures`, as a fork's and a
 what-if's are; a stream of several runs is narrowed by the one rule
@@ -250,6 +254,11 @@ class RunComparison(ComparedRuns):
     b_run_id: str | None
     rounds: tuple[RoundPair, ...] = field(repr=False)
     """Every round of either run, in order; the synthesis call last."""
+    a_name: str | None = None
+    """What a's caller called the run (``run(..., name=)``), else ``None``."""
+    b_name: str | None = None
+    b_offset: int = 0
+    """Added to b's round numbers to pair them with a's (``compare(..., b_offset=)``)."""
 
     @property
     def same(self) -> bool:
@@ -607,8 +616,11 @@ def _sides(view: RunView) -> Iterator[tuple[int | None, RoundSide]]:
             yield (None if row.purpose == "synthesis" else row.number), _round_side(row)
 
 
-def _pairs(a: RunView, b: RunView) -> tuple[RoundPair, ...]:
-    a_sides, b_sides = dict(_sides(a)), dict(_sides(b))
+def _pairs(a: RunView, b: RunView, b_offset: int = 0) -> tuple[RoundPair, ...]:
+    """The rounds of ``a`` and ``b`` paired by number, b's ``b_offset`` later; a's rounds
+    before b's first (a fork took them as they were) are left out."""
+    a_sides = {k: s for k, s in _sides(a) if k is None or k > b_offset}
+    b_sides = {(k if k is None else k + b_offset): s for k, s in _sides(b)}
     numbers = sorted(k for k in a_sides.keys() | b_sides.keys() if k is not None)
     keys: list[int | None] = [*numbers]
     if None in a_sides or None in b_sides:
@@ -616,19 +628,44 @@ def _pairs(a: RunView, b: RunView) -> tuple[RoundPair, ...]:
     return tuple(RoundPair(k, a_sides.get(k), b_sides.get(k)) for k in keys)
 
 
+def _offset(b_offset: object) -> int:
+    if type(b_offset) is not int or b_offset < 0:
+        raise ConfigurationError(
+            f"b_offset must be a whole number of rounds, 0 or more, not {b_offset!r}",
+            field="b_offset",
+        )
+    return b_offset
+
+
+def _name(view: RunView) -> str | None:
+    return view.started.name if view.started is not None else None
+
+
 def compare(
-    a: RunSource, b: RunSource, *, a_run_id: str | None = None, b_run_id: str | None = None
+    a: RunSource,
+    b: RunSource,
+    *,
+    a_run_id: str | None = None,
+    b_run_id: str | None = None,
+    b_offset: int = 0,
 ) -> RunComparison:
     """Runs ``a`` and ``b`` side by side, round by round (see the module's docs).
 
     Each is a :class:`~toolloop_lab.engine.result.ToolLoopResult`, a sequence of events,
     a trace (path or :class:`~toolloop_lab.trace.TraceRead`) or the error a failed run
     raised; of several runs, ``a_run_id`` / ``b_run_id`` pick one (by default the newest
-    top-level run). Raises :class:`~toolloop_lab.errors.ConfigurationError` for anything
-    that is not a run or holds no events, :class:`~toolloop_lab.errors.UnknownRunError`
-    for a run id it does not hold, :class:`~toolloop_lab.errors.TraceError` for a trace
-    that cannot be read.
+    top-level run). ``b_offset`` pairs b's round ``n`` with a's round ``n + b_offset``:
+    a fork's own run (:attr:`ForkResult.events <toolloop_lab.replay.fork.ForkResult.events>`)
+    starts at the original's round ``at_round`` yet numbers its rounds from 1, so
+    ``compare(original, forked.events, b_offset=forked.at_round - 1)`` puts each of its
+    rounds next to the original's, and leaves out the rounds it took as they were; rounds
+    are numbered as a's, and each run's figures stay its own. Raises
+    :class:`~toolloop_lab.errors.ConfigurationError` for anything that is not a run or
+    holds no events (and a negative ``b_offset``),
+    :class:`~toolloop_lab.errors.UnknownRunError` for a run id it does not hold,
+    :class:`~toolloop_lab.errors.TraceError` for a trace that cannot be read.
     """
+    offset = _offset(b_offset)
     a_view = RunView.from_events(_run_events(a, a_run_id, side="a"))
     b_view = RunView.from_events(_run_events(b, b_run_id, side="b"))
     return RunComparison(
@@ -636,5 +673,8 @@ def compare(
         b=RunFigures.of_view(b_view),
         a_run_id=a_view.run_id,
         b_run_id=b_view.run_id,
-        rounds=_pairs(a_view, b_view),
+        rounds=_pairs(a_view, b_view, offset),
+        a_name=_name(a_view),
+        b_name=_name(b_view),
+        b_offset=offset,
     )

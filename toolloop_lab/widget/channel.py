@@ -17,7 +17,7 @@ and the newest rows of the run list that fit in ``saved_state_bytes`` (each) are
 the widget once (``keep``), in their own paced slot after the last batch.
 
 What the page sends: ``hello``; ``control`` (Continue, Step, Stop: ``on_control``); and
-``intervene``, ``fork`` or ``show_run`` requests (``on_request``), whose
+``intervene``, ``fork``, ``show_run`` or ``compare`` requests (``on_request``), whose
 :class:`~.requests.Answer`, a refusal or a failure included, goes back with the next
 message. A click never raises in the kernel.
 """
@@ -54,7 +54,8 @@ class Endpoints:
     on_control: Callable[[dict[Any, Any]], None]
     """Continue, Step or Stop, as the page sent it."""
     on_request: Callable[[dict[Any, Any]], Answer]
-    """Carry out a change, a fork or a run to show the page asked for; refusals are answers."""
+    """Carry out a change, a fork, a run to show or a comparison the page asked for;
+    refusals are answers."""
 
 
 class Channel:
@@ -174,7 +175,7 @@ class Channel:
             self.request()
         elif kind == "control":
             self._ends.on_control(content)
-        elif kind in ("intervene", "fork", "show_run"):
+        elif kind in ("intervene", "fork", "show_run", "compare"):
             try:
                 answer = self._ends.on_request(content)
             except Exception as exc:  # noqa: BLE001 - a click must never raise in the kernel

@@ -10,7 +10,8 @@ page syncs and hands each job to a collaborator, one module each:
   saved notebook state of a finished run);
 * :mod:`.control`: step control (the run :meth:`LoopDebugger.start` made, pause, Continue,
   Step, Stop, and the changes a person makes at a pause);
-* :mod:`.forks`: "Fork from here" (:meth:`LoopDebugger.fork`) and the fork's comparison;
+* :mod:`.forks`: "Fork from here" (:meth:`LoopDebugger.fork`);
+* :mod:`.comparisons`: two runs side by side (:meth:`LoopDebugger.compare`, a fork's end);
 * :mod:`.runlist`: every run it saw (:attr:`LoopDebugger.runs`) and the one it shows
   (:meth:`LoopDebugger.show_run`);
 * :mod:`.construct`: a finished run read from its events or a trace
@@ -45,6 +46,7 @@ from toolloop_lab.spend.pricing import PriceTable
 from toolloop_lab.trace import TraceRead
 from toolloop_lab.widget.channel import Channel, Endpoints
 from toolloop_lab.widget.coalesce import Clock, Scheduler, loop_scheduler
+from toolloop_lab.widget.comparisons import Comparisons
 from toolloop_lab.widget.construct import read_run
 from toolloop_lab.widget.control import Control, DebuggableAgent, check_mode
 from toolloop_lab.widget.display import Display, snapshot, summary
@@ -66,7 +68,7 @@ STATIC: Final = Path(__file__).with_name("static")
 """The front end: ``debugger.js`` (an ES module) and ``debugger.css``, shipped as files."""
 
 
-class LoopDebugger(RunList, anywidget.AnyWidget):
+class LoopDebugger(RunList, Comparisons, anywidget.AnyWidget):
     """Live debugger for one tool-loop run: display it, then run the agent.
 
     ``fork_with`` is the agent "Fork from here" runs a fork with (its model, tools and
@@ -93,7 +95,9 @@ class LoopDebugger(RunList, anywidget.AnyWidget):
     round_offset = traitlets.Int(0).tag(sync=True)
     """Added to every round number shown: a fork's rounds read as the original's."""
     fork_info: traitlets.Dict[str, Any] = traitlets.Dict().tag(sync=True)
-    """For a fork's debugger: where it was forked, and the comparison once it ended."""
+    """For a fork's debugger: where it was forked."""
+    comparison: traitlets.Dict[str, Any] = traitlets.Dict().tag(sync=True)
+    """Two runs side by side, as :mod:`.comparing` writes them (``{}``: none)."""
 
     def __init__(
         self,
@@ -167,9 +171,12 @@ class LoopDebugger(RunList, anywidget.AnyWidget):
             self._display.update(self)
 
     def _carry_out(self, content: dict[Any, Any]) -> Answer:
-        """A change at a pause, "Fork from here" or a run to show, asked by the browser."""
+        """A change at a pause, "Fork from here", a run to show or a comparison, asked by
+        the browser."""
         if content.get("type") == "show_run":
             return self._show_asked(content)
+        if content.get("type") == "compare":
+            return self._compare_request(content)
         return self._control.carry_out(
             content,
             lambda request: self._forking.from_browser(
@@ -310,17 +317,12 @@ class LoopDebugger(RunList, anywidget.AnyWidget):
         config: AgentConfig | None = None,
         pause_on: PauseMode | None = None,
     ) -> LoopDebugger:
-        """Fork the run shown here at round ``at_round`` (as the rounds are numbered in
-        this view) and start the fork in a new debugger, which is returned (display it).
-
-        The fork runs with ``fork_with`` (or the agent this debugger last ran or watched):
-        its model, tools and ``config`` (default: that agent's). It pauses where this
-        debugger pauses, and before every model call when this one never pauses, so the
-        person forking can change the fork's first call. When it ends, the new debugger
-        shows the two runs side by side. A fork that cannot be made raises
-        :class:`~toolloop_lab.errors.ConfigurationError` naming the field (``at_round``,
-        ``tool_max_rounds``, ``fork_with``, ...) and starts nothing.
-        """
+        """Fork the run shown at round ``at_round`` (as numbered here) in a new debugger,
+        returned (display it), with the model, tools and ``config`` (default: its own) of
+        ``fork_with`` or the agent last run or watched. It pauses where this one does (before
+        each model call if it never does), and ends showing the original from ``at_round``
+        on next to the fork (as :meth:`compare`). A fork that cannot be made raises
+        ``ConfigurationError`` naming the field (``at_round``, ``fork_with``, ...)."""
         return self._forking.fork(self, self._control.agent, at_round, config, pause_on)
 
     @property

@@ -7,9 +7,11 @@ to run with. A debugger that ran or watched an
 agent; a debugger opened from a trace has none unless it is given one (``fork_with=``).
 :func:`fork_parts` reads them off whichever it has, or says there are none.
 
-:func:`comparison` is the side-by-side the fork's debugger shows once the fork ends: the
-two runs' totals and each round of either, read from :class:`~toolloop_lab.replay.fork.ForkResult`
-(``rounds`` and the run figures; no pandas), numbered as the person saw the original.
+:func:`fork_comparison` is what the fork's debugger shows once the fork ends: the
+original from the fork's round on next to the fork, round by round
+(:func:`toolloop_lab.compare`, the fork's rounds lined up with the original's), with both
+whole runs' figures, as any two runs are shown (:mod:`.comparing`), numbered as the person
+saw the original.
 
 :class:`Forking` is a debugger's side of it: it makes a fork of the run shown
 (:meth:`LoopDebugger.fork`, or the browser's button), starts it in a new debugger that
@@ -19,10 +21,10 @@ debugger when the fork ends.
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
@@ -30,20 +32,21 @@ from langchain_core.tools import BaseTool
 
 from toolloop_lab.engine.agent import AgentConfig, LLMAgent
 from toolloop_lab.errors import ConfigurationError, ToolLoopLabError, describe
-from toolloop_lab.replay.figures import RunFigures
-from toolloop_lab.replay.fork import Fork, ForkResult, RoundFigures, prepare_fork
+from toolloop_lab.events import Event
+from toolloop_lab.replay.compare import RunComparison, compare
+from toolloop_lab.replay.fork import Fork, ForkResult, prepare_fork
 from toolloop_lab.spend.pricing import TokenPrice
+from toolloop_lab.widget.comparing import comparison_payload
 from toolloop_lab.widget.control import DebuggableAgent
 from toolloop_lab.widget.requests import Answer, ForkHere
 from toolloop_lab.widget.step import PauseMode
-from toolloop_lab.widget.wire import clip
 
 if TYPE_CHECKING:
     import ipywidgets
 
     from toolloop_lab.widget.debugger import LoopDebugger
 
-__all__ = ["ForkParts", "Forking", "comparison", "fork_parts"]
+__all__ = ["ForkParts", "Forking", "fork_comparison", "fork_parts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,58 +78,32 @@ def fork_parts(agent: object) -> ForkParts | None:
     )
 
 
-def _usd(value: Decimal | None) -> str | None:
-    return None if value is None else str(value)
-
-
-def _round(row: RoundFigures | None) -> dict[str, Any] | None:
-    if row is None:
-        return None
-    return {
-        "purpose": row.purpose,
-        "tokens": row.total_tokens,
-        "cost_usd": _usd(row.cost_usd),
-        "tool_calls": row.tool_calls,
-        "tool_errors": row.tool_errors,
-        "outcome": row.outcome,
-    }
-
-
-def _run(figures: RunFigures) -> dict[str, Any]:
-    return {
-        "outcome": figures.outcome,
-        "reason": figures.synthesis_reason or figures.detail,
-        "rounds": figures.rounds,
-        "calls": figures.calls,
-        "input_tokens": figures.input_tokens,
-        "output_tokens": figures.output_tokens,
-        "cost_usd": _usd(figures.cost_usd),
-    }
-
-
-def comparison(result: ForkResult, offset: int = 0) -> dict[str, Any]:
-    """The original and the fork, side by side, as JSON data for the view; rounds are
-    numbered as in the original plus ``offset`` (the original's own label offset)."""
-    delta = result.cost_delta
-    return {
-        "original": _run(result.original),
-        "fork": _run(result.forked),
-        "tokens_delta": result.token_delta,
-        "cost_delta_usd": _usd(delta),
-        "rounds": [
-            {
-                "round": pair.round + offset,
-                "taken": pair.taken,
-                "original": _round(pair.original),
-                "fork": _round(pair.fork),
-                "tokens_delta": pair.tokens_delta,
-                "cost_delta_usd": _usd(pair.cost_delta),
-            }
-            for pair in result.rounds
-        ],
-        "summary": result.summary,
-        "error": None if result.error is None else type(result.error).__name__,
-    }
+def fork_comparison(
+    result: ForkResult,
+    original: Sequence[Event],
+    *,
+    offset: int,
+    max_chars: int,
+    budget_bytes: int,
+) -> dict[str, Any]:
+    """The fork next to its ``original`` (its events), from the fork's round on, as the
+    page draws a comparison; rounds are numbered as in the original plus ``offset`` (the
+    original's own label offset). The totals are both whole runs' (the fork's rounds taken
+    from the original included), as the fork's summary says them."""
+    try:
+        compared = compare(original, result.events, b_offset=result.at_round - 1)
+    except ConfigurationError:  # the fork stopped before its first event: totals only
+        compared = RunComparison(result.original, result.forked, None, None, ())
+    whole = dataclasses.replace(compared, a=result.original, b=result.forked)
+    return comparison_payload(
+        whole,
+        max_chars=max_chars,
+        budget_bytes=budget_bytes,
+        kind="fork",
+        labels=("original", "fork"),
+        offset=offset,
+        from_round=result.at_round + offset,
+    )
 
 
 class Forking:
@@ -142,6 +119,8 @@ class Forking:
         """The original's own round offset: the comparison numbers rounds as it did."""
         self.summary: str | None = None
         """The comparison as text, once the fork shown here ended."""
+        self.original: tuple[Event, ...] = ()
+        """On a fork's debugger: the events of the run it was forked from."""
 
     def parts(self, agent: object | None) -> ForkParts | None:
         """What a fork runs with: ``fork_with``'s, else ``agent``'s (last run or watched)."""
@@ -199,16 +178,21 @@ class Forking:
         child.fork_info = {
             "at_round": prepared.at_round + dbg.round_offset,
             "source": prepared.source,
-            "comparison": None,
         }
         child._forking.offset = dbg.round_offset  # the fork's own record, kept by its maker
+        child._forking.original = dbg.events
         return child
 
     def show_comparison(self, dbg: LoopDebugger, result: ForkResult) -> None:
         """Show on ``dbg`` (a fork's debugger) the fork next to its original."""
-        data = comparison(result, self.offset)
         self.summary = result.summary
-        dbg.fork_info = {**dbg.fork_info, "comparison": clip(data, dbg.max_text_chars)}
+        dbg.comparison = fork_comparison(
+            result,
+            self.original,
+            offset=self.offset,
+            max_chars=dbg.max_text_chars,
+            budget_bytes=dbg.saved_state_bytes,
+        )
 
     def from_browser(
         self,

@@ -1,14 +1,15 @@
 """What the browser asks the debugger to do, checked before anything acts on it.
 
 A front end sends requests as comm messages: a change at a pause (``{"type":
-"intervene"}``), "Fork from here" (``{"type": "fork"}``) or a run picked in the run list
-(``{"type": "show_run"}``). Anything on the page (a script
-in another output, an extension, a hand-edited notebook) can send such a message, so each
-is untrusted input: it is parsed with pydantic in strict mode against one declared shape
-per action (no extra fields, bounded sizes), and only a parsed :data:`Request` reaches the
-pause point or the fork. The debugger answers every request, parsed or not, with an
-:class:`Answer` the browser shows next to the control that sent it (a refused edit keeps
-its editor open, with the reason).
+"intervene"}``), "Fork from here" (``{"type": "fork"}``), a run picked in the run list
+(``{"type": "show_run"}``) or two of the debugger's runs to compare (``{"type": "compare",
+"a", "b"}``; ``"action": "close"`` closes the comparison).
+Anything on the page (a script in another output, an extension, a hand-edited notebook)
+can send such a message, so each is untrusted input: it is parsed with pydantic in strict
+mode against one declared shape per action (no extra fields, bounded sizes), and only a
+parsed request reaches the pause point, the fork or the comparison. The debugger answers
+every request, parsed or not, with an :class:`Answer` the browser shows next to the
+control that sent it (a refused edit keeps its editor open, with the reason).
 
 Requests name the pause they were made at (``pause``, the pause's serial number), so a
 click that arrives after the loop went on to another pause is refused as ``stale``
@@ -32,12 +33,15 @@ __all__ = [
     "AddMessage",
     "Answer",
     "CheckArgs",
+    "CloseComparison",
+    "CompareRuns",
     "EditArgs",
     "EditResult",
     "ForkHere",
     "Request",
     "ShowRun",
     "Skip",
+    "parse_compare",
     "parse_request",
     "parse_show_run",
 ]
@@ -123,6 +127,25 @@ class ShowRun(_Strict):
     run_id: _CallId | None
 
 
+_RunId = Annotated[str, Field(min_length=1, max_length=1_000)]
+
+
+class CompareRuns(_Strict):
+    """Show two of the debugger's runs side by side (their run ids)."""
+
+    type: Literal["compare"]
+    action: Literal["compare"] = "compare"
+    a: _RunId
+    b: _RunId
+
+
+class CloseComparison(_Strict):
+    """Close the comparison shown."""
+
+    type: Literal["compare"]
+    action: Literal["close"]
+
+
 _Intervene = Annotated[
     CheckArgs | EditArgs | Skip | AddMessage | EditResult, Field(discriminator="action")
 ]
@@ -132,8 +155,13 @@ Request: TypeAlias = CheckArgs | EditArgs | Skip | AddMessage | EditResult | For
 _INTERVENE: Final[TypeAdapter[Any]] = TypeAdapter(_Intervene)
 _FORK: Final = TypeAdapter(ForkHere)
 _SHOW: Final = TypeAdapter(ShowRun)
+_COMPARE: Final = TypeAdapter(CompareRuns)
+_CLOSE: Final = TypeAdapter(CloseComparison)
 _ACTIONS: Final = frozenset(
-    {"check_args", "edit_args", "skip", "append_message", "edit_result", "fork", "show_run"}
+    {
+        *("check_args", "edit_args", "skip", "append_message", "edit_result"),
+        *("fork", "show_run", "compare", "close"),
+    }
 )
 
 
@@ -208,4 +236,12 @@ def parse_request(content: Any) -> Request | Answer:
 def parse_show_run(content: Any) -> ShowRun | Answer:
     """The run the page asks to show, or the refusal to send back when it is no such ask."""
     parsed: ShowRun | Answer = _parse(content, lambda _data: _SHOW)
+    return parsed
+
+
+def parse_compare(content: Any) -> CompareRuns | CloseComparison | Answer:
+    """The comparison ``content`` asks for (or to close), or the refusal to send back."""
+    parsed: CompareRuns | CloseComparison | Answer = _parse(
+        content, lambda data: _CLOSE if data.get("action") == "close" else _COMPARE
+    )
     return parsed

@@ -24,10 +24,11 @@ Python to browser
 Browser to Python
     ``{"type": "hello"}`` (a front end wants everything from the start),
     ``{"type": "control", "action": "continue" | "step" | "stop"}``,
-    ``{"type": "intervene", "request", "pause", "action", ...}`` (a change at a pause) and
-    ``{"type": "fork", "request", "round"}`` ("Fork from here") and
+    ``{"type": "intervene", "request", "pause", "action", ...}`` (a change at a pause),
+    ``{"type": "fork", "request", "round"}`` ("Fork from here"),
     ``{"type": "show_run", "request", "run_id"}`` (show that run; ``None``: follow the
-    newest again). Everything the browser
+    newest again) and ``{"type": "compare", "request", "a", "b"}`` (two runs side by side,
+    :mod:`.comparing`; ``"action": "close"`` closes it). Everything the browser
     sends is untrusted: :mod:`.requests` checks it before anything acts on it.
 """
 

@@ -14,7 +14,8 @@
  * @property {boolean} forking whether "Fork from here" is offered at all
  * @property {() => boolean} canFork whether Python can fork now
  * @property {(runId: string | null) => void} [showRun] show that run of the run list (null: follow the newest again); absent on static pages
- * @property {(a: string, b: string) => void} [compare] compare two runs of the run list; absent where the page cannot
+ * @property {(a: string, b: string) => void} [compare] show runs `a` and `b` (run ids) side by side
+ * @property {() => void} [closeComparison] close the comparison shown
  */
 
 /** @typedef {[HTMLElement, () => string]} TextTimer a node whose text ticks */

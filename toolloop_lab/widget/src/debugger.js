@@ -38,7 +38,7 @@ export { outcomeWords, reasonWords, usd } from "./words.js";
  * @property {(event: string, fn: (...args: any[]) => void) => void} off
  */
 
-const SYNCED = ["round_offset", "fork_info", "can_fork"];
+const SYNCED = ["round_offset", "fork_info", "can_fork", "comparison"];
 
 /**
  * A widget's store, from the events its notebook file kept (shown without a kernel).
@@ -91,12 +91,33 @@ function modelHost(model, s) {
       /** @param {any} answer */
       const answered = (answer) => {
         s.runsNote = answer && !answer.ok ? answer.message || answer.reason || "refused" : null;
-        s.version++;
-        notify(s);
+        changed(s);
       };
       model.send(numbered(s.requests, { type: "show_run", run_id: runId }, answered));
     },
+    compare(a, b) {
+      s.ui.cmpMsg = { state: "idle", text: "Comparing the two runs…" };
+      changed(s);
+      const ask = numbered(s.requests, { type: "compare", a, b }, (answer) => {
+        s.ui.cmpMsg = answer.ok ? null : { state: "error", text: `Cannot compare them (${answer.reason}): ${answer.message}` };
+        changed(s);
+      });
+      model.send(ask);
+    },
+    closeComparison() {
+      s.ui.cmpMsg = null;
+      model.send(numbered(s.requests, { type: "compare", action: "close" }, () => {}));
+    },
   };
+}
+
+/**
+ * Tell every view of `s` that something outside the run changed.
+ * @param {Store} s
+ */
+function changed(s) {
+  s.version++;
+  notify(s);
 }
 
 // anywidget calls the default export once per widget model: its closure holds the store
@@ -134,12 +155,13 @@ function widgetFactory() {
         s.offset = model.get("round_offset") || 0;
         const info = model.get("fork_info");
         s.forkInfo = info && Object.keys(info).length ? info : null;
+        const c = model.get("comparison");
+        s.comparison = c && Object.keys(c).length ? c : null;
       };
       sync();
       const onChange = () => {
         sync();
-        s.version++;
-        notify(s);
+        changed(s);
       };
       for (const name of SYNCED) model.on(`change:${name}`, onChange);
       const dispose = createView(el, s, modelHost(model, s));

@@ -27,6 +27,8 @@ const SLICE_MS = 8; // longest fold slice before yielding to the page
  * @property {boolean} follow
  * @property {any} edit the editor open at a pause
  * @property {{n: number, state: string, text: string} | null} forkMsg
+ * @property {{state: string, text: string} | null} cmpMsg what Python answered to the last comparison asked for
+ * @property {any} cmpHidden the comparison the person closed (hidden until Python clears it)
  */
 
 /**
@@ -44,7 +46,8 @@ const SLICE_MS = 8; // longest fold slice before yielding to the page
  * @property {boolean} live
  * @property {string} source none, live, saved or static
  * @property {number} offset added to every round number shown (a fork's rounds read as the original's)
- * @property {any} forkInfo a fork's debugger: where it was forked, and the comparison at its end
+ * @property {any} forkInfo a fork's debugger: where it was forked
+ * @property {any} comparison two runs side by side (Python's comparing.py), or null
  * @property {Map<string, RunRow>} runs every run the debugger keeps, in start order (runlist.js)
  * @property {number} runsLeftOut runs it no longer keeps
  * @property {string | null} runsPinned the run a person picked to show (null: the newest)
@@ -75,7 +78,8 @@ export function createStore() {
     runsPinned: null,
     runsVersion: 0,
     runsNote: null,
-    ui: { selected: null, filter: "all", tool: "", search: "", collapsed: new Map(), follow: true, edit: null, forkMsg: null },
+    comparison: null,
+    ui: { selected: null, filter: "all", tool: "", search: "", collapsed: new Map(), follow: true, edit: null, forkMsg: null, cmpMsg: null, cmpHidden: null },
   };
 }
 

@@ -4,6 +4,7 @@
 // change (at most every DRAW_MS while events stream in), with the timers of a live run
 // ticking between draws.
 
+import { createCompare } from "./compare.js";
 import { numbered } from "./control.js";
 import { createControls } from "./controls.js";
 import { createDetail } from "./detail.js";
@@ -51,10 +52,11 @@ export function createView(el, s, host) {
   const timeline = createTimeline(ctx);
   const gantt = createGantt(ctx, (r) => timeline.open(r));
   const fork = createFork(ctx);
+  const comparing = createCompare(ctx);
   const detail = createDetail(ctx, fork.nodes, fork.draw);
   const { head, activity, note, totals, gauges } = header.nodes;
   const { toolbar } = timeline.nodes;
-  root.append(runs.nodes.runs, head, activity, note, fork.nodes.forkBox, totals, gauges, controls.nodes.controls, controls.nodes.banner, controls.nodes.failureBox, gantt.nodes.gantt, toolbar, timeline.nodes.timeline, detail.nodes.detail);
+  root.append(runs.nodes.runs, head, activity, note, fork.nodes.forkBox, comparing.nodes.compareBox, totals, gauges, controls.nodes.controls, controls.nodes.banner, controls.nodes.failureBox, gantt.nodes.gantt, toolbar, timeline.nodes.timeline, detail.nodes.detail);
 
   let lastVersion = -1;
   /** @type {number | null} */
@@ -111,6 +113,7 @@ export function createView(el, s, host) {
     lastRunId = s.run.runId;
     runs.draw();
     header.draw();
+    comparing.draw();
     controls.draw();
     timeline.drawFilter();
     timeline.drawRows();

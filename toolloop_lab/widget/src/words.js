@@ -20,6 +20,8 @@ export const GATE_NAME = /** @type {Table} */ (words.gate_name);
 export const ROUND_STATE = /** @type {Table} */ (words.round_state);
 export const ROUND_KIND = /** @type {Table} */ (words.round_kind);
 export const TOOL_OUTCOME = /** @type {Table} */ (words.tool_outcome);
+export const CALL_CHANGE = /** @type {Table} */ (words.call_change);
+export const CALL_CHANGE_PART = /** @type {Table} */ (words.call_change_part);
 
 /**
  * `code` in words from `table`, or `code` itself when it has none (never a prototype's key).
