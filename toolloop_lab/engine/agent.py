@@ -28,6 +28,7 @@ from langchain_core.tools import BaseTool
 
 from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS, clip
 from toolloop_lab._support.sync_runner import run_sync
+from toolloop_lab.engine.arguments import ToolLike, agent_tools
 from toolloop_lab.engine.config import DEFAULT_SYNTHESIS_PROMPT, AgentConfig
 from toolloop_lab.engine.hooks import PauseHook
 from toolloop_lab.engine.loop import ToolLoop
@@ -234,7 +235,7 @@ class LLMAgent:
     def __init__(
         self,
         model: BaseChatModel,
-        tools: Iterable[BaseTool] = (),
+        tools: Iterable[ToolLike] = (),
         config: AgentConfig | None = None,
         *,
         pruning_model: BaseChatModel | None = None,
@@ -244,7 +245,7 @@ class LLMAgent:
     ) -> None:
         self.model = model
         self.prices = prices
-        self.tools: tuple[BaseTool, ...] = tuple(tools)
+        self.tools = tools
         self.config = config if config is not None else AgentConfig()
         self.pruning_model = pruning_model
         self._observers: tuple[Observer, ...] = tuple(observers)
@@ -253,6 +254,17 @@ class LLMAgent:
         self._box: tuple[tuple[BaseTool, ...], ToolBox] | None = None
 
     # -- wiring -----------------------------------------------------------------------
+    @property
+    def tools(self) -> tuple[BaseTool, ...]:
+        """The tools the model is offered and the loop runs, in the order given."""
+        return self._tools
+
+    @tools.setter
+    def tools(self, value: Iterable[ToolLike]) -> None:
+        # checked here, so a wrong shape is refused where it was written, not in a run;
+        # plain functions become tools once, so the bound model and toolbox are reused
+        self._tools = agent_tools(value)
+
     @property
     def prices(self) -> Mapping[str, TokenPrice] | None:
         """Price overrides by model name, used to price every call of every run (with or
