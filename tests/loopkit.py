@@ -30,6 +30,7 @@ __all__ = [
     "MockComm",
     "calls",
     "catalog_run",
+    "changed_config",
     "channel",
     "final",
     "invalid_call",
@@ -44,6 +45,18 @@ __all__ = [
 
 MODEL = "gpt-4o-mini"
 """A model genai-prices knows, so runs are priced."""
+
+
+def changed_config(**fields: Any) -> Any:
+    """An ``AgentConfig`` whose fields were changed after it was built, past the checks its
+    constructor makes (as a patched or unpickled config can be): only the check a run makes
+    when it starts refuses it."""
+    from toolloop_lab import AgentConfig
+
+    config = AgentConfig()
+    for name, value in fields.items():
+        object.__setattr__(config, name, value)
+    return config
 
 
 def usage(

@@ -28,7 +28,7 @@ from langchain_core.tools import BaseTool
 
 from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS, clip
 from toolloop_lab._support.sync_runner import run_sync
-from toolloop_lab.engine.arguments import ToolLike, agent_tools
+from toolloop_lab.engine.arguments import ToolLike, agent_config, agent_tools, check_prune_tools
 from toolloop_lab.engine.config import DEFAULT_SYNTHESIS_PROMPT, AgentConfig
 from toolloop_lab.engine.hooks import PauseHook
 from toolloop_lab.engine.loop import ToolLoop
@@ -236,7 +236,7 @@ class LLMAgent:
         self,
         model: BaseChatModel,
         tools: Iterable[ToolLike] = (),
-        config: AgentConfig | None = None,
+        config: AgentConfig | Mapping[str, Any] | None = None,
         *,
         pruning_model: BaseChatModel | None = None,
         observers: Iterable[Observer] = (),
@@ -246,7 +246,8 @@ class LLMAgent:
         self.model = model
         self.prices = prices
         self.tools = tools
-        self.config = config if config is not None else AgentConfig()
+        self.config = config
+        check_prune_tools(self.config, self.tools)
         self.pruning_model = pruning_model
         self._observers: tuple[Observer, ...] = tuple(observers)
         self._pause_hooks: tuple[PauseHook, ...] = tuple(pause_hooks)
@@ -264,6 +265,15 @@ class LLMAgent:
         # checked here, so a wrong shape is refused where it was written, not in a run;
         # plain functions become tools once, so the bound model and toolbox are reused
         self._tools = agent_tools(value)
+
+    @property
+    def config(self) -> AgentConfig:
+        """How the next run goes (a dict given here became ``AgentConfig(**dict)``)."""
+        return self._config
+
+    @config.setter
+    def config(self, value: AgentConfig | Mapping[str, Any] | None) -> None:
+        self._config = agent_config(value)
 
     @property
     def prices(self) -> Mapping[str, TokenPrice] | None:
@@ -395,7 +405,7 @@ class LLMAgent:
             run.label = label
         try:
             config = self.config.validated()
-            self._check_tools()
+            self._check_tools(config)
             run.messages = build()
             return await ToolLoop(self, config, run).execute()
         except ExecutionError as exc:
@@ -423,7 +433,8 @@ class LLMAgent:
         finally:
             run.release()
 
-    def _check_tools(self) -> None:
+    def _check_tools(self, config: AgentConfig) -> None:
+        check_prune_tools(config, self.tools)  # the tools may have changed since
         names = [t.name for t in self.tools]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:

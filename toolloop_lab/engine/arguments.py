@@ -13,6 +13,8 @@ model exactly as ``bind_tools`` would describe it.
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, TypeAlias
 
@@ -20,9 +22,10 @@ from langchain_core.tools import BaseTool, tool
 from pydantic import BaseModel
 
 from toolloop_lab._support.escape import NAME_CHARS, clip
+from toolloop_lab.engine.config import AgentConfig
 from toolloop_lab.errors import ConfigurationError, describe
 
-__all__ = ["TOOLS_SHAPE", "ToolLike", "agent_tools"]
+__all__ = ["TOOLS_SHAPE", "ToolLike", "agent_config", "agent_tools", "check_prune_tools"]
 
 ToolLike: TypeAlias = BaseTool | Callable[..., Any]
 """One tool as ``LLMAgent`` takes it: a ``BaseTool`` (``@tool`` functions are) or a plain
@@ -107,3 +110,65 @@ def agent_tools(tools: Any) -> tuple[BaseTool, ...]:
     if why is not None:
         raise TypeError(f"{TOOLS_SHAPE}, {why}")
     return tuple(_tool_of(i, item) for i, item in enumerate(tools))
+
+
+_RUNNABLE_CONFIG_KEYS: Final = frozenset(
+    {"callbacks", "configurable", "max_concurrency", "recursion_limit", "run_id", "run_name"}
+)
+"""Keys of LangChain's ``RunnableConfig`` that are no field of ours: a sign that one was
+passed as ``config=``."""
+
+
+def _field_refusal(given: Iterable[str]) -> str | None:
+    """Why a dict's keys are not fields of ``AgentConfig`` (``None`` when they all are)."""
+    fields = [f.name for f in dataclasses.fields(AgentConfig)]
+    unknown = [key for key in given if key not in fields]
+    if not unknown:
+        return None
+    key = unknown[0]
+    if not isinstance(key, str):
+        return f"config= has no field {key!r}: its keys are AgentConfig's field names"
+    if key in _RUNNABLE_CONFIG_KEYS:
+        return (
+            f"config= has no field {key!r}: it is this agent's AgentConfig, not a LangChain "
+            "RunnableConfig (name a run with run(..., name=, tags=, metadata=))"
+        )
+    close = difflib.get_close_matches(key, fields, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return (
+        f"config= has no field {clip(repr(key), NAME_CHARS)}{hint}; its fields: {', '.join(fields)}"
+    )
+
+
+def agent_config(config: Any) -> AgentConfig:
+    """The config an agent runs under: ``None`` is the default, a dict is
+    ``AgentConfig(**dict)`` (checked as the constructor checks it); anything else is a
+    ``TypeError``."""
+    if config is None:
+        return AgentConfig()
+    if isinstance(config, AgentConfig):
+        return config
+    if isinstance(config, Mapping):
+        why = _field_refusal(config)
+        if why is not None:
+            raise TypeError(why)
+        return AgentConfig(**config)
+    raise TypeError(f"config= takes an AgentConfig (or a dict of its fields), got {_shown(config)}")
+
+
+def check_prune_tools(config: AgentConfig, tools: Iterable[BaseTool]) -> None:
+    """Refuse ``prune_tools`` naming a tool the agent does not have (its outputs would
+    never be pruned, silently). A ``prune_tools`` that is no tuple of names (a config
+    changed past its constructor) is left to the check a run makes of its config."""
+    given = config.prune_tools
+    if not isinstance(given, tuple) or not all(isinstance(n, str) and n for n in given):
+        return
+    names = [t.name for t in tools]
+    missing = [name for name in given if name not in names]
+    if missing:
+        have = ", ".join(names) if names else "none"
+        raise ConfigurationError(
+            f"prune_tools: {missing[0]!r} is not one of the agent's tools ({have}); "
+            "name tools the agent has, or give it the tool",
+            field="prune_tools",
+        )
