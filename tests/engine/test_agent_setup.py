@@ -9,6 +9,7 @@ call may have been paid for). Plain functions are tools, as for ``bind_tools`` a
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -133,3 +134,85 @@ def test_a_function_langchain_cannot_describe_is_refused_with_why() -> None:
     assert info.value.field == "tools"
     assert "docstring" in str(info.value)
     assert "@tool(description=" in str(info.value)
+
+
+# -- models ---------------------------------------------------------------------------------
+@pytest.fixture
+def openai_nowhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Credentials for the OpenAI client, pointed at a port nothing listens on: a model
+    can be built, and nothing it could send would reach anyone."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-a-key")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+
+
+@pytest.mark.parametrize("name", ["openai:gpt-4o-mini", "gpt-4o-mini"])
+def test_a_model_name_becomes_a_chat_model_through_init_chat_model(
+    name: str, openai_nowhere: None
+) -> None:
+    from langchain_openai import ChatOpenAI
+
+    agent = LLMAgent(name, [add])
+    assert isinstance(agent.model, ChatOpenAI)
+    assert agent.model.model_name == "gpt-4o-mini"
+    assert str(agent.model.root_client.base_url) == "http://127.0.0.1:9/v1/"
+    pruning = LLMAgent(_script(), pruning_model=name).pruning_model
+    assert isinstance(pruning, ChatOpenAI)
+
+
+def test_a_model_name_without_langchain_is_refused_with_the_fix(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "langchain.chat_models", None)  # as if not installed
+    with pytest.raises(TypeError) as info:
+        LLMAgent("openai:gpt-4o-mini", [add])
+    text = str(info.value)
+    assert text.startswith("model= takes a langchain-core chat model")
+    assert "pip install langchain" in text
+    assert "ChatOpenAI(model=" in text
+
+
+def test_a_model_init_chat_model_cannot_make_is_refused_with_why(openai_nowhere: None) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        LLMAgent("not-a-model", [add])
+    assert info.value.field == "model"
+    assert "Unable to infer model provider" in str(info.value)
+    assert "'provider:model'" in str(info.value)
+
+
+class _NoModel:
+    """Not a chat model, though it has the methods the loop calls."""
+
+    def bind_tools(self, tools: Any) -> Any:
+        return self
+
+
+REFUSED_MODELS: list[tuple[str, Any, str]] = [
+    ("None", None, "got None"),
+    ("a number", 4, "got the int 4"),
+    ("a duck", _NoModel(), "got a _NoModel"),
+    ("a model class", ScriptedChatModel, "got the class ScriptedChatModel: pass an instance"),
+    ("a bound model", _script().bind_tools([add]), "pass the chat model itself"),
+]
+
+
+@pytest.mark.parametrize(
+    ("given", "fix"), [c[1:] for c in REFUSED_MODELS], ids=[c[0] for c in REFUSED_MODELS]
+)
+def test_anything_but_a_chat_model_is_refused_when_the_agent_is_built(given: Any, fix: str) -> None:
+    with pytest.raises(TypeError) as info:
+        LLMAgent(given, [add])
+    assert str(info.value).startswith("model= takes a langchain-core chat model (BaseChatModel")
+    assert fix in str(info.value)
+    with pytest.raises(TypeError, match=r"^pruning_model= takes a langchain-core chat model"):
+        LLMAgent(_script(), [add], pruning_model=given if given is not None else 4)
+
+
+def test_a_model_set_later_is_checked_too() -> None:
+    model = _script(final("done"))
+    agent = LLMAgent(model, [add])
+    with pytest.raises(TypeError, match=r"^model= takes a langchain-core chat model"):
+        agent.model = None  # type: ignore[assignment]
+    with pytest.raises(ConfigurationError, match=r"^model='nonsense model name': init_chat"):
+        agent.model = "nonsense model name"
+    assert agent.model is model, "a refused value changes nothing"
+    assert agent.run("go").final_response.text == "done"

@@ -28,7 +28,13 @@ from langchain_core.tools import BaseTool
 
 from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS, clip
 from toolloop_lab._support.sync_runner import run_sync
-from toolloop_lab.engine.arguments import ToolLike, agent_config, agent_tools, check_prune_tools
+from toolloop_lab.engine.arguments import (
+    ToolLike,
+    agent_config,
+    agent_tools,
+    chat_model,
+    check_prune_tools,
+)
 from toolloop_lab.engine.config import DEFAULT_SYNTHESIS_PROMPT, AgentConfig
 from toolloop_lab.engine.hooks import PauseHook
 from toolloop_lab.engine.loop import ToolLoop
@@ -234,11 +240,11 @@ class LLMAgent:
 
     def __init__(
         self,
-        model: BaseChatModel,
+        model: BaseChatModel | str,
         tools: Iterable[ToolLike] = (),
         config: AgentConfig | Mapping[str, Any] | None = None,
         *,
-        pruning_model: BaseChatModel | None = None,
+        pruning_model: BaseChatModel | str | None = None,
         observers: Iterable[Observer] = (),
         pause_hooks: Iterable[PauseHook] = (),
         prices: Mapping[str, TokenPrice] | None = None,
@@ -255,6 +261,25 @@ class LLMAgent:
         self._box: tuple[tuple[BaseTool, ...], ToolBox] | None = None
 
     # -- wiring -----------------------------------------------------------------------
+    @property
+    def model(self) -> BaseChatModel:
+        """The chat model each round calls (a ``"provider:model"`` name given here became
+        the model langchain's ``init_chat_model`` makes of it)."""
+        return self._model
+
+    @model.setter
+    def model(self, value: BaseChatModel | str) -> None:
+        self._model = chat_model(value)
+
+    @property
+    def pruning_model(self) -> BaseChatModel | None:
+        """The chat model that shortens large outputs of ``config.prune_tools``."""
+        return self._pruning_model
+
+    @pruning_model.setter
+    def pruning_model(self, value: BaseChatModel | str | None) -> None:
+        self._pruning_model = None if value is None else chat_model(value, field="pruning_model")
+
     @property
     def tools(self) -> tuple[BaseTool, ...]:
         """The tools the model is offered and the loop runs, in the order given."""

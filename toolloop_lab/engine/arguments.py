@@ -18,6 +18,8 @@ import difflib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, TypeAlias
 
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool, tool
 from pydantic import BaseModel
 
@@ -25,7 +27,14 @@ from toolloop_lab._support.escape import NAME_CHARS, clip
 from toolloop_lab.engine.config import AgentConfig
 from toolloop_lab.errors import ConfigurationError, describe
 
-__all__ = ["TOOLS_SHAPE", "ToolLike", "agent_config", "agent_tools", "check_prune_tools"]
+__all__ = [
+    "TOOLS_SHAPE",
+    "ToolLike",
+    "agent_config",
+    "agent_tools",
+    "chat_model",
+    "check_prune_tools",
+]
 
 ToolLike: TypeAlias = BaseTool | Callable[..., Any]
 """One tool as ``LLMAgent`` takes it: a ``BaseTool`` (``@tool`` functions are) or a plain
@@ -172,3 +181,59 @@ def check_prune_tools(config: AgentConfig, tools: Iterable[BaseTool]) -> None:
             "name tools the agent has, or give it the tool",
             field="prune_tools",
         )
+
+
+def _model_shape(field: str) -> str:
+    return (
+        f"{field}= takes a langchain-core chat model (BaseChatModel, e.g. "
+        "ChatOpenAI(model=...)) or a 'provider:model' string"
+    )
+
+
+def _from_name(name: str, field: str) -> BaseChatModel:
+    """The chat model langchain's ``init_chat_model`` makes of ``name``."""
+    try:
+        from langchain.chat_models import init_chat_model
+    except ImportError:
+        raise TypeError(
+            f"{_model_shape(field)}; a name becomes a model through langchain's "
+            f"init_chat_model, and the langchain package is not installed: pip install "
+            f"langchain, or pass {field}=ChatOpenAI(model=...) (or another provider's model)"
+        ) from None
+    try:
+        made = init_chat_model(name)
+    except Exception as exc:  # its own words say why; we add where and how
+        raise ConfigurationError(
+            f"{field}={clip(repr(name), NAME_CHARS)}: init_chat_model could not make a chat "
+            f"model ({type(exc).__name__}: {describe(exc)}); name it as 'provider:model' "
+            "(say 'openai:gpt-4o-mini'), with that provider's package and credentials, or "
+            "pass the chat model itself",
+            field=field,
+        ) from exc
+    if not isinstance(made, BaseChatModel):
+        raise ConfigurationError(
+            f"{field}={clip(repr(name), NAME_CHARS)}: init_chat_model made a "
+            f"{type(made).__name__}, not a chat model",
+            field=field,
+        )
+    return made
+
+
+def chat_model(model: Any, *, field: str = "model") -> BaseChatModel:
+    """The chat model an agent calls: a ``BaseChatModel`` as it is, a ``"provider:model"``
+    name through langchain's ``init_chat_model`` when it is installed; anything else is a
+    ``TypeError`` (it used to fail inside a run, claiming a call was made)."""
+    if isinstance(model, BaseChatModel):
+        return model
+    if isinstance(model, str):
+        return _from_name(model, field)
+    if isinstance(model, type):
+        why = f"got the class {model.__name__}: pass an instance, {model.__name__}(...)"
+    elif isinstance(model, Runnable):
+        why = (
+            f"got a {type(model).__name__}: pass the chat model itself (the agent binds "
+            "its tools, and calls it as it is)"
+        )
+    else:
+        why = f"got {_shown(model)}"
+    raise TypeError(f"{_model_shape(field)}, {why}")
