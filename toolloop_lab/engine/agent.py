@@ -37,6 +37,7 @@ from toolloop_lab.engine.arguments import (
 )
 from toolloop_lab.engine.config import DEFAULT_SYNTHESIS_PROMPT, AgentConfig
 from toolloop_lab.engine.hooks import PauseHook
+from toolloop_lab.engine.inputs import history_input, run_input
 from toolloop_lab.engine.loop import ToolLoop
 from toolloop_lab.engine.result import ToolLoopResult
 from toolloop_lab.engine.run_state import RunLabel, RunState
@@ -355,15 +356,17 @@ class LLMAgent:
     # -- entry points -----------------------------------------------------------------
     async def arun(
         self,
-        prompt_or_messages: str | Sequence[Any],
+        prompt_or_messages: str | Sequence[Any] | Mapping[str, Any],
         *,
-        history: Sequence[Any] = (),
+        history: Sequence[Any] | Mapping[str, Any] = (),
         name: str | None = None,
         tags: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
     ) -> ToolLoopResult:
         """Run the loop on a prompt (with the config's system prompt) or on messages.
 
+        Messages may come as LangGraph's input, ``{"messages": [...]}``; any other mapping
+        raises ``TypeError`` before anything runs (a mapping is never read as messages).
         ``history`` continues a conversation (``previous.messages``): the new turn runs on
         it plus the new message, and the result's counts cover this turn only.
         ``name``, ``tags`` and ``metadata`` (JSON data) label the run: its ``loop_start``
@@ -371,15 +374,14 @@ class LLMAgent:
         wrong type raises ``TypeError`` before anything runs.
         """
         label = RunLabel.checked(name, tags, metadata)
-        return await self._guarded(
-            lambda: self._initial_messages(prompt_or_messages, history), label
-        )
+        given, earlier = run_input(prompt_or_messages), history_input(history)
+        return await self._guarded(lambda: self._initial_messages(given, earlier), label)
 
     def run(
         self,
-        prompt_or_messages: str | Sequence[Any],
+        prompt_or_messages: str | Sequence[Any] | Mapping[str, Any],
         *,
-        history: Sequence[Any] = (),
+        history: Sequence[Any] | Mapping[str, Any] = (),
         name: str | None = None,
         tags: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
@@ -390,7 +392,10 @@ class LLMAgent:
         loop), so a chat model whose client pools connections per loop keeps working across
         calls. The run sees a copy of the caller's context, USD budget included.
         """
-        RunLabel.checked(name, tags, metadata)  # refused here, in the caller's thread
+        # refused here, in the caller's thread, before anything runs
+        RunLabel.checked(name, tags, metadata)
+        run_input(prompt_or_messages)
+        history_input(history)
         ctx = _budget.caller_context()
         return run_sync(
             lambda: self.arun(
