@@ -24,6 +24,7 @@ from langchain_core.messages.ai import UsageMetadata
 __all__ = [
     "ALL",
     "CATALOG_NAMES",
+    "IN_A_LOOP",
     "MODEL",
     "PAYLOADS",
     "FakeTime",
@@ -45,6 +46,11 @@ __all__ = [
 
 MODEL = "gpt-4o-mini"
 """A model genai-prices knows, so runs are priced."""
+
+IN_A_LOOP = r"ignore:agent\.run\(\) was called inside a running event loop:RuntimeWarning"
+"""A ``filterwarnings`` mark's filter for a test that calls ``agent.run()`` inside a running
+event loop on purpose (as a notebook cell does): outside IPython that warns, once per loop
+(tested in ``engine/test_sync_run.py``)."""
 
 
 def changed_config(**fields: Any) -> Any:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
-from loopkit import MODEL, calls, final, reference_cost, tool_call
+from loopkit import IN_A_LOOP, MODEL, calls, final, reference_cost, tool_call
 
 from toolloop_lab import AgentConfig, ExecutionError, LLMAgent, ScriptedChatModel
 from toolloop_lab.errors import ConversationError
@@ -285,6 +285,7 @@ async def test_a_whole_conversation_passes_the_check(echo_tool: BaseTool) -> Non
     ids=["tuples", "messages", "a string", "a message dict"],
 )
 @pytest.mark.parametrize("entry", ["run", "arun"])
+@pytest.mark.filterwarnings(IN_A_LOOP)
 async def test_langgraphs_input_shape_is_its_messages(
     given: Any, entry: str, echo_tool: BaseTool
 ) -> None:

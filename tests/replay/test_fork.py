@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
-from loopkit import MODEL, calls, changed_config, final, reference_cost, tool_call
+from loopkit import IN_A_LOOP, MODEL, calls, changed_config, final, reference_cost, tool_call
 
 import toolloop_lab
 from toolloop_lab import (
@@ -72,6 +72,10 @@ def replies(rounds: int, answer_tokens: tuple[int, int] = (700, 30)) -> list[AIM
         for n in range(1, rounds + 1)
     ]
     return [*out, final("done", tokens=answer_tokens)]
+
+
+# original() runs the source synchronously, from async tests too
+pytestmark = pytest.mark.filterwarnings(IN_A_LOOP)
 
 
 def model(script: Sequence[Any]) -> ScriptedChatModel:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
@@ -27,7 +28,7 @@ from langchain_core.messages import (
 from langchain_core.tools import BaseTool
 
 from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS, clip
-from toolloop_lab._support.sync_runner import run_sync
+from toolloop_lab._support.sync_runner import blocked_app_loop, run_sync
 from toolloop_lab.engine.arguments import (
     ToolLike,
     agent_config,
@@ -236,8 +237,23 @@ def _checked(messages: list[BaseMessage]) -> list[BaseMessage]:
     return messages
 
 
+_BLOCKS_LOOP: Final = (
+    "agent.run() was called inside a running event loop (an asyncio app, not a notebook): "
+    "it blocks that loop until the whole run ends, so nothing else on it runs meanwhile. "
+    "In async code use `await agent.arun(...)` (this is said once per event loop)."
+)
+
+
 class LLMAgent:
-    """Drives any langchain-core chat model through tool-call rounds, with events."""
+    """Drives any langchain-core chat model through tool-call rounds, with events.
+
+    What it is given is checked when it is built (and when ``model``, ``tools`` or
+    ``config`` is set later), so a mistake never reaches a run: ``model`` is a chat model
+    or a ``"provider:model"`` name; ``tools`` a list of tools or plain functions;
+    ``config`` an ``AgentConfig`` or a dict of its fields, its ``prune_tools`` naming
+    tools the agent has. Anything else raises ``TypeError`` (a wrong kind) or
+    ``ConfigurationError`` (a wrong value), naming the fix.
+    """
 
     def __init__(
         self,
@@ -391,11 +407,17 @@ class LLMAgent:
         Runs reuse one event loop per calling thread (inside a running loop: one background
         loop), so a chat model whose client pools connections per loop keeps working across
         calls. The run sees a copy of the caller's context, USD budget included.
+
+        Called inside a running event loop outside a notebook (an asyncio app), it blocks
+        that loop until the run ends: a ``RuntimeWarning`` says so, once per loop, and
+        points to ``await agent.arun(...)``. Its result cannot be awaited either.
         """
         # refused here, in the caller's thread, before anything runs
         RunLabel.checked(name, tags, metadata)
         run_input(prompt_or_messages)
         history_input(history)
+        if blocked_app_loop() is not None:
+            warnings.warn(_BLOCKS_LOOP, RuntimeWarning, stacklevel=2)
         ctx = _budget.caller_context()
         return run_sync(
             lambda: self.arun(
