@@ -24,12 +24,14 @@ from langchain_core.messages.ai import UsageMetadata
 __all__ = [
     "ALL",
     "CATALOG_NAMES",
+    "IN_A_LOOP",
     "MODEL",
     "PAYLOADS",
     "FakeTime",
     "MockComm",
     "calls",
     "catalog_run",
+    "changed_config",
     "channel",
     "final",
     "invalid_call",
@@ -44,6 +46,23 @@ __all__ = [
 
 MODEL = "gpt-4o-mini"
 """A model genai-prices knows, so runs are priced."""
+
+IN_A_LOOP = r"ignore:agent\.run\(\) was called inside a running event loop:RuntimeWarning"
+"""A ``filterwarnings`` mark's filter for a test that calls ``agent.run()`` inside a running
+event loop on purpose (as a notebook cell does): outside IPython that warns, once per loop
+(tested in ``engine/test_sync_run.py``)."""
+
+
+def changed_config(**fields: Any) -> Any:
+    """An ``AgentConfig`` whose fields were changed after it was built, past the checks its
+    constructor makes (as a patched or unpickled config can be): only the check a run makes
+    when it starts refuses it."""
+    from toolloop_lab import AgentConfig
+
+    config = AgentConfig()
+    for name, value in fields.items():
+        object.__setattr__(config, name, value)
+    return config
 
 
 def usage(

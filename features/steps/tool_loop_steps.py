@@ -17,7 +17,7 @@ from typing import Any
 import parse
 from behave import given, register_type, then, when
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
-from loopkit import MODEL, calls, final, reference_cost, tool_call
+from loopkit import MODEL, calls, changed_config, final, reference_cost, tool_call
 
 from toolloop_lab import (
     AgentConfig,
@@ -69,9 +69,9 @@ def _final(text: str, n: int) -> AIMessage:
     return final(text, tokens=_tokens(n))
 
 
-def _build_agent(context: Any, tool: str, **config: Any) -> None:
+def _build_agent(context: Any, tool: str, config: AgentConfig | None = None, **fields: Any) -> None:
     context.tool_name = tool
-    context.agent_config = AgentConfig(**config)
+    context.agent_config = config if config is not None else AgentConfig(**fields)
     context.pruning_model = None
     if tool == "file_read":
         root = Path(tempfile.mkdtemp(prefix="toolloop-feature-"))
@@ -114,7 +114,10 @@ def step_agent_pruning(context: Any, tool: str) -> None:
 
 @given('I have an LLMAgent with tool loop test config for tool "{tool}" and bad tool_max_rounds')
 def step_agent_bad_rounds(context: Any, tool: str) -> None:
-    _build_agent(context, tool, tool_max_rounds=0)
+    # AgentConfig(tool_max_rounds=0) is refused when it is built; the scenario is about a
+    # setup error a run finds before its first call, so the config is changed after it was
+    # built (as a patched or unpickled one can be), which the run's own check refuses
+    _build_agent(context, tool, changed_config(tool_max_rounds=0))
     _set_script(context, [_final("never requested", 1)])
 
 

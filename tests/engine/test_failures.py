@@ -1,5 +1,5 @@
 """Failures keep everything: bad config, model exceptions, cancellation, pickling
-(issue 2, "Failures")."""
+(issue 2, "Failures"); a bad config is refused when it is built (issue 28)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool, tool
-from loopkit import MODEL, calls, final, reference_cost, tool_call
+from loopkit import MODEL, calls, changed_config, final, reference_cost, tool_call
 from pydantic import BaseModel
 
 from toolloop_lab import (
@@ -89,13 +89,90 @@ def test_every_agent_config_field_has_a_bad_value_case() -> None:
 
 
 @pytest.mark.parametrize(("field", "value"), BAD_CONFIG)
+def test_bad_config_is_refused_when_it_is_built(field: str, value: Any) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        AgentConfig(**{field: value})
+    assert info.value.field == field
+    assert str(info.value).startswith(f"{field}: ")  # then what it should be
+    assert "should" in str(info.value) or "at least one" in str(info.value)
+
+
+def test_a_dict_config_is_the_config_of_its_fields(echo_tool: BaseTool) -> None:
+    model = ScriptedChatModel([final("done")], model_name=MODEL)
+    agent = LLMAgent(model, [echo_tool], {"tool_max_rounds": 2, "streaming": True})
+    assert agent.config == AgentConfig(tool_max_rounds=2, streaming=True)
+    assert agent.run("go").final_response.text == "done"
+
+
+@pytest.mark.parametrize(("field", "value"), BAD_CONFIG)
+def test_a_dict_config_is_checked_as_the_config_is(
+    field: str, value: Any, echo_tool: BaseTool
+) -> None:
+    model = ScriptedChatModel([final("never")], model_name=MODEL)
+    with pytest.raises(ConfigurationError) as info:
+        LLMAgent(model, [echo_tool], {field: value})
+    assert info.value.field == field
+
+
+@pytest.mark.parametrize(
+    ("config", "fix"),
+    [
+        ({"max_rounds": 3}, "no field 'max_rounds' (did you mean 'tool_max_rounds'?)"),
+        ({"configurable": {"thread_id": "1"}}, "not a LangChain RunnableConfig"),
+        ("fast", "config= takes an AgentConfig (or a dict of its fields), got the str 'fast'"),
+        (10, "got the int 10"),
+    ],
+)
+def test_a_config_that_is_no_agent_config_is_refused_when_the_agent_is_built(
+    config: Any, fix: str, echo_tool: BaseTool
+) -> None:
+    model = ScriptedChatModel([final("never")], model_name=MODEL)
+    with pytest.raises(TypeError) as info:
+        LLMAgent(model, [echo_tool], config)
+    assert fix in str(info.value)
+
+
+def test_prune_tools_naming_no_tool_of_the_agent_is_refused_when_it_is_built(
+    echo_tool: BaseTool,
+) -> None:
+    model = ScriptedChatModel([final("never")], model_name=MODEL)
+    config = AgentConfig(prune_tools=("file_read", "echo"))
+    with pytest.raises(ConfigurationError) as info:
+        LLMAgent(model, [echo_tool], config)
+    assert info.value.field == "prune_tools"
+    assert "'file_read' is not one of the agent's tools (echo)" in str(info.value)
+    LLMAgent(model, [echo_tool], AgentConfig(prune_tools=("echo",)))  # a bound tool: fine
+
+
+async def test_prune_tools_left_naming_no_tool_after_the_tools_changed_fails_the_run(
+    echo_tool: BaseTool,
+) -> None:
+    @tool
+    def shout(text: str) -> str:
+        """Shout the text."""
+        return text.upper()
+
+    model = ScriptedChatModel([final("never")], model_name=MODEL)
+    agent = LLMAgent(model, [echo_tool], AgentConfig(prune_tools=("echo",)))
+    agent.tools = [shout]
+    with pytest.raises(ToolLoopError) as info:
+        await agent.arun("go")
+    assert isinstance(info.value.cause, ConfigurationError)
+    assert info.value.cause.field == "prune_tools"
+    assert info.value.any_invocation_made is False
+    assert model.calls == ()
+
+
+@pytest.mark.parametrize(("field", "value"), BAD_CONFIG)
 @pytest.mark.parametrize("entry", ["arun", "_execute_tool_loop"])
 async def test_bad_config_fails_before_any_model_call(
     field: str, value: Any, entry: str, echo_tool: BaseTool
 ) -> None:
+    # a config changed after it was built (past its constructor's checks) is still
+    # refused when a run starts, before any model call
     events: list[Event] = []
     model = ScriptedChatModel([final("never")], model_name=MODEL)
-    config = AgentConfig(**{field: value})
+    config = changed_config(**{field: value})
     agent = LLMAgent(model, [echo_tool], config, observers=[events.append])
 
     run = (

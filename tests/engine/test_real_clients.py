@@ -21,6 +21,7 @@ import openai
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
+from loopkit import IN_A_LOOP
 from stubs import anthropic_stub, openai_stub
 from stubs.anthropic_stub import AnthropicStub, AnthropicToolUse, AnthropicUsage
 from stubs.clients import chat_anthropic, chat_openai
@@ -611,6 +612,7 @@ def test_sync_run_twice_on_one_client(provider: str) -> None:
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.filterwarnings(IN_A_LOOP)
 async def test_sync_run_twice_inside_a_running_loop(provider: str) -> None:
     # the notebook case: run() is called where an event loop already runs
     stub, agent = keep_alive_agent(provider)

@@ -6,18 +6,25 @@ from __future__ import annotations
 import asyncio
 import gc
 import inspect
+import os
 import signal
 import threading
+import warnings
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, tool
-from loopkit import MODEL, calls, final, reference_cost, tool_call
+from loopkit import IN_A_LOOP, MODEL, calls, final, reference_cost, tool_call
 
 from toolloop_lab import ExecutionError, LLMAgent, ScriptedChatModel, ToolLoopResult, usd_budget
 from toolloop_lab.events import Event, LoopFailed, LoopStarted, ToolDispatched
+
+# asyncio.run stands in for a notebook cell here, but is no IPython shell: the warning
+# for asyncio apps is tested on its own, at the end
+pytestmark = pytest.mark.filterwarnings(IN_A_LOOP)
 
 SAFETY_S = 30.0
 """Only a deadlock guard: turns a hang into a failure, never a timing assertion."""
@@ -333,3 +340,61 @@ def test_sync_runs_nest_more_than_one_level() -> None:
     assert isinstance(result, ToolLoopResult), result
     answer = next(m for m in result.messages if isinstance(m, ToolMessage))
     assert answer.content == "deep"
+
+
+# -- run() in an asyncio app (issue 28, "Async apps") ---------------------------------------
+ARUN_HINT = r"await agent\.arun\(\.\.\.\)"
+
+
+def test_run_inside_an_asyncio_app_warns_once_pointing_to_arun() -> None:
+    agent = LLMAgent(ScriptedChatModel(["one", "two", "three"], model_name=MODEL))
+
+    async def app() -> list[str]:
+        with pytest.warns(RuntimeWarning, match=ARUN_HINT) as seen:
+            texts = [agent.run("go").final_response.text for _ in range(2)]
+        warned = [w for w in seen if issubclass(w.category, RuntimeWarning)]
+        assert len(warned) == 1, "once per event loop"
+        assert warned[0].filename == __file__, "it points at the line that called run()"
+        assert "blocks" in str(warned[0].message)
+        return texts
+
+    assert asyncio.run(app()) == ["one", "two"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert agent.run("go").final_response.text == "three", "no loop runs: no warning"
+
+
+async def test_awaiting_run_says_to_await_arun() -> None:
+    agent = LLMAgent(ScriptedChatModel(["done", "again"], model_name=MODEL))
+    with (
+        pytest.warns(RuntimeWarning, match=ARUN_HINT),
+        pytest.raises(TypeError, match=rf"^agent\.run\(\.\.\.\) is synchronous.*{ARUN_HINT}"),
+    ):
+        await agent.run("go")  # type: ignore[misc]
+    assert (await agent.arun("go")).final_response.text == "again"
+
+
+def test_run_in_a_jupyter_kernel_does_not_warn(tmp_path: Path) -> None:
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    root = Path(__file__).resolve().parents[2]
+    cell = "\n".join(
+        [
+            "import asyncio, warnings",
+            "warnings.simplefilter('error')  # a warning fails the cell",
+            "from toolloop_lab import LLMAgent, ScriptedChatModel",
+            "agent = LLMAgent(ScriptedChatModel(['a', 'b'], model_name='gpt-4o-mini'))",
+            "loop = asyncio.get_running_loop()  # a kernel runs its cells inside a loop",
+            "print(agent.run('go').final_response.text, agent.run('go').final_response.text)",
+        ]
+    )
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
+    env = {"PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in env.items():
+            patch.setenv(key, value)
+        client = nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3")
+        client.execute(cwd=str(tmp_path))
+    outputs = notebook.cells[0].outputs
+    assert [o.get("name") for o in outputs] == ["stdout"], outputs
+    assert outputs[0]["text"] == "a b\n"

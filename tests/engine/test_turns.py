@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
-from loopkit import MODEL, calls, final, reference_cost, tool_call
+from loopkit import IN_A_LOOP, MODEL, calls, final, reference_cost, tool_call
 
 from toolloop_lab import AgentConfig, ExecutionError, LLMAgent, ScriptedChatModel
 from toolloop_lab.errors import ConversationError
@@ -271,3 +271,73 @@ async def test_a_whole_conversation_passes_the_check(echo_tool: BaseTool) -> Non
     model = ScriptedChatModel([final("third")], model_name=MODEL)
     result = await LLMAgent(model, [echo_tool]).arun("and?", history=history)
     assert result.final_response.text == "third"
+
+
+# -- what run() takes (issue 28, "Inputs") ---------------------------------------------------
+@pytest.mark.parametrize(
+    "given",
+    [
+        {"messages": [("user", "hello")]},
+        {"messages": [HumanMessage("hello")]},
+        {"messages": "hello"},  # one message, as LangGraph's add_messages takes it
+        {"messages": {"role": "user", "content": "hello"}},
+    ],
+    ids=["tuples", "messages", "a string", "a message dict"],
+)
+@pytest.mark.parametrize("entry", ["run", "arun"])
+@pytest.mark.filterwarnings(IN_A_LOOP)
+async def test_langgraphs_input_shape_is_its_messages(
+    given: Any, entry: str, echo_tool: BaseTool
+) -> None:
+    model = ScriptedChatModel([final("hi there")], model_name=MODEL)
+    agent = LLMAgent(model, [echo_tool])
+    result = await agent.arun(given) if entry == "arun" else agent.run(given)
+    assert result.final_response.text == "hi there"
+    sent = model.calls[0].messages
+    assert [(type(m), m.content) for m in sent] == [(HumanMessage, "hello")]
+
+
+REFUSED_INPUTS: list[tuple[str, dict[str, Any], Any, str]] = [
+    ("another key", {}, {"input": "hello"}, "only its 'messages' are read"),
+    ("more state", {}, {"messages": [("user", "hi")], "step": 3}, "pass state['messages']"),
+    ("one message dict", {}, {"role": "user", "content": "hi"}, "pass [message]"),
+    ("one message", {}, HumanMessage("hi"), "got one HumanMessage: pass [message]"),
+    ("a mapping as history", {"history": {"a": 1}}, "go", "history= takes"),
+    ("a text as history", {"history": "earlier"}, "go", "history= takes"),
+]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "given", "fix"),
+    [c[1:] for c in REFUSED_INPUTS],
+    ids=[c[0] for c in REFUSED_INPUTS],
+)
+@pytest.mark.parametrize("entry", ["run", "arun"])
+async def test_a_mapping_is_never_read_as_messages(
+    kwargs: dict[str, Any], given: Any, fix: str, entry: str, echo_tool: BaseTool
+) -> None:
+    events: list[Event] = []
+    model = ScriptedChatModel([final("never")], model_name=MODEL)
+    agent = LLMAgent(model, [echo_tool], observers=[events.append])
+
+    async def call() -> Any:
+        return await agent.arun(given, **kwargs) if entry == "arun" else agent.run(given, **kwargs)
+
+    with pytest.raises(TypeError) as info:
+        await call()
+    assert fix in str(info.value)
+    assert model.calls == ()
+    assert events == [], "refused at the call: no run started"
+
+
+async def test_a_result_given_as_history_is_refused_with_its_messages_named(
+    echo_tool: BaseTool,
+) -> None:
+    model = ScriptedChatModel([final("first"), final("never")], model_name=MODEL)
+    agent = LLMAgent(model, [echo_tool])
+    first = await agent.arun("hello")
+    with pytest.raises(TypeError, match=r"history=first\.messages|history=result\.messages"):
+        await agent.arun("and now?", history=first)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"history=result\.messages"):
+        await agent.arun(first)  # type: ignore[arg-type]
+    assert len(model.calls) == 1

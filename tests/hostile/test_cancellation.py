@@ -35,7 +35,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import BaseTool, StructuredTool, tool
-from loopkit import MODEL, calls, final, tool_call, usage
+from loopkit import IN_A_LOOP, MODEL, calls, final, tool_call, usage
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
 from toolloop_lab.engine.hooks import PausePoint
@@ -432,6 +432,7 @@ async def test_cancel_while_paused_before_a_model_call(echo_tool: BaseTool) -> N
     assert kinds(events)[-3:] == ["round_start", "pause", "loop_failure"]  # held, then stopped
 
 
+@pytest.mark.filterwarnings(IN_A_LOOP)
 def test_ctrl_c_in_a_sync_run_inside_a_running_loop() -> None:
     # agent.run inside a notebook cell hands the run to a background loop; an interrupt
     # there still ends the run with its final event and reaches the caller

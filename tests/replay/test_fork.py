@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
-from loopkit import MODEL, calls, final, reference_cost, tool_call
+from loopkit import IN_A_LOOP, MODEL, calls, changed_config, final, reference_cost, tool_call
 
 import toolloop_lab
 from toolloop_lab import (
@@ -72,6 +72,10 @@ def replies(rounds: int, answer_tokens: tuple[int, int] = (700, 30)) -> list[AIM
         for n in range(1, rounds + 1)
     ]
     return [*out, final("done", tokens=answer_tokens)]
+
+
+# original() runs the source synchronously, from async tests too
+pytestmark = pytest.mark.filterwarnings(IN_A_LOOP)
 
 
 def model(script: Sequence[Any]) -> ScriptedChatModel:
@@ -559,8 +563,9 @@ def test_a_round_the_source_does_not_have_is_refused(at_round: Any) -> None:
     [
         (AgentConfig(tool_max_rounds=2), "tool_max_rounds"),
         (AgentConfig(token_budget_percent=1, context_window=20_000), "token_budget_percent"),
-        (AgentConfig(tool_max_rounds=0), "tool_max_rounds"),
-        (AgentConfig(token_budget_percent=150), "token_budget_percent"),
+        # refused when built; one changed after it was built is refused by the fork
+        (changed_config(tool_max_rounds=0), "tool_max_rounds"),
+        (changed_config(token_budget_percent=150), "token_budget_percent"),
     ],
 )
 def test_a_config_the_run_could_not_reach_round_k_under_is_refused(

@@ -19,6 +19,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import BaseTool, tool
 from langchain_openai import ChatOpenAI
+from loopkit import changed_config
 from stubs.anthropic_stub import AnthropicStub, AnthropicToolUse, AnthropicUsage
 from stubs.clients import chat_anthropic, chat_openai
 from stubs.openai_stub import OpenAIStub, OpenAIToolCall, OpenAIUsage
@@ -654,7 +655,7 @@ def test_what_if_of_a_recorded_failure_fails_the_same_way(tmp_path: Path) -> Non
 def test_what_if_rejects_a_bad_config(openai_recording: tuple[Path, ToolLoopResult, Any]) -> None:
     path, _, _ = openai_recording
     with pytest.raises(ToolLoopError) as info:
-        what_if(path, AgentConfig(tool_max_rounds=0), tools=TOOLS)
+        what_if(path, changed_config(tool_max_rounds=0), tools=TOOLS)
     assert isinstance(info.value.cause, ConfigurationError)
 
 

@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
-from loopkit import MODEL, calls, final, tool_call
+from loopkit import MODEL, calls, changed_config, final, tool_call
 
 from toolloop_lab import (
     AgentConfig,
@@ -72,7 +72,7 @@ async def test_a_budget_stop_is_a_result_too() -> None:
 
 async def test_a_bad_config_raises_there_is_nothing_to_compare() -> None:
     with pytest.raises(ToolLoopError) as info:
-        await rerun(agent(final("hi"), config=AgentConfig(tool_max_rounds=0)), ASK)
+        await rerun(agent(final("hi"), config=changed_config(tool_max_rounds=0)), ASK)
     assert isinstance(info.value.cause, ConfigurationError)
 
 

@@ -21,6 +21,11 @@ module's loops and of the forking thread's "running loop", none of which runs th
 child forgets them at once, as Python 3.12 and later do for asyncio's own state, so a run
 in the child starts on a loop of its own.
 
+Inside a notebook that is what a person wants: the cell waits for its run. Inside an
+asyncio app (a web server, a bot) it blocks the app's own loop for the whole run, so
+:func:`blocked_app_loop` tells a caller which loop it is about to block (none in an
+IPython shell, where waiting is the point), for it to warn once per loop.
+
 Entry points come in pairs (``what_if`` and ``awhat_if``, ``run_scenarios`` and
 ``arun_scenarios``, ``fork`` and ``afork``): :func:`parameters_of` gives the second of a
 pair the first one's parameters, so each list is written once.
@@ -34,12 +39,14 @@ import contextlib
 import contextvars
 import inspect
 import os
+import sys
 import threading
+import weakref
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar
 
-__all__ = ["parameters_of", "run_sync"]
+__all__ = ["blocked_app_loop", "parameters_of", "run_sync"]
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -225,6 +232,34 @@ def _forget_parent_loops() -> None:
 
 if hasattr(os, "register_at_fork"):  # every POSIX system; Windows never forks
     os.register_at_fork(after_in_child=_forget_parent_loops)
+
+
+def _in_ipython() -> bool:
+    """An IPython shell runs this process (a Jupyter kernel, or IPython in a terminal)."""
+    ipython = sys.modules.get("IPython")
+    getter = getattr(ipython, "get_ipython", None)
+    try:
+        return callable(getter) and getter() is not None
+    except Exception:  # noqa: BLE001 - a half-imported IPython is no shell
+        return False
+
+
+_blocked: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
+"""The app loops already reported by :func:`blocked_app_loop`."""
+
+
+def blocked_app_loop() -> asyncio.AbstractEventLoop | None:
+    """The running event loop a sync run would now block, the first time only for each
+    loop; ``None`` outside a running loop, inside an IPython shell (a notebook cell is
+    meant to wait), or for a loop already reported."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+    if loop in _blocked or _in_ipython():
+        return None
+    _blocked.add(loop)
+    return loop
 
 
 def run_sync(

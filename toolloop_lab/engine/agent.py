@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
@@ -27,9 +28,17 @@ from langchain_core.messages import (
 from langchain_core.tools import BaseTool
 
 from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS, clip
-from toolloop_lab._support.sync_runner import run_sync
+from toolloop_lab._support.sync_runner import blocked_app_loop, run_sync
+from toolloop_lab.engine.arguments import (
+    ToolLike,
+    agent_config,
+    agent_tools,
+    chat_model,
+    check_prune_tools,
+)
 from toolloop_lab.engine.config import DEFAULT_SYNTHESIS_PROMPT, AgentConfig
 from toolloop_lab.engine.hooks import PauseHook
+from toolloop_lab.engine.inputs import history_input, run_input
 from toolloop_lab.engine.loop import ToolLoop
 from toolloop_lab.engine.result import ToolLoopResult
 from toolloop_lab.engine.run_state import RunLabel, RunState
@@ -228,24 +237,40 @@ def _checked(messages: list[BaseMessage]) -> list[BaseMessage]:
     return messages
 
 
+_BLOCKS_LOOP: Final = (
+    "agent.run() was called inside a running event loop (an asyncio app, not a notebook): "
+    "it blocks that loop until the whole run ends, so nothing else on it runs meanwhile. "
+    "In async code use `await agent.arun(...)` (this is said once per event loop)."
+)
+
+
 class LLMAgent:
-    """Drives any langchain-core chat model through tool-call rounds, with events."""
+    """Drives any langchain-core chat model through tool-call rounds, with events.
+
+    What it is given is checked when it is built (and when ``model``, ``tools`` or
+    ``config`` is set later), so a mistake never reaches a run: ``model`` is a chat model
+    or a ``"provider:model"`` name; ``tools`` a list of tools or plain functions;
+    ``config`` an ``AgentConfig`` or a dict of its fields, its ``prune_tools`` naming
+    tools the agent has. Anything else raises ``TypeError`` (a wrong kind) or
+    ``ConfigurationError`` (a wrong value), naming the fix.
+    """
 
     def __init__(
         self,
-        model: BaseChatModel,
-        tools: Iterable[BaseTool] = (),
-        config: AgentConfig | None = None,
+        model: BaseChatModel | str,
+        tools: Iterable[ToolLike] = (),
+        config: AgentConfig | Mapping[str, Any] | None = None,
         *,
-        pruning_model: BaseChatModel | None = None,
+        pruning_model: BaseChatModel | str | None = None,
         observers: Iterable[Observer] = (),
         pause_hooks: Iterable[PauseHook] = (),
         prices: Mapping[str, TokenPrice] | None = None,
     ) -> None:
         self.model = model
         self.prices = prices
-        self.tools: tuple[BaseTool, ...] = tuple(tools)
-        self.config = config if config is not None else AgentConfig()
+        self.tools = tools
+        self.config = config
+        check_prune_tools(self.config, self.tools)
         self.pruning_model = pruning_model
         self._observers: tuple[Observer, ...] = tuple(observers)
         self._pause_hooks: tuple[PauseHook, ...] = tuple(pause_hooks)
@@ -253,6 +278,45 @@ class LLMAgent:
         self._box: tuple[tuple[BaseTool, ...], ToolBox] | None = None
 
     # -- wiring -----------------------------------------------------------------------
+    @property
+    def model(self) -> BaseChatModel:
+        """The chat model each round calls (a ``"provider:model"`` name given here became
+        the model langchain's ``init_chat_model`` makes of it)."""
+        return self._model
+
+    @model.setter
+    def model(self, value: BaseChatModel | str) -> None:
+        self._model = chat_model(value)
+
+    @property
+    def pruning_model(self) -> BaseChatModel | None:
+        """The chat model that shortens large outputs of ``config.prune_tools``."""
+        return self._pruning_model
+
+    @pruning_model.setter
+    def pruning_model(self, value: BaseChatModel | str | None) -> None:
+        self._pruning_model = None if value is None else chat_model(value, field="pruning_model")
+
+    @property
+    def tools(self) -> tuple[BaseTool, ...]:
+        """The tools the model is offered and the loop runs, in the order given."""
+        return self._tools
+
+    @tools.setter
+    def tools(self, value: Iterable[ToolLike]) -> None:
+        # checked here, so a wrong shape is refused where it was written, not in a run;
+        # plain functions become tools once, so the bound model and toolbox are reused
+        self._tools = agent_tools(value)
+
+    @property
+    def config(self) -> AgentConfig:
+        """How the next run goes (a dict given here became ``AgentConfig(**dict)``)."""
+        return self._config
+
+    @config.setter
+    def config(self, value: AgentConfig | Mapping[str, Any] | None) -> None:
+        self._config = agent_config(value)
+
     @property
     def prices(self) -> Mapping[str, TokenPrice] | None:
         """Price overrides by model name, used to price every call of every run (with or
@@ -308,15 +372,17 @@ class LLMAgent:
     # -- entry points -----------------------------------------------------------------
     async def arun(
         self,
-        prompt_or_messages: str | Sequence[Any],
+        prompt_or_messages: str | Sequence[Any] | Mapping[str, Any],
         *,
-        history: Sequence[Any] = (),
+        history: Sequence[Any] | Mapping[str, Any] = (),
         name: str | None = None,
         tags: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
     ) -> ToolLoopResult:
         """Run the loop on a prompt (with the config's system prompt) or on messages.
 
+        Messages may come as LangGraph's input, ``{"messages": [...]}``; any other mapping
+        raises ``TypeError`` before anything runs (a mapping is never read as messages).
         ``history`` continues a conversation (``previous.messages``): the new turn runs on
         it plus the new message, and the result's counts cover this turn only.
         ``name``, ``tags`` and ``metadata`` (JSON data) label the run: its ``loop_start``
@@ -324,15 +390,14 @@ class LLMAgent:
         wrong type raises ``TypeError`` before anything runs.
         """
         label = RunLabel.checked(name, tags, metadata)
-        return await self._guarded(
-            lambda: self._initial_messages(prompt_or_messages, history), label
-        )
+        given, earlier = run_input(prompt_or_messages), history_input(history)
+        return await self._guarded(lambda: self._initial_messages(given, earlier), label)
 
     def run(
         self,
-        prompt_or_messages: str | Sequence[Any],
+        prompt_or_messages: str | Sequence[Any] | Mapping[str, Any],
         *,
-        history: Sequence[Any] = (),
+        history: Sequence[Any] | Mapping[str, Any] = (),
         name: str | None = None,
         tags: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
@@ -342,8 +407,17 @@ class LLMAgent:
         Runs reuse one event loop per calling thread (inside a running loop: one background
         loop), so a chat model whose client pools connections per loop keeps working across
         calls. The run sees a copy of the caller's context, USD budget included.
+
+        Called inside a running event loop outside a notebook (an asyncio app), it blocks
+        that loop until the run ends: a ``RuntimeWarning`` says so, once per loop, and
+        points to ``await agent.arun(...)``. Its result cannot be awaited either.
         """
-        RunLabel.checked(name, tags, metadata)  # refused here, in the caller's thread
+        # refused here, in the caller's thread, before anything runs
+        RunLabel.checked(name, tags, metadata)
+        run_input(prompt_or_messages)
+        history_input(history)
+        if blocked_app_loop() is not None:
+            warnings.warn(_BLOCKS_LOOP, RuntimeWarning, stacklevel=2)
         ctx = _budget.caller_context()
         return run_sync(
             lambda: self.arun(
@@ -383,7 +457,7 @@ class LLMAgent:
             run.label = label
         try:
             config = self.config.validated()
-            self._check_tools()
+            self._check_tools(config)
             run.messages = build()
             return await ToolLoop(self, config, run).execute()
         except ExecutionError as exc:
@@ -411,7 +485,8 @@ class LLMAgent:
         finally:
             run.release()
 
-    def _check_tools(self) -> None:
+    def _check_tools(self, config: AgentConfig) -> None:
+        check_prune_tools(config, self.tools)  # the tools may have changed since
         names = [t.name for t in self.tools]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:

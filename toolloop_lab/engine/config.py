@@ -1,16 +1,21 @@
 """``AgentConfig``: how the loop runs, declared as constrained fields.
 
-Constructing a config never raises (a notebook may build one and fix it later); a run
-checks it with :meth:`AgentConfig.validated` before any model call, so a bad value fails as
-``ConfigurationError(field=...)`` with nothing spent. The constraints live in the field
-annotations (pydantic enforces them), not in hand-written checks.
+A config is checked when it is built: a bad value raises ``ConfigurationError(field=...)``
+naming the field and what it should be, where it was written (it used to fail inside the
+first run, as "tool loop failed in round 0", which read like a bug of the loop). A run
+checks its config again with :meth:`AgentConfig.validated` before any model call, for a
+config that did not come through the constructor (unpickled, or changed with
+``object.__setattr__``). The constraints live in the field annotations (pydantic enforces
+them, strictly: no ``"5"`` for ``5``, no ``"yes"`` for ``True``), not in hand-written checks.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import typing
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Final
+from functools import cache
+from typing import Annotated, Any, Final
 
 from annotated_types import Gt, Le, MinLen
 from pydantic import (
@@ -54,11 +59,8 @@ _ToolName = Annotated[str, Strict(), MinLen(1)]
 
 @dataclass(frozen=True, slots=True)
 class AgentConfig:
-    """How the loop runs. Immutable; checked by :meth:`validated` when a run starts."""
-
-    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(
-        revalidate_instances="always", strict=True
-    )
+    """How the loop runs. Immutable; checked when it is built (``ConfigurationError``
+    naming the first bad field), and again by :meth:`validated` when a run starts."""
 
     tool_max_rounds: PositiveInt = 10
     """Tool rounds before the loop stops calling tools and runs synthesis."""
@@ -89,16 +91,23 @@ class AgentConfig:
     """Run the calls of one reply concurrently (results still in call order); ``False``
     runs them one after another, in order, for tools whose calls depend on each other."""
 
+    def __post_init__(self) -> None:
+        # every field checked in declaration order; lists of names become tuples
+        for name, adapter in _field_adapters().items():
+            value = getattr(self, name)
+            try:
+                checked = adapter.validate_python(value)
+            except ValidationError as exc:
+                raise refused(name, exc.errors()[0]["msg"], value) from None
+            if checked is not value:
+                object.__setattr__(self, name, checked)
+
     def validated(self) -> AgentConfig:
-        """This config, checked (lists of names become tuples); raises
-        :class:`ConfigurationError` naming the first bad field."""
-        try:
-            return _ADAPTER.validate_python(self)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            field = str(first["loc"][0]) if first["loc"] else None
-            value = getattr(self, field, None) if field else None
-            raise refused(field, first["msg"], value) from None
+        """This config, checked again (a copy made through the constructor); raises
+        :class:`ConfigurationError` naming the first bad field. A config built with
+        ``AgentConfig(...)`` always passes; one that was not (unpickled, or changed with
+        ``object.__setattr__``) may not, and a run refuses it before any model call."""
+        return dataclasses.replace(self)
 
     def validate(self) -> None:
         """Raise :class:`ConfigurationError` naming the first bad field."""
@@ -114,4 +123,13 @@ class AgentConfig:
         }
 
 
-_ADAPTER: Final = TypeAdapter(AgentConfig)
+_STRICT: Final = ConfigDict(strict=True)
+
+
+@cache
+def _field_adapters() -> dict[str, TypeAdapter[Any]]:
+    """One strict validator per field of :class:`AgentConfig`, from its annotation."""
+    hints = typing.get_type_hints(AgentConfig, include_extras=True)
+    return {
+        f.name: TypeAdapter(hints[f.name], config=_STRICT) for f in dataclasses.fields(AgentConfig)
+    }

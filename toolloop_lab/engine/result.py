@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Final, NoReturn, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage
 
@@ -18,6 +18,12 @@ from toolloop_lab.events import Event, LoopFinished
 __all__ = ["ToolLoopResult"]
 
 T = TypeVar("T")
+
+_NOT_AWAITABLE: Final = (
+    "agent.run(...) is synchronous: it has already run the loop to its end and returned "
+    "this ToolLoopResult, which cannot be awaited. In async code call "
+    "`await agent.arun(...)` instead: it does not block the event loop."
+)
 
 
 def _closing(read: Callable[[LoopFinished], T]) -> Derived[ToolLoopResult, T]:
@@ -34,6 +40,11 @@ class ToolLoopResult:
     messages: tuple[BaseMessage, ...]
     """The whole transcript, input messages included."""
     events: tuple[Event, ...]
+
+    def __await__(self) -> NoReturn:
+        # `await agent.run(...)` gets this instead of Python's "can't be used in 'await'
+        # expression", which names no fix
+        raise TypeError(_NOT_AWAITABLE)
 
     @property
     def finished(self) -> LoopFinished:

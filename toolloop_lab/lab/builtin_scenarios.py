@@ -65,6 +65,16 @@ def _cost(reply: Reply, model_name: str) -> Decimal:
     return cost
 
 
+def _refused_at_run(**fields: Any) -> AgentConfig:
+    """A config with ``fields`` set past the checks ``AgentConfig(...)`` makes (as a patched
+    or unpickled config can be): ``bad_config`` shows the check every run makes again,
+    which refuses it before any model call."""
+    config = AgentConfig()
+    for name, value in fields.items():
+        object.__setattr__(config, name, value)
+    return config
+
+
 def catalog(*, model_name: str = DEFAULT_MODEL_NAME) -> tuple[Scenario, ...]:
     """Every spec behaviour as a scenario: happy paths, synthesis, budgets, pruning, failures."""
     pruning_cfg = AgentConfig(prune_tools=("file_read",), prune_min_chars=1_000)
@@ -146,7 +156,7 @@ def catalog(*, model_name: str = DEFAULT_MODEL_NAME) -> tuple[Scenario, ...]:
         scripted(
             "bad_config",
             (scripted_final(1, "never requested"),),
-            config=AgentConfig(tool_max_rounds=0),
+            config=_refused_at_run(tool_max_rounds=0),
             tags=("failure", "config"),
             description="tool_max_rounds=0 is refused before any model call.",
         ),
