@@ -88,6 +88,12 @@ EXPECTED: dict[str, tuple[str, ...]] = {
         "rebuilt from events: True",
         "first request == the fixed run's round-2 request: True",
     ),
+    "12_many_runs.ipynb": (
+        "tuesday    final_answer  rounds=4 tokens=2,300",
+        "analyst  final_answer  own tokens=1,425  nested under triage's call triage_1",
+        "triage with its sub-agent: tokens=2,065",
+        "the debugger above shows monday against tuesday: 4 of 4 rounds differ",
+    ),
 }
 
 
