@@ -25,6 +25,8 @@ __all__ = [
     "INTERVENTION_SUMMARY",
     "NOT_RUN",
     "OUTCOME",
+    "REACH",
+    "REACH_HINT",
     "ROUND_KIND",
     "STATUS",
     "SYNTHESIS_REASON",
@@ -63,6 +65,10 @@ GATE_NAME: Final = TABLES["gate_name"]
 GATE_STATE: Final = TABLES["gate_state"]
 ROUND_KIND: Final = TABLES["round_kind"]
 """What a round that is not numbered is called (the final-answer call)."""
+REACH: Final = TABLES["reach"]
+"""Why a debugger's controls cannot act on the run it shows, by code (a tooltip)."""
+REACH_HINT: Final = TABLES["reach_hint"]
+"""The same, short (the hint next to the controls)."""
 
 
 def word(table: Mapping[str, str], code: str) -> str:

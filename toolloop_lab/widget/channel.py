@@ -47,6 +47,8 @@ class Endpoints:
     """Continue, Step or Stop, as the page sent it."""
     on_request: Callable[[dict[Any, Any]], Answer]
     """Carry out a change or a fork the page asked for; refusals are answers."""
+    heard: Callable[[], None] = lambda: None
+    """A page's message came in (called on the thread the kernel reads it on)."""
 
 
 class Channel:
@@ -140,6 +142,8 @@ class Channel:
         if not isinstance(content, dict):
             return
         kind = content.get("type")
+        if kind in ("hello", "control"):
+            self._ends.heard()
         if kind == "hello":  # a new page or view: send everything again, from the start
             with self._run.lock:
                 self.frontend = True

@@ -8,11 +8,10 @@ page syncs and hands each job to a collaborator, one module each:
 
 * :mod:`.channel`: the link to the browser (paced batches, a page's hello, answers, the
   saved notebook state of a finished run);
-* :mod:`.control`: step control (the run :meth:`LoopDebugger.start` made, pause, Continue,
-  Step, Stop, and the changes a person makes at a pause);
+* :mod:`.control`: step control (pause, Continue, Step, Stop, the changes a person makes
+  at a pause), with :mod:`.holding` and :mod:`.reach` (which runs the clicks reach);
 * :mod:`.forks`: "Fork from here" (:meth:`LoopDebugger.fork`) and the fork's comparison;
-* :mod:`.construct`: a finished run read from its events or a trace
-  (:meth:`LoopDebugger.from_trace`);
+* :mod:`.construct`: a finished run from its events or a trace (:meth:`from_trace`);
 * :mod:`.display`: the widget's outputs, its static snapshot and its text.
 
 The loop itself never imports this package. Observers may be called from any thread (a
@@ -47,6 +46,7 @@ from toolloop_lab.widget.construct import read_run
 from toolloop_lab.widget.control import Control, DebuggableAgent, check_mode
 from toolloop_lab.widget.display import Display, snapshot, summary
 from toolloop_lab.widget.forks import Forking
+from toolloop_lab.widget.reach import Reach
 from toolloop_lab.widget.requests import Answer
 from toolloop_lab.widget.session import MAX_RUNS
 from toolloop_lab.widget.shown import ShownRun
@@ -117,6 +117,7 @@ class LoopDebugger(anywidget.AnyWidget):
             keep=self._keep_saved,
             on_control=self._control.on_control,
             on_request=self._carry_out,
+            heard=self._control.holder.heard_page,
         )
         self._channel = Channel(
             self._run,
@@ -136,6 +137,7 @@ class LoopDebugger(anywidget.AnyWidget):
         """Fold one event in and queue it for the browser (sent in paced batches)."""
         if not self._run.add(event):
             return
+        self._control.observed(event)
         if isinstance(event, (LoopFinished, LoopFailed)):
             self._channel.finished()
         else:
@@ -178,12 +180,9 @@ class LoopDebugger(anywidget.AnyWidget):
         return detach
 
     def start(self, agent: DebuggableAgent[R], prompt: str | Sequence[Any]) -> asyncio.Task[R]:
-        """Run ``agent`` on ``prompt`` as a background task on the running event loop.
-
-        The kernel stays responsive, so Continue, Step and Stop work during the run; the
-        task's result (or exception) is there afterwards: ``await task`` or
-        ``task.result()``.
-        """
+        """Run ``agent`` on ``prompt`` as a background task on the running event loop:
+        the kernel stays free, so Continue, Step and Stop work in any kernel; the task's
+        result (or exception) is there afterwards (``await task``, ``task.result()``)."""
         task = self._control.start(agent, prompt, self)
         self.live = True
         self._forking.source = None
@@ -203,7 +202,7 @@ class LoopDebugger(anywidget.AnyWidget):
     # -- step mode --------------------------------------------------------------------
     @property
     def pause_on(self) -> PauseMode:
-        """Where step mode pauses a run started with :meth:`start`."""
+        """Where step mode pauses a run the controls reach (:attr:`reach`)."""
         return self._control.steps.mode
 
     @pause_on.setter
@@ -226,20 +225,24 @@ class LoopDebugger(anywidget.AnyWidget):
         return self._control.steps.paused_at
 
     def step(self) -> bool:
-        """Let the paused loop go on to the next pause point; False, and nothing
-        changes, when the run is not paused."""
+        """Go on to the next pause point; False, and nothing changes, when not paused."""
         return self._control.steps.step()
 
     def continue_(self) -> bool:
         """Let this run go on to its end without pausing (the next run pauses again);
-        False, and nothing changes, when the run is not paused."""
+        False, and nothing changes, when not paused."""
         released = self._control.steps.continue_()
         self._request()
         return released
 
     def stop(self) -> bool:
-        """Cancel the run cleanly; the view then shows the partial counts, as stopped."""
+        """Stop the run; the view keeps its partial counts (its cell raises ``RunStopped``)."""
         return self._control.stop()
+
+    @property
+    def reach(self) -> Reach:
+        """What the controls can do for the run shown, and why not (see :mod:`.reach`)."""
+        return self._control.holder.reach
 
     # -- figures for Python-side readers ----------------------------------------------
     @property
@@ -345,8 +348,7 @@ class LoopDebugger(anywidget.AnyWidget):
         With several runs in the source, ``run_id`` picks one; the default is the newest
         top-level run, the rule every reader shares (:func:`~toolloop_lab.events.select_run`:
         never a sub-agent while its parent is there). A run the source lacks raises
-        :class:`~toolloop_lab.errors.UnknownRunError`. A replay has no step controls:
-        there is nothing to step.
+        :class:`~toolloop_lab.errors.UnknownRunError`. A replay has no step controls.
         """
         replayed = read_run(source, run_id)
         debugger = cls(**options)

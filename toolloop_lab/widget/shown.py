@@ -75,6 +75,11 @@ class ShownRun:
             self.events.append(event)
             return True
 
+    def shows(self, run_id: str) -> bool:
+        """True when run ``run_id`` is the run shown."""
+        with self.lock:
+            return self.view.run_id == run_id
+
     def record(self, event: Event) -> None:
         """Keep an event of a run this view does not show (another run of a trace)."""
         with self.lock:

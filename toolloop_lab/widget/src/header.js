@@ -34,8 +34,9 @@ export function createHeader(ctx) {
     const st = run.status;
     let state = st;
     if (st === "running" && s.control.paused_at) state = "paused";
+    if (st === "finished" && run.outcome === "interrupted") state = "interrupted"; // a LangGraph interrupt(): waits for input
     badge.textContent = "";
-    const badgeState = state === "finished" ? "answer" : state === "failed" ? "error" : state === "cancelled" ? "stopped" : state === "paused" ? "warn" : state === "running" ? "running" : "idle";
+    const badgeState = state === "finished" ? "answer" : state === "failed" ? "error" : state === "cancelled" ? "stopped" : state === "paused" || state === "interrupted" ? "warn" : state === "running" ? "running" : "idle";
     badge.append(dot(badgeState), h("span", null, capitalized(word(STATUS, state))));
     badge.className = `tl-badge tl-b-${badgeState}`;
     const info = run.run;
