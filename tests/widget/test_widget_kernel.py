@@ -47,6 +47,15 @@ def make_agent(rounds):
     asks = [AIMessage("", tool_calls=[{"name": "slow", "args": {"x": i}, "id": f"c{i}",
             "type": "tool_call"}]) for i in range(rounds)]
     return LLMAgent(ScriptedChatModel([*asks, AIMessage("done")], model_name="gpt-4o-mini"), [slow])
+def make_parent(sub):
+    @tool
+    async def ask_helper(question: str) -> str:
+        \"\"\"Ask the helper agent.\"\"\"
+        return (await sub.arun(question)).final_response.text
+    call = {"name": "ask_helper", "args": {"question": "q"}, "id": "h1", "type": "tool_call"}
+    model = ScriptedChatModel([AIMessage("", tool_calls=[call]), AIMessage("parent done")],
+                              model_name="gpt-4o-mini")
+    return LLMAgent(model, [ask_helper])
 print(ipykernel.__version__)
 """
 
@@ -229,3 +238,33 @@ def test_on_a_subshell_a_sync_run_is_held_exactly_when_clicks_reach_it(kernel: K
         kernel.pump(lambda: cell in kernel.replies)
         assert kernel.replies[cell]["status"] == "ok"
         assert all(c.get("paused_at") is None for c in kernel.controls[-3:])
+
+
+def test_a_nested_run_is_held_only_through_its_parent(kernel: Kernel) -> None:
+    """A sub-agent awaited by a tool of the held run, attached too: the page pauses the
+    parent only (the sub-agent never waits at a pause of its own), and a Stop of the
+    parent is what ends it."""
+    if not KernelInfo(kernel.version).comms_during_await:
+        pytest.skip(f"ipykernel {kernel.version} reads clicks only after a cell ends")
+    comm_id = kernel.run(
+        'nest = LoopDebugger(pause_on="model"); helper = make_agent(1)\n'
+        "parent = make_parent(helper); nest.attach(parent); nest.attach(helper)\n"
+        "print(nest.comm.comm_id)"
+    ).strip()
+    kernel.send(comm_id, {"type": "hello"}, None)
+    cell = kernel.submit("await parent.arun('go')")
+    kernel.pump(_paused(kernel, "model_call"))
+    first = kernel.control()["paused_at"]
+    kernel.send(comm_id, {"type": "control", "action": "step", "pause": first["pause"]}, None)
+    # the helper runs its two model calls unheld; the parent waits again before its second
+    kernel.pump(lambda: (kernel.control().get("paused_at") or {}).get("round") == 2)
+    second = kernel.control()["paused_at"]
+    assert second["run_id"] == first["run_id"]
+    kernel.send(comm_id, {"type": "control", "action": "stop"}, None)
+    kernel.pump(lambda: cell in kernel.replies)
+    assert kernel.replies[cell]["ename"] == "RunStopped"
+    runs = kernel.run(
+        "print(*[(r.run_id == r0, r.outcome) for r0 in [nest.runs[-2].run_id]"
+        " for r in nest.runs[-2:]], nest.runs[-1].parent_run_id == nest.runs[-2].run_id)"
+    )
+    assert runs.split() == ["(True,", "'cancelled')", "(False,", "'final_answer')", "True"]

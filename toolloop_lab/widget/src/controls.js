@@ -91,7 +91,8 @@ export function createControls(ctx) {
     failureBox.className = `tl-failure ${stopped ? "tl-stopped-box" : "tl-error-box"}`;
     const head = stopped ? (s.control.stopped_by_user ? "Stopped by you" : OUTCOME.cancelled) : s.run.outcome === "usd_budget_exhausted" ? OUTCOME.usd_budget_exhausted : "The run failed";
     failureBox.append(h("div", "tl-strong", `${head} after ${plural(f.rounds, "round")}`));
-    const facts = [f.error_type, f.error_kind && `kind ${f.error_kind}`, f.reason && `reason ${f.reason}`, f.cause_type && `cause ${f.cause_type}`].filter(Boolean).join(" · ");
+    const how = stopped && f.error_type === "CancelledError" ? null : f.error_type; // a Stop is no error to name
+    const facts = [how, f.error_kind && `kind ${f.error_kind}`, f.reason && `reason ${f.reason}`, f.cause_type && `cause ${f.cause_type}`].filter(Boolean).join(" · ");
     failureBox.append(h("div", "tl-meta", facts));
     if (f.message && !stopped) failureBox.append(longText(f.message));
     if (f.partial_text) failureBox.append(h("div", "tl-meta", "Text streamed before it stopped:"), longText(f.partial_text));

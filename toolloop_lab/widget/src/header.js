@@ -77,9 +77,9 @@ export function createHeader(ctx) {
       if (run.status === "cancelled" && s.control.stopped_by_user) text = "Stopped by you";
       const finish = run.finish;
       if (finish && finish.final_text !== undefined) {
-        activity.append(h("span", "tl-strong", `${text}: `));
-        if (finish.final_text) activity.append(h("span", "tl-final", clip(finish.final_text, 300)));
-        else activity.append(h("span", "tl-muted", "(no text)"));
+        // one line of text that wraps as prose: at a narrow width the answer still shows
+        const said = finish.final_text ? h("span", "tl-final", clip(finish.final_text, 300)) : h("span", "tl-muted", "(no text)");
+        activity.append(h("span", null, h("span", "tl-strong", `${text}: `), said));
       } else {
         activity.append(h("span", "tl-strong", text));
       }
