@@ -47,6 +47,10 @@ def make_agent(rounds):
     asks = [AIMessage("", tool_calls=[{"name": "slow", "args": {"x": i}, "id": f"c{i}",
             "type": "tool_call"}]) for i in range(rounds)]
     return LLMAgent(ScriptedChatModel([*asks, AIMessage("done")], model_name="gpt-4o-mini"), [slow])
+def make_observed(rounds, dbg):
+    agent = make_agent(rounds)
+    return LLMAgent(agent.model, agent.tools, observers=[dbg])
+
 def make_parent(sub):
     @tool
     async def ask_helper(question: str) -> str:
@@ -66,6 +70,8 @@ class Kernel:
 
     client: Any
     version: str
+    watched: str = ""
+    """The comm whose messages :attr:`controls` keeps (the debugger a test plays)."""
     controls: list[dict[str, Any]] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
     replies: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -83,8 +89,9 @@ class Kernel:
         return "".join(out)
 
     def submit(self, code: str) -> str:
-        """Start ``code`` in a cell and return at once."""
-        msg_id: str = self.client.execute(code)
+        """Start ``code`` in a cell and return at once (a cell that raises does not make
+        the kernel drop the cells sent right after it)."""
+        msg_id: str = self.client.execute(code, stop_on_error=False)
         return msg_id
 
     def send(self, comm_id: str, content: dict[str, Any], subshell: str | None) -> None:
@@ -122,6 +129,8 @@ class Kernel:
         if msg["msg_type"] == "error":
             self.errors.append(content)
         data = content.get("data") if msg["msg_type"] == "comm_msg" else None
+        if content.get("comm_id") != self.watched:
+            return
         if isinstance(data, dict) and data.get("method") == "custom":
             control = data["content"].get("control")
             if control is not None:
@@ -151,10 +160,18 @@ def kernel() -> Iterator[Kernel]:
 
 def _debugger(kernel: Kernel, name: str, pause_on: str, rounds: int) -> str:
     """``name`` = a debugger attached to an agent with ``rounds`` slow rounds; its comm id."""
-    return kernel.run(
+    return _watch(
+        kernel,
         f"{name} = LoopDebugger(pause_on={pause_on!r}); {name}_agent = make_agent({rounds})\n"
-        f"{name}.attach({name}_agent); print({name}.comm.comm_id)"
-    ).strip()
+        f"{name}.attach({name}_agent); print({name}.comm.comm_id)",
+    )
+
+
+def _watch(kernel: Kernel, code: str) -> str:
+    """Run ``code``, which prints a debugger's comm id: the test plays that debugger's page."""
+    comm_id = kernel.run(code).strip()
+    kernel.watched, kernel.controls = comm_id, []
+    return comm_id
 
 
 def _paused(kernel: Kernel, stage: str) -> Callable[[], bool]:
@@ -246,11 +263,12 @@ def test_a_nested_run_is_held_only_through_its_parent(kernel: Kernel) -> None:
     parent is what ends it."""
     if not KernelInfo(kernel.version).comms_during_await:
         pytest.skip(f"ipykernel {kernel.version} reads clicks only after a cell ends")
-    comm_id = kernel.run(
+    comm_id = _watch(
+        kernel,
         'nest = LoopDebugger(pause_on="model"); helper = make_agent(1)\n'
         "parent = make_parent(helper); nest.attach(parent); nest.attach(helper)\n"
-        "print(nest.comm.comm_id)"
-    ).strip()
+        "print(nest.comm.comm_id)",
+    )
     kernel.send(comm_id, {"type": "hello"}, None)
     cell = kernel.submit("await parent.arun('go')")
     kernel.pump(_paused(kernel, "model_call"))
@@ -268,3 +286,25 @@ def test_a_nested_run_is_held_only_through_its_parent(kernel: Kernel) -> None:
         " for r in nest.runs[-2:]], nest.runs[-1].parent_run_id == nest.runs[-2].run_id)"
     )
     assert runs.split() == ["(True,", "'cancelled')", "(False,", "'final_answer')", "True"]
+
+
+def test_stop_reaches_a_run_that_only_reports_to_the_debugger(kernel: Kernel) -> None:
+    """``LLMAgent(..., observers=[dbg])`` without ``attach``: the run has no pause hook,
+    so it never pauses, but Stop still reaches it."""
+    if not KernelInfo(kernel.version).comms_during_await:
+        pytest.skip(f"ipykernel {kernel.version} reads clicks only after a cell ends")
+    comm_id = _watch(
+        kernel,
+        'seen = LoopDebugger(pause_on="tools"); seen_agent = make_observed(4, seen)\n'
+        "print(seen.comm.comm_id)",
+    )
+    kernel.send(comm_id, {"type": "hello"}, None)
+    cell = kernel.submit("await seen_agent.arun('go')")
+    kernel.pump(lambda: kernel.control().get("running") is True)
+    reach = kernel.control()["reach"]
+    assert (reach["stop"], reach["pause"], reach["code"]) == (True, False, "not_attached")
+    assert "dbg.attach(agent)" in reach["why"]
+    kernel.send(comm_id, {"type": "control", "action": "stop"}, None)
+    kernel.pump(lambda: cell in kernel.replies)
+    assert kernel.replies[cell]["ename"] == "RunStopped"
+    assert all(c.get("paused_at") is None for c in kernel.controls[-20:])
