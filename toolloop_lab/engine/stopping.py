@@ -20,6 +20,7 @@ after the run, and a late click must never cancel whatever the cell does next.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import weakref
 from collections.abc import Iterator
@@ -37,6 +38,19 @@ _marked: weakref.WeakKeyDictionary[asyncio.Task[Any], str] = weakref.WeakKeyDict
 """Task -> the run a stop was asked for."""
 _runs: weakref.WeakKeyDictionary[asyncio.Task[Any], set[str]] = weakref.WeakKeyDictionary()
 """Task -> the runs going on in it now."""
+
+
+def _forget_after_fork() -> None:
+    """In a forked child (a sweep's worker): a lock no thread of the child holds, and none
+    of the parent's tasks (they do not run here)."""
+    global _lock, _marked, _runs
+    _lock = threading.Lock()
+    _marked = weakref.WeakKeyDictionary()
+    _runs = weakref.WeakKeyDictionary()
+
+
+if hasattr(os, "register_at_fork"):  # every POSIX system; Windows never forks
+    os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 @contextmanager
