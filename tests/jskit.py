@@ -124,6 +124,29 @@ def _cancelled_tool() -> list[Event]:
     return events
 
 
+def _interrupted() -> list[Event]:
+    """A LangGraph run, seen through the bridge, whose tool paused it with ``interrupt()``
+    (outcome ``interrupted``: the tool waits for input)."""
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import interrupt
+
+    from toolloop_lab.bridge import watch
+
+    def confirm(question: str) -> str:
+        """Ask a person."""
+        return str(interrupt(question))
+
+    model = ScriptedChatModel(
+        [calls(tool_call("confirm", {"question": HOSTILE}, "q1")), final("ok")], model_name=MODEL
+    )
+    graph = create_agent(model, [_tool("confirm", confirm)], checkpointer=InMemorySaver())
+    events: list[Event] = []
+    with watch(events.append):
+        graph.invoke({"messages": [("user", "go")]}, {"configurable": {"thread_id": "t"}})
+    return events
+
+
 def hostile_cases() -> dict[str, list[Event]]:
     """Runs the catalog has not: hostile, huge and unicode strings from a tool and the
     model, a tool that raises, an unknown and an invalid call, a run stopped mid-tool, a
@@ -154,6 +177,7 @@ def hostile_cases() -> dict[str, list[Event]]:
             AgentConfig(token_budget_percent=1.0, context_window=100_000),
         ),
         "cancelled_tool": stopped,
+        "langgraph_interrupted": _interrupted(),
         "tool_result_missing": [
             e for e in stopped if not (isinstance(e, ToolDispatched) and e.tool_call_id == "h1")
         ],

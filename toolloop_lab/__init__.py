@@ -13,6 +13,7 @@ from toolloop_lab.engine.agent import AgentConfig, LLMAgent, ToolLoopResult
 from toolloop_lab.errors import (
     ConfigurationError,
     ExecutionError,
+    RunStopped,
     ScriptError,
     ToolLoopError,
     ToolLoopLabError,
@@ -38,6 +39,7 @@ __all__ = [
     "LoopDebugger",
     "RecordingChatModel",
     "ReplayChatModel",
+    "RunStopped",
     "Scenario",
     "ScriptError",
     "ScriptedChatModel",

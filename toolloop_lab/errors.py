@@ -14,6 +14,8 @@ never have to match on message text. Constructing an error has no side effects.
     │   └── ConversationError        kind="input": given messages a provider would refuse
     │                                (a call without its result, ...); ``position`` names one
     ├── ToolLoopError (_ToolLoopError)   any other failure inside the loop; wraps ``cause``
+    ├── RunStopped                   a person stopped the run (a debugger's Stop); no failure,
+    │                                the partial counts are on it
     ├── InterventionError            a change at a pause was refused (the pause holds)
     ├── PaidCallError                a model call was paid for but failed after its reply
     │                                came back; ``reply`` holds it, and the loop keeps it
@@ -60,6 +62,7 @@ __all__ = [
     "RecordingWriteError",
     "ReplayDivergedError",
     "ReplayExhaustedError",
+    "RunStopped",
     "ScriptError",
     "ToolLoopError",
     "ToolLoopLabError",
@@ -242,6 +245,32 @@ def _rebuild_tool_loop_error(
 
 _ToolLoopError = ToolLoopError
 """The name the behaviour spec uses."""
+
+
+class RunStopped(ToolLoopLabError, PartialRun):
+    """A person stopped the run (the Stop button of a debugger holding it): what the cell
+    that awaited ``agent.arun(...)`` or called ``agent.run(...)`` raises instead of
+    ``CancelledError``, so it reads as what happened and keeps what the run had done
+    (``rounds``, the token counts, ``cost_usd``, ``messages``, ``events``, ``run_id``).
+    The run's events end with its ``loop_failure`` (``cancelled``, outcome ``cancelled``)."""
+
+    def __init__(self, message: str, **partial: Any) -> None:
+        super().__init__(message)
+        self.set_partial(**partial)
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows for it in a notebook: one line, no traceback (a stop is no
+        bug to trace; the debugger shows where the run was)."""
+        return [f"RunStopped: {describe(self)}"]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_run_stopped, (str(self), self.__dict__))
+
+
+def _rebuild_run_stopped(message: str, state: dict[str, Any]) -> RunStopped:
+    err = RunStopped(message)
+    err.__dict__.update(state)
+    return err
 
 
 class InterventionError(ToolLoopLabError, ValueError):

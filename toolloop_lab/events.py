@@ -126,6 +126,7 @@ Outcome: TypeAlias = Literal[
     "usd_budget_exhausted",
     "failed",
     "cancelled",
+    "interrupted",
 ]
 """How a run ended, the one vocabulary of every view:
 
@@ -134,7 +135,10 @@ Outcome: TypeAlias = Literal[
 * ``token_budget_exhausted``: the token budget was spent, then synthesis answered;
 * ``usd_budget_exhausted``: the USD budget stopped the run (it raised);
 * ``failed``: anything else raised (a model error, a bad config, a tool that interrupted);
-* ``cancelled``: the run was stopped (a person's Stop, task cancellation, Ctrl-C).
+* ``cancelled``: the run was stopped (a person's Stop, task cancellation, Ctrl-C);
+* ``interrupted``: a LangGraph run seen through the bridge paused at ``interrupt()`` and
+  waits for a person's input (``Command(resume=...)`` goes on, as a new run): it ended
+  well, with a ``loop_finish``, and is no failure.
 """
 
 OUTCOMES: Final[tuple[Outcome, ...]] = get_args(Outcome)
@@ -158,8 +162,12 @@ PauseStage: TypeAlias = Literal["model_call", "tool_dispatch"]
 """Where a pause holds the loop: before a model call, or before a round's tool dispatch."""
 
 
-def finish_outcome(*, budget_exhausted: bool, synthesis_was_run: bool) -> Outcome:
-    """The outcome of a run that returned a result."""
+def finish_outcome(
+    *, budget_exhausted: bool, synthesis_was_run: bool, interrupted: bool = False
+) -> Outcome:
+    """The outcome of a run that returned a result (or, bridged, paused at an interrupt)."""
+    if interrupted:
+        return "interrupted"
     if budget_exhausted:
         return "token_budget_exhausted"
     return "synthesis" if synthesis_was_run else "final_answer"
@@ -498,9 +506,12 @@ class Paused(_Base):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LoopFinished(_Base):
-    """The run returned a result."""
+    """The run returned a result (a bridged LangGraph run: or paused at ``interrupt()``,
+    outcome ``interrupted``)."""
 
     final_text: Text
+    """The answer; for an ``interrupted`` run, what the graph asked (the values it passed
+    to ``interrupt()``)."""
     rounds: Count
     usage: Usage
     budget_exhausted: Flag

@@ -380,7 +380,8 @@ class RunView:
         self.final_text = event.final_text
         self.usage = event.usage
         self.status = "finished"
-        self._cut_short(event.t, "unfinished")
+        # a LangGraph interrupt() paused the tool that called it: it waits for input
+        self._cut_short(event.t, "interrupted" if event.outcome == "interrupted" else "unfinished")
 
     @_folds(ev.LoopFailed)
     def _failed(self, event: ev.LoopFailed) -> None:

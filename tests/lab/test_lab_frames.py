@@ -221,6 +221,7 @@ def test_runs_dtypes(results: LabResults) -> None:
         "usd_budget_exhausted",
         "failed",
         "cancelled",
+        "interrupted",
     ]
     assert dtypes["error_kind"] == "string"
     assert dtypes["duration_s"] == "float64"

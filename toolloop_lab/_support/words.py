@@ -27,6 +27,8 @@ __all__ = [
     "INTERVENTION_SUMMARY",
     "NOT_RUN",
     "OUTCOME",
+    "REACH",
+    "REACH_HINT",
     "ROUND_KIND",
     "STATUS",
     "SYNTHESIS_REASON",
@@ -74,6 +76,10 @@ CALL_CHANGE: Final = TABLES["call_change"]
 """How a tool call of one run reads next to the other run's, in a comparison of two runs."""
 CALL_CHANGE_PART: Final = TABLES["call_change_part"]
 """What of a changed call changed (its tool, its arguments, its result, how it ended)."""
+REACH: Final = TABLES["reach"]
+"""Why a debugger's controls cannot act on the run it shows, by code (a tooltip)."""
+REACH_HINT: Final = TABLES["reach_hint"]
+"""The same, short (the hint next to the controls)."""
 
 
 def word(table: Mapping[str, str], code: str) -> str:

@@ -165,9 +165,13 @@ class EventBridge(BaseCallbackHandler):
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         with self._lock:
             node = self._nodes.pop(run_id, None)
-            if node is not None and node.root:
+            if node is None:
+                return
+            if node.root:
                 top_level = node.run.parent_run_id is None
                 node.run.fail(error, announce=top_level)
+            else:  # a node of the graph: an interrupt() pauses the whole run
+                node.run.interrupted_by(error)
 
     # -- chat models ------------------------------------------------------------------
     def on_chat_model_start(

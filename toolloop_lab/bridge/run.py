@@ -148,6 +148,9 @@ class BridgedRun:
     """The last model call failed: the next one is a retry of the same round."""
     last_reply: AIMessage | None = None
     partial_text: str | None = None
+    asked: str | None = None
+    """LangGraph's ``interrupt()`` paused the run: what it asked (its values, as text); the
+    run then ends ``interrupted``, waiting for a person, never as a failure."""
     conversation: Conversation = field(default_factory=Conversation)
     pending: list[BaseMessage] = field(default_factory=list)
     """Replies and tool results since the last ``model_call_start`` carried messages."""
@@ -400,6 +403,7 @@ class BridgedRun:
         tool = self._tools.pop(key, None)
         if tool is None:
             return
+        self.interrupted_by(error)
         if not _bubbles_up(error):  # an interrupt or hand-off leaves the call unanswered
             tool.duration_s = self.clock() - tool.started
             tool.error_reason = _error_reason(error)
@@ -503,11 +507,22 @@ class BridgedRun:
         self._end_held = partial(self._finished, outputs, self.last_reply)
         self._settle()
 
+    def interrupted_by(self, error: BaseException) -> None:
+        """A chain or tool of the run raised ``error``: an ``interrupt()`` pauses the run
+        (the graph returns, or raises it to its caller), so it ends ``interrupted``."""
+        if "GraphInterrupt" in _names(error) and self.asked is None:
+            self.asked = _asked(error)
+
     def fail(self, error: BaseException, *, announce: bool = False) -> None:
         """The run raised ``error``; ``announce`` reports a run that failed before its
         first model or tool call too (a top-level run). Model calls still out were
-        cancelled with it and end here; its end waits for the tools still running."""
+        cancelled with it and end here; its end waits for the tools still running. An
+        ``interrupt()`` that reached the run's root is no failure: the run finishes."""
         if self.ended or self._end_held is not None:
+            return
+        self.interrupted_by(error)
+        if self.asked is not None and not _is_cancel(error):
+            self.finish(None)
             return
         if not (self.started or announce):
             self.ended = True
@@ -534,17 +549,23 @@ class BridgedRun:
         self.chain_output(outputs)
         self._close_raised()
         self.ended = True
+        asked = self.asked
+        text = _final_text(outputs, last) if asked is None else asked
         self.emit(
             ev.LoopFinished,
-            final_text=_final_text(outputs, last),
+            final_text=text,
             rounds=self.rounds_done,
             usage=self.usage,
             budget_exhausted=False,
             synthesis_was_run=self.synthesis_run,
             synthesis_reason=None,
-            outcome=ev.finish_outcome(budget_exhausted=False, synthesis_was_run=self.synthesis_run),
-            final_empty=last is None or is_empty(last),
-            final_truncated=last is not None and is_truncated(last),
+            outcome=ev.finish_outcome(
+                budget_exhausted=False,
+                synthesis_was_run=self.synthesis_run,
+                interrupted=asked is not None,
+            ),
+            final_empty=not text if asked is not None else last is None or is_empty(last),
+            final_truncated=asked is None and last is not None and is_truncated(last),
             messages=ev.message_dicts(self.pending),
         )
 
@@ -591,6 +612,18 @@ def _final_text(outputs: Any, last: AIMessage | None) -> str:
 
 def _names(error: BaseException) -> set[str]:
     return {kind.__name__ for kind in type(error).__mro__}
+
+
+def _asked(error: BaseException) -> str:
+    """What an ``interrupt()`` asked: its values as text, one a line (a string as it is,
+    anything else as JSON)."""
+    found = error.args[0] if error.args else ()
+    values = found if isinstance(found, (list, tuple)) else (found,)
+    said = []
+    for item in values:
+        value = getattr(item, "value", item)
+        said.append(value if isinstance(value, str) else dumps(json_safe(value)))
+    return "\n".join(said)
 
 
 def _bubbles_up(error: BaseException) -> bool:

@@ -42,16 +42,19 @@ from toolloop_lab.engine.inputs import history_input, run_input
 from toolloop_lab.engine.loop import ToolLoop
 from toolloop_lab.engine.result import ToolLoopResult
 from toolloop_lab.engine.run_state import RunLabel, RunState
+from toolloop_lab.engine.stopping import claim_stop, running
 from toolloop_lab.errors import (
     ConfigurationError,
     ConversationError,
     ExecutionError,
+    RunStopped,
     ToolLoopError,
     describe,
 )
 from toolloop_lab.events import LoopFailed, Observer, failure_fields
 from toolloop_lab.spend import budget as _budget
 from toolloop_lab.spend.pricing import TokenPrice
+from toolloop_lab.spend.usage import format_tokens, format_usd
 from toolloop_lab.tools.dispatcher import ToolBox, block_calls, skipped_outcomes, tool_caller
 
 __all__ = [
@@ -230,6 +233,23 @@ def check_conversation(parts: Iterable[tuple[str, Sequence[BaseMessage]]]) -> No
         for index, message in enumerate(messages):
             pairing.read(source, index, message)
     pairing.close()
+
+
+def _stopped(run: RunState) -> RunStopped:
+    """What a run a person stopped raises (see :mod:`.stopping`)."""
+    done = run.rounds_done
+    where = f"in round {run.round}" if run.round else "before its first round"
+    rounds = (
+        "no round" if done == 0 else "1 round" if done == 1 else f"{format_tokens(done)} rounds"
+    )
+    usage = run.usage
+    return RunStopped(
+        f"the run was stopped {where} ({rounds} done; {format_tokens(usage.input_tokens)} "
+        f"input and {format_tokens(usage.output_tokens)} output tokens, "
+        f"{format_usd(usage.cost_usd)}): its partial counts are on this error and in the "
+        "debugger",
+        **run.partial(),
+    )
 
 
 def _checked(messages: list[BaseMessage]) -> list[BaseMessage]:
@@ -455,6 +475,13 @@ class LLMAgent:
         run = RunState(_with_callers(self._observers))
         if label is not None:
             run.label = label
+        with running(run.run_id):
+            return await self._run_guarded(run, build)
+
+    async def _run_guarded(
+        self, run: RunState, build: Callable[[], list[BaseMessage]]
+    ) -> ToolLoopResult:
+        """:meth:`_guarded`'s body: every ending of the run, one shape."""
         try:
             config = self.config.validated()
             self._check_tools(config)
@@ -467,6 +494,8 @@ class LLMAgent:
         except (asyncio.CancelledError, KeyboardInterrupt, SystemExit) as exc:
             text = "the loop was stopped before this call ran"
             self._end(run, exc, "cancelled", text, cancelled=True)
+            if isinstance(exc, asyncio.CancelledError) and claim_stop(run.run_id):
+                raise _stopped(run) from None
             raise
         except Exception as exc:
             self._end(run, exc, "loop_failed", "not run: the loop failed", cancelled=False)

@@ -63,7 +63,7 @@ tr.total td{font-weight:600;border-top:2px solid #999}
 .o{padding:1px 6px;border-radius:8px;font-size:12px;white-space:nowrap}
 .o-final_answer{background:#dff3e3}.o-synthesis{background:#e3ecfb}
 .o-token_budget_exhausted{background:#fff1cc}.o-usd_budget_exhausted{background:#ffe2c6}
-.o-failed{background:#fbdada}.o-cancelled{background:#eeeeee}
+.o-failed{background:#fbdada}.o-cancelled{background:#eeeeee}.o-interrupted{background:#fdf0d8}
 figure{margin:1rem 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
 section.scenario{border:1px solid #ddd;border-radius:6px;padding:.6rem 1rem;margin:1rem 0}
 ol.timeline{padding-left:1.2rem}ol.timeline>li{margin:.5rem 0}

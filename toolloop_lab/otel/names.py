@@ -142,6 +142,9 @@ class TOOLLOOP:
     ERROR_CAUSE_TYPE: Final = f"{PREFIX}.error.cause_type"
     ANY_INVOCATION_MADE: Final = f"{PREFIX}.any_invocation_made"
     INCOMPLETE: Final = f"{PREFIX}.incomplete"
+    INTERRUPTED: Final = f"{PREFIX}.interrupted"
+    """On a tool span: a LangGraph ``interrupt()`` paused it (its run's outcome is
+    ``interrupted``); it ends waiting for input, not in error."""
 
     EVENT_ROUND: Final = f"{PREFIX}.round_start"
     EVENT_GATE: Final = f"{PREFIX}.budget_gate"

@@ -612,6 +612,11 @@ class OTelObserver:
                 )
 
     def _finished(self, run: _Run, event: ev.LoopFinished, now: int) -> None:
+        if event.outcome == "interrupted":  # an interrupt() paused them: no error
+            for span in run.tools.values():
+                span.set_attribute(TOOLLOOP.INTERRUPTED, True)
+                span.end(end_time=now)
+            run.tools.clear()
         self._end_open_children(run, now, _INCOMPLETE, "the run finished with this open")
         self._run_summary(run, event)
         run.span.set_attributes(

@@ -56,6 +56,8 @@ class Endpoints:
     on_request: Callable[[dict[Any, Any]], Answer]
     """Carry out a change, a fork, a run to show or a comparison the page asked for;
     refusals are answers."""
+    heard: Callable[[], None] = lambda: None
+    """A page's message came in (called on the thread the kernel reads it on)."""
 
 
 class Channel:
@@ -166,6 +168,8 @@ class Channel:
         if not isinstance(content, dict):
             return
         kind = content.get("type")
+        if kind in ("hello", "control"):
+            self._ends.heard()
         if kind == "hello":  # a new page or view: send everything again, from the start
             with self._run.lock:
                 self.frontend = True

@@ -20,7 +20,8 @@ from langchain_core.tools import BaseTool
 
 from toolloop_lab.engine.hooks import PauseHook, PausePoint
 from toolloop_lab.errors import describe
-from toolloop_lab.events import Observer
+from toolloop_lab.events import Event, LoopFailed, LoopFinished, LoopStarted, Observer
+from toolloop_lab.widget.holding import Holder
 from toolloop_lab.widget.pausing import apply_request, point_dict
 from toolloop_lab.widget.requests import Answer, ForkHere, parse_request
 from toolloop_lab.widget.shown import ShownRun
@@ -69,6 +70,8 @@ class Control:
         self._request = request
         self._on_result = on_result
         self.steps = StepController(mode=mode, on_pause=self._paused, on_resume=self._resumed)
+        self.holder = Holder(self.steps)
+        """The run the controls hold when this debugger did not start it, and their reach."""
         self.task: asyncio.Task[Any] | None = None
         """The task of the last :meth:`start`, if any."""
         self.agent: DebuggableAgent[Any] | None = None
@@ -88,15 +91,34 @@ class Control:
         task = self.task
         return task is not None and not task.done()
 
+    def observed(self, event: Event) -> None:
+        """An event of the run shown: at its start, what can the controls do for it (see
+        :mod:`.holding`); at its end, it is held no more."""
+        if isinstance(event, LoopStarted):
+            self.holder.started(event, own=self.task)
+        elif isinstance(event, (LoopFinished, LoopFailed)):
+            self.holder.ended(event.run_id)
+
+    def _attached_event(self, event: Event) -> None:
+        """Every event of an attached agent's runs: its run's agent holds the step hook.
+        Called before the debugger's own observer, unless that was the agent's already
+        (``observers=[dbg]``): then the run shown is decided again."""
+        if isinstance(event, LoopStarted):
+            self.holder.attached(event.run_id)
+            if self._run.shows(event.run_id):
+                self.holder.started(event, own=self.task)
+                self._request()
+
     def state(self, max_text_chars: int) -> dict[str, Any]:
         """The step state a page shows: where the loop waits, since when, whether it runs."""
         steps, run = self.steps, self._run
         return {
             "paused_at": point_dict(steps.paused_at, steps.pauses, max_text_chars),
             "paused_since": run.paused_since if steps.paused_at is not None else None,
-            "running": self.running(),
+            "running": self.running() or self.holder.running(),
             "note": run.note,
             "stopped_by_user": run.stopped_by_user,
+            "reach": self.holder.reach.to_dict(),
         }
 
     # -- agents and the run ------------------------------------------------------------
@@ -106,7 +128,8 @@ class Control:
         existing = self._detachers.get(key)
         if existing is not None:
             return existing
-        removers: list[Callable[[], None]] = []
+        # first, so the debugger's observer knows an attached agent's run when it starts
+        removers = [agent.subscribe(self._attached_event)]
         if not any(o is observer for o in agent.observers):
             removers.append(agent.subscribe(observer))
         removers.append(agent.add_pause_hook(self.steps))
@@ -154,8 +177,7 @@ class Control:
         """A run :meth:`start` made ended: say how, when the events do not."""
         if detach is not None:
             detach()
-        if self.task is finished:  # a newer start() keeps its own arming
-            self.steps.arm(None)
+        self.steps.disarm(finished)  # a newer arming stays
         run = self._run
         if finished.cancelled():
             if run.view.status in ("idle", "running", "paused"):
@@ -171,6 +193,9 @@ class Control:
     # -- step mode ---------------------------------------------------------------------
     def stop(self) -> bool:
         """Cancel the run cleanly (see :meth:`LoopDebugger.stop`)."""
+        if self.holder.stop():
+            self._run.stopped_by_user = True
+            return True
         task = self.task
         if task is not None and not task.done():
             self._run.stopped_by_user = True

@@ -8,14 +8,13 @@ page syncs and hands each job to a collaborator, one module each:
 
 * :mod:`.channel`: the link to the browser (paced batches, a page's hello, answers, the
   saved notebook state of a finished run);
-* :mod:`.control`: step control (the run :meth:`LoopDebugger.start` made, pause, Continue,
-  Step, Stop, and the changes a person makes at a pause);
+* :mod:`.control`: step control (pause, Continue, Step, Stop, the changes a person makes
+  at a pause), with :mod:`.holding` and :mod:`.reach` (which runs the clicks reach);
 * :mod:`.forks`: "Fork from here" (:meth:`LoopDebugger.fork`);
 * :mod:`.comparisons`: two runs side by side (:meth:`LoopDebugger.compare`, a fork's end);
 * :mod:`.runlist`: every run it saw (:attr:`LoopDebugger.runs`) and the one it shows
   (:meth:`LoopDebugger.show_run`);
-* :mod:`.construct`: a finished run read from its events or a trace
-  (:meth:`LoopDebugger.from_trace`);
+* :mod:`.construct`: a finished run from its events or a trace (:meth:`from_trace`);
 * :mod:`.display`: the widget's outputs, its static snapshot and its text.
 
 The loop itself never imports this package. Observers may be called from any thread (a
@@ -51,6 +50,7 @@ from toolloop_lab.widget.construct import read_run
 from toolloop_lab.widget.control import Control, DebuggableAgent, check_mode
 from toolloop_lab.widget.display import Display, snapshot, summary
 from toolloop_lab.widget.forks import Forking
+from toolloop_lab.widget.reach import Reach
 from toolloop_lab.widget.requests import Answer
 from toolloop_lab.widget.runlist import RunList
 from toolloop_lab.widget.session import MAX_RUNS
@@ -128,6 +128,7 @@ class LoopDebugger(RunList, Comparisons, anywidget.AnyWidget):
             keep=self._keep_saved,
             on_control=self._control.on_control,
             on_request=self._carry_out,
+            heard=self._control.holder.heard_page,
         )
         self._channel = Channel(
             self._run,
@@ -147,6 +148,7 @@ class LoopDebugger(RunList, Comparisons, anywidget.AnyWidget):
         """Fold one event in and queue it for the browser (sent in paced batches)."""
         if self._run.add(event) == "seen":
             return
+        self._control.observed(event)
         if isinstance(event, (LoopFinished, LoopFailed)):
             self._channel.finished()
         else:
@@ -196,12 +198,9 @@ class LoopDebugger(RunList, Comparisons, anywidget.AnyWidget):
         return detach
 
     def start(self, agent: DebuggableAgent[R], prompt: str | Sequence[Any]) -> asyncio.Task[R]:
-        """Run ``agent`` on ``prompt`` as a background task on the running event loop.
-
-        The kernel stays responsive, so Continue, Step and Stop work during the run; the
-        task's result (or exception) is there afterwards: ``await task`` or
-        ``task.result()``.
-        """
+        """Run ``agent`` on ``prompt`` as a background task on the running event loop:
+        the kernel stays free, so Continue, Step and Stop work in any kernel; the task's
+        result (or exception) is there afterwards (``await task``, ``task.result()``)."""
         self._run.pinned = None  # a run started here is the one to see
         task = self._control.start(agent, prompt, self)
         self.live = True
@@ -222,7 +221,7 @@ class LoopDebugger(RunList, Comparisons, anywidget.AnyWidget):
     # -- step mode --------------------------------------------------------------------
     @property
     def pause_on(self) -> PauseMode:
-        """Where step mode pauses a run started with :meth:`start`."""
+        """Where step mode pauses a run the controls reach (:attr:`reach`)."""
         return self._control.steps.mode
 
     @pause_on.setter
@@ -245,20 +244,24 @@ class LoopDebugger(RunList, Comparisons, anywidget.AnyWidget):
         return self._control.steps.paused_at
 
     def step(self) -> bool:
-        """Let the paused loop go on to the next pause point; False, and nothing
-        changes, when the run is not paused."""
+        """Go on to the next pause point; False, and nothing changes, when not paused."""
         return self._control.steps.step()
 
     def continue_(self) -> bool:
         """Let this run go on to its end without pausing (the next run pauses again);
-        False, and nothing changes, when the run is not paused."""
+        False, and nothing changes, when not paused."""
         released = self._control.steps.continue_()
         self._request()
         return released
 
     def stop(self) -> bool:
-        """Cancel the run cleanly; the view then shows the partial counts, as stopped."""
+        """Stop the run; the view keeps its partial counts (its cell raises ``RunStopped``)."""
         return self._control.stop()
+
+    @property
+    def reach(self) -> Reach:
+        """What the controls can do for the run shown, and why not (see :mod:`.reach`)."""
+        return self._control.holder.reach
 
     # -- figures for Python-side readers ----------------------------------------------
     @property
@@ -344,8 +347,7 @@ class LoopDebugger(RunList, Comparisons, anywidget.AnyWidget):
         With several runs in the source, ``run_id`` picks one; the default is the newest
         top-level run, the rule every reader shares (:func:`~toolloop_lab.events.select_run`:
         never a sub-agent while its parent is there). A run the source lacks raises
-        :class:`~toolloop_lab.errors.UnknownRunError`. A replay has no step controls:
-        there is nothing to step.
+        :class:`~toolloop_lab.errors.UnknownRunError`. A replay has no step controls.
         """
         replayed = read_run(source, run_id)
         debugger = cls(**options)

@@ -30,6 +30,7 @@ __all__ = [
     "FAILED",
     "NOT_RUN",
     "cut_short",
+    "final_label",
     "gate_label",
     "held",
     "outcome",
@@ -89,6 +90,12 @@ def share(spent: Decimal | int, limit: Decimal | int | None) -> float | None:
 def gate_label(state: str) -> str:
     """The word a gate state reads as: ``off``, ``passed`` or ``TRIPPED``."""
     return word(GATE_STATE, state)
+
+
+def final_label(view: RunView) -> str:
+    """What the run's final text is: its answer, or what an ``interrupt()`` asked."""
+    interrupted = view.finished is not None and view.finished.outcome == "interrupted"
+    return "interrupt() asked" if interrupted else "final answer"
 
 
 def outcome(view: RunView) -> str | None:

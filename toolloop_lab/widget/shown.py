@@ -123,6 +123,11 @@ class ShownRun:
             for event in session.events(target) if target is not None else ():
                 self._fold(event)
 
+    def shows(self, run_id: str) -> bool:
+        """True when run ``run_id`` is the run shown."""
+        with self.lock:
+            return self.view.run_id == run_id
+
     def record(self, event: Event) -> None:
         """Keep an event of a run this view does not show (another run of a trace)."""
         with self.lock:

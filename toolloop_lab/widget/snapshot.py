@@ -98,7 +98,8 @@ def snapshot_html(view: RunView, *, note: str | None = None, round_offset: int =
         parts.append("</table>")
     if view.final_text is not None:
         final = esc_clip(view.final_text, 2_000)
-        parts.append(f"<b>Final answer:</b> {final or '<i>(no text)</i>'}")
+        label = fig.final_label(view).capitalize()
+        parts.append(f"<b>{esc(label)}:</b> {final or '<i>(no text)</i>'}")
     if view.failure is not None:
         f = view.failure
         what = "stopped" if f.cancelled else f"failed: {esc_clip(f.error_type, 80)}"

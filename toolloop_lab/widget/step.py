@@ -1,10 +1,11 @@
 """Step mode: hold the loop at pause points until the person says Continue, Step or Stop.
 
 The controller is a pause hook (see :mod:`toolloop_lab.engine.hooks`). It only ever holds the
-run it was armed for (the task :meth:`LoopDebugger.start` created): a run awaited in a
-cell or run synchronously keeps the kernel busy, the button clicks could never arrive,
-and the loop would wait forever. Releasing is thread-safe, since clicks come in on the
-kernel's thread while the loop may wait on another.
+task it was armed for: the task :meth:`LoopDebugger.start` created, or the task of a run
+the page's clicks can reach (:mod:`.holding`). A run they cannot reach (``agent.run()``
+while the kernel reads clicks on the thread it blocks) is never held: it would wait
+forever. Releasing is thread-safe, since clicks come in on the kernel's thread (or a
+subshell's) while the loop may wait on another.
 """
 
 from __future__ import annotations
@@ -50,6 +51,11 @@ class StepController:
         """Hold only this task's run (``None``: hold nothing)."""
         self._task = task
         self._released = None
+
+    def disarm(self, task: asyncio.Task[object]) -> None:
+        """Hold nothing any more, if armed for ``task`` (a newer arming stays)."""
+        if self._task is task:
+            self.arm(None)
 
     def _stops_at(self, stage: str) -> bool:
         mode = self.mode

@@ -106,7 +106,7 @@ def summary_text(view: RunView, *, note: str | None = None, round_offset: int = 
         if outcome is not None:
             lines.append(f"outcome: {outcome}")
         if view.final_text is not None:
-            lines.append(f"final answer: {plain(view.final_text, TEXT_PREVIEW)}")
+            lines.append(f"{fig.final_label(view)}: {plain(view.final_text, TEXT_PREVIEW)}")
         if view.failure is not None:
             lines.append(_failure(view.failure))
     if note:

@@ -126,7 +126,8 @@ function toolBody(t) {
   box.append(h("div", "tl-sub", "Arguments"), jsonView(t.args || {}, 1));
   if (t.status === "queued" || t.status === "running") return box;
   if (t.pruned) prunedView(box, t.pruned);
-  else if (t.status !== "not_run" || t.content) {
+  else if ((t.status !== "not_run" && t.reason !== "interrupted") || t.content) {
+    // a call an interrupt() paused has no answer yet: it waits for the person
     const heading = t.status === "not_run" || t.status === "cancelled" ? "Answer sent to the model instead" : "Result";
     box.append(h("div", "tl-sub", heading), resultView(t.content));
   }

@@ -11,7 +11,18 @@
  * @property {boolean} running
  * @property {string | null} note
  * @property {boolean} stopped_by_user
+ * @property {Reach} [reach] what Continue, Step, Stop and the pause selector can do for the run shown
  * @property {{request: number, ok: boolean, reason?: string, message?: string} | null} [answer]
+ */
+
+/**
+ * @typedef {object} Reach whether Stop, and pausing (Step, Continue, the selector), can act
+ * on the run shown; when one cannot, why (words from words.json, sent by Python)
+ * @property {boolean} stop
+ * @property {boolean} pause
+ * @property {string | null} why the reason, a sentence (tooltips)
+ * @property {string | null} [code] its code in the words file's reach table
+ * @property {string | null} [hint] the reason, short (the hint beside the controls)
  */
 
 /**
@@ -22,7 +33,7 @@
 
 /** @returns {Control} */
 export function createControl() {
-  return { paused_at: null, running: false, note: null, stopped_by_user: false };
+  return { paused_at: null, running: false, note: null, stopped_by_user: false, reach: { stop: true, pause: true, why: null } };
 }
 
 /** @returns {Requests} */

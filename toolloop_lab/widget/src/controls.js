@@ -1,6 +1,8 @@
 // @ts-check
 // A live run's step controls (pause before…, Continue, Step, Stop), the banner that says
-// where the loop waits, and the box that says why a run failed or was stopped.
+// where the loop waits, and the box that says why a run failed or was stopped. A control
+// that cannot act on the run shown (Python's control.reach: a bridged run, agent.run()
+// blocking the kernel…) is disabled, its tooltip and a short hint beside it saying why.
 
 import { button, dropdown, h, longText } from "./dom.js";
 import { count, plural } from "./format.js";
@@ -23,10 +25,17 @@ export function createControls(ctx) {
   ]);
   pauseSel.addEventListener("change", () => host.setPauseOn(pauseSel.value));
   const pauseLbl = h("label", "tl-lbl", "Pause before ", pauseSel);
-  const bContinue = button("Continue", "tl-primary", () => host.control("continue"), "Let the run go on to its end without pausing again");
-  const bStep = button("Step", null, () => host.control("step"), "Go on to the next pause point");
-  const bStop = button("Stop", null, () => host.control("stop"), "Stop the run; the partial counts stay");
-  const controls = h("div", "tl-controls", pauseLbl, bContinue, bStep, bStop);
+  const tips = {
+    pause: "Where the next run waits for Step or Continue",
+    continue: "Let the run go on to its end without pausing again",
+    step: "Go on to the next pause point",
+    stop: "Stop the run; the partial counts stay",
+  };
+  const bContinue = button("Continue", "tl-primary", () => host.control("continue"), tips.continue);
+  const bStep = button("Step", null, () => host.control("step"), tips.step);
+  const bStop = button("Stop", null, () => host.control("stop"), tips.stop);
+  const reachHint = h("span", "tl-reach-hint");
+  const controls = h("div", "tl-controls", pauseLbl, bContinue, bStep, bStop, reachHint);
   const banner = h("div", "tl-banner");
   const bannerText = h("div", "tl-banner-text");
   banner.append(bannerText);
@@ -38,9 +47,19 @@ export function createControls(ctx) {
     const done = isDone(s.run);
     const paused = !!s.control.paused_at && !done;
     const running = !!s.control.running && !done;
-    bContinue.disabled = !paused;
-    bStep.disabled = !paused;
-    bStop.disabled = !(paused || running);
+    const reach = s.control.reach || { stop: true, pause: true, why: null };
+    const why = reach.why || "";
+    bContinue.disabled = !paused || !reach.pause;
+    bStep.disabled = !paused || !reach.pause;
+    bStop.disabled = !(paused || running) || !reach.stop;
+    pauseSel.disabled = !reach.pause;
+    bContinue.title = reach.pause ? tips.continue : why;
+    bStep.title = reach.pause ? tips.step : why;
+    pauseLbl.title = reach.pause ? tips.pause : why;
+    bStop.title = reach.stop ? tips.stop : why;
+    reachHint.hidden = !why;
+    reachHint.textContent = reach.hint || why;
+    reachHint.title = why;
     const mode = host.pauseOn();
     if (pauseSel.value !== mode) pauseSel.value = mode;
     banner.hidden = !paused;
@@ -72,7 +91,8 @@ export function createControls(ctx) {
     failureBox.className = `tl-failure ${stopped ? "tl-stopped-box" : "tl-error-box"}`;
     const head = stopped ? (s.control.stopped_by_user ? "Stopped by you" : OUTCOME.cancelled) : s.run.outcome === "usd_budget_exhausted" ? OUTCOME.usd_budget_exhausted : "The run failed";
     failureBox.append(h("div", "tl-strong", `${head} after ${plural(f.rounds, "round")}`));
-    const facts = [f.error_type, f.error_kind && `kind ${f.error_kind}`, f.reason && `reason ${f.reason}`, f.cause_type && `cause ${f.cause_type}`].filter(Boolean).join(" · ");
+    const how = stopped && f.error_type === "CancelledError" ? null : f.error_type; // a Stop is no error to name
+    const facts = [how, f.error_kind && `kind ${f.error_kind}`, f.reason && `reason ${f.reason}`, f.cause_type && `cause ${f.cause_type}`].filter(Boolean).join(" · ");
     failureBox.append(h("div", "tl-meta", facts));
     if (f.message && !stopped) failureBox.append(longText(f.message));
     if (f.partial_text) failureBox.append(h("div", "tl-meta", "Text streamed before it stopped:"), longText(f.partial_text));

@@ -282,27 +282,28 @@ function endRun(s, e) {
   }
   s.totals = readUsage(e.usage);
   for (const m of e.messages || []) s.conversation.push(m);
-  closeOpen(s, s.status);
+  closeOpen(s, s.outcome === "interrupted" ? "interrupted" : s.status);
 }
 
 /**
  * @param {Run} s
- * @param {string} how finished, failed or cancelled
+ * @param {string} how finished, failed, cancelled or interrupted (a LangGraph interrupt())
  */
 function closeOpen(s, how) {
   // calls and tools still open when a run ends never finished: a tool that had begun ran
-  // until then (cut short, as RunView says), one that had not reads "not run"
+  // until then (cut short, as RunView says), one that had not reads "not run"; a tool an
+  // interrupt() paused waits for input
   const last = s.rounds[s.rounds.length - 1];
   if (!last) return;
   for (const t of last.tools) {
     if (t.status === "running" && t.tStart !== null) {
       t.status = "cancelled";
-      t.reason = how === "cancelled" ? "cancelled" : "unfinished";
+      t.reason = how === "cancelled" || how === "interrupted" ? how : "unfinished";
       t.tEnd = s.lastT;
       t.duration = Math.max(0, s.lastT - t.tStart);
     } else if (t.status === "queued" || t.status === "running") {
       t.status = "not_run";
-      t.reason = t.reason || (how === "cancelled" ? "cancelled" : "unfinished");
+      t.reason = t.reason || (how === "cancelled" || how === "interrupted" ? how : "unfinished");
       t.tEnd = s.lastT;
     }
   }

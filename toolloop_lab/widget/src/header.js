@@ -35,8 +35,9 @@ export function createHeader(ctx) {
     const st = run.status;
     let state = st;
     if (st === "running" && s.control.paused_at) state = "paused";
+    if (st === "finished" && run.outcome === "interrupted") state = "interrupted"; // a LangGraph interrupt(): waits for input
     badge.textContent = "";
-    const badgeState = state === "finished" ? "answer" : state === "failed" ? "error" : state === "cancelled" ? "stopped" : state === "paused" ? "warn" : state === "running" ? "running" : "idle";
+    const badgeState = state === "finished" ? "answer" : state === "failed" ? "error" : state === "cancelled" ? "stopped" : state === "paused" || state === "interrupted" ? "warn" : state === "running" ? "running" : "idle";
     badge.append(dot(badgeState), h("span", null, capitalized(word(STATUS, state))));
     badge.className = `tl-badge tl-b-${badgeState}`;
     const info = run.run;
@@ -77,9 +78,9 @@ export function createHeader(ctx) {
       if (run.status === "cancelled" && s.control.stopped_by_user) text = "Stopped by you";
       const finish = run.finish;
       if (finish && finish.final_text !== undefined) {
-        activity.append(h("span", "tl-strong", `${text}: `));
-        if (finish.final_text) activity.append(h("span", "tl-final", clip(finish.final_text, 300)));
-        else activity.append(h("span", "tl-muted", "(no text)"));
+        // one line of text that wraps as prose: at a narrow width the answer still shows
+        const said = finish.final_text ? h("span", "tl-final", clip(finish.final_text, 300)) : h("span", "tl-muted", "(no text)");
+        activity.append(h("span", null, h("span", "tl-strong", `${text}: `), said));
       } else {
         activity.append(h("span", "tl-strong", text));
       }

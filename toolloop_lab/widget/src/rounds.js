@@ -48,7 +48,7 @@ export function toolWords(t) {
  * @returns {string}
  */
 export function cutShortLabel(t) {
-  return CUT_SHORT[t.reason === "unfinished" ? "unfinished" : "cancelled"];
+  return CUT_SHORT[t.reason === "unfinished" || t.reason === "interrupted" ? t.reason : "cancelled"];
 }
 
 /**
@@ -87,6 +87,7 @@ export function roundState(s, r) {
   if (live && ((r.call && !r.call.done) || r.tools.some((t) => t.status === "running" || t.status === "queued"))) return "running";
   if (r.tools.some((t) => t.ran && t.status === "error")) return "error";
   if (r.call && r.call.truncated) return "warn";
+  if (r.tools.some((t) => t.status === "cancelled" && t.reason === "interrupted")) return "paused"; // waits for input
   if ((r.call && r.call.interrupted === "cancelled") || r.tools.some((t) => t.status === "cancelled") || (r.tools.length && r.tools.every((t) => t.status === "not_run" && t.reason === "cancelled"))) return "stopped";
   if (r.purpose === "synthesis" || (r.call && r.call.done && !r.tools.length)) return "answer";
   if (r.tools.some((t) => t.status === "not_run" && !t.answeredByHand)) return "skipped";

@@ -56,7 +56,7 @@ function spansOf(ctx, r) {
       continue;
     }
     const kind = t.status === "error" ? "error" : t.status === "cancelled" ? "stopped" : "tool";
-    spans.push({ label: t.name, kind, t0: () => t.tStart, t1: () => (t.tEnd !== null ? t.tEnd : t.tStart !== null ? now() : null), open: () => t.status === "running", note: t.status === "queued" ? "waiting to run" : null, suffix: t.status === "cancelled" ? " stopped" : "" });
+    spans.push({ label: t.name, kind, t0: () => t.tStart, t1: () => (t.tEnd !== null ? t.tEnd : t.tStart !== null ? now() : null), open: () => t.status === "running", note: t.status === "queued" ? "waiting to run" : null, suffix: t.status !== "cancelled" ? "" : t.reason === "interrupted" ? " waiting for input" : " stopped" });
   }
   pausesBefore("pruning");
   for (const p of r.prunings) spans.push({ label: `pruning ${lastToolName(r, p.toolCallId)}`, kind: "prune", t0: () => p.t0, t1: () => (p.t1 !== null && p.t1 !== undefined ? p.t1 : p.interrupted ? s.run.lastT : now()), open: () => !p.done && !p.interrupted });
