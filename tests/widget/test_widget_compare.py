@@ -21,7 +21,7 @@ import comm
 import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool, tool
-from loopkit import ALL, MODEL, MockComm, calls, channel, final, tool_call
+from loopkit import ALL, IN_A_LOOP, MODEL, MockComm, calls, channel, final, tool_call
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopResult, compare
 from toolloop_lab._support.words import CALL_CHANGE, CALL_CHANGE_PART
@@ -372,6 +372,7 @@ async def test_dbg_compare_shows_two_of_its_runs_and_returns_the_comparison() ->
     dbg.close()
 
 
+@pytest.mark.filterwarnings(IN_A_LOOP)  # runs made for the test, inside its loop
 async def test_dbg_compare_takes_results_and_traces_too(tmp_path: Path) -> None:
     dbg, a, _ = await watched_runs()
     path = write_trace(tmp_path / "t.jsonl", ticketing().events)
@@ -480,6 +481,7 @@ def test_a_diff_of_many_small_changes_is_cut_to_its_most_parts() -> None:
     assert ops[-1][0] == "replace"
 
 
+@pytest.mark.filterwarnings(IN_A_LOOP)  # runs made for the test, inside its loop
 async def test_the_page_may_ask_again_only_for_runs_the_debugger_holds() -> None:
     dbg, a, b = await watched_runs()
 
