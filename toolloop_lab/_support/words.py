@@ -16,11 +16,13 @@ from types import MappingProxyType
 from typing import Final
 
 __all__ = [
+    "BUDGET_STOP",
     "CUT_SHORT",
     "FAILED",
     "GATE",
     "GATE_NAME",
     "GATE_STATE",
+    "GATE_TRIPPED",
     "INTERVENTION",
     "INTERVENTION_SUMMARY",
     "NOT_RUN",
@@ -32,6 +34,7 @@ __all__ = [
     "TOOL_OUTCOME",
     "outcome_text",
     "reason_words",
+    "shown_status",
     "tool_outcome",
     "word",
 ]
@@ -68,6 +71,12 @@ GATE_NAME: Final = TABLES["gate_name"]
 GATE_STATE: Final = TABLES["gate_state"]
 ROUND_KIND: Final = TABLES["round_kind"]
 """What a round that is not numbered is called (the final-answer call)."""
+GATE_TRIPPED: Final = TABLES["gate_tripped"]
+"""A gate that tripped, by gate, as the round where it tripped is marked: a budget doing
+its job, never an error of the round."""
+BUDGET_STOP: Final = TABLES["budget_stop"]
+"""How a run the USD limit stopped reads: templates whose ``{names}`` both sides fill in
+from the events (how many calls were paid for, what of the last round never happened)."""
 
 
 def word(table: Mapping[str, str], code: str) -> str:
@@ -114,3 +123,12 @@ def outcome_text(outcome: str, synthesis_reason: str | None = None) -> str:
     if outcome == "synthesis" and synthesis_reason:
         return f"{said} ({word(SYNTHESIS_REASON, synthesis_reason)})"
     return said
+
+
+def shown_status(status: str, outcome: str | None) -> str:
+    """The code of the status table a run's status reads as: a run the USD limit stopped
+    has its own (the limit did its job; the run did not fail), every other its status.
+    The browser's ``statusCode`` (``widget/src/words.js``) says the same."""
+    if status == "failed" and outcome == "usd_budget_exhausted":
+        return outcome
+    return status

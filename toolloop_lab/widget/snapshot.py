@@ -11,7 +11,15 @@ from __future__ import annotations
 from typing import Final
 
 from toolloop_lab._support.escape import esc, esc_clip
-from toolloop_lab._support.words import ROUND_KIND, STATUS, tool_outcome, word
+from toolloop_lab._support.words import (
+    GATE_NAME,
+    GATE_TRIPPED,
+    ROUND_KIND,
+    STATUS,
+    shown_status,
+    tool_outcome,
+    word,
+)
 from toolloop_lab.runview import RoundRow, RunView, ToolRow
 from toolloop_lab.widget import figures as fig
 
@@ -48,6 +56,9 @@ def _row(row: RoundRow, offset: int) -> str:
     tools = ", ".join(_tool(t) for t in row.tools)
     if row.interventions:
         tools += ("; " if tools else "") + "<i>changed by you</i>"
+    tripped = dict.fromkeys(word(GATE_TRIPPED, g.gate) for g in row.gates if not g.passed)
+    if tripped:  # where a budget did its job: marked, never as the round's failure
+        tools += ("; " if tools else "") + f"<i>{esc(', '.join(tripped))}</i>"
     held = fig.held(row.duration_s, row.paused_s if row.pauses else None)
     if held:  # a person's time at a pause, beside the round's own
         tools += ("; " if tools else "") + f"<i>{esc(held)}</i>"
@@ -67,7 +78,9 @@ def snapshot_html(view: RunView, *, note: str | None = None, round_offset: int =
     """The run as static, escaped HTML (bounded size); ``round_offset`` is added to every
     round number (a fork's rounds read as the original's)."""
     parts = ["<div>"]
-    head = [f"<b>Agent loop debugger: {esc(word(STATUS, view.status))}</b>"]
+    end = view.failure or view.finished
+    status = shown_status(view.status, end.outcome if end else None)
+    head = [f"<b>Agent loop debugger: {esc(word(STATUS, status))}</b>"]
     if view.started is not None and view.started.model_name:
         head.append(esc_clip(view.started.model_name, 80))
     if view.max_rounds is not None:
@@ -83,7 +96,12 @@ def snapshot_html(view: RunView, *, note: str | None = None, round_offset: int =
             f"from cache), {fig.tokens(usage.output_tokens)} output · "
             f"cost {fig.usd(usage.cost_usd)}"
         )
-    outcome = fig.outcome(view)
+        if view.usd_limit is not None:
+            parts.append(f" of the {esc(GATE_NAME['usd'])} {fig.usd(view.usd_limit)}")
+            over = fig.overshoot(usage.cost_usd, view.usd_limit)
+            if over is not None:
+                parts.append(f"<br><i>{esc(over)}</i>")
+    outcome = fig.outcome(view, round_offset)
     if outcome is not None:
         parts.append(f"<br>outcome: {esc(outcome)}")
     rows = view.rounds[-SNAPSHOT_ROUNDS:]
@@ -101,9 +119,11 @@ def snapshot_html(view: RunView, *, note: str | None = None, round_offset: int =
         parts.append(f"<b>Final answer:</b> {final or '<i>(no text)</i>'}")
     if view.failure is not None:
         f = view.failure
-        what = "stopped" if f.cancelled else f"failed: {esc_clip(f.error_type, 80)}"
+        budget = f.outcome == "usd_budget_exhausted"  # its outcome line says how far it got
+        what = "stopped" if f.cancelled or budget else f"failed: {esc_clip(f.error_type, 80)}"
         message = "" if f.cancelled else f" · {esc_clip(f.message, 500)}"
-        parts.append(f"<br><b>{what}</b> after {f.rounds:,} rounds{message}")
+        after = "" if budget else f" after {f.rounds:,} rounds"
+        parts.append(f"<br><b>{what}</b>{after}{message}")
     if note:
         parts.append(f"<br><i>{esc_clip(note, 300)}</i>")
     parts.append("</div>")

@@ -2,6 +2,7 @@
 // The blocks of a round's detail: the model's reply, each tool call with its result, the
 // budget checks, and what a person changed at a pause.
 
+import { overshoot } from "./budget.js";
 import { chatMessage } from "./chat.js";
 import { block, button, dot, h, longText } from "./dom.js";
 import { duration, plural, tokens } from "./format.js";
@@ -166,7 +167,9 @@ export function gatesView(r) {
     const name = word(GATE_NAME, g.gate);
     const when = g.stage === "before_call" ? "before the model call" : "after the model call";
     const fmt = g.gate === "token" ? tokens : usd;
-    box.append(h("div", "tl-gate-line tl-num", dot(g.passed ? "answer" : "error"), `${name}, checked ${when}: ${fmt(g.spent)} of ${fmt(g.limit)}, ${g.passed ? "within the limit" : "limit reached"}`));
+    box.append(h("div", "tl-gate-line tl-num", dot(g.passed ? "answer" : "warn"), `${name}, checked ${when}: ${fmt(g.spent)} of ${fmt(g.limit)}, ${g.passed ? "within the limit" : "limit reached"}`));
+    const over = g.passed ? null : overshoot(g.spent, g.limit);
+    if (over) box.append(h("div", "tl-meta", over));
   }
   return box;
 }

@@ -4,6 +4,7 @@
 
 import { button, dropdown, h, longText } from "./dom.js";
 import { count, plural } from "./format.js";
+import { budgetStop } from "./budget.js";
 import { isDone } from "./run.js";
 import { shown } from "./rounds.js";
 import { OUTCOME } from "./words.js";
@@ -69,9 +70,10 @@ export function createControls(ctx) {
     failureBox.hidden = !f;
     if (!f) return;
     const stopped = f.cancelled;
-    failureBox.className = `tl-failure ${stopped ? "tl-stopped-box" : "tl-error-box"}`;
-    const head = stopped ? (s.control.stopped_by_user ? "Stopped by you" : OUTCOME.cancelled) : s.run.outcome === "usd_budget_exhausted" ? OUTCOME.usd_budget_exhausted : "The run failed";
-    failureBox.append(h("div", "tl-strong", `${head} after ${plural(f.rounds, "round")}`));
+    const budget = budgetStop(s.run, s.offset || 0); // a USD stop says how far it got, from its calls
+    failureBox.className = `tl-failure ${stopped ? "tl-stopped-box" : budget ? "tl-budget-box" : "tl-error-box"}`;
+    const head = stopped ? (s.control.stopped_by_user ? "Stopped by you" : OUTCOME.cancelled) : "The run failed";
+    failureBox.append(h("div", "tl-strong", budget || `${head} after ${plural(f.rounds, "round")}`));
     const facts = [f.error_type, f.error_kind && `kind ${f.error_kind}`, f.reason && `reason ${f.reason}`, f.cause_type && `cause ${f.cause_type}`].filter(Boolean).join(" · ");
     failureBox.append(h("div", "tl-meta", facts));
     if (f.message && !stopped) failureBox.append(longText(f.message));
