@@ -87,9 +87,11 @@ def test_the_snapshot_of_a_usd_stop() -> None:
     html = snapshot_html(_mid_run())
     assert f"Agent loop debugger: {STATUS['usd_budget_exhausted']}</b>" in html
     assert "Stopped by the USD limit after 4 paid calls; round 4&#x27;s 2 tool calls" in html
-    assert " of the USD limit $" in html and OVER in html
+    assert " of the USD limit $" in html
+    assert OVER in html
     assert "<i>USD limit reached</i>" in html  # the round where the gate tripped
-    assert "failed" not in html and " rounds ·" not in html
+    assert "failed" not in html
+    assert " rounds ·" not in html
 
 
 def test_the_report_of_a_usd_stop_is_no_failure() -> None:
