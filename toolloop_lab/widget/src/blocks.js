@@ -5,7 +5,7 @@
 import { overshoot } from "./budget.js";
 import { chatMessage } from "./chat.js";
 import { block, button, dot, h, longText } from "./dom.js";
-import { duration, plural, tokens } from "./format.js";
+import { clip, duration, plural, tokens } from "./format.js";
 import { jsonView, resultView } from "./json.js";
 import { cutShortLabel, notRunLabel, toolDot, toolSaid } from "./rounds.js";
 import { held, runNow } from "./store.js";
@@ -15,6 +15,8 @@ import { GATE_NAME, INTERVENTION, reasonWords, usd, word } from "./words.js";
 /** @typedef {import("./run.js").Round} Round */
 /** @typedef {import("./run.js").Call} Call */
 /** @typedef {import("./run.js").Tool} Tool */
+
+const FLAG_CHARS = 300; // characters of an error message in a one-line flag (the whole below)
 
 /**
  * What is odd about a reply, one line each.
@@ -27,10 +29,28 @@ function replyFlags(r, c) {
   if (c.stuck) flags.push("same tool calls as the previous round: no progress");
   if (c.truncated) flags.push("cut off by the output-token limit: its tool calls were not run");
   if (c.empty) flags.push("no text and no tool call");
-  if (c.interrupted) flags.push(c.interrupted === "cancelled" ? "stopped before the reply came back" : c.error ? `the call failed: ${c.error.type}${c.error.message ? `: ${c.error.message}` : ""}` : "the run failed before the reply came back");
+  if (c.interrupted) flags.push(c.interrupted === "cancelled" ? "stopped before the reply came back" : c.error ? `the call failed: ${c.error.type}${c.error.message ? `: ${clip(c.error.message, FLAG_CHARS)}` : ""}` : "the run failed before the reply came back");
   const earlier = r.failedCalls.length - (c.error && c.interrupted === "failed" ? 1 : 0);
   if (earlier > 0 && c.done) flags.push(`${plural(earlier, "earlier attempt")} of this call failed (${r.failedCalls.slice(0, earlier).map((f) => f.type).join(", ")}); this is the retry's reply`);
   return flags;
+}
+
+/**
+ * Why each call of the round that raised failed: its error and, when its event carries it,
+ * where it raised (the traceback, clipped by Python, drawn as text).
+ * @param {Round} r
+ * @returns {HTMLElement[]}
+ */
+function failedCallsView(r) {
+  const out = [];
+  const many = r.failedCalls.length > 1;
+  for (const [i, f] of r.failedCalls.entries()) {
+    const text = f.traceback || f.message;
+    if (!text) continue;
+    const what = f.traceback ? "Traceback" : "Error";
+    out.push(h("div", "tl-sub", `${what}${many ? ` of attempt ${i + 1}` : ""}: ${f.type}`), longText(text, "tl-traceback"));
+  }
+  return out;
 }
 
 /**
@@ -56,6 +76,7 @@ export function replyBlock(ctx, r, c) {
     if (c.model) facts.append(h("span", null, c.model));
     box.append(facts);
     for (const f of replyFlags(r, c)) box.append(h("div", "tl-flag", dot("warn"), f));
+    box.append(...failedCallsView(r));
     const text = c.text;
     if (text) box.append(longText(text, c.done ? "" : "tl-streaming"));
     else if (c.done) box.append(h("div", "tl-muted", "(no text)"));
