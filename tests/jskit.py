@@ -45,6 +45,7 @@ __all__ = [
     "hostile_cases",
     "need_node",
     "payloads",
+    "usd_stop_mid_run",
     "write_fixtures",
 ]
 
@@ -132,7 +133,7 @@ def _cancelled_tool() -> list[Event]:
     return events
 
 
-def _usd_stop_mid_run() -> list[Event]:
+def usd_stop_mid_run() -> list[Event]:
     """Four paid calls under a USD limit that the fourth passes: round 4 asked for two
     tool calls, which never run (the gate is checked after each call)."""
     spend = (400, 50)
@@ -179,7 +180,7 @@ def hostile_cases() -> dict[str, list[Event]]:
             [hostile],
             AgentConfig(token_budget_percent=1.0, context_window=100_000),
         ),
-        "usd_stop_mid_run": _usd_stop_mid_run(),
+        "usd_stop_mid_run": usd_stop_mid_run(),
         "cancelled_tool": stopped,
         "tool_result_missing": [
             e for e in stopped if not (isinstance(e, ToolDispatched) and e.tool_call_id == "h1")

@@ -16,7 +16,7 @@ matplotlib.use("Agg")
 import functools
 import re
 
-from jskit import hostile_cases
+from jskit import usd_stop_mid_run
 from loopkit import catalog_run
 
 from toolloop_lab._support.words import BUDGET_STOP, OUTCOME, STATUS, shown_status
@@ -33,7 +33,7 @@ OVER = "the budget is checked after each call, so the last call can overshoot it
 @functools.cache
 def _mid_run() -> RunView:
     """Four paid calls, the fourth over the limit; round 4 asked for two tools."""
-    return RunView.from_events(hostile_cases()["usd_stop_mid_run"])
+    return RunView.from_events(usd_stop_mid_run())
 
 
 def test_a_usd_stop_says_its_paid_calls_and_what_never_ran() -> None:

@@ -89,7 +89,8 @@ class Control:
         return task is not None and not task.done()
 
     def state(self, max_text_chars: int) -> dict[str, Any]:
-        """The step state a page shows: where the loop waits, since when, whether it runs."""
+        """The step state a page shows: where the loop waits, since when, whether it runs,
+        and whether Continue let this run go on without pausing again."""
         steps, run = self.steps, self._run
         return {
             "paused_at": point_dict(steps.paused_at, steps.pauses, max_text_chars),
@@ -97,6 +98,7 @@ class Control:
             "running": self.running(),
             "note": run.note,
             "stopped_by_user": run.stopped_by_user,
+            "continued": steps.continued,
         }
 
     # -- agents and the run ------------------------------------------------------------

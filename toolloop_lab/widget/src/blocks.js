@@ -3,6 +3,7 @@
 // budget checks, and what a person changed at a pause.
 
 import { overshoot } from "./budget.js";
+import { beforeAfter } from "./sidebyside.js";
 import { chatMessage } from "./chat.js";
 import { block, button, dot, h, longText } from "./dom.js";
 import { clip, duration, plural, tokens } from "./format.js";
@@ -127,9 +128,10 @@ function prunedView(box, p) {
 
 /**
  * @param {Tool} t
+ * @param {{action: string, before: any, after: any} | undefined} edit a person's edit of its arguments
  * @returns {HTMLElement}
  */
-function toolBody(t) {
+function toolBody(t, edit) {
   const box = h("div");
   const facts = h("div", "tl-facts tl-num");
   if (t.status === "not_run") facts.append(h("span", null, notRunLabel(t)));
@@ -145,7 +147,9 @@ function toolBody(t) {
   if (t.callError) box.append(h("div", "tl-flag", dot("error"), `invalid call: ${t.callError}`));
   if (t.edited) box.append(h("div", "tl-flag", dot("warn"), "arguments edited by you before it ran"));
   if (t.answeredByHand) box.append(h("div", "tl-flag", dot("warn"), "answered by you: the tool never ran"));
-  box.append(h("div", "tl-sub", "Arguments"), jsonView(t.args || {}, 1));
+  const changed = edit && beforeAfter(edit);
+  if (changed) box.append(h("div", "tl-sub", "Arguments (changed by you)"), changed);
+  else box.append(h("div", "tl-sub", "Arguments"), jsonView(t.args || {}, 1));
   if (t.status === "queued" || t.status === "running") return box;
   if (t.pruned) prunedView(box, t.pruned);
   else if (t.status !== "not_run" || t.content) {
@@ -175,7 +179,7 @@ export function toolBlock(ctx, r, t) {
     ctx.liveDetail.push([timer, fn]);
     extra.append(" ", timer);
   }
-  return block(s.ui.collapsed, `r${r.n}:t:${t.id}`, `Tool ${t.name}`, () => toolBody(t), { copy: () => (t.pruned ? t.pruned.pruned : t.content), extra, open: r.tools.length <= 4 || t.status === "error" });
+  return block(s.ui.collapsed, `r${r.n}:t:${t.id}`, `Tool ${t.name}`, () => toolBody(t, t.edited ? r.interventions.find((iv) => iv.action === "edit_args" && iv.id === t.id) : undefined), { copy: () => (t.pruned ? t.pruned.pruned : t.content), extra, open: r.tools.length <= 4 || t.status === "error" });
 }
 
 /**
@@ -207,8 +211,7 @@ export function interventionsView(r) {
       box.append(h("div", "tl-chat", chatMessage(iv.after)));
       continue;
     }
-    if (iv.before !== null && iv.before !== undefined) box.append(h("div", "tl-meta", "Before"), jsonView(iv.before, 1));
-    box.append(h("div", "tl-meta", "After"), jsonView(iv.after, 1));
+    box.append(beforeAfter(iv) || jsonView(iv.after, 1)); // old and new side by side
   }
   return box;
 }

@@ -11,6 +11,7 @@
  * @property {boolean} running
  * @property {string | null} note
  * @property {boolean} stopped_by_user
+ * @property {boolean} [continued] Continue let this run go on: it will not pause again
  * @property {{request: number, ok: boolean, reason?: string, message?: string} | null} [answer]
  */
 

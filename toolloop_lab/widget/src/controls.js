@@ -24,10 +24,12 @@ export function createControls(ctx) {
   ]);
   pauseSel.addEventListener("change", () => host.setPauseOn(pauseSel.value));
   const pauseLbl = h("label", "tl-lbl", "Pause before ", pauseSel);
+  const pauseNote = h("span", "tl-meta tl-pause-note"); // after Continue: this run pauses no more
+  pauseNote.setAttribute("aria-live", "polite");
   const bContinue = button("Continue", "tl-primary", () => host.control("continue"), "Let the run go on to its end without pausing again");
   const bStep = button("Step", null, () => host.control("step"), "Go on to the next pause point");
   const bStop = button("Stop", null, () => host.control("stop"), "Stop the run; the partial counts stay");
-  const controls = h("div", "tl-controls", pauseLbl, bContinue, bStep, bStop);
+  const controls = h("div", "tl-controls", pauseLbl, pauseNote, bContinue, bStep, bStop);
   const banner = h("div", "tl-banner");
   const bannerText = h("div", "tl-banner-text");
   banner.append(bannerText);
@@ -44,6 +46,9 @@ export function createControls(ctx) {
     bStop.disabled = !(paused || running);
     const mode = host.pauseOn();
     if (pauseSel.value !== mode) pauseSel.value = mode;
+    const noMore = !!s.control.continued && !done && mode !== "off";
+    pauseNote.hidden = !noMore;
+    pauseNote.textContent = noMore ? `off for this run (Continue); the next run pauses before ${pauseSel.selectedOptions.length ? pauseSel.selectedOptions[0].textContent : mode}` : "";
     banner.hidden = !paused;
     bannerText.textContent = "";
     if (paused) drawBanner(s.control.paused_at);

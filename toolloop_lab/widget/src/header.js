@@ -59,6 +59,7 @@ export function createHeader(ctx) {
     elapsed.textContent = elapsedText();
     ctx.live.push([elapsed, elapsedText]);
     activity.textContent = "";
+    activity.title = "";
     activity.className = "tl-activity";
     drawActivity();
     note.textContent = s.control.note || "";
@@ -83,6 +84,7 @@ export function createHeader(ctx) {
       } else {
         activity.append(h("span", "tl-strong", text));
       }
+      activity.title = text; // the line is two rows high: all of it on hover
       return;
     }
     const last = run.rounds[run.rounds.length - 1];

@@ -62,11 +62,13 @@ export function messagePager(p) {
     const { a, b } = span;
     box.textContent = "";
     if (a > lo) {
-      const more = Math.min(STEP, a - lo);
-      // reaching back past the window drops the newest drawn: the window never grows past WINDOW
-      const up = button(`Show ${count(more)} more`, "tl-more", () => move(a - more, Math.min(b, a - more + WINDOW), "Show"), "Draw earlier messages");
-      const all = button("Show all", "tl-more", () => move(lo, lo + WINDOW, "Next"), hi - lo > WINDOW ? `From the first message, ${count(WINDOW)} at a time` : "Draw every message");
-      box.append(h("div", "tl-pager-bar", h("span", "tl-meta", p.hidden(a - lo)), up, all));
+      const bar = h("div", "tl-pager-bar", h("span", "tl-meta", p.hidden(a - lo)));
+      if (a - lo > STEP) {
+        // reaching back past the window drops the newest drawn: the window never grows past WINDOW
+        bar.append(button(`Show ${count(STEP)} more`, "tl-more", () => move(a - STEP, Math.min(b, a - STEP + WINDOW), "Show"), "Draw earlier messages"));
+      }
+      bar.append(button("Show all", "tl-more", () => move(lo, lo + WINDOW, "Next"), hi - lo > WINDOW ? `From the first message, ${count(WINDOW)} at a time` : "Draw every message"));
+      box.append(bar);
     }
     if ((a > lo || b < hi) && b > a) box.append(h("div", "tl-meta tl-pager-at", `messages ${count(a - lo + 1)}–${count(b - lo)} of ${count(hi - lo)}`));
     const frag = document.createDocumentFragment();

@@ -263,7 +263,11 @@ export function createTimeline(ctx) {
     }
     const net = r.tools.reduce((a, t) => a + (t.pruned ? t.pruned.net : 0), 0);
     if (r.tools.some((t) => t.pruned)) sum.append(h("span", "tl-chip", net < 0 ? `pruning lost ${tokens(-net)}` : `pruned −${tokens(net)}`));
-    for (const said of trippedGates(r)) sum.append(h("span", "tl-chip tl-chip-gate", dot("warn"), said)); // where a budget did its job
+    for (const said of trippedGates(r)) {
+      const chip = h("span", "tl-chip tl-chip-gate", dot("warn"), said); // where a budget did its job
+      chip.title = `${said} in this round: its gate tripped here`;
+      sum.append(chip);
+    }
     if (r.interventions.length) sum.append(h("span", "tl-chip tl-chip-hand", dot("warn"), "changed by you"));
     if (r.pauses.length) sum.append(h("span", "tl-chip tl-chip-paused", dot("paused"), `paused ${duration(r.paused)}`));
     const u = c && c.usage;
