@@ -13,7 +13,6 @@ from typing import Final
 from toolloop_lab._support.escape import esc, esc_clip
 from toolloop_lab._support.words import (
     GATE_NAME,
-    GATE_TRIPPED,
     ROUND_KIND,
     STATUS,
     shown_status,
@@ -57,9 +56,6 @@ def _row(row: RoundRow, offset: int) -> str:
     tools = ", ".join(_tool(t) for t in row.tools)
     if row.interventions:
         tools += ("; " if tools else "") + "<i>changed by you</i>"
-    tripped = dict.fromkeys(word(GATE_TRIPPED, g.gate) for g in row.gates if not g.passed)
-    if tripped:  # where a budget did its job: marked, never as the round's failure
-        tools += ("; " if tools else "") + f"<i>{esc(', '.join(tripped))}</i>"
     held = fig.held(row.duration_s, row.paused_s if row.pauses else None)
     if held:  # a person's time at a pause, beside the round's own
         tools += ("; " if tools else "") + f"<i>{esc(held)}</i>"
