@@ -19,9 +19,19 @@ from typing import Any
 
 import pytest
 from langchain_core.tools import BaseTool, StructuredTool
-from loopkit import ALL, MODEL, PAYLOADS, calls, catalog_run, final, invalid_call, tool_call
+from loopkit import (
+    ALL,
+    MODEL,
+    PAYLOADS,
+    calls,
+    catalog_run,
+    final,
+    invalid_call,
+    reference_cost,
+    tool_call,
+)
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, compare
+from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, compare, usd_budget
 from toolloop_lab.events import Event, ToolDispatched
 from toolloop_lab.lab import catalog
 from toolloop_lab.widget.comparing import comparison_payload
@@ -37,6 +47,7 @@ __all__ = [
     "hostile_cases",
     "need_node",
     "payloads",
+    "usd_stop_mid_run",
     "write_fixtures",
 ]
 
@@ -147,10 +158,28 @@ def _interrupted() -> list[Event]:
     return events
 
 
+def usd_stop_mid_run() -> list[Event]:
+    """Four paid calls under a USD limit that the fourth passes: round 4 asked for two
+    tool calls, which never run (the gate is checked after each call)."""
+    spend = (400, 50)
+    script = [
+        calls(
+            tool_call("hostile", {"text": f"{i}"}, f"u{i}a"),
+            tool_call("hostile", {"text": f"{i}b"}, f"u{i}b"),
+            tokens=spend,
+        )
+        for i in range(1, 7)
+    ]
+    limit = reference_cost([spend] * 3) + reference_cost([spend]) / 4
+    with usd_budget(limit):
+        return _run(script, [_tool("hostile", _hostile_text)], AgentConfig(tool_max_rounds=8))
+
+
 def hostile_cases() -> dict[str, list[Event]]:
     """Runs the catalog has not: hostile, huge and unicode strings from a tool and the
     model, a tool that raises, an unknown and an invalid call, a run stopped mid-tool, a
-    model that runs out of replies (the run fails), a token budget tripped mid-run."""
+    model that runs out of replies (the run fails), a token budget tripped mid-run, a USD
+    limit that stops a run mid-round."""
     stopped = _cancelled_tool()
     hostile = _tool("hostile", _hostile_text)
     boom = _tool("boom", _boom)
@@ -176,6 +205,7 @@ def hostile_cases() -> dict[str, list[Event]]:
             [hostile],
             AgentConfig(token_budget_percent=1.0, context_window=100_000),
         ),
+        "usd_stop_mid_run": usd_stop_mid_run(),
         "cancelled_tool": stopped,
         "langgraph_interrupted": _interrupted(),
         "tool_result_missing": [

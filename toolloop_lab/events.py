@@ -375,6 +375,9 @@ class ModelCallFailed(_Base):
     its usage chunk was billed), counted in the run's totals; ``None`` if it reported none."""
     accumulated: Usage | None = None
     """Everything spent by the run so far, this call included (set with ``usage``)."""
+    traceback: Text | None = None
+    """Where it raised: the exception's traceback (its last frames, and the causes'),
+    clipped; ``None`` for a stop, and in traces written before it."""
     kind: Literal["model_call_failed"] = "model_call_failed"
 
 

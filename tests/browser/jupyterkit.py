@@ -110,6 +110,19 @@ def on_dialog(page: Any, dialog: Any) -> None:
     dialog.dismiss()
 
 
+def open_file(browser: Any, path: Path, width: int = 1200) -> Any:
+    """A standalone page (a report, a run's page) in a fresh tab, its errors and dialogs
+    recorded: hostile text calls ``alert()`` if it ever runs, and none may open."""
+    page = browser.new_page(viewport={"width": width, "height": 1400})
+    page.errors = []
+    page.dialogs = []
+    page.on("dialog", lambda dialog: on_dialog(page, dialog))
+    page.on("pageerror", lambda exc: page.errors.append(str(exc)))
+    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
+    page.goto(path.as_uri())
+    return page
+
+
 def wait_idle(page: Any) -> None:
     """Until the kernel is ready and idle (Lab's indicator; Notebook 7's status)."""
     page.wait_for_function(

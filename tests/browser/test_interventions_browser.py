@@ -2,9 +2,10 @@
 
 A real :class:`LLMAgent` (a scripted model that reads the conversation, so what a person
 changes changes what it does next) runs in step mode in a notebook. The test clicks
-through what a person would: a bad argument edit is refused with the schema's words and
-the pause holds, a good one runs; a result the model has not seen is replaced and a
-message added; a call is answered by hand; then "Fork from here" opens the fork's own
+through what a person would: a bad argument edit is refused with the schema's words as
+typed (the Run button disabled, saying why), a good one runs; a result the model has not
+seen is replaced and a message added; a call is answered by hand; then "Fork from here"
+opens the fork's own
 debugger below, which pauses, refuses a bad edit in the dark theme, and ends with the two
 runs side by side from the fork's round on (the call answered by hand is marked changed).
 Hostile text rides along in the prompt and a tool result: no dialog may ever open.
@@ -124,9 +125,11 @@ def test_edit_skip_add_and_fork_by_clicking(page_for: Any, jupyter: Jupyter) -> 
         area.fill('{"db": "orders"}')
         editor.locator(".tl-edit-error", has_text="unknown argument(s) db").wait_for()
         area.fill('{"database": 7}')
-        editor.get_by_role("button", name="Run with these arguments").click()
-        editor.locator(".tl-edit-error", has_text="Refused (invalid_args)").wait_for()
-        assert "still paused" in editor.inner_text()
+        editor.locator(".tl-edit-error", has_text="valid string").wait_for()
+        # arguments the live check refused cannot be sent: the button says why
+        apply = editor.get_by_role("button", name="Run with these arguments")
+        assert apply.is_disabled()
+        assert (apply.get_attribute("title") or "").startswith("Fix the arguments first: ")
         banner(live, "Paused before running read_log in round 1.")
         live.scroll_into_view_if_needed()
         shot(live, "lab_edit_refused")
@@ -199,8 +202,8 @@ def test_edit_skip_add_and_fork_by_clicking(page_for: Any, jupyter: Jupyter) -> 
         ).click()
         editor = fork.locator(".tl-editor")
         editor.locator("textarea").fill('{"database": ["users"]}')
-        editor.get_by_role("button", name="Run with these arguments").click()
-        editor.locator(".tl-edit-error", has_text="Refused (invalid_args)").wait_for()
+        editor.locator(".tl-edit-error", has_text="database").wait_for()
+        assert editor.get_by_role("button", name="Run with these arguments").is_disabled()
         contrast = contrast_report(page)
         print(f"\n[dark, editors] text nodes: {contrast['count']}, low: {contrast['worst']}")
         assert contrast["worst"] == []

@@ -16,24 +16,13 @@ from typing import Any
 import pytest
 from loopkit import PAYLOADS
 
-from browser.jupyterkit import on_dialog, shot
+from browser.jupyterkit import open_file, shot
 from browser.streams import XSS, Stream, ToolSpec, hostile_run, sample_run
 from toolloop_lab import run_scenarios
 from toolloop_lab.lab import Reply, Scenario
 from toolloop_lab.widget.page import static_page
 
 pytestmark = pytest.mark.browser
-
-
-def open_file(browser: Any, path: Path, width: int = 1200) -> Any:
-    page = browser.new_page(viewport={"width": width, "height": 1400})
-    page.errors = []
-    page.dialogs = []  # hostile text calls alert() if it ever runs: none may open
-    page.on("dialog", lambda dialog: on_dialog(page, dialog))
-    page.on("pageerror", lambda exc: page.errors.append(str(exc)))
-    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
-    page.goto(path.as_uri())
-    return page
 
 
 def test_the_report_draws_each_run_with_the_widgets_module(browser: Any, tmp_path: Path) -> None:

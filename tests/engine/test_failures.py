@@ -28,7 +28,7 @@ from toolloop_lab import (
 )
 from toolloop_lab.engine.hooks import PausePoint
 from toolloop_lab.errors import _ToolLoopError
-from toolloop_lab.events import Event, LoopFailed, ModelCallFailed, ToolDispatched
+from toolloop_lab.events import Event, LoopFailed, ModelCallFailed, ToolDispatched, event_from_dict
 
 BAD_CONFIG: list[tuple[str, Any]] = [
     ("tool_max_rounds", 0),
@@ -366,6 +366,25 @@ async def test_model_exception_keeps_partial_counts_messages_and_events(
     assert (failed.error_type, failed.round, failed.cancelled) == ("RuntimeError", 2, False)
     assert failed.usage.input_tokens == 30
     assert err.run_id == failed.run_id
+
+
+async def test_a_failed_call_carries_where_it_raised(echo_tool: BaseTool) -> None:
+    """The event of a call that raised holds its traceback (clipped, the innermost frames
+    and the exception's line last); a trace written before the field reads it as None."""
+    events: list[Event] = []
+    model = ScriptedChatModel([RuntimeError("provider exploded " + "x" * 9_000)], model_name=MODEL)
+    with pytest.raises(ToolLoopError):
+        await LLMAgent(model, [echo_tool], observers=[events.append]).arun("go")
+    failed = next(e for e in events if isinstance(e, ModelCallFailed))
+    assert failed.traceback is not None
+    assert failed.traceback.startswith("Traceback (most recent call last):")
+    assert 'File "' in failed.traceback
+    assert "in _next" in failed.traceback
+    assert failed.traceback.endswith(" chars)")  # the message made it long: clipped
+    assert len(failed.traceback) < 4_100
+    old = failed.to_dict()
+    del old["traceback"]
+    assert event_from_dict(old).traceback is None
 
 
 async def test_exception_on_the_first_call_counts_as_an_invocation(echo_tool: BaseTool) -> None:

@@ -346,6 +346,15 @@ def test_sync_runs_nest_more_than_one_level() -> None:
 ARUN_HINT = r"await agent\.arun\(\.\.\.\)"
 
 
+@pytest.fixture
+def no_ipython_shell() -> None:
+    """An app outside IPython: earlier tests in this process may have made a shell."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    InteractiveShell.clear_instance()
+
+
+@pytest.mark.usefixtures("no_ipython_shell")
 def test_run_inside_an_asyncio_app_warns_once_pointing_to_arun() -> None:
     agent = LLMAgent(ScriptedChatModel(["one", "two", "three"], model_name=MODEL))
 

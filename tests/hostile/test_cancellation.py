@@ -95,6 +95,7 @@ async def test_cancel_during_the_first_model_call() -> None:
     stopped = events[3]
     assert isinstance(stopped, ModelCallFailed)
     assert (stopped.call, stopped.error_type) == (1, "CancelledError")
+    assert stopped.traceback is None  # a stop is no error: nothing raised to trace
     assert (failed.round, failed.rounds, failed.usage) == (1, 0, Usage())
     assert failed.any_invocation_made is True
 

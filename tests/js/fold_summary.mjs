@@ -5,8 +5,9 @@ import { readFileSync } from "node:fs";
 
 const src = (name) => new URL(`../../toolloop_lab/widget/src/${name}`, import.meta.url).href;
 const { fold } = await import(src("fold.js"));
-const { createRun } = await import(src("run.js"));
-const { toolOutcome, usd } = await import(src("words.js"));
+const { createRun, outcomeText } = await import(src("run.js"));
+const { STATUS, statusCode, toolOutcome, usd, word } = await import(src("words.js"));
+const { budgetStop } = await import(src("budget.js"));
 
 /** A round's model call: replied, failed (raised or stopped), unanswered, or none. */
 function callStatus(call) {
@@ -20,6 +21,8 @@ function summary(run) {
   return {
     status: run.status,
     outcome: run.outcome,
+    // what a person reads: the status pill's word and how the run ended
+    said: [word(STATUS, statusCode(run.status, run.outcome)), budgetStop(run) || outcomeText(run)],
     rounds: run.rounds.length,
     tool_rounds: run.rounds.filter((r) => r.purpose === "round").length,
     input_tokens: t.input,

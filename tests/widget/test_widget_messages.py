@@ -253,10 +253,18 @@ async def test_continue_lets_this_run_finish_but_the_next_run_pauses_again() -> 
     dbg = LoopDebugger(pause_on="model")
     task = dbg.start(PlaybackAgent(slow_run(), speed=50), "go")
     await until(lambda: dbg.paused_at is not None)
+    dbg.flush()
+    assert channel(dbg).custom()[-1]["control"]["continued"] is False
     channel(dbg).from_browser({"type": "control", "action": "continue"})
+    dbg.flush()
+    # the page is told this run will not pause again (its selector says so), mode unchanged
+    assert channel(dbg).custom()[-1]["control"]["continued"] is True
+    assert channel(dbg).custom()[-1]["control"]["running"] is True
     await task
     assert dbg.view.status == "finished"
     assert dbg.pause_on == "model"
+    dbg.flush()
+    assert channel(dbg).custom()[-1]["control"]["continued"] is False
     task = dbg.start(PlaybackAgent(slow_run(), speed=50), "again")
     await until(lambda: dbg.paused_at is not None)
     assert dbg.paused_at is not None

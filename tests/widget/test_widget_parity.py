@@ -5,7 +5,8 @@ The widget's fold (``toolloop_lab/widget/src/fold.js``, run under Node) and
 catalog, the hostile cases of ``jskit`` and the browser tests' streams. The JS side gets
 exactly the wire payloads Python sends. Each side writes its summary explicitly (below,
 and in ``tests/js/fold_summary.mjs``), and both must agree on the status, outcome, number
-of rounds, tokens, cost and every call's status, model calls and tool calls alike.
+of rounds, tokens, cost, every call's status (model calls and tool calls alike) and the
+words a person reads for the run's status and ending.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from browser.streams import failed_run, hostile_run, long_run, sample_run
 from jskit import ROOT, all_cases, need_node, payloads
 
 from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS, clip
-from toolloop_lab._support.words import tool_outcome
+from toolloop_lab._support.words import STATUS, shown_status, tool_outcome, word
 from toolloop_lab.events import Event
 from toolloop_lab.runview import RoundRow, RunView
 from toolloop_lab.spend.usage import format_usd
+from toolloop_lab.widget import figures
 
 CASES = {
     **all_cases(),
@@ -62,6 +64,12 @@ def python_summary(view: RunView) -> dict[str, Any]:
     return {
         "status": view.status,
         "outcome": end.outcome if end else None,
+        # what a person reads: the status pill's word and how the run ended (a USD stop
+        # says how many calls were paid for and what never ran)
+        "said": [
+            word(STATUS, shown_status(view.status, end.outcome if end else None)),
+            figures.outcome(view),
+        ],
         "rounds": len(view.rounds),
         "tool_rounds": view.tool_rounds,
         "input_tokens": view.usage.input_tokens,

@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Final
 
 __all__ = [
+    "BUDGET_STOP",
     "CALL_CHANGE",
     "CALL_CHANGE_PART",
     "CUT_SHORT",
@@ -23,6 +24,7 @@ __all__ = [
     "GATE",
     "GATE_NAME",
     "GATE_STATE",
+    "GATE_TRIPPED",
     "INTERVENTION",
     "INTERVENTION_SUMMARY",
     "NOT_RUN",
@@ -36,6 +38,7 @@ __all__ = [
     "TOOL_OUTCOME",
     "outcome_text",
     "reason_words",
+    "shown_status",
     "tool_outcome",
     "word",
 ]
@@ -80,6 +83,12 @@ REACH: Final = TABLES["reach"]
 """Why a debugger's controls cannot act on the run it shows, by code (a tooltip)."""
 REACH_HINT: Final = TABLES["reach_hint"]
 """The same, short (the hint next to the controls)."""
+GATE_TRIPPED: Final = TABLES["gate_tripped"]
+"""A gate that tripped, by gate, as the round where it tripped is marked: a budget doing
+its job, never an error of the round."""
+BUDGET_STOP: Final = TABLES["budget_stop"]
+"""How a run the USD limit stopped reads: templates whose ``{names}`` both sides fill in
+from the events (how many calls were paid for, what of the last round never happened)."""
 
 
 def word(table: Mapping[str, str], code: str) -> str:
@@ -126,3 +135,12 @@ def outcome_text(outcome: str, synthesis_reason: str | None = None) -> str:
     if outcome == "synthesis" and synthesis_reason:
         return f"{said} ({word(SYNTHESIS_REASON, synthesis_reason)})"
     return said
+
+
+def shown_status(status: str, outcome: str | None) -> str:
+    """The code of the status table a run's status reads as: a run the USD limit stopped
+    has its own (the limit did its job; the run did not fail), every other its status.
+    The browser's ``statusCode`` (``widget/src/words.js``) says the same."""
+    if status == "failed" and outcome == "usd_budget_exhausted":
+        return outcome
+    return status

@@ -11,12 +11,15 @@ totals; nothing here holds state of a run.
 
 from __future__ import annotations
 
+import asyncio
+import traceback
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, NotRequired, Protocol, TypedDict, TypeVar, Unpack
+from typing import Any, Final, Literal, NotRequired, Protocol, TypedDict, TypeVar, Unpack
 
 from langchain_core.messages import AIMessage, BaseMessage
 
 from toolloop_lab import events as ev
+from toolloop_lab._support.escape import clip
 from toolloop_lab.engine.model_call import CallTiming, DeltaSink, RepeatedCalls, reply_fields
 from toolloop_lab.errors import describe
 from toolloop_lab.spend.pricing import PriceTable, call_price, model_name_of
@@ -38,6 +41,11 @@ __all__ = [
 
 
 E = TypeVar("E", bound=ev.Event)
+
+TRACEBACK_FRAMES: Final = 8
+"""Frames of a failed call's traceback kept (the innermost), for each exception of its chain."""
+TRACEBACK_CHARS: Final = 4_000
+"""Characters of a failed call's traceback kept in its event (then the ``… (N chars)`` cut)."""
 
 
 class Emit(Protocol):
@@ -149,7 +157,22 @@ def model_call_failed(
         partial_text=partial_text,
         usage=usage,
         accumulated=accumulated,
+        traceback=_traceback(error),
     )
+
+
+def _traceback(error: BaseException) -> str | None:
+    """Where ``error`` was raised, for a person reading why a call failed: its innermost
+    frames (and its causes'), clipped; ``None`` for a stop, which is no error."""
+    if isinstance(error, (asyncio.CancelledError, KeyboardInterrupt)):
+        return None
+    try:
+        lines = traceback.format_exception(
+            type(error), error, error.__traceback__, limit=-TRACEBACK_FRAMES
+        )
+    except Exception:  # noqa: BLE001 - a hostile __str__ somewhere in the chain
+        return f"{type(error).__name__}: {describe(error)}"
+    return clip("".join(lines), TRACEBACK_CHARS)
 
 
 def tool_started(emit: Emit, *, call_id: str, name: str, args: Mapping[str, Any]) -> None:

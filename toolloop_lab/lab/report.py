@@ -27,11 +27,17 @@ from typing import TYPE_CHECKING, Any, Final
 
 from toolloop_lab._support.escape import NAME_CHARS, TEXT_CHARS, clip, esc, esc_clip
 from toolloop_lab._support.jsonsafe import dumps
-from toolloop_lab._support.words import ROUND_KIND, SYNTHESIS_REASON, reason_words, word
+from toolloop_lab._support.words import (
+    ROUND_KIND,
+    SYNTHESIS_REASON,
+    reason_words,
+    word,
+)
 from toolloop_lab.events import BudgetGate, Event
 from toolloop_lab.lab.record import ScenarioRun
 from toolloop_lab.runview import RoundRow, RunView, ToolRow
 from toolloop_lab.spend.usage import format_usd
+from toolloop_lab.widget.figures import budget_stop, overshoot
 from toolloop_lab.widget.page import LOADER_CSP, view_assets, view_slot
 
 if TYPE_CHECKING:
@@ -70,7 +76,8 @@ ol.timeline{padding-left:1.2rem}ol.timeline>li{margin:.5rem 0}
 .meta{color:#666;font-size:12px}.num{font-variant-numeric:tabular-nums}
 pre{white-space:pre-wrap;word-break:break-word;background:#f7f7f7;padding:4px 6px;
 margin:2px 0;font-size:12px}
-.tool{margin:.3rem 0 .3rem 1rem}.error{color:#a00}.tripped{color:#a00;font-weight:600}
+.tool{margin:.3rem 0 .3rem 1rem}.error{color:#a00}.tripped{color:#8a4b00;font-weight:600}
+.stopped{color:#8a4b00}
 .passed{color:#286a36}
 .o-not_run{background:#f3f3f3;color:#666}
 h4.turn{margin:1rem 0 .3rem}p.turn{border-left:3px solid #bbb;padding-left:.6rem;margin:.2rem 0}
@@ -200,9 +207,11 @@ def _gate(gate: BudgetGate) -> str:
     else:
         spent, limit = f"{int(gate.spent):,} tokens", f"{int(gate.limit):,} tokens"
     state = "passed" if gate.passed else "tripped"
+    over = overshoot(gate.spent, gate.limit)
+    why = f' <span class="meta">{esc(over)}</span>' if over else ""
     return (
         f"<li>{esc(gate.gate)} gate ({esc(gate.stage)}): {esc(spent)} of {esc(limit)} "
-        f'<span class="{state}">{esc(state)}</span></li>'
+        f'<span class="{state}">{esc(state)}</span>{why}</li>'
     )
 
 
@@ -298,13 +307,22 @@ def _timeline(i: int, record: ScenarioRun) -> str:
     else:
         parts.extend(_run(record.events, view))
     if record.error_kind is not None:
-        kind = _error(record.error_kind, record.error_reason)
-        parts.append(
-            f'<p class="error"><b>Failed</b> ({esc(kind)})</p>'
-            f"<pre>{_cut(record.error_message)}</pre>"
-        )
+        parts.append(_ending(record))
     parts.append("</section>")
     return "\n".join(parts)
+
+
+def _ending(record: ScenarioRun) -> str:
+    """Why a scenario stopped short: a USD stop says how far it got and what never ran
+    (a budget doing its job, not a failure); anything else failed, with its error."""
+    views = record.views()
+    said = budget_stop(views[-1]) if views else None
+    if said is not None:
+        return f'<p class="stopped"><b>{esc(said)}</b></p><pre>{_cut(record.error_message)}</pre>'
+    kind = _error(record.error_kind, record.error_reason)
+    return (
+        f'<p class="error"><b>Failed</b> ({esc(kind)})</p><pre>{_cut(record.error_message)}</pre>'
+    )
 
 
 def _run(events: tuple[Event, ...], view: RunView) -> list[str]:

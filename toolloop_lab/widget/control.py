@@ -110,7 +110,8 @@ class Control:
                 self._request()
 
     def state(self, max_text_chars: int) -> dict[str, Any]:
-        """The step state a page shows: where the loop waits, since when, whether it runs."""
+        """The step state a page shows: where the loop waits, since when, whether it runs,
+        and whether Continue let this run go on without pausing again."""
         steps, run = self.steps, self._run
         return {
             "paused_at": point_dict(steps.paused_at, steps.pauses, max_text_chars),
@@ -119,6 +120,7 @@ class Control:
             "note": run.note,
             "stopped_by_user": run.stopped_by_user,
             "reach": self.holder.reach.to_dict(),
+            "continued": steps.continued,
         }
 
     # -- agents and the run ------------------------------------------------------------

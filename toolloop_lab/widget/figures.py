@@ -12,10 +12,12 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Final
 
 from toolloop_lab._support.words import (
+    BUDGET_STOP,
     CUT_SHORT,
     FAILED,
     GATE_STATE,
     NOT_RUN,
+    ROUND_KIND,
     outcome_text,
     reason_words,
     word,
@@ -23,17 +25,19 @@ from toolloop_lab._support.words import (
 from toolloop_lab.spend.usage import format_tokens, format_usd
 
 if TYPE_CHECKING:
-    from toolloop_lab.runview import RunView
+    from toolloop_lab.runview import RoundRow, RunView
 
 __all__ = [
     "CUT_SHORT",
     "FAILED",
     "NOT_RUN",
+    "budget_stop",
     "cut_short",
     "final_label",
     "gate_label",
     "held",
     "outcome",
+    "overshoot",
     "pct",
     "reason_words",
     "seconds",
@@ -98,10 +102,66 @@ def final_label(view: RunView) -> str:
     return "interrupt() asked" if interrupted else "final answer"
 
 
-def outcome(view: RunView) -> str | None:
-    """How the run ended, in the words every view uses; ``None`` until it has."""
+def outcome(view: RunView, offset: int = 0) -> str | None:
+    """How the run ended, in the words every view uses (a USD stop says what it cost and
+    what never happened, :func:`budget_stop`); ``None`` until it has."""
     if view.failure is not None:
-        return outcome_text(view.failure.outcome)
+        return budget_stop(view, offset) or outcome_text(view.failure.outcome)
     if view.finished is not None:
         return outcome_text(view.finished.outcome, view.finished.synthesis_reason)
     return None
+
+
+def budget_stop(view: RunView, offset: int = 0) -> str | None:
+    """``Stopped by the USD limit after 4 paid calls; round 4's 2 tool calls did not run``:
+    a run the USD limit stopped, from its events (the closing usage's request count, the
+    gate that tripped, the calls answered unrun); ``None`` for any other run. ``offset`` is
+    added to the round number (a fork's rounds read as the original's). The browser's
+    ``budgetStop`` (``widget/src/budget.js``) says the same from the same table."""
+    failure = view.failure
+    if failure is None or failure.outcome != "usd_budget_exhausted":
+        return None
+    said = outcome_text(failure.outcome)
+    paid = failure.usage.requests
+    if paid:
+        calls = BUDGET_STOP["call" if paid == 1 else "calls"].format(n=f"{paid:,}")
+        said += " " + BUDGET_STOP["after"].format(calls=calls)
+    tripped = next(
+        (
+            (row, gate)
+            for row in reversed(view.rounds)
+            for gate in reversed(row.gates)
+            if gate.gate == "usd" and not gate.passed
+        ),
+        None,
+    )
+    missed = None if tripped is None else _not_done(tripped[0], tripped[1].stage, offset)
+    return f"{said}; {missed}" if missed else said
+
+
+def _not_done(row: RoundRow, stage: str, offset: int) -> str | None:
+    """What of the round where the USD gate tripped never happened, in words."""
+    where = (
+        f"the {word(ROUND_KIND, 'synthesis')}"
+        if row.purpose == "synthesis"
+        else f"round {row.number + offset:,}"
+    )
+    if stage == "before_call":
+        return BUDGET_STOP["not_sent"].format(round=where)
+    unrun = sum(1 for t in row.tools if not t.ran and t.error_reason == "budget_exhausted")
+    if unrun:
+        key = "tool_not_run" if unrun == 1 else "tools_not_run"
+        return BUDGET_STOP[key].format(round=where, n=f"{unrun:,}")
+    if not row.tools and row.usage.requests:
+        return BUDGET_STOP["reply_unused"].format(round=where)
+    return None
+
+
+def overshoot(spent: Decimal | int | None, limit: Decimal | int | None) -> str | None:
+    """``over the limit by 26.0%: the budget is checked after each call, so the last call
+    can overshoot it``: why a figure reads over 100 % of its limit; ``None`` when it does
+    not. The browser's ``overshoot`` (``widget/src/budget.js``) says the same."""
+    fraction = None if spent is None else share(spent, limit)
+    if fraction is None or fraction <= 1:
+        return None
+    return f"over the limit by {pct(fraction - 1)}: {BUDGET_STOP['overshoot']}"

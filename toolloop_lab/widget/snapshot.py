@@ -11,7 +11,15 @@ from __future__ import annotations
 from typing import Final
 
 from toolloop_lab._support.escape import esc, esc_clip
-from toolloop_lab._support.words import ROUND_KIND, STATUS, tool_outcome, word
+from toolloop_lab._support.words import (
+    GATE_NAME,
+    ROUND_KIND,
+    STATUS,
+    shown_status,
+    tool_outcome,
+    word,
+)
+from toolloop_lab.events import LoopFailed
 from toolloop_lab.runview import RoundRow, RunView, ToolRow
 from toolloop_lab.widget import figures as fig
 
@@ -66,24 +74,10 @@ def _row(row: RoundRow, offset: int) -> str:
 def snapshot_html(view: RunView, *, note: str | None = None, round_offset: int = 0) -> str:
     """The run as static, escaped HTML (bounded size); ``round_offset`` is added to every
     round number (a fork's rounds read as the original's)."""
-    parts = ["<div>"]
-    head = [f"<b>Agent loop debugger: {esc(word(STATUS, view.status))}</b>"]
-    if view.started is not None and view.started.model_name:
-        head.append(esc_clip(view.started.model_name, 80))
-    if view.max_rounds is not None:
-        head.append(
-            f"round {view.tool_rounds + round_offset:,} of {view.max_rounds + round_offset:,}"
-        )
-    parts.append(" · ".join(head))
+    parts = ["<div>", _head(view, round_offset)]
     if view.started is not None:
-        usage = view.usage
-        parts.append(
-            "<br>tokens: "
-            f"{fig.tokens(usage.input_tokens)} input ({fig.tokens(usage.cache_read_tokens)} "
-            f"from cache), {fig.tokens(usage.output_tokens)} output · "
-            f"cost {fig.usd(usage.cost_usd)}"
-        )
-    outcome = fig.outcome(view)
+        parts.extend(_spend(view))
+    outcome = fig.outcome(view, round_offset)
     if outcome is not None:
         parts.append(f"<br>outcome: {esc(outcome)}")
     rows = view.rounds[-SNAPSHOT_ROUNDS:]
@@ -101,11 +95,46 @@ def snapshot_html(view: RunView, *, note: str | None = None, round_offset: int =
         label = fig.final_label(view).capitalize()
         parts.append(f"<b>{esc(label)}:</b> {final or '<i>(no text)</i>'}")
     if view.failure is not None:
-        f = view.failure
-        what = "stopped" if f.cancelled else f"failed: {esc_clip(f.error_type, 80)}"
-        message = "" if f.cancelled else f" · {esc_clip(f.message, 500)}"
-        parts.append(f"<br><b>{what}</b> after {f.rounds:,} rounds{message}")
+        parts.append(_failure(view.failure))
     if note:
         parts.append(f"<br><i>{esc_clip(note, 300)}</i>")
     parts.append("</div>")
     return "\n".join(parts)
+
+
+def _head(view: RunView, offset: int) -> str:
+    """Status (a USD stop in its own word: it is no failure), model and round of the cap."""
+    end = view.failure or view.finished
+    status = shown_status(view.status, end.outcome if end else None)
+    head = [f"<b>Agent loop debugger: {esc(word(STATUS, status))}</b>"]
+    if view.started is not None and view.started.model_name:
+        head.append(esc_clip(view.started.model_name, 80))
+    if view.max_rounds is not None:
+        head.append(f"round {view.tool_rounds + offset:,} of {view.max_rounds + offset:,}")
+    return " · ".join(head)
+
+
+def _spend(view: RunView) -> list[str]:
+    """Tokens and cost, the USD limit when there is one, and why spend passed it."""
+    usage = view.usage
+    parts = [
+        "<br>tokens: "
+        f"{fig.tokens(usage.input_tokens)} input ({fig.tokens(usage.cache_read_tokens)} "
+        f"from cache), {fig.tokens(usage.output_tokens)} output · "
+        f"cost {fig.usd(usage.cost_usd)}"
+    ]
+    if view.usd_limit is not None:
+        parts.append(f" of the {esc(GATE_NAME['usd'])} {fig.usd(view.usd_limit)}")
+        over = fig.overshoot(usage.cost_usd, view.usd_limit)
+        if over is not None:
+            parts.append(f"<br><i>{esc(over)}</i>")
+    return parts
+
+
+def _failure(f: LoopFailed) -> str:
+    """What ended a run that raised (a USD stop's outcome line says how far it got)."""
+    budget = f.outcome == "usd_budget_exhausted"
+    what = "stopped" if f.cancelled or budget else f"failed: {esc_clip(f.error_type, 80)}"
+    message = "" if f.cancelled else f" · {esc_clip(f.message, 500)}"
+    after = "" if budget else f" after {f.rounds:,} rounds"
+    return f"<br><b>{what}</b>{after}{message}"

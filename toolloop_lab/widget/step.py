@@ -101,6 +101,12 @@ class StepController:
                 self._on_resume()
 
     @property
+    def continued(self) -> bool:
+        """True once the armed run was let go on to its end (Continue): it will not pause
+        again, whatever :attr:`mode` says (the mode is the next run's too)."""
+        return self._task is not None and self._released is self._task
+
+    @property
     def paused(self) -> bool:
         """True while the loop waits at a pause point."""
         return self.paused_at is not None

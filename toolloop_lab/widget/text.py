@@ -15,7 +15,9 @@ from toolloop_lab._support.words import (
     GATE,
     INTERVENTION_SUMMARY,
     ROUND_KIND,
+    STATUS,
     SYNTHESIS_REASON,
+    shown_status,
     tool_outcome,
     word,
 )
@@ -92,6 +94,9 @@ def summary_text(view: RunView, *, note: str | None = None, round_offset: int = 
     lines = [_head(view, round_offset)]
     if view.started is not None or view.rounds:
         lines.append(_spend(view))
+        over = fig.overshoot(view.usage.cost_usd, view.usd_limit)
+        if over is not None:
+            lines.append(over)
         if view.paused_at is not None:
             point = view.paused_at
             where = "tool dispatch" if point.stage == "tool_dispatch" else f"{point.purpose} call"
@@ -102,7 +107,7 @@ def summary_text(view: RunView, *, note: str | None = None, round_offset: int = 
                 f"pruning: saved {fig.tokens(view.tokens_saved)} tokens, net "
                 f"{fig.tokens(view.net_saved)} after the pruning calls' own tokens"
             )
-        outcome = fig.outcome(view)
+        outcome = fig.outcome(view, round_offset)
         if outcome is not None:
             lines.append(f"outcome: {outcome}")
         if view.final_text is not None:
@@ -115,8 +120,11 @@ def summary_text(view: RunView, *, note: str | None = None, round_offset: int = 
 
 
 def _head(view: RunView, offset: int) -> str:
-    """Status, round of the cap, model and run id."""
-    head = [f"LoopDebugger: {view.status}"]
+    """Status (a USD stop in its own words: it is no failure), round of the cap, model
+    and run id."""
+    end = view.failure or view.finished
+    code = shown_status(view.status, end.outcome if end else None)
+    head = [f"LoopDebugger: {view.status if code == view.status else word(STATUS, code)}"]
     if view.max_rounds is not None:
         head.append(f"round {view.tool_rounds + offset} of {view.max_rounds + offset}")
     if view.started is not None and view.started.model_name:
@@ -154,12 +162,13 @@ def _rounds(view: RunView, offset: int) -> list[str]:
 
 
 def _failure(failure: LoopFailed) -> str:
+    """What ended a run that raised: its error, where, and its message (a USD stop says
+    how far it got in the outcome line, from its calls: its rounds would undercount)."""
+    budget = failure.outcome == "usd_budget_exhausted"
     kind = f" kind={plain(failure.error_kind, NAME_PREVIEW)}" if failure.error_kind else ""
     reason = f" reason={plain(failure.reason, NAME_PREVIEW)}" if failure.reason else ""
     cause = f" cause={plain(failure.cause_type, NAME_PREVIEW)}" if failure.cause_type else ""
     error = plain(failure.error_type, NAME_PREVIEW)
-    return (
-        f"{'cancelled' if failure.cancelled else 'failed'}: {error}"
-        f"{kind}{reason}{cause} after {failure.rounds} rounds: "
-        f"{plain(failure.message, TEXT_PREVIEW)}"
-    )
+    what = "stopped" if budget else "cancelled" if failure.cancelled else "failed"
+    after = "" if budget else f" after {failure.rounds} rounds"
+    return f"{what}: {error}{kind}{reason}{cause}{after}: {plain(failure.message, TEXT_PREVIEW)}"

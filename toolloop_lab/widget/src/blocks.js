@@ -2,9 +2,11 @@
 // The blocks of a round's detail: the model's reply, each tool call with its result, the
 // budget checks, and what a person changed at a pause.
 
+import { overshoot } from "./budget.js";
+import { beforeAfter } from "./sidebyside.js";
 import { chatMessage } from "./chat.js";
 import { block, button, dot, h, longText } from "./dom.js";
-import { duration, plural, tokens } from "./format.js";
+import { clip, duration, plural, tokens } from "./format.js";
 import { jsonView, resultView } from "./json.js";
 import { cutShortLabel, notRunLabel, toolDot, toolSaid } from "./rounds.js";
 import { held, runNow } from "./store.js";
@@ -14,6 +16,8 @@ import { GATE_NAME, INTERVENTION, reasonWords, usd, word } from "./words.js";
 /** @typedef {import("./run.js").Round} Round */
 /** @typedef {import("./run.js").Call} Call */
 /** @typedef {import("./run.js").Tool} Tool */
+
+const FLAG_CHARS = 300; // characters of an error message in a one-line flag (the whole below)
 
 /**
  * What is odd about a reply, one line each.
@@ -26,10 +30,28 @@ function replyFlags(r, c) {
   if (c.stuck) flags.push("same tool calls as the previous round: no progress");
   if (c.truncated) flags.push("cut off by the output-token limit: its tool calls were not run");
   if (c.empty) flags.push("no text and no tool call");
-  if (c.interrupted) flags.push(c.interrupted === "cancelled" ? "stopped before the reply came back" : c.error ? `the call failed: ${c.error.type}${c.error.message ? `: ${c.error.message}` : ""}` : "the run failed before the reply came back");
+  if (c.interrupted) flags.push(c.interrupted === "cancelled" ? "stopped before the reply came back" : c.error ? `the call failed: ${c.error.type}${c.error.message ? `: ${clip(c.error.message, FLAG_CHARS)}` : ""}` : "the run failed before the reply came back");
   const earlier = r.failedCalls.length - (c.error && c.interrupted === "failed" ? 1 : 0);
   if (earlier > 0 && c.done) flags.push(`${plural(earlier, "earlier attempt")} of this call failed (${r.failedCalls.slice(0, earlier).map((f) => f.type).join(", ")}); this is the retry's reply`);
   return flags;
+}
+
+/**
+ * Why each call of the round that raised failed: its error and, when its event carries it,
+ * where it raised (the traceback, clipped by Python, drawn as text).
+ * @param {Round} r
+ * @returns {HTMLElement[]}
+ */
+function failedCallsView(r) {
+  const out = [];
+  const many = r.failedCalls.length > 1;
+  for (const [i, f] of r.failedCalls.entries()) {
+    const text = f.traceback || f.message;
+    if (!text) continue;
+    const what = f.traceback ? "Traceback" : "Error";
+    out.push(h("div", "tl-sub", `${what}${many ? ` of attempt ${i + 1}` : ""}: ${f.type}`), longText(text, "tl-traceback"));
+  }
+  return out;
 }
 
 /**
@@ -55,6 +77,7 @@ export function replyBlock(ctx, r, c) {
     if (c.model) facts.append(h("span", null, c.model));
     box.append(facts);
     for (const f of replyFlags(r, c)) box.append(h("div", "tl-flag", dot("warn"), f));
+    box.append(...failedCallsView(r));
     const text = c.text;
     if (text) box.append(longText(text, c.done ? "" : "tl-streaming"));
     else if (c.done) box.append(h("div", "tl-muted", "(no text)"));
@@ -105,9 +128,10 @@ function prunedView(box, p) {
 
 /**
  * @param {Tool} t
+ * @param {{action: string, before: any, after: any} | undefined} edit a person's edit of its arguments
  * @returns {HTMLElement}
  */
-function toolBody(t) {
+function toolBody(t, edit) {
   const box = h("div");
   const facts = h("div", "tl-facts tl-num");
   if (t.status === "not_run") facts.append(h("span", null, notRunLabel(t)));
@@ -123,7 +147,9 @@ function toolBody(t) {
   if (t.callError) box.append(h("div", "tl-flag", dot("error"), `invalid call: ${t.callError}`));
   if (t.edited) box.append(h("div", "tl-flag", dot("warn"), "arguments edited by you before it ran"));
   if (t.answeredByHand) box.append(h("div", "tl-flag", dot("warn"), "answered by you: the tool never ran"));
-  box.append(h("div", "tl-sub", "Arguments"), jsonView(t.args || {}, 1));
+  const changed = edit && beforeAfter(edit);
+  if (changed) box.append(h("div", "tl-sub", "Arguments (changed by you)"), changed);
+  else box.append(h("div", "tl-sub", "Arguments"), jsonView(t.args || {}, 1));
   if (t.status === "queued" || t.status === "running") return box;
   if (t.pruned) prunedView(box, t.pruned);
   else if ((t.status !== "not_run" && t.reason !== "interrupted") || t.content) {
@@ -154,7 +180,7 @@ export function toolBlock(ctx, r, t) {
     ctx.liveDetail.push([timer, fn]);
     extra.append(" ", timer);
   }
-  return block(s.ui.collapsed, `r${r.n}:t:${t.id}`, `Tool ${t.name}`, () => toolBody(t), { copy: () => (t.pruned ? t.pruned.pruned : t.content), extra, open: r.tools.length <= 4 || t.status === "error" });
+  return block(s.ui.collapsed, `r${r.n}:t:${t.id}`, `Tool ${t.name}`, () => toolBody(t, t.edited ? r.interventions.find((iv) => iv.action === "edit_args" && iv.id === t.id) : undefined), { copy: () => (t.pruned ? t.pruned.pruned : t.content), extra, open: r.tools.length <= 4 || t.status === "error" });
 }
 
 /**
@@ -167,7 +193,9 @@ export function gatesView(r) {
     const name = word(GATE_NAME, g.gate);
     const when = g.stage === "before_call" ? "before the model call" : "after the model call";
     const fmt = g.gate === "token" ? tokens : usd;
-    box.append(h("div", "tl-gate-line tl-num", dot(g.passed ? "answer" : "error"), `${name}, checked ${when}: ${fmt(g.spent)} of ${fmt(g.limit)}, ${g.passed ? "within the limit" : "limit reached"}`));
+    box.append(h("div", "tl-gate-line tl-num", dot(g.passed ? "answer" : "warn"), `${name}, checked ${when}: ${fmt(g.spent)} of ${fmt(g.limit)}, ${g.passed ? "within the limit" : "limit reached"}`));
+    const over = g.passed ? null : overshoot(g.spent, g.limit);
+    if (over) box.append(h("div", "tl-meta", over));
   }
   return box;
 }
@@ -184,8 +212,7 @@ export function interventionsView(r) {
       box.append(h("div", "tl-chat", chatMessage(iv.after)));
       continue;
     }
-    if (iv.before !== null && iv.before !== undefined) box.append(h("div", "tl-meta", "Before"), jsonView(iv.before, 1));
-    box.append(h("div", "tl-meta", "After"), jsonView(iv.after, 1));
+    box.append(beforeAfter(iv) || jsonView(iv.after, 1)); // old and new side by side
   }
   return box;
 }

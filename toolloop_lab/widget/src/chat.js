@@ -2,7 +2,8 @@
 // Messages as a chat: what a model call was sent (earlier messages folded), and at a
 // pause before a call, what the next call will be sent.
 
-import { button, dot, h, longText } from "./dom.js";
+import { dot, h, longText } from "./dom.js";
+import { messagePager } from "./history.js";
 import { plural } from "./format.js";
 import { jsonView, prettyJson } from "./json.js";
 
@@ -54,7 +55,8 @@ export function chatMessage(m) {
 }
 
 /**
- * What a call was sent: earlier messages folded, this call's new ones shown.
+ * What a call was sent: earlier messages folded, this call's new ones shown (its newest
+ * MAX_MESSAGES); either part opens 40 more at a time or all of it, a bounded window at a time.
  * @param {Store} s
  * @param {Call} c
  * @returns {HTMLElement}
@@ -63,23 +65,10 @@ export function callInput(s, c) {
   const box = h("div", "tl-chat");
   const from = c.msgFrom || 0;
   const to = c.msgTo || 0;
-  const earlier = h("div");
-  if (from > 0) {
-    let shown = from;
-    const more = button(`Show ${plural(from, "earlier message")}`, "tl-more", () => {
-      const start = Math.max(0, shown - MAX_MESSAGES);
-      const frag = document.createDocumentFragment();
-      for (let i = start; i < shown; i++) frag.append(chatMessage(s.run.conversation[i]));
-      earlier.prepend(frag);
-      shown = start;
-      if (shown === 0) more.remove();
-      else more.textContent = `Show ${plural(shown, "earlier message")}`;
-    });
-    box.append(more, earlier);
-  }
-  const start = Math.max(from, to - MAX_MESSAGES);
-  if (start > from) box.append(h("div", "tl-muted", `… ${plural(start - from, "message")} of this call not drawn`));
-  for (let i = start; i < to; i++) box.append(chatMessage(s.run.conversation[i]));
+  /** @param {number} i */
+  const draw = (i) => chatMessage(s.run.conversation[i]);
+  if (from > 0) box.append(messagePager({ owner: c, key: "earlier", lo: 0, hi: from, initial: 0, draw, hidden: (n) => plural(n, "earlier message") }));
+  box.append(messagePager({ owner: c, key: "new", lo: from, hi: to, initial: MAX_MESSAGES, draw, hidden: (n) => `${plural(n, "message")} of this call not drawn` }));
   return box;
 }
 

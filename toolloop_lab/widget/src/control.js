@@ -12,6 +12,7 @@
  * @property {string | null} note
  * @property {boolean} stopped_by_user
  * @property {Reach} [reach] what Continue, Step, Stop and the pause selector can do for the run shown
+ * @property {boolean} [continued] Continue let this run go on: it will not pause again
  * @property {{request: number, ok: boolean, reason?: string, message?: string} | null} [answer]
  */
 

@@ -6,6 +6,7 @@
 
 import { button, dropdown, h, longText } from "./dom.js";
 import { count, plural } from "./format.js";
+import { budgetStop } from "./budget.js";
 import { isDone } from "./run.js";
 import { shown } from "./rounds.js";
 import { OUTCOME } from "./words.js";
@@ -31,11 +32,13 @@ export function createControls(ctx) {
     step: "Go on to the next pause point",
     stop: "Stop the run; the partial counts stay",
   };
+  const pauseNote = h("span", "tl-meta tl-pause-note"); // after Continue: this run pauses no more
+  pauseNote.setAttribute("aria-live", "polite");
   const bContinue = button("Continue", "tl-primary", () => host.control("continue"), tips.continue);
   const bStep = button("Step", null, () => host.control("step"), tips.step);
   const bStop = button("Stop", null, () => host.control("stop"), tips.stop);
   const reachHint = h("span", "tl-reach-hint");
-  const controls = h("div", "tl-controls", pauseLbl, bContinue, bStep, bStop, reachHint);
+  const controls = h("div", "tl-controls", pauseLbl, pauseNote, bContinue, bStep, bStop, reachHint);
   const banner = h("div", "tl-banner");
   const bannerText = h("div", "tl-banner-text");
   banner.append(bannerText);
@@ -62,6 +65,9 @@ export function createControls(ctx) {
     reachHint.title = why;
     const mode = host.pauseOn();
     if (pauseSel.value !== mode) pauseSel.value = mode;
+    const noMore = !!s.control.continued && !done && mode !== "off";
+    pauseNote.hidden = !noMore;
+    pauseNote.textContent = noMore ? `off for this run (Continue); the next run pauses before ${pauseSel.selectedOptions.length ? pauseSel.selectedOptions[0].textContent : mode}` : "";
     banner.hidden = !paused;
     bannerText.textContent = "";
     if (paused) drawBanner(s.control.paused_at);
@@ -88,9 +94,10 @@ export function createControls(ctx) {
     failureBox.hidden = !f;
     if (!f) return;
     const stopped = f.cancelled;
-    failureBox.className = `tl-failure ${stopped ? "tl-stopped-box" : "tl-error-box"}`;
-    const head = stopped ? (s.control.stopped_by_user ? "Stopped by you" : OUTCOME.cancelled) : s.run.outcome === "usd_budget_exhausted" ? OUTCOME.usd_budget_exhausted : "The run failed";
-    failureBox.append(h("div", "tl-strong", `${head} after ${plural(f.rounds, "round")}`));
+    const budget = budgetStop(s.run, s.offset || 0); // a USD stop says how far it got, from its calls
+    failureBox.className = `tl-failure ${stopped ? "tl-stopped-box" : budget ? "tl-budget-box" : "tl-error-box"}`;
+    const head = stopped ? (s.control.stopped_by_user ? "Stopped by you" : OUTCOME.cancelled) : "The run failed";
+    failureBox.append(h("div", "tl-strong", budget || `${head} after ${plural(f.rounds, "round")}`));
     const how = stopped && f.error_type === "CancelledError" ? null : f.error_type; // a Stop is no error to name
     const facts = [how, f.error_kind && `kind ${f.error_kind}`, f.reason && `reason ${f.reason}`, f.cause_type && `cause ${f.cause_type}`].filter(Boolean).join(" · ");
     failureBox.append(h("div", "tl-meta", facts));

@@ -19,6 +19,8 @@ import { button, dot, dropdown, h } from "./dom.js";
  * @property {string} [role] user or assistant (message)
  * @property {string} [msg] what the editor says now
  * @property {string} [msgKind] idle, ok or error
+ * @property {string} [invalid] why the arguments do not fit the tool (the live check's words); "" when they do
+ * @property {boolean} [checking] typed since the last verdict: the live check has not said yet
  * @property {boolean} [focus]
  * @property {(state: string, text: string) => void} [show]
  */
@@ -93,6 +95,9 @@ function choiceField(e, choice) {
   return h("label", "tl-lbl", choice.lead, sel);
 }
 
+const CHECKING = "Checking the arguments against the tool's schema…";
+let shownEditors = 0; // numbers each editor's status line (its Run button is described by it)
+
 /**
  * @param {ViewContext} ctx
  */
@@ -130,24 +135,34 @@ export function createEditor(ctx) {
     area.rows = Math.min(12, Math.max(3, e.text.split("\n").length + 1));
     area.setAttribute("aria-label", kind.label);
     const status = h("div", "tl-edit-msg");
+    status.id = `tl-edit-msg-${++shownEditors}`;
     status.setAttribute("role", "status");
     status.setAttribute("aria-live", "polite");
+    const apply = button(kind.apply, "tl-primary", () => submit(e, apply));
+    apply.setAttribute("aria-describedby", status.id);
     e.show = (state, text) => {
       e.msgKind = state;
       e.msg = text;
       status.textContent = "";
       status.className = `tl-edit-msg tl-edit-${state}`;
       if (text) status.append(dot(state === "error" ? "error" : state === "ok" ? "answer" : "idle"), h("span", null, text));
+      // arguments the live check refused cannot be sent: the reason is the line above
+      apply.disabled = !!e.invalid || !!e.checking;
+      apply.title = e.invalid ? `Fix the arguments first: ${e.invalid}` : e.checking ? CHECKING : "";
     };
     e.show(e.msgKind || "idle", e.msg || "");
     area.addEventListener("input", () => {
       e.text = area.value;
-      if (e.kind === "args") checkSoon(e);
+      if (e.kind !== "args") return;
+      // the last verdict was about other text: none is shown (nor sent) until the next
+      e.invalid = "";
+      e.checking = true;
+      if (e.show) e.show("idle", CHECKING);
+      checkSoon(e);
     });
     const extras = h("div", "tl-edit-row");
     const choice = CHOICES[e.kind];
     if (choice) extras.append(choiceField(e, choice));
-    const apply = button(kind.apply, "tl-primary", () => submit(e, apply));
     const cancel = button("Cancel", null, close);
     extras.append(h("span", "tl-grow"), apply, cancel);
     box.append(area, status, extras);
@@ -164,10 +179,16 @@ export function createEditor(ctx) {
     checkTimer = setTimeout(() => {
       if (s.ui.edit !== e) return;
       const parsed = parseArgs(e.text);
-      if (parsed.error) return say(e)("error", parsed.error);
+      if (parsed.error) {
+        e.invalid = parsed.error;
+        e.checking = false;
+        return say(e)("error", parsed.error);
+      }
       const sent = e.text;
       ctx.ask({ type: "intervene", action: "check_args", pause: e.pause, call_id: e.callId, args: parsed.value }, (a) => {
         if (s.ui.edit !== e || e.text !== sent) return; // typed on since: a newer check follows
+        e.invalid = a.ok ? "" : a.message || a.reason || "they do not fit the tool's schema";
+        e.checking = false;
         say(e)(a.ok ? "ok" : "error", a.ok ? "These arguments fit the tool's schema." : a.message);
       });
     }, 300);
@@ -182,7 +203,10 @@ export function createEditor(ctx) {
     const msg = { type: "intervene", pause: e.pause };
     if (e.kind === "args") {
       const parsed = parseArgs(e.text);
-      if (parsed.error) return say(e)("error", parsed.error);
+      if (parsed.error) {
+        e.invalid = parsed.error;
+        return say(e)("error", parsed.error);
+      }
       Object.assign(msg, { action: "edit_args", call_id: e.callId, args: parsed.value });
     } else if (e.kind === "skip") {
       Object.assign(msg, { action: "skip", call_id: e.callId, content: e.text, status: e.status || "success" });
@@ -199,6 +223,7 @@ export function createEditor(ctx) {
       btn.disabled = false;
       if (s.ui.edit !== e) return;
       if (a.ok) return close(); // the change comes back as an intervention event
+      if (a.reason === "invalid_args") e.invalid = a.message || a.reason;
       say(e)("error", `Refused (${a.reason}): ${a.message} — the run is unchanged and still paused.`);
     });
   }

@@ -127,13 +127,13 @@ function foldRound(s, r, e) {
       if (c) {
         c.t1 = e.t;
         c.interrupted = e.error_type === "CancelledError" ? "cancelled" : "failed";
-        c.error = { type: e.error_type, message: e.message || "" };
+        c.error = { type: e.error_type, message: e.message || "", traceback: e.traceback || null };
         if (e.partial_text) c.text = e.partial_text;
         if (e.usage && e.purpose !== "pruning") c.usage = readUsage(e.usage); // reported before it failed: paid for
       }
       if (e.usage && e.purpose === "pruning") r.pruneUsage = addUsage(r.pruneUsage, readUsage(e.usage));
       if (e.accumulated) s.totals = readUsage(e.accumulated);
-      if (e.purpose !== "pruning") r.failedCalls.push({ type: e.error_type, message: e.message || "", latency: e.latency_s, t: e.t });
+      if (e.purpose !== "pruning") r.failedCalls.push({ type: e.error_type, message: e.message || "", traceback: e.traceback || null, latency: e.latency_s, t: e.t });
       break;
     }
     case "tool_start": {

@@ -8,7 +8,8 @@ import { isDone, outcomeText } from "./run.js";
 import { lastToolName } from "./rounds.js";
 import { nestedCount } from "./runlist.js";
 import { held, holdingNow, runNow } from "./store.js";
-import { GATE_NAME, STATUS, usd, word } from "./words.js";
+import { budgetStop, overshoot } from "./budget.js";
+import { GATE_NAME, STATUS, statusCode, usd, word } from "./words.js";
 
 /** @typedef {import("./context.js").ViewContext} ViewContext */
 
@@ -33,11 +34,11 @@ export function createHeader(ctx) {
   function draw() {
     const run = s.run;
     const st = run.status;
-    let state = st;
+    let state = statusCode(st, run.outcome);
     if (st === "running" && s.control.paused_at) state = "paused";
     if (st === "finished" && run.outcome === "interrupted") state = "interrupted"; // a LangGraph interrupt(): waits for input
     badge.textContent = "";
-    const badgeState = state === "finished" ? "answer" : state === "failed" ? "error" : state === "cancelled" ? "stopped" : state === "paused" || state === "interrupted" ? "warn" : state === "running" ? "running" : "idle";
+    const badgeState = state === "finished" ? "answer" : state === "failed" ? "error" : state === "cancelled" ? "stopped" : state === "paused" || state === "interrupted" || state === "usd_budget_exhausted" ? "warn" : state === "running" ? "running" : "idle";
     badge.append(dot(badgeState), h("span", null, capitalized(word(STATUS, state))));
     badge.className = `tl-badge tl-b-${badgeState}`;
     const info = run.run;
@@ -60,6 +61,7 @@ export function createHeader(ctx) {
     elapsed.textContent = elapsedText();
     ctx.live.push([elapsed, elapsedText]);
     activity.textContent = "";
+    activity.title = "";
     activity.className = "tl-activity";
     drawActivity();
     note.textContent = s.control.note || "";
@@ -74,7 +76,7 @@ export function createHeader(ctx) {
       return;
     }
     if (isDone(run)) {
-      let text = outcomeText(run) || run.outcome || "";
+      let text = budgetStop(run, s.offset || 0) || outcomeText(run) || run.outcome || "";
       if (run.status === "cancelled" && s.control.stopped_by_user) text = "Stopped by you";
       const finish = run.finish;
       if (finish && finish.final_text !== undefined) {
@@ -84,6 +86,7 @@ export function createHeader(ctx) {
       } else {
         activity.append(h("span", "tl-strong", text));
       }
+      activity.title = text; // the line is two rows high: all of it on hover
       return;
     }
     const last = run.rounds[run.rounds.length - 1];
@@ -127,7 +130,10 @@ export function createHeader(ctx) {
     bar.setAttribute("aria-hidden", "true");
     const g = h("div", "tl-gauge", h("span", "tl-gauge-label", label), bar, h("span", "tl-num", limit ? `${fmt(spent)} of ${fmt(limit)} (${pct(frac)})` : fmt(spent)));
     if (state !== "off") g.append(h("span", `tl-gate tl-gate-${state}`, state === "tripped" ? "limit reached" : "within limit"));
-    if (explain) g.title = explain;
+    // over 100 %: said beside the figure, not only in a tooltip
+    const over = state === "off" ? null : overshoot(spent, limit);
+    if (over) g.append(h("span", "tl-gauge-over tl-meta", over));
+    if (explain) g.title = over ? `${explain}; ${over}` : explain;
     gauges.append(g);
   }
 

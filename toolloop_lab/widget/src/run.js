@@ -65,7 +65,7 @@ import { outcomeWords } from "./words.js";
  * @property {boolean} truncated
  * @property {boolean} done
  * @property {string} [interrupted] "cancelled", "failed" or how the run ended
- * @property {{type: string, message: string}} [error]
+ * @property {{type: string, message: string, traceback: string | null}} [error] why it raised (traceback: where, clipped; null in older traces)
  * @property {string} [toolCallId] a pruning call's tool call
  */
 
@@ -100,7 +100,7 @@ import { outcomeWords } from "./words.js";
  * @property {{gate: string, stage: string, limit: number, spent: number, passed: boolean}[]} gates
  * @property {{reason: string, prompt: string} | null} synthesis
  * @property {{action: string, stage: string, id: string, before: any, after: any}[]} interventions
- * @property {{type: string, message: string, latency: number, t: number}[]} failedCalls
+ * @property {{type: string, message: string, traceback: string | null, latency: number, t: number}[]} failedCalls
  * @property {Usage} pruneUsage
  * @property {number} v changes of this round (a view's redraw key)
  * @property {string | null} hay

@@ -4,6 +4,7 @@
 
 import { button, dot, dropdown, h } from "./dom.js";
 import { count, duration, plural, tokens } from "./format.js";
+import { trippedGates } from "./budget.js";
 import { isDone } from "./run.js";
 import { KEY_ARIA, KEY_HINT, keyMove, seek } from "./keys.js";
 import { isErrorRound, matches, roundCost, roundLabel, roundState, roundTime, selectedRound, toolDot, toolSaid } from "./rounds.js";
@@ -262,7 +263,11 @@ export function createTimeline(ctx) {
     }
     const net = r.tools.reduce((a, t) => a + (t.pruned ? t.pruned.net : 0), 0);
     if (r.tools.some((t) => t.pruned)) sum.append(h("span", "tl-chip", net < 0 ? `pruning lost ${tokens(-net)}` : `pruned −${tokens(net)}`));
-    if (r.gates.some((g) => !g.passed)) sum.append(h("span", "tl-chip tl-chip-error", dot("error"), "limit reached"));
+    for (const said of trippedGates(r)) {
+      const chip = h("span", "tl-chip tl-chip-gate", dot("warn"), said); // where a budget did its job
+      chip.title = `${said} in this round: its gate tripped here`;
+      sum.append(chip);
+    }
     if (r.interventions.length) sum.append(h("span", "tl-chip tl-chip-hand", dot("warn"), "changed by you"));
     if (r.pauses.length) sum.append(h("span", "tl-chip tl-chip-paused", dot("paused"), `paused ${duration(r.paused)}`));
     const u = c && c.usage;

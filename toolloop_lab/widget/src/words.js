@@ -22,6 +22,30 @@ export const ROUND_KIND = /** @type {Table} */ (words.round_kind);
 export const TOOL_OUTCOME = /** @type {Table} */ (words.tool_outcome);
 export const CALL_CHANGE = /** @type {Table} */ (words.call_change);
 export const CALL_CHANGE_PART = /** @type {Table} */ (words.call_change_part);
+export const GATE_TRIPPED = /** @type {Table} */ (words.gate_tripped);
+export const BUDGET_STOP = /** @type {Table} */ (words.budget_stop);
+
+/**
+ * The code of the status table a run's status reads as: a run the USD limit stopped has
+ * its own (the limit did its job; the run did not fail), every other its status
+ * (words.py's shown_status).
+ * @param {string} status
+ * @param {string | null | undefined} outcome
+ * @returns {string}
+ */
+export function statusCode(status, outcome) {
+  return status === "failed" && outcome === "usd_budget_exhausted" ? outcome : status;
+}
+
+/**
+ * A template of the words file with its `{names}` filled in.
+ * @param {string} template
+ * @param {Record<string, string>} values
+ * @returns {string}
+ */
+export function fill(template, values) {
+  return template.replace(/\{(\w+)\}/g, (all, name) => (Object.hasOwn(values, name) ? values[name] : all));
+}
 
 /**
  * `code` in words from `table`, or `code` itself when it has none (never a prototype's key).
