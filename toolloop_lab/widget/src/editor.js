@@ -2,7 +2,9 @@
 // The editor a person opens at a pause: edit a call's arguments (checked against the
 // tool's schema by Python as they type), answer a call without running it, replace a
 // result the model has not seen, or add a message. Python checks every change and
-// answers; a refused change leaves the run unchanged and still paused.
+// answers; a refused change leaves the run unchanged and still paused. Ctrl+Enter (Cmd+Enter)
+// applies an editor, Escape closes it and shows what was there; neither, nor Shift+Enter,
+// reaches the notebook (keys.js keepFieldKeys).
 
 import { button, dot, dropdown, h } from "./dom.js";
 
@@ -93,6 +95,21 @@ function choiceField(e, choice) {
   return h("label", "tl-lbl", choice.lead, sel);
 }
 
+const MAC = typeof navigator !== "undefined" && /Mac|iPhone|iPad/.test(navigator.platform || "");
+
+/** What the editor says about its keys. */
+export const EDITOR_KEYS = `${MAC ? "⌘" : "Ctrl"}+Enter applies · Esc cancels`;
+
+/**
+ * The mark of the button that opens an editor (focus goes back to it when it closes).
+ * @param {string} kind
+ * @param {string} [callId]
+ * @returns {string}
+ */
+export function opener(kind, callId) {
+  return `${kind}:${callId || ""}`;
+}
+
 /**
  * @param {ViewContext} ctx
  */
@@ -106,9 +123,20 @@ export function createEditor(ctx) {
     s.ui.edit = { ...edit, msg: "", msgKind: "idle", focus: true };
     ctx.redraw(true);
   }
+  /** Close the open editor; when the focus was in it, it goes back to the button that opened it. */
   function close() {
+    const was = s.ui.edit;
+    const active = /** @type {HTMLElement | null} */ (document.activeElement);
+    const box = active && typeof active.closest === "function" ? active.closest(".tl-editor") : null;
+    const pane = box ? box.closest(".tl-detail-body") : null;
     s.ui.edit = null;
     ctx.redraw(true);
+    if (!pane || !was) return;
+    const mark = opener(was.kind, was.callId);
+    requestAnimationFrame(() => {
+      const btn = [...pane.querySelectorAll("[data-opens]")].find((b) => b instanceof HTMLElement && b.dataset.opens === mark);
+      if (btn instanceof HTMLElement) btn.focus();
+    });
   }
 
   /** @param {Edit} e */
@@ -129,6 +157,7 @@ export function createEditor(ctx) {
     area.spellcheck = false;
     area.rows = Math.min(12, Math.max(3, e.text.split("\n").length + 1));
     area.setAttribute("aria-label", kind.label);
+    area.setAttribute("aria-keyshortcuts", "Control+Enter Meta+Enter Escape");
     const status = h("div", "tl-edit-msg");
     status.setAttribute("role", "status");
     status.setAttribute("aria-live", "polite");
@@ -147,10 +176,19 @@ export function createEditor(ctx) {
     const extras = h("div", "tl-edit-row");
     const choice = CHOICES[e.kind];
     if (choice) extras.append(choiceField(e, choice));
-    const apply = button(kind.apply, "tl-primary", () => submit(e, apply));
-    const cancel = button("Cancel", null, close);
-    extras.append(h("span", "tl-grow"), apply, cancel);
+    const apply = button(kind.apply, "tl-primary", () => submit(e, apply), EDITOR_KEYS.split(" · ")[0]);
+    const cancel = button("Cancel", null, close, "Esc");
+    extras.append(h("span", "tl-meta tl-edit-keys", EDITOR_KEYS), h("span", "tl-grow"), apply, cancel);
     box.append(area, status, extras);
+    box.addEventListener("keydown", (ev) => {
+      if (ev.key === "Escape") {
+        ev.preventDefault();
+        close();
+      } else if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey) && !ev.shiftKey && !ev.altKey) {
+        ev.preventDefault();
+        if (!apply.disabled) submit(e, apply);
+      }
+    });
     if (e.focus) {
       e.focus = false;
       requestAnimationFrame(() => area.isConnected && area.focus());

@@ -11,6 +11,7 @@ import { h } from "./dom.js";
 import { createFork } from "./fork.js";
 import { createGantt } from "./gantt.js";
 import { createHeader } from "./header.js";
+import { keepFieldKeys } from "./keys.js";
 import { isDone } from "./run.js";
 import { stamp } from "./store.js";
 import { createTimeline } from "./timeline.js";
@@ -34,6 +35,7 @@ export function createView(el, s, host) {
   root.setAttribute("role", "region");
   root.setAttribute("aria-label", "Agent loop debugger");
   el.append(root);
+  const releaseKeys = keepFieldKeys(root); // Shift+Enter in an editor never re-runs the cell
   /** @type {ViewContext} */
   const ctx = {
     s,
@@ -121,6 +123,7 @@ export function createView(el, s, host) {
   redraw(true);
   return () => {
     s.listeners.delete(listener);
+    releaseKeys();
     if (tick) clearInterval(tick);
     if (raf) cancelAnimationFrame(raf);
     timeline.dispose();
