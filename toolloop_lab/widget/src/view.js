@@ -128,6 +128,7 @@ export function createView(el, s, host) {
     if (raf) cancelAnimationFrame(raf);
     timeline.dispose();
     gantt.dispose();
+    detail.dispose();
     clearTimeout(later);
     root.remove();
   };
