@@ -8,6 +8,7 @@ import { chatMessage } from "./chat.js";
 import { block, button, dot, h, longText } from "./dom.js";
 import { clip, duration, plural, tokens } from "./format.js";
 import { jsonView, resultView } from "./json.js";
+import { textView } from "./prose.js";
 import { cutShortLabel, notRunLabel, toolDot, toolSaid } from "./rounds.js";
 import { held, runNow } from "./store.js";
 import { GATE_NAME, INTERVENTION, reasonWords, usd, word } from "./words.js";
@@ -79,7 +80,7 @@ export function replyBlock(ctx, r, c) {
     for (const f of replyFlags(r, c)) box.append(h("div", "tl-flag", dot("warn"), f));
     box.append(...failedCallsView(r));
     const text = c.text;
-    if (text) box.append(longText(text, c.done ? "" : "tl-streaming"));
+    if (text) box.append(textView(text, c.done ? "" : "tl-streaming"));
     else if (c.done) box.append(h("div", "tl-muted", "(no text)"));
     else if (held(s, c)) box.append(h("div", "tl-muted", "not sent yet: the run is paused before this call"));
     else if (!c.interrupted) {

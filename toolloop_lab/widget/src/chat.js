@@ -2,10 +2,11 @@
 // Messages as a chat: what a model call was sent (earlier messages folded), and at a
 // pause before a call, what the next call will be sent.
 
-import { dot, h, longText } from "./dom.js";
+import { dot, h } from "./dom.js";
 import { messagePager } from "./history.js";
 import { plural } from "./format.js";
 import { jsonView, prettyJson } from "./json.js";
+import { textView } from "./prose.js";
 
 /** @typedef {import("./store.js").Store} Store */
 /** @typedef {import("./run.js").Call} Call */
@@ -46,7 +47,7 @@ export function chatMessage(m) {
     if (data.status === "error") head.append(dot("error"), h("span", "tl-msg-meta", "error"));
   }
   const msg = h("div", `tl-msg tl-role-${type}`, head);
-  if (text) msg.append(longText(text));
+  if (text) msg.append(textView(text));
   else if (!(data.tool_calls && data.tool_calls.length)) msg.append(h("div", "tl-muted", "(no text)"));
   for (const tc of data.tool_calls || []) {
     msg.append(h("div", "tl-msg-call", h("span", "tl-msg-meta", `calls ${tc.name} · ${tc.id || ""}`), jsonView(tc.args || {}, 1)));

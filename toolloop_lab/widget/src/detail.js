@@ -1,13 +1,16 @@
 // @ts-check
 // The detail pane: the selected round (or the newest) with its waterfall, what the model
 // was sent, its reply, each tool call, the budget checks and what a person changed; at a
-// pause, what the loop is about to send or run.
+// pause, what the loop is about to send or run. The pane is as tall as what it shows (up to
+// a cap, then it scrolls); while a run is live it only grows, so following the newest round
+// never makes the page below jump.
 
 import { callInput } from "./chat.js";
-import { block, button, h, longText } from "./dom.js";
+import { block, button, h } from "./dom.js";
 import { createEditor } from "./editor.js";
 import { count, plural } from "./format.js";
 import { prettyJson } from "./json.js";
+import { textView } from "./prose.js";
 import { aboutToRun, aboutToSend } from "./pause.js";
 import { isDone } from "./run.js";
 import { roundTitle, selectedRound } from "./rounds.js";
@@ -37,6 +40,18 @@ export function createDetail(ctx, fork, drawFork) {
   let detailTop = 0;
   let detailKey = "";
   detailBody.addEventListener("scroll", () => (detailTop = detailBody.scrollTop), { passive: true });
+  let floor = 0; // the tallest the pane has been while the run is live
+  let growing = false;
+  const sized = typeof ResizeObserver === "function" ? new ResizeObserver(() => grow()) : null;
+  if (sized) sized.observe(detailBody);
+  function grow() {
+    if (!growing) return;
+    const height = detailBody.offsetHeight; // read after layout (a resize callback): no extra layout
+    if (height > floor) {
+      floor = height;
+      detailBody.style.minHeight = `${height}px`;
+    }
+  }
 
   function draw() {
     drawFork();
@@ -45,6 +60,11 @@ export function createDetail(ctx, fork, drawFork) {
     followBtn.hidden = s.ui.follow || s.ui.selected === null;
     const pausedAt = s.control.paused_at && !isDone(run) ? s.control.paused_at : null;
     const paused = pausedAt ? JSON.stringify(pausedAt) : "";
+    growing = !isDone(run) && run.status !== "idle";
+    if (!growing && floor) {
+      floor = 0;
+      detailBody.style.minHeight = "";
+    }
     if (s.ui.edit && (!pausedAt || s.ui.edit.pause !== pausedAt.pause)) s.ui.edit = null; // the loop went on
     const key = r ? `${r.n}:${r.v}:${paused}:${run.conversation.length}:${run.status}` : `none:${run.status}`;
     if (key === detailKey) return;
@@ -67,7 +87,7 @@ export function createDetail(ctx, fork, drawFork) {
     if (pausedBeforeCall && !(c && !c.done && c.msgFrom !== null)) detailBody.append(aboutToSend(ctx, editor));
     if (pausedAt && pausedAt.stage === "tool_dispatch" && newest && pausedAt.calls) detailBody.append(aboutToRun(ctx, editor));
     const synth = r.synthesis;
-    if (synth) detailBody.append(block(s.ui.collapsed, `r${r.n}:synth`, "Why a final-answer call", () => h("div", null, h("div", "tl-meta", `Reason: ${SYNTH[synth.reason] || synth.reason}`), longText(synth.prompt)), { copy: synth.prompt, open: false }));
+    if (synth) detailBody.append(block(s.ui.collapsed, `r${r.n}:synth`, "Why a final-answer call", () => h("div", null, h("div", "tl-meta", `Reason: ${SYNTH[synth.reason] || synth.reason}`), textView(synth.prompt)), { copy: synth.prompt, open: false }));
     if (c && c.msgFrom !== null && c.msgTo !== null) {
       const n = c.msgTo - c.msgFrom;
       const to = c.msgTo;
@@ -89,6 +109,9 @@ export function createDetail(ctx, fork, drawFork) {
     draw,
     forget() {
       detailKey = "";
+    },
+    dispose() {
+      if (sized) sized.disconnect();
     },
   };
 }

@@ -2,7 +2,9 @@
 // The editor a person opens at a pause: edit a call's arguments (checked against the
 // tool's schema by Python as they type), answer a call without running it, replace a
 // result the model has not seen, or add a message. Python checks every change and
-// answers; a refused change leaves the run unchanged and still paused.
+// answers; a refused change leaves the run unchanged and still paused. Ctrl+Enter (Cmd+Enter)
+// applies an editor, Escape closes it and shows what was there; neither, nor Shift+Enter,
+// reaches the notebook (keys.js keepFieldKeys).
 
 import { button, dot, dropdown, h } from "./dom.js";
 
@@ -21,6 +23,7 @@ import { button, dot, dropdown, h } from "./dom.js";
  * @property {string} [msgKind] idle, ok or error
  * @property {string} [invalid] why the arguments do not fit the tool (the live check's words); "" when they do
  * @property {boolean} [checking] typed since the last verdict: the live check has not said yet
+ * @property {boolean} [sending] applied: sent to Python, waiting for its answer
  * @property {boolean} [focus]
  * @property {(state: string, text: string) => void} [show]
  */
@@ -98,6 +101,21 @@ function choiceField(e, choice) {
 const CHECKING = "Checking the arguments against the tool's schema…";
 let shownEditors = 0; // numbers each editor's status line (its Run button is described by it)
 
+const MAC = typeof navigator !== "undefined" && /Mac|iPhone|iPad/.test(navigator.platform || "");
+
+/** What the editor says about its keys. */
+export const EDITOR_KEYS = `${MAC ? "⌘" : "Ctrl"}+Enter applies · Esc cancels`;
+
+/**
+ * The mark of the button that opens an editor (focus goes back to it when it closes).
+ * @param {string} kind
+ * @param {string} [callId]
+ * @returns {string}
+ */
+export function opener(kind, callId) {
+  return `${kind}:${callId || ""}`;
+}
+
 /**
  * @param {ViewContext} ctx
  */
@@ -111,9 +129,20 @@ export function createEditor(ctx) {
     s.ui.edit = { ...edit, msg: "", msgKind: "idle", focus: true };
     ctx.redraw(true);
   }
+  /** Close the open editor; when the focus was in it, it goes back to the button that opened it. */
   function close() {
+    const was = s.ui.edit;
+    const active = /** @type {HTMLElement | null} */ (document.activeElement);
+    const box = active && typeof active.closest === "function" ? active.closest(".tl-editor") : null;
+    const pane = box ? box.closest(".tl-detail-body") : null;
     s.ui.edit = null;
     ctx.redraw(true);
+    if (!pane || !was) return;
+    const mark = opener(was.kind, was.callId);
+    requestAnimationFrame(() => {
+      const btn = [...pane.querySelectorAll("[data-opens]")].find((b) => b instanceof HTMLElement && b.dataset.opens === mark);
+      if (btn instanceof HTMLElement) btn.focus();
+    });
   }
 
   /** @param {Edit} e */
@@ -134,6 +163,7 @@ export function createEditor(ctx) {
     area.spellcheck = false;
     area.rows = Math.min(12, Math.max(3, e.text.split("\n").length + 1));
     area.setAttribute("aria-label", kind.label);
+    area.setAttribute("aria-keyshortcuts", "Control+Enter Meta+Enter Escape");
     const status = h("div", "tl-edit-msg");
     status.id = `tl-edit-msg-${++shownEditors}`;
     status.setAttribute("role", "status");
@@ -147,7 +177,7 @@ export function createEditor(ctx) {
       status.className = `tl-edit-msg tl-edit-${state}`;
       if (text) status.append(dot(state === "error" ? "error" : state === "ok" ? "answer" : "idle"), h("span", null, text));
       // arguments the live check refused cannot be sent: the reason is the line above
-      apply.disabled = !!e.invalid || !!e.checking;
+      apply.disabled = !!e.sending || !!e.invalid || !!e.checking; // sent: waiting for Python's answer
       apply.title = e.invalid ? `Fix the arguments first: ${e.invalid}` : e.checking ? CHECKING : "";
     };
     e.show(e.msgKind || "idle", e.msg || "");
@@ -163,9 +193,18 @@ export function createEditor(ctx) {
     const extras = h("div", "tl-edit-row");
     const choice = CHOICES[e.kind];
     if (choice) extras.append(choiceField(e, choice));
-    const cancel = button("Cancel", null, close);
-    extras.append(h("span", "tl-grow"), apply, cancel);
+    const cancel = button("Cancel", null, close, "Esc");
+    extras.append(h("span", "tl-meta tl-edit-keys", EDITOR_KEYS), h("span", "tl-grow"), apply, cancel);
     box.append(area, status, extras);
+    box.addEventListener("keydown", (ev) => {
+      if (ev.key === "Escape") {
+        ev.preventDefault();
+        close();
+      } else if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey) && !ev.shiftKey && !ev.altKey) {
+        ev.preventDefault();
+        if (!apply.disabled) submit(e, apply);
+      }
+    });
     if (e.focus) {
       e.focus = false;
       requestAnimationFrame(() => area.isConnected && area.focus());
@@ -217,9 +256,11 @@ export function createEditor(ctx) {
       Object.assign(msg, { action: "append_message", role: e.role || "user", content: e.text });
     }
     clearTimeout(checkTimer);
+    e.sending = true;
     btn.disabled = true;
     say(e)("idle", "Sending…");
     ctx.ask(msg, (a) => {
+      e.sending = false;
       btn.disabled = false;
       if (s.ui.edit !== e) return;
       if (a.ok) return close(); // the change comes back as an intervention event

@@ -1,9 +1,11 @@
 // @ts-check
 // JSON on the page: a collapsible tree (deep levels built when opened), and a tool's
-// result shown as a tree when it is a JSON object or array, else as text.
+// result shown as a tree when it is a JSON object or array, else as text (prose.js: the UI
+// font for sentences, monospace for what looks like code or a log).
 
-import { h, longText } from "./dom.js";
+import { h } from "./dom.js";
 import { plural } from "./format.js";
+import { textView } from "./prose.js";
 
 const MAX_JSON_ENTRIES = 200; // entries of one JSON level drawn before "… more"
 
@@ -81,5 +83,5 @@ export function resultView(text) {
   const parsed = parseJson(text);
   if (parsed !== undefined && typeof parsed === "object" && parsed !== null) return jsonView(parsed, 0);
   if (!text) return h("div", "tl-muted", "(empty)");
-  return longText(text);
+  return textView(text);
 }

@@ -3,7 +3,9 @@
 // round at a time, Home and End the first and the last, PageUp and PageDown a page, n and
 // p the next and the previous round with an error. Keys are taken only while the list or
 // the timeline itself has the focus, never from a place where a person types, and never
-// with a modifier held: the notebook keeps every other key.
+// with a modifier held: the notebook keeps every other key. The other way round, the keys a
+// notebook acts on (Shift+Enter runs the cell, Escape leaves edit mode) never leave a field
+// of the widget a person types in (keepFieldKeys).
 
 /** What a person reads about the keys (a tooltip, the timeline's hint). */
 export const KEY_HINT = "Keys: ↑ ↓ (or ← →) a round, Home / End the first / last, PageUp / PageDown a page, n / p the next / previous error";
@@ -84,4 +86,70 @@ export function keyMove(ev, cur, n, page) {
 export function seek(from, step, n, hit) {
   for (let i = from + step; i >= 0 && i < n; i += step) if (hit(i)) return i;
   return -1;
+}
+
+/**
+ * Whether the notebook would act on `ev` even while a person types in a field: Enter with
+ * a modifier (JupyterLab and Notebook 7 run the cell: Shift, Ctrl or Cmd, Alt) or Escape.
+ * @param {{key: string, ctrlKey?: boolean, metaKey?: boolean, altKey?: boolean, shiftKey?: boolean}} ev
+ * @returns {boolean}
+ */
+export function notebookKey(ev) {
+  if (ev.key === "Escape") return true;
+  return ev.key === "Enter" && !!(ev.shiftKey || ev.ctrlKey || ev.metaKey || ev.altKey);
+}
+
+// Lumino (JupyterLab's and Notebook 7's shortcut engine) matches no shortcut for a key whose
+// target sits inside an element with this attribute.
+const SUPPRESS = "data-lm-suppress-shortcuts";
+const MARKER = Symbol.for("toolloop_lab.fieldKeys");
+
+// A modifier pressed alone: JupyterLab, hearing one, holds back the next line break typed
+// in a notebook cell (it waits to see whether a shortcut follows), so Shift+Enter would
+// write no new line in the widget's editor unless Shift stays in the widget too.
+const MODIFIERS = new Set(["Shift", "Control", "Alt", "Meta"]);
+
+/**
+ * The field of one of the widget's views `ev` was typed in, when `ev` is a key to keep
+ * from the notebook (`also`: a modifier alone too); null otherwise.
+ * @param {KeyboardEvent} ev
+ * @param {boolean} also
+ * @returns {HTMLElement | null}
+ */
+function ourFieldKey(ev, also) {
+  const el = /** @type {HTMLElement | null} */ (ev.target);
+  if (!(notebookKey(ev) || (also && MODIFIERS.has(ev.key)))) return null;
+  return el && typing(el) && el.closest(".tl-root") ? el : null;
+}
+
+/**
+ * Keep the notebook's keys typed in `root`'s fields inside the widget. JupyterLab listens
+ * for its shortcuts on the document while the key bubbles up (stopped here, at the root);
+ * Notebook 7 listens while it travels down, before any element below the window hears it,
+ * so a listener on the window marks the field for Lumino to skip, for this key only (the
+ * mark is gone before the next key: Ctrl+S still saves from the field).
+ * @param {HTMLElement} root
+ * @returns {() => void} what removes the root's listener
+ */
+export function keepFieldKeys(root) {
+  const win = /** @type {any} */ (root.ownerDocument.defaultView);
+  if (win && !win[MARKER]) {
+    win[MARKER] = true;
+    win.addEventListener(
+      "keydown",
+      (/** @type {KeyboardEvent} */ ev) => {
+        const field = ourFieldKey(ev, false);
+        if (!field || field.hasAttribute(SUPPRESS)) return;
+        field.setAttribute(SUPPRESS, "");
+        setTimeout(() => field.removeAttribute(SUPPRESS), 0);
+      },
+      true,
+    );
+  }
+  /** @param {KeyboardEvent} ev */
+  const stop = (ev) => {
+    if (ourFieldKey(ev, true)) ev.stopPropagation();
+  };
+  root.addEventListener("keydown", stop);
+  return () => root.removeEventListener("keydown", stop);
 }

@@ -6,10 +6,23 @@
 import { chatMessage, messageText, pendingMessages } from "./chat.js";
 import { block, button, dot, h } from "./dom.js";
 import { count, plural } from "./format.js";
+import { opener } from "./editor.js";
 import { jsonView, prettyJson } from "./json.js";
 
 /** @typedef {import("./context.js").ViewContext} ViewContext */
 /** @typedef {ReturnType<typeof import("./editor.js").createEditor>} Editor */
+
+/**
+ * `btn`, marked as the opener of the editor of `kind` for `callId` (focus returns to it).
+ * @param {HTMLButtonElement} btn
+ * @param {string} kind
+ * @param {string} [callId]
+ * @returns {HTMLButtonElement}
+ */
+function opens(btn, kind, callId) {
+  btn.dataset.opens = opener(kind, callId);
+  return btn;
+}
 
 /**
  * @param {ViewContext} ctx
@@ -65,14 +78,14 @@ function exactlySent(ctx, editor, p) {
       const msg = chatMessage(m);
       if (editable) {
         const text = messageText(data.content);
-        msg.append(h("div", "tl-edit-actions", button("Edit result…", null, () => editor.open({ kind: "result", pause: p.pause, callId: id, name: data.name || "tool", text, status: data.status === "error" ? "error" : "success" }), "Replace this result before the model reads it")));
+        msg.append(h("div", "tl-edit-actions", opens(button("Edit result…", null, () => editor.open({ kind: "result", pause: p.pause, callId: id, name: data.name || "tool", text, status: data.status === "error" ? "error" : "success" }), "Replace this result before the model reads it"), "result", id)));
       }
       box.append(msg);
     }
     if (p.editable) {
       const e = s.ui.edit;
       if (e && e.kind === "message") box.append(editor.view(e));
-      else box.append(h("div", "tl-edit-actions", button("Add message…", null, () => editor.open({ kind: "message", pause: p.pause, text: "", role: "user" }), "Add a message to the conversation before this call")));
+      else box.append(h("div", "tl-edit-actions", opens(button("Add message…", null, () => editor.open({ kind: "message", pause: p.pause, text: "", role: "user" }), "Add a message to the conversation before this call"), "message")));
     }
     return box;
   };
@@ -104,8 +117,8 @@ export function aboutToRun(ctx, editor) {
             h(
               "div",
               "tl-edit-actions",
-              button("Edit arguments…", null, () => editor.open({ kind: "args", pause: p.pause, callId: c.id, name: c.name, text: prettyJson(c.args || {}) }), "Run this call with other arguments (checked against the tool's schema)"),
-              button("Skip with result…", null, () => editor.open({ kind: "skip", pause: p.pause, callId: c.id, name: c.name, text: "", status: "success" }), "Do not run this call; the model reads what you write as its result"),
+              opens(button("Edit arguments…", null, () => editor.open({ kind: "args", pause: p.pause, callId: c.id, name: c.name, text: prettyJson(c.args || {}) }), "Run this call with other arguments (checked against the tool's schema)"), "args", c.id),
+              opens(button("Skip with result…", null, () => editor.open({ kind: "skip", pause: p.pause, callId: c.id, name: c.name, text: "", status: "success" }), "Do not run this call; the model reads what you write as its result"), "skip", c.id),
             ),
           );
         }

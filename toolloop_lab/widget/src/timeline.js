@@ -1,6 +1,9 @@
 // @ts-check
 // The timeline: a toolbar (errors only, a tool, a search, go to a round) over a virtualised
-// list of rounds, one fixed-height row each, following the newest unless scrolled away.
+// list of rounds, one fixed-height row each, following the newest unless scrolled away. The
+// list is as tall as its rows, up to TIMELINE_ROWS (then it scrolls). The figures (number,
+// tokens, cost) get columns as wide as the widest figure drawn so far: at a narrow width
+// the reply's preview shrinks and the chips that do not fit go out of sight, never them.
 
 import { button, dot, dropdown, h } from "./dom.js";
 import { count, duration, plural, tokens } from "./format.js";
@@ -15,7 +18,19 @@ import { ROUND_STATE, usd } from "./words.js";
 /** @typedef {import("./run.js").Round} Round */
 
 const ROW_H = 30; // px, one timeline row (fixed: the list is virtualised)
-const TIMELINE_ROWS = 9; // visible rows: the timeline's height never changes
+const TIMELINE_ROWS = 9; // the most rows shown at once; a longer list scrolls
+
+/**
+ * About how many `ch` (the width of a digit, which tabular figures all share) `text` takes:
+ * a dash or an m counts more, so a column sized by it never clips its figure.
+ * @param {string} text
+ * @returns {number}
+ */
+export function textCh(text) {
+  let n = 0;
+  for (const c of text) n += c === "—" ? 1.7 : c === "m" || c === "w" || c === "M" || c === "W" ? 1.6 : 1;
+  return n;
+}
 
 /**
  * @param {ViewContext} ctx
@@ -61,13 +76,13 @@ export function createTimeline(ctx) {
     }, 150);
   });
 
-  const colHead = h("div", "tl-row tl-colhead", h("span", "tl-c-n", "#"), h("span", "tl-c-state", h("span", null, "status")), h("span", "tl-c-sum", "reply and tools"), h("span", "tl-c-tok tl-num", "tokens in / out"), h("span", "tl-c-cost tl-num", "cost"), h("span", "tl-c-dur tl-num", "duration"));
+  const colHead = h("div", "tl-row tl-colhead", h("span", "tl-c-n", "#"), h("span", "tl-c-state", h("span", null, "status")), h("span", "tl-c-sum", h("span", "tl-sum-text", "reply", h("span", "tl-wide", " and tools"))), h("span", "tl-c-tok tl-num", "tokens", h("span", "tl-wide", " in / out")), h("span", "tl-c-cost tl-num", "cost"), h("span", "tl-c-dur tl-num", "duration"));
   colHead.setAttribute("aria-hidden", "true");
   const scroller = h("div", "tl-scroller");
   scroller.tabIndex = 0;
   scroller.setAttribute("role", "listbox");
   scroller.setAttribute("aria-label", "Rounds");
-  scroller.style.height = `${ROW_H * TIMELINE_ROWS}px`;
+  scroller.style.height = `${ROW_H}px`;
   const spacer = h("div", "tl-spacer");
   scroller.append(spacer);
   const empty = h("div", "tl-empty tl-muted", "No rounds yet.");
@@ -80,6 +95,8 @@ export function createTimeline(ctx) {
   let lastTop = 0;
   let programmatic = false;
   let userScrolled = false;
+  /** the widest figure drawn so far, in ch, per column (reset when the run starts again) */
+  let widest = { n: 0, tok: 0, tok2: 0, cost: 0, rounds: 0 };
 
   const listLength = () => (filtered ? filtered.length : s.run.rounds.length);
   /** @param {number} i */
@@ -202,10 +219,7 @@ export function createTimeline(ctx) {
 
   function drawRows() {
     const n = listLength();
-    if (s.source === "static" && isDone(s.run) && !s.draining) {
-      // a finished run on a page: nothing will grow, so no empty rows below the last
-      scroller.style.height = `${ROW_H * Math.max(2, Math.min(TIMELINE_ROWS, s.run.rounds.length))}px`;
-    }
+    scroller.style.height = `${ROW_H * Math.max(1, Math.min(TIMELINE_ROWS, n))}px`; // as tall as its rows
     spacer.style.height = `${n * ROW_H}px`;
     let top = lastTop;
     if (s.ui.follow && !userScrolled) {
@@ -224,8 +238,44 @@ export function createTimeline(ctx) {
     rowsKey = key;
     ctx.liveRows = [];
     const frag = document.createDocumentFragment();
+    if (s.run.rounds.length < widest.rounds) widest = { n: 0, tok: 0, tok2: 0, cost: 0, rounds: 0 };
+    widest.rounds = s.run.rounds.length;
+    const was = JSON.stringify(widest);
     for (let i = first; i < last; i++) frag.append(rowFor(roundAt(i), i, sel));
     spacer.replaceChildren(frag);
+    if (JSON.stringify(widest) !== was) {
+      for (const col of /** @type {const} */ (["n", "tok", "tok2", "cost"])) timeline.style.setProperty(`--tl-${col}-ch`, String(widest[col]));
+    }
+  }
+
+  /**
+   * Count `text` for the width of column `col`.
+   * @param {"n" | "tok" | "tok2" | "cost"} col
+   * @param {string} text
+   * @returns {string}
+   */
+  function counted(col, text) {
+    widest[col] = Math.max(widest[col], Math.ceil(textCh(text) * 10) / 10);
+    return text;
+  }
+
+  /**
+   * The tokens in and out, on one line (on two in a very narrow list).
+   * @param {{input: number, output: number} | null | undefined} u
+   * @returns {HTMLElement}
+   */
+  function tokensCell(u) {
+    const cell = h("span", "tl-c-tok tl-num");
+    if (!u) {
+      cell.textContent = counted("tok", "—");
+      counted("tok2", "—");
+      return cell;
+    }
+    const [tin, tout] = [tokens(u.input), tokens(u.output)];
+    counted("tok", `${tin} / ${tout}`);
+    counted("tok2", tin.length > tout.length ? tin : tout);
+    cell.append(h("span", null, tin), h("span", "tl-tok-sep", " / "), h("span", null, tout));
+    return cell;
   }
 
   /**
@@ -243,6 +293,7 @@ export function createTimeline(ctx) {
     row.setAttribute("aria-selected", String(sel === r));
     const c = r.call;
     const sum = h("span", "tl-c-sum");
+    const chips = h("span", "tl-sum-chips");
     if (!c && !isDone(s.run)) sum.append(h("span", "tl-muted", st === "paused" ? "paused before the model call" : "about to call the model"));
     if (c) {
       const text = c.text || "";
@@ -254,22 +305,23 @@ export function createTimeline(ctx) {
     if (r.tools.length) {
       const tl = h("span", "tl-sum-tools");
       for (const t of r.tools.slice(0, 6)) {
-        const chip = h("span", `tl-chip tl-chip-${t.status}`, dot(toolDot(t)), t.name);
+        const chip = h("span", `tl-chip tl-chip-${t.status}`, dot(toolDot(t)), h("span", "tl-chip-name", t.name));
         chip.title = toolSaid(t);
         tl.append(chip);
       }
       if (r.tools.length > 6) tl.append(h("span", "tl-meta", `+${r.tools.length - 6}`));
-      sum.append(tl);
+      chips.append(tl);
     }
     const net = r.tools.reduce((a, t) => a + (t.pruned ? t.pruned.net : 0), 0);
-    if (r.tools.some((t) => t.pruned)) sum.append(h("span", "tl-chip", net < 0 ? `pruning lost ${tokens(-net)}` : `pruned −${tokens(net)}`));
+    if (r.tools.some((t) => t.pruned)) chips.append(h("span", "tl-chip", net < 0 ? `pruning lost ${tokens(-net)}` : `pruned −${tokens(net)}`));
     for (const said of trippedGates(r)) {
       const chip = h("span", "tl-chip tl-chip-gate", dot("warn"), said); // where a budget did its job
       chip.title = `${said} in this round: its gate tripped here`;
-      sum.append(chip);
+      chips.append(chip);
     }
-    if (r.interventions.length) sum.append(h("span", "tl-chip tl-chip-hand", dot("warn"), "changed by you"));
-    if (r.pauses.length) sum.append(h("span", "tl-chip tl-chip-paused", dot("paused"), `paused ${duration(r.paused)}`));
+    if (r.interventions.length) chips.append(h("span", "tl-chip tl-chip-hand", dot("warn"), "changed by you"));
+    if (r.pauses.length) chips.append(h("span", "tl-chip tl-chip-paused", dot("paused"), `paused ${duration(r.paused)}`));
+    if (chips.childNodes.length) sum.append(chips);
     const u = c && c.usage;
     const dur = h("span", "tl-c-dur tl-num");
     // the round's own time: what a pause held it is its own segment, never part of it
@@ -278,12 +330,14 @@ export function createTimeline(ctx) {
       dur.textContent = fn();
       ctx.liveRows.push([dur, fn]);
     } else dur.textContent = r.t0 === null || (!c && !r.tools.length) ? "—" : duration(roundTime(s, r));
+    const state = h("span", "tl-c-state", dot(st), h("span", null, ROUND_STATE[st]));
+    state.title = ROUND_STATE[st]; // a narrow list shows the dot only
     row.append(
-      h("span", "tl-c-n tl-num", roundLabel(s, r)),
-      h("span", "tl-c-state", dot(st), h("span", null, ROUND_STATE[st])),
+      h("span", "tl-c-n tl-num", counted("n", roundLabel(s, r))),
+      state,
       sum,
-      h("span", "tl-c-tok tl-num", u ? `${tokens(u.input)} / ${tokens(u.output)}` : "—"),
-      h("span", "tl-c-cost tl-num", u ? usd(roundCost(r)) : "—"),
+      tokensCell(u),
+      h("span", "tl-c-cost tl-num", counted("cost", u ? usd(roundCost(r)) : "—")),
       dur,
     );
     return row;

@@ -12,6 +12,7 @@ import { h } from "./dom.js";
 import { createFork } from "./fork.js";
 import { createGantt } from "./gantt.js";
 import { createHeader } from "./header.js";
+import { keepFieldKeys } from "./keys.js";
 import { isDone } from "./run.js";
 import { createRuns } from "./runs.js";
 import { stamp } from "./store.js";
@@ -36,6 +37,7 @@ export function createView(el, s, host) {
   root.setAttribute("role", "region");
   root.setAttribute("aria-label", "Agent loop debugger");
   el.append(root);
+  const releaseKeys = keepFieldKeys(root); // Shift+Enter in an editor never re-runs the cell
   /** @type {ViewContext} */
   const ctx = {
     s,
@@ -143,10 +145,12 @@ export function createView(el, s, host) {
   redraw(true);
   return () => {
     s.listeners.delete(listener);
+    releaseKeys();
     if (tick) clearInterval(tick);
     if (raf) cancelAnimationFrame(raf);
     timeline.dispose();
     gantt.dispose();
+    detail.dispose();
     clearTimeout(later);
     root.remove();
   };
