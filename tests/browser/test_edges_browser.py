@@ -282,9 +282,9 @@ small = s.finish(ANSWER, 4).events
 """
 
 ROW_FIGURES = """(root) => {
-  const view = root.querySelector('.tl-scroller').getBoundingClientRect();
+  const view = root.querySelector('.tl-timeline .tl-scroller').getBoundingClientRect();
   const out = [];
-  for (const row of root.querySelectorAll('.tl-spacer > .tl-row')) {
+  for (const row of root.querySelectorAll('.tl-timeline .tl-spacer > .tl-row')) {
     const box = row.getBoundingClientRect();
     if (box.bottom <= view.top + 1 || box.top >= view.bottom - 1) continue;  // scrolled away
     const cells = {};
@@ -343,7 +343,7 @@ def rows_whole(view: Any, where: str, *, chip_min: int) -> list[dict[str, Any]]:
 
 def list_height(view: Any) -> tuple[float, float]:
     """The round list's visible height and its rows' whole height, in px."""
-    sizes: tuple[float, float] = view.locator(".tl-scroller").evaluate(
+    sizes: tuple[float, float] = view.locator(".tl-timeline .tl-scroller").evaluate(
         "(n) => [n.getBoundingClientRect().height, n.scrollHeight]"
     )
     return sizes
@@ -363,7 +363,7 @@ def test_narrow_rows_keep_their_figures_and_the_list_fits_its_rows(
         small, big = widget(page, 0), widget(page, 1)
         for view in (small, big):
             view.locator(".tl-badge", has_text="Finished").wait_for()
-        row_h = small.locator(".tl-spacer > .tl-row").first.evaluate(
+        row_h = small.locator(".tl-timeline .tl-spacer > .tl-row").first.evaluate(
             "(n) => n.getBoundingClientRect().height"
         )
         for label, width, sidebar in (
