@@ -33,7 +33,12 @@ from toolloop_lab.widget.coalesce import Coalescer, Scheduler
 from toolloop_lab.widget.requests import Answer
 from toolloop_lab.widget.runrows import RowFeed
 from toolloop_lab.widget.shown import ShownRun
-from toolloop_lab.widget.wire import MAX_BATCH_EVENTS, event_payload, saved_tail
+from toolloop_lab.widget.wire import (
+    MAX_BATCH_EVENTS,
+    event_payload,
+    messages_left_out,
+    saved_tail,
+)
 
 __all__ = ["Channel", "Endpoints"]
 
@@ -48,7 +53,7 @@ class Endpoints:
     """True when no page can ever receive a message (no kernel, or closed)."""
     state: Callable[[], dict[str, Any]]
     """The step state every message carries."""
-    keep: Callable[[list[Any], int, list[Any], int], None]
+    keep: Callable[[list[Any], int, int, list[Any], int], None]
     """Keep the end of a finished run (its events, and the rounds left out) and the newest
     rows of the run list (and the runs left out) as saved state."""
     on_control: Callable[[dict[Any, Any]], None]
@@ -118,7 +123,8 @@ class Channel:
                 session.summaries(), session.left_out, self.saved_state_bytes
             )
         saved, omitted = saved_tail(events, self.max_text_chars, self.saved_state_bytes)
-        self._ends.keep(saved, omitted, rows, runs_left_out)
+        messages = messages_left_out(events, saved) if omitted else 0
+        self._ends.keep(saved, omitted, messages, rows, runs_left_out)
 
     def _flush(self) -> None:
         """One message: the next batch of events, else the saved state of a finished run,

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import anywidget
 import comm
+import ipywidgets
 import traitlets
 
 from toolloop_lab.engine.agent import AgentConfig
@@ -50,6 +51,7 @@ from toolloop_lab.widget.construct import read_run
 from toolloop_lab.widget.control import Control, DebuggableAgent, check_mode
 from toolloop_lab.widget.display import Display, snapshot, summary
 from toolloop_lab.widget.forks import Forking
+from toolloop_lab.widget.frontend import FrontEnd, front_end
 from toolloop_lab.widget.reach import Reach
 from toolloop_lab.widget.requests import Answer
 from toolloop_lab.widget.runlist import RunList
@@ -66,6 +68,8 @@ R = TypeVar("R")
 
 STATIC: Final = Path(__file__).with_name("static")
 """The front end: ``debugger.js`` (an ES module) and ``debugger.css``, shipped as files."""
+LOADER: Final = Path(__file__).parent / "src" / "loader.js"
+"""Each debugger's own module: it loads the front end from the shared model."""
 
 
 class LoopDebugger(RunList, Comparisons, anywidget.AnyWidget):
@@ -76,8 +80,13 @@ class LoopDebugger(RunList, Comparisons, anywidget.AnyWidget):
     and keeps a summary of every run it sees (:attr:`runs`), the newest ``max_runs``.
     """
 
-    _esm = STATIC / "debugger.js"
-    _css = STATIC / "debugger.css"
+    _esm = LOADER
+    _front_end = traitlets.Instance(FrontEnd).tag(sync=True, **ipywidgets.widget_serialization)
+    """The kernel's one model holding the front end (:mod:`.frontend`): saved once."""
+
+    @traitlets.default("_front_end")
+    def _shared_front_end(self) -> FrontEnd:
+        return front_end()
 
     live = traitlets.Bool(True).tag(sync=True)
     """True when Continue, Step and Stop can act (a replay has nothing to step)."""
@@ -86,6 +95,8 @@ class LoopDebugger(RunList, Comparisons, anywidget.AnyWidget):
     """The newest rounds of the last finished run, kept in the notebook file."""
     saved_omitted = traitlets.Int(0).tag(sync=True)
     """Rounds of that run left out of ``saved_events`` (they are in the trace)."""
+    saved_omitted_messages = traitlets.Int(0).tag(sync=True)
+    """Conversation messages those rounds brought in (the saved view's counts add them)."""
     saved_runs: traitlets.List[Any] = traitlets.List().tag(sync=True)
     """The newest rows of the run list, kept in the notebook file."""
     saved_runs_left_out = traitlets.Int(0).tag(sync=True)
@@ -141,7 +152,7 @@ class LoopDebugger(RunList, Comparisons, anywidget.AnyWidget):
         self._pause_on = pause_on
         self._update_can_fork()
         self.observe(self._on_pause_trait, names="_pause_on")
-        self.on_msg(lambda _widget, content, _buffers: self._channel.receive(content))
+        self.on_msg(lambda _widget, content, _buffers: self._on_page(content))
 
     # -- observer ---------------------------------------------------------------------
     def __call__(self, event: Event) -> None:
@@ -151,26 +162,36 @@ class LoopDebugger(RunList, Comparisons, anywidget.AnyWidget):
         self._control.observed(event)
         if isinstance(event, (LoopFinished, LoopFailed)):
             self._channel.finished()
+            if not self._channel.frontend:  # a notebook runner: the output, while it looks
+                self._display.update(self, False)
         else:
             self._request()
 
     def _request(self) -> None:
         self._channel.request()
 
+    def _on_page(self, content: Any) -> None:
+        """A message from a page; its hello gives back a view an update left out."""
+        self._channel.receive(content)
+        if self._display.view_left_out and self._channel.frontend:
+            self._display.update(self, True)
+
     def _silent(self) -> bool:
         """True when no front end can ever receive a message (no kernel, or closed)."""
         channel = getattr(self, "comm", None)
         return channel is None or isinstance(channel, comm.DummyComm)
 
-    def _keep_saved(self, saved: list[Any], omitted: int, rows: list[Any], runs_out: int) -> None:
+    def _keep_saved(
+        self, saved: list[Any], omitted: int, messages: int, rows: list[Any], runs_out: int
+    ) -> None:
         """Keep the end of the finished run and the run list in the saved notebook state."""
         with self.hold_sync():
             self.saved_events = saved
             self.saved_omitted = omitted
+            self.saved_omitted_messages = messages
             self.saved_runs = rows
             self.saved_runs_left_out = runs_out
-        if self._channel.frontend:
-            self._display.update(self)
+        self._display.update(self, self._channel.frontend)
 
     def _carry_out(self, content: dict[Any, Any]) -> Answer:
         """A change at a pause, "Fork from here", a run to show or a comparison, asked by

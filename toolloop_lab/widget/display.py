@@ -1,17 +1,18 @@
-"""How a debugger is shown: the widget, its static snapshot, its text, and the fork slot.
+"""How a debugger is shown: one output holding the widget, its static snapshot and text.
 
 A widget front end draws the ES module; a renderer without widgets (GitHub, nbconvert, a
 terminal) reads the text (:mod:`.text`) or the static HTML snapshot (:mod:`.snapshot`),
-which goes out as a second output with a display id and is updated at the end of each run a
-widget front end watched, so a saved notebook shows the run. A cell run again closes the
-debugger its earlier run displayed (its state would stay in the notebook file).
+both in the same output, which has a display id. Where no page draws the widget (a
+notebook runner) it is updated at the end of each run, so the file shows the finished run
+(see :class:`Display`). A cell run again closes the debugger its earlier run displayed (its
+state would stay in the notebook file).
 """
 
 from __future__ import annotations
 
 import uuid
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import anywidget
 import ipywidgets
@@ -70,79 +71,99 @@ def snapshot(run: ShownRun, round_offset: int) -> str:
         return snapshot_html(run.view, note=run.note, round_offset=round_offset)
 
 
-class _SnapshotSlot(anywidget.AnyWidget):
-    """An invisible widget that holds the output slot of the static snapshot.
-
-    The snapshot output carries this widget's view and the snapshot's ``text/html``: a
-    widget front end shows the (empty) widget, a renderer without widgets (GitHub) shows
-    the HTML. Updating that output at the end of a run re-renders this empty widget only,
-    never the debugger's own view.
-    """
-
-    _esm = "export default { render({ el }) { el.hidden = true; } };"
-
-
 class Display:
-    """The outputs one debugger owns: its snapshot slot and the slot its forks show in."""
+    """The one output a displayed debugger owns, and the slot its forks are shown in.
+
+    The output carries the widget's view, the static snapshot (``text/html``) and the text
+    summary (``text/plain``) under one display id. Where no widget front end is watching (a
+    notebook executed by ``nbconvert``/``nbclient``, which sends no cell id and never says
+    hello), the output is updated at the end of each run, leaving the widget's view out:
+    the file then shows the finished run as a snapshot, in JupyterLab, Notebook 7, GitHub
+    and an exported page alike, never a widget whose state no page can draw. A page that
+    says hello later gets the view back.
+
+    Where a page draws the widget, its output is never updated: a page redraws a widget's
+    view from scratch when its output changes, losing what a person had open and scrolled.
+    Its snapshot and text say that they are as the debugger was when displayed (the widget
+    itself is kept with saved widget state; see the README's "Saved notebooks").
+    """
 
     def __init__(self) -> None:
         self.display_id = uuid.uuid4().hex
-        self.slot: _SnapshotSlot | None = None
+        self.shown = False
+        self.widgets_seen = False
+        """A widget front end ran the cell that displayed it (it sent the cell's id)."""
         self.fork_area: ipywidgets.Output | None = None
-        """Where "Fork from here" shows a fork: below the debugger, once displayed."""
+        """Where "Fork from here" shows a fork: below the debugger, in the same output."""
+        self.box: ipywidgets.VBox | None = None
+        self.view_left_out = False
+        """The last update left the view out: a page that says hello gets it back."""
 
-    @staticmethod
-    def bundle(dbg: LoopDebugger) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The widget's own output, with the text summary as its ``text/plain``."""
-        bundle = anywidget.AnyWidget._repr_mimebundle_(dbg)
-        data, metadata = bundle if bundle is not None else ({}, {})
-        data = dict(data)
-        data["text/plain"] = dbg.summary()
-        return data, dict(metadata or {})
-
-    def _snapshot_bundle(self, dbg: LoopDebugger) -> dict[str, Any]:
-        if self.slot is None:
-            self.slot = _SnapshotSlot()
-        slot = self.slot._repr_mimebundle_()
-        data = dict(slot[0]) if slot is not None else {}
-        data.pop("text/plain", None)
-        data["text/html"] = dbg.snapshot_html()
-        return data
+    def bundle(self, dbg: LoopDebugger, view: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The output's data: the view (``view``), the snapshot and the text summary (said
+        to be as displayed, when a page draws the widget)."""
+        data: dict[str, Any] = {}
+        metadata: dict[str, Any] = {}
+        if view:
+            box = self.box
+            bundle = box._repr_mimebundle_() if box else anywidget.AnyWidget._repr_mimebundle_(dbg)
+            got, meta = bundle if isinstance(bundle, tuple) else (bundle or {}, {})
+            data.update(got)
+            metadata.update(meta or {})
+        live = view and self.widgets_seen
+        data["text/html"] = dbg.snapshot_html() + (f"<p><i>{AS_DISPLAYED}</i></p>" if live else "")
+        data["text/plain"] = dbg.summary() + (f"\n({AS_DISPLAYED})" if live else "")
+        return data, metadata
 
     def show(self, dbg: LoopDebugger, fork_slot: bool) -> None:
-        """Show the widget, then the static snapshot as a second output with a display id,
-        then (``fork_slot``) the empty slot forks are shown in; close the debugger an
-        earlier run of the same cell displayed."""
+        """Show the debugger (with, for ``fork_slot``, the slot forks are shown in below
+        it) as one output with a display id; close the debugger an earlier run of the same
+        cell displayed."""
         from IPython import display
 
+        self.widgets_seen = self.widgets_seen or _cell_of_request() is not None
         _forget_earlier_in_cell(dbg)
+        if fork_slot and self.box is None:
+            self.fork_area = ipywidgets.Output()
+            self.box = ipywidgets.VBox([dbg, self.fork_area])
         data, metadata = self.bundle(dbg)
         show: Any = display.display
-        show(data, raw=True, metadata=metadata)
-        show(self._snapshot_bundle(dbg), raw=True, display_id=self.display_id)
-        if fork_slot:
-            if self.fork_area is None:
-                self.fork_area = ipywidgets.Output()
-            area = self.fork_area._repr_mimebundle_()
-            view = dict(area[0] if isinstance(area, tuple) else area or {})
-            view.pop("text/plain", None)  # an empty slot: nothing to read without widgets
-            show(view, raw=True)
+        show(data, raw=True, metadata=metadata, display_id=self.display_id)
+        self.shown = True
 
-    def update(self, dbg: LoopDebugger) -> None:
-        """Redraw the static snapshot shown (after a run, for the saved notebook)."""
-        if self.slot is None:
+    def update(self, dbg: LoopDebugger, frontend: bool) -> None:
+        """After a run: where no page draws the widget, show the finished run as the
+        snapshot (see the class); ``frontend`` (a page said hello) gives the view back to
+        an output an update left it out of."""
+        if not self.shown:
             return
+        if frontend:
+            if self.view_left_out:
+                self._send(dbg, view=True)
+            return
+        if not self.widgets_seen:
+            self._send(dbg, view=False)
+
+    def _send(self, dbg: LoopDebugger, view: bool) -> None:
         from IPython import display
 
+        data, metadata = self.bundle(dbg, view=view)
+        self.view_left_out = not view
         update: Any = display.update_display
-        update(self._snapshot_bundle(dbg), raw=True, display_id=self.display_id)
+        update(data, raw=True, metadata=metadata, display_id=self.display_id)
 
     def close(self) -> None:
-        """Close the outputs this debugger made."""
-        if self.slot is not None:
-            self.slot.close()
+        """Close the widgets this output made."""
         if self.fork_area is not None:
             self.fork_area.close()
+        if self.box is not None:
+            self.box.close()
+
+
+AS_DISPLAYED: Final = (
+    "As displayed: the live widget draws the runs after this. To keep them in the file, "
+    "save widget state or run the notebook with nbconvert --execute."
+)
 
 
 def _forget_earlier_in_cell(dbg: LoopDebugger) -> None:

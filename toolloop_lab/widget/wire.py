@@ -41,9 +41,16 @@ from typing import Any, Final
 from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS
 from toolloop_lab._support.escape import clip as clip_text
 from toolloop_lab._support.jsonsafe import thaw
-from toolloop_lab.events import Event, LoopFailed, LoopFinished, LoopStarted
+from toolloop_lab.events import Event, LoopFailed, LoopFinished, LoopStarted, ModelCallStarted
 
-__all__ = ["MAX_BATCH_EVENTS", "clip", "compact_messages", "event_payload", "saved_tail"]
+__all__ = [
+    "MAX_BATCH_EVENTS",
+    "clip",
+    "compact_messages",
+    "event_payload",
+    "messages_left_out",
+    "saved_tail",
+]
 
 MAX_BATCH_EVENTS: Final = 4_000
 """Events in one message at most; a long replay goes out as several paced messages."""
@@ -181,3 +188,14 @@ def saved_tail(
     kept_rounds = {d["round"] for d in kept}
     omitted = len(rounds - kept_rounds)
     return [*fixed[: len(head)], *kept, *fixed[len(head) :]], omitted
+
+
+def messages_left_out(events: Sequence[Event], saved: Sequence[dict[str, Any]]) -> int:
+    """How many conversation messages the rounds :func:`saved_tail` left out brought in:
+    a saved view adds them to what each kept call was sent, so its counts stay the run's."""
+    kept = {d.get("round") for d in saved if d.get("kind") == "model_call_start"}
+    return sum(
+        len(e.messages)
+        for e in events
+        if isinstance(e, ModelCallStarted) and e.purpose != "pruning" and e.round not in kept
+    )
