@@ -68,6 +68,7 @@ export function callInput(s, c) {
   const to = c.msgTo || 0;
   /** @param {number} i */
   const draw = (i) => chatMessage(s.run.conversation[i]);
+  if (s.omittedMessages) box.append(h("div", "tl-muted", `${plural(s.omittedMessages, "earlier message")} came from rounds this notebook file left out (the trace has them).`));
   if (from > 0) box.append(messagePager({ owner: c, key: "earlier", lo: 0, hi: from, initial: 0, draw, hidden: (n) => plural(n, "earlier message") }));
   box.append(messagePager({ owner: c, key: "new", lo: from, hi: to, initial: MAX_MESSAGES, draw, hidden: (n) => `${plural(n, "message")} of this call not drawn` }));
   return box;

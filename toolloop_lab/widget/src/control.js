@@ -52,8 +52,20 @@ export function createRequests() {
 export function numbered(req, msg, onAnswer) {
   const id = req.next++;
   req.pending.set(id, onAnswer);
+  // a kernel that is gone (a saved notebook) or stuck never answers: say so, never wait forever
+  const timer = setTimeout(() => {
+    if (!req.pending.has(id)) return;
+    req.pending.delete(id);
+    onAnswer({ request: id, ok: false, reason: "no_answer", message: NO_ANSWER });
+  }, ANSWER_WAIT_MS);
+  const t = /** @type {any} */ (timer);
+  if (t && typeof t.unref === "function") t.unref(); // never keeps Node's tests alive
   return { ...msg, request: id };
 }
+
+/** How long a request waits for Python's answer before it says none came. */
+export const ANSWER_WAIT_MS = 20_000;
+export const NO_ANSWER = "No answer from the kernel in 20 s: it is not running (a saved notebook), or busy.";
 
 /**
  * Hand the answer a control state carries to the request waiting for it (once).

@@ -46,7 +46,7 @@ export function createControls(ctx) {
 
   function draw() {
     const isLive = !!host.live && s.source !== "static";
-    controls.hidden = !isLive;
+    controls.hidden = !isLive || s.source === "saved"; // saved in the file: no kernel has answered
     const done = isDone(s.run);
     const paused = !!s.control.paused_at && !done;
     const running = !!s.control.running && !done;

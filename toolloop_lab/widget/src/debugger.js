@@ -40,6 +40,9 @@ export { outcomeWords, reasonWords, usd } from "./words.js";
 
 const SYNCED = ["round_offset", "fork_info", "can_fork", "comparison"];
 
+/** What a run saved in the notebook file says until a kernel answers (controls need one). */
+export const SAVED_NOTE = "Saved in this notebook: no kernel is connected, so this run cannot be paused, changed or forked.";
+
 /**
  * A widget's store, from the events its notebook file kept (shown without a kernel).
  * @param {Model} model
@@ -54,7 +57,10 @@ function liveStore(model) {
   if (saved.length) {
     s.source = "saved";
     const omitted = model.get("saved_omitted") || 0;
-    if (omitted) s.control = { ...s.control, note: `This notebook file keeps the newest rounds only: ${plural(omitted, "earlier round")} are not shown (replay the trace to see them).` };
+    s.omitted = omitted;
+    s.omittedMessages = model.get("saved_omitted_messages") || 0;
+    const kept = omitted ? ` The file keeps the newest rounds only: ${plural(omitted, "earlier round")} are not shown (replay the trace to see them).` : "";
+    s.control = { ...s.control, note: `${SAVED_NOTE}${kept}` };
     enqueue(s, saved);
   }
   return s;

@@ -90,7 +90,7 @@ export function createDetail(ctx, fork, drawFork) {
     if (synth) detailBody.append(block(s.ui.collapsed, `r${r.n}:synth`, "Why a final-answer call", () => h("div", null, h("div", "tl-meta", `Reason: ${SYNTH[synth.reason] || synth.reason}`), textView(synth.prompt)), { copy: synth.prompt, open: false }));
     if (c && c.msgFrom !== null && c.msgTo !== null) {
       const n = c.msgTo - c.msgFrom;
-      const to = c.msgTo;
+      const to = c.msgTo + s.omittedMessages; // a saved run: what rounds left out of the file sent too
       const verb = pausedBeforeCall && !c.done ? "About to send" : "Sent to the model";
       detailBody.append(block(s.ui.collapsed, `r${r.n}:in`, `${verb} (${plural(to, "message")}, ${count(n)} new)`, () => callInput(s, c), { copy: () => prettyJson(s.run.conversation.slice(0, to)) }));
     } else if (c) {

@@ -46,7 +46,7 @@ export function createFork(ctx) {
     // "Fork from here": on a finished (or replayed) run shown by a kernel-backed widget
     const can = !!host.canFork();
     const r = selectedRound(s);
-    forkBtn.hidden = !(host.forking && isDone(s.run) && r);
+    forkBtn.hidden = !(host.forking && isDone(s.run) && r) || s.source === "saved"; // no kernel to fork with
     forkBtn.disabled = !can || !!(s.ui.forkMsg && s.ui.forkMsg.state === "idle");
     forkBtn.title = can ? "Run this run again from the selected round, in a new debugger below" : "This debugger knows no agent to fork with: open it with LoopDebugger.from_trace(path, fork_with=agent)";
     drawForkMsg();

@@ -44,7 +44,7 @@ export function createHeader(ctx) {
     const info = run.run;
     title.textContent = info ? [info.name, info.model].filter(Boolean).join(" · ") || "agent run" : "";
     const rounds = run.rounds;
-    let toolRounds = rounds.length;
+    let toolRounds = rounds.length + s.omitted; // a saved run's rounds its file left out count too
     for (let i = rounds.length - 1; i >= 0 && i >= rounds.length - 3; i--) if (rounds[i].purpose !== "round") toolRounds--;
     const off = s.offset || 0;
     let ri = info && info.maxRounds ? `round ${count(toolRounds + off)} of ${count(info.maxRounds + off)}` : rounds.length ? `${plural(toolRounds, "round")}` : "";

@@ -45,6 +45,8 @@ const SLICE_MS = 8; // longest fold slice before yielding to the page
  * @property {Set<() => void>} listeners
  * @property {boolean} live
  * @property {string} source none, live, saved or static
+ * @property {number} omitted rounds of a saved run its notebook file left out (its counts add them)
+ * @property {number} omittedMessages the conversation messages those rounds brought in
  * @property {number} offset added to every round number shown (a fork's rounds read as the original's)
  * @property {any} forkInfo a fork's debugger: where it was forked
  * @property {any} comparison two runs side by side (Python's comparing.py), or null
@@ -71,6 +73,8 @@ export function createStore() {
     listeners: new Set(),
     live: false,
     source: "none",
+    omitted: 0,
+    omittedMessages: 0,
     offset: 0,
     forkInfo: null,
     runs: new Map(),
@@ -153,6 +157,8 @@ export function receive(s, msg) {
     s.qi = 0;
     resetRun(s.run);
     s.source = "live";
+    s.omitted = 0;
+    s.omittedMessages = 0;
   }
   if (msg.control) {
     const was = s.control;

@@ -1,0 +1,177 @@
+"""Notebooks kept after the kernel is gone, as a person opens them in chromium.
+
+- Executed by ``nbconvert --execute`` (nbclient: no widget front end), reopened in
+  JupyterLab and in Notebook 7 with the widget manager's default settings: each debugger
+  shows its finished run, and no error text anywhere.
+- The same notebook exported to HTML and opened with the network blocked: the finished runs,
+  their status and figures.
+- Saved from JupyterLab with widget state, the kernel stopped, reopened: the header counts
+  the rounds the file left out, says what it kept, and draws no control that needs a kernel.
+
+Screenshots go to ``test-artifacts/``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from nbconvert import HTMLExporter
+from widget.test_widget_saved_notebook import executed_notebook
+
+from browser.jupyterkit import (
+    KERNEL,
+    Jupyter,
+    install_kernel,
+    run_all_cells,
+    shot,
+    widget,
+    write_notebook,
+)
+from toolloop_lab._support.words import OUTCOME
+
+pytestmark = pytest.mark.browser
+
+ERRORS = re.compile(r"Error displaying widget|model not found|waiting for a run|LoopDebugger: idle")
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory: pytest.TempPathFactory) -> nbformat.NotebookNode:
+    folder = tmp_path_factory.mktemp("executed")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("JUPYTER_PATH", str(install_kernel(folder / "prefix")))
+        notebook = executed_notebook(folder)
+    notebook.metadata["kernelspec"] = {"name": KERNEL, "display_name": KERNEL, "language": "python"}
+    return notebook
+
+
+@pytest.fixture
+def default_settings(jupyter: Jupyter) -> Iterator[None]:
+    """The widget manager's default settings (this suite saves widget state otherwise)."""
+    path = (
+        jupyter.root.parent
+        / "lab-settings"
+        / "@jupyter-widgets"
+        / "jupyterlab-manager"
+        / "plugin.jupyterlab-settings"
+    )
+    kept = path.read_text()
+    path.write_text(json.dumps({}))
+    try:
+        yield
+    finally:
+        path.write_text(kept)
+
+
+def _page_text(page: Any) -> str:
+    text: str = page.locator(".jp-Notebook").inner_text()
+    return text
+
+
+@pytest.mark.usefixtures("default_settings")
+@pytest.mark.parametrize("ui", ["lab", "notebook"])
+def test_an_executed_notebook_reopens_showing_its_finished_runs(
+    page_for: Any, jupyter: Jupyter, executed: nbformat.NotebookNode, ui: str
+) -> None:
+    name = f"executed_{ui}.ipynb"
+    nbformat.write(executed, jupyter.root / name)
+    page = page_for(name, ui, width=1000)
+    snapshots = page.locator(".jp-OutputArea-output", has_text="Agent loop debugger: finished")
+    snapshots.nth(1).wait_for()
+    assert snapshots.count() == 2
+    text = _page_text(page)
+    assert not ERRORS.search(text), ERRORS.search(text)
+    assert text.count(OUTCOME["final_answer"]) >= 2
+    assert "120 input" in text
+    assert "$0.000027" in text
+    snapshots.first.scroll_into_view_if_needed()
+    shot(page, f"{ui}_executed_notebook_reopened")
+
+
+def test_an_exported_notebook_shows_its_runs_offline(
+    browser: Any, executed: nbformat.NotebookNode, tmp_path: Path
+) -> None:
+    html, _ = HTMLExporter().from_notebook_node(executed)
+    path = tmp_path / "executed.html"
+    path.write_text(html, encoding="utf-8")
+    context = browser.new_context(offline=True, viewport={"width": 1000, "height": 1400})
+    try:
+        page = context.new_page()
+        page.goto(path.as_uri())
+        page.wait_for_load_state("load")
+        text = page.locator("body").inner_text()
+        assert not ERRORS.search(text), ERRORS.search(text)
+        assert text.count("Agent loop debugger: finished") == 2
+        assert text.count(OUTCOME["final_answer"]) >= 2
+        assert "120 input" in text
+        assert "$0.000027" in text
+        shot(page, "html_export_offline")
+    finally:
+        context.close()
+
+
+LONG_RUN = '''\
+from langchain_core.tools import tool
+from loopkit import calls, final, tool_call
+from toolloop_lab import AgentConfig, LLMAgent, LoopDebugger, ScriptedChatModel
+
+
+@tool
+def step(n: int) -> str:
+    """One more step."""
+    return f"step {n} done"
+
+
+script = [calls(tool_call("step", {"n": i}, f"s{i}")) for i in range(1, 12)] + [final("all done")]
+agent = LLMAgent(
+    ScriptedChatModel(script, model_name="gpt-4o-mini"), [step], AgentConfig(tool_max_rounds=20)
+)
+dbg = LoopDebugger(saved_state_bytes=6_000, pause_on="both")
+dbg.attach(agent)
+dbg
+'''
+
+
+def test_a_saved_long_run_reopens_with_its_true_totals_and_no_kernel_controls(
+    page_for: Any, jupyter: Jupyter
+) -> None:
+    name = write_notebook(
+        jupyter.root,
+        "saved_long_run.ipynb",
+        [LONG_RUN, 'dbg.pause_on = "off"\nresult = await agent.arun("go")\nresult.rounds'],
+    )
+    page = page_for(name, "lab", width=1200)
+    run_all_cells(page)
+    live = widget(page)
+    live.locator(".tl-badge", has_text="Finished").wait_for()
+    head = live.locator(".tl-head .tl-meta").first.inner_text()
+    page.keyboard.press("Control+s")
+    page.wait_for_function("() => !document.querySelector('.jp-mod-dirty')", timeout=30_000)
+    saved = jupyter.api(f"/api/contents/{name}?content=1")["content"]
+    states = saved["metadata"]["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    kept = [s["state"] for s in states.values() if "saved_events" in s["state"]]
+    assert kept
+    assert kept[0]["saved_omitted"] > 0, "the file keeps the newest rounds only"
+    jupyter.stop_kernels()
+    page.reload()
+    saved_view = widget(page)
+    saved_view.locator(".tl-badge", has_text="Finished").wait_for()
+    page.wait_for_timeout(1_000)  # the page's hello goes unanswered: nothing may change
+    assert saved_view.locator(".tl-head .tl-meta").first.inner_text() == head  # round 12 of 20
+    assert "round 12" in head
+    note = saved_view.locator(".tl-note").inner_text()
+    assert "no kernel is connected" in note
+    assert "earlier round" in note
+    assert saved_view.locator(".tl-controls").is_hidden()
+    assert saved_view.get_by_role("button", name=re.compile("Fork from here")).count() == 0 or (
+        saved_view.get_by_role("button", name=re.compile("Fork from here")).is_hidden()
+    )
+    text = _page_text(page)
+    assert not ERRORS.search(text), ERRORS.search(text)
+    saved_view.scroll_into_view_if_needed()
+    shot(saved_view, "lab_saved_long_run_reopened")
