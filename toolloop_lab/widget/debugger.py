@@ -32,10 +32,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-import anywidget
 import comm
-import ipywidgets
-import traitlets
 
 from toolloop_lab.engine.agent import AgentConfig
 from toolloop_lab.engine.hooks import PausePoint
@@ -51,13 +48,13 @@ from toolloop_lab.widget.construct import read_run
 from toolloop_lab.widget.control import Control, DebuggableAgent, check_mode
 from toolloop_lab.widget.display import Display, snapshot, summary
 from toolloop_lab.widget.forks import Forking
-from toolloop_lab.widget.frontend import FrontEnd, front_end
 from toolloop_lab.widget.reach import Reach
 from toolloop_lab.widget.requests import Answer
 from toolloop_lab.widget.runlist import RunList
 from toolloop_lab.widget.session import MAX_RUNS
 from toolloop_lab.widget.shown import ShownRun
 from toolloop_lab.widget.step import PAUSE_MODES, PauseMode
+from toolloop_lab.widget.synced import SyncedState
 
 if TYPE_CHECKING:
     from toolloop_lab.bridge import EventBridge
@@ -68,47 +65,15 @@ R = TypeVar("R")
 
 STATIC: Final = Path(__file__).with_name("static")
 """The front end: ``debugger.js`` (an ES module) and ``debugger.css``, shipped as files."""
-LOADER: Final = Path(__file__).parent / "src" / "loader.js"
-"""Each debugger's own module: it loads the front end from the shared model."""
 
 
-class LoopDebugger(RunList, Comparisons, anywidget.AnyWidget):
+class LoopDebugger(RunList, Comparisons, SyncedState):
     """Live debugger for one tool-loop run: display it, then run the agent.
 
     ``fork_with`` is the agent "Fork from here" runs a fork with (its model, tools and
     config); without it, the agent this debugger last ran or watched. It shows one run
     and keeps a summary of every run it sees (:attr:`runs`), the newest ``max_runs``.
     """
-
-    _esm = LOADER
-    _front_end = traitlets.Instance(FrontEnd).tag(sync=True, **ipywidgets.widget_serialization)
-    """The kernel's one model holding the front end (:mod:`.frontend`): saved once."""
-
-    @traitlets.default("_front_end")
-    def _shared_front_end(self) -> FrontEnd:
-        return front_end()
-
-    live = traitlets.Bool(True).tag(sync=True)
-    """True when Continue, Step and Stop can act (a replay has nothing to step)."""
-    _pause_on = traitlets.Unicode("off").tag(sync=True)
-    saved_events: traitlets.List[Any] = traitlets.List().tag(sync=True)
-    """The newest rounds of the last finished run, kept in the notebook file."""
-    saved_omitted = traitlets.Int(0).tag(sync=True)
-    """Rounds of that run left out of ``saved_events`` (they are in the trace)."""
-    saved_omitted_messages = traitlets.Int(0).tag(sync=True)
-    """Conversation messages those rounds brought in (the saved view's counts add them)."""
-    saved_runs: traitlets.List[Any] = traitlets.List().tag(sync=True)
-    """The newest rows of the run list, kept in the notebook file."""
-    saved_runs_left_out = traitlets.Int(0).tag(sync=True)
-    """Runs seen but not in ``saved_runs`` (the oldest)."""
-    can_fork = traitlets.Bool(False).tag(sync=True)
-    """True when "Fork from here" can act: the debugger knows an agent to fork with."""
-    round_offset = traitlets.Int(0).tag(sync=True)
-    """Added to every round number shown: a fork's rounds read as the original's."""
-    fork_info: traitlets.Dict[str, Any] = traitlets.Dict().tag(sync=True)
-    """For a fork's debugger: where it was forked."""
-    comparison: traitlets.Dict[str, Any] = traitlets.Dict().tag(sync=True)
-    """Two runs side by side, as :mod:`.comparing` writes them (``{}``: none)."""
 
     def __init__(
         self,
