@@ -25,9 +25,9 @@ from toolloop_lab.widget.holding import Holder
 from toolloop_lab.widget.pausing import apply_request, point_dict
 from toolloop_lab.widget.requests import Answer, ForkHere, parse_request
 from toolloop_lab.widget.shown import ShownRun
-from toolloop_lab.widget.step import PAUSE_MODES, PauseMode, StepController
+from toolloop_lab.widget.step import PauseMode, StepController
 
-__all__ = ["Control", "DebuggableAgent", "check_mode"]
+__all__ = ["Control", "DebuggableAgent"]
 
 R_co = TypeVar("R_co", covariant=True)
 R = TypeVar("R")
@@ -44,12 +44,6 @@ class DebuggableAgent(Protocol[R_co]):
     def add_pause_hook(self, hook: PauseHook) -> Callable[[], None]: ...
 
     async def arun(self, prompt_or_messages: str | Sequence[Any]) -> R_co: ...
-
-
-def check_mode(mode: object) -> None:
-    """Refuse a pause mode that is not one of :data:`~.step.PAUSE_MODES`."""
-    if mode not in PAUSE_MODES:
-        raise ValueError(f"pause_on must be one of {', '.join(PAUSE_MODES)}; got {mode!r}")
 
 
 class Control:

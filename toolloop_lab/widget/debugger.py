@@ -47,9 +47,10 @@ from toolloop_lab.widget.channel import Channel, Endpoints
 from toolloop_lab.widget.coalesce import Clock, Scheduler, loop_scheduler
 from toolloop_lab.widget.comparisons import Comparisons
 from toolloop_lab.widget.construct import read_run
-from toolloop_lab.widget.control import Control, DebuggableAgent, check_mode
+from toolloop_lab.widget.control import Control, DebuggableAgent
 from toolloop_lab.widget.display import Display, snapshot, summary
 from toolloop_lab.widget.forks import Forking
+from toolloop_lab.widget.options import check_limits, check_mode
 from toolloop_lab.widget.reach import Reach
 from toolloop_lab.widget.requests import Answer
 from toolloop_lab.widget.runlist import RunList
@@ -111,16 +112,40 @@ class LoopDebugger(RunList, Comparisons, anywidget.AnyWidget):
         clock: Clock = time.monotonic,
         schedule: Scheduler = loop_scheduler,
     ) -> None:
-        if max_text_chars < 1 or saved_state_bytes < 1 or max_runs < 1:
-            raise ValueError("max_text_chars, saved_state_bytes and max_runs must be >= 1")
-        check_mode(pause_on)
+        check_limits(
+            max_text_chars=max_text_chars,
+            saved_state_bytes=saved_state_bytes,
+            max_runs=max_runs,
+            max_messages_per_second=max_messages_per_second,
+        )
+        check_mode(pause_on, f"LoopDebugger(pause_on={pause_on!r})")
         super().__init__()
+        try:
+            self._build(max_text_chars, saved_state_bytes, pause_on, fork_with, max_runs, clock)
+            self._connect(max_messages_per_second, schedule)
+        except BaseException:
+            self.close()  # a failed constructor leaves no comm nor registered widget behind
+            raise
+
+    def _build(
+        self,
+        max_text_chars: int,
+        saved_state_bytes: int,
+        pause_on: PauseMode,
+        fork_with: DebuggableAgent[Any] | None,
+        max_runs: int,
+        clock: Clock,
+    ) -> None:
+        """The run shown, forks, outputs and step control (nothing the page sees yet)."""
         self.max_text_chars = max_text_chars
         self.saved_state_bytes = saved_state_bytes
         self._run = ShownRun(clock, max_runs)
         self._forking = Forking(fork_with)
         self._display = Display()
         self._control = Control(self._run, pause_on, self._request, self._on_result)
+
+    def _connect(self, max_messages_per_second: float, schedule: Scheduler) -> None:
+        """The channel to the page, and the traits that follow step mode."""
         ends = Endpoints(
             send=self.send,
             silent=self._silent,
@@ -133,12 +158,12 @@ class LoopDebugger(RunList, Comparisons, anywidget.AnyWidget):
         self._channel = Channel(
             self._run,
             ends,
-            max_text_chars=max_text_chars,
-            saved_state_bytes=saved_state_bytes,
+            max_text_chars=self.max_text_chars,
+            saved_state_bytes=self.saved_state_bytes,
             max_messages_per_second=max_messages_per_second,
             schedule=schedule,
         )
-        self._pause_on = pause_on
+        self._pause_on = self._control.steps.mode
         self._update_can_fork()
         self.observe(self._on_pause_trait, names="_pause_on")
         self.on_msg(lambda _widget, content, _buffers: self._channel.receive(content))
@@ -226,7 +251,7 @@ class LoopDebugger(RunList, Comparisons, anywidget.AnyWidget):
 
     @pause_on.setter
     def pause_on(self, mode: PauseMode) -> None:
-        check_mode(mode)
+        check_mode(mode, f"dbg.pause_on = {mode!r}")
         self._control.steps.mode = mode
         if self._pause_on != mode:
             self._pause_on = mode
@@ -326,6 +351,8 @@ class LoopDebugger(RunList, Comparisons, anywidget.AnyWidget):
         each model call if it never does), and ends showing the original from ``at_round``
         on next to the fork (as :meth:`compare`). A fork that cannot be made raises
         ``ConfigurationError`` naming the field (``at_round``, ``fork_with``, ...)."""
+        if pause_on is not None:
+            check_mode(pause_on, f"dbg.fork({at_round!r}, pause_on={pause_on!r})")
         return self._forking.fork(self, self._control.agent, at_round, config, pause_on)
 
     @property
