@@ -17,6 +17,10 @@ never have to match on message text. Constructing an error has no side effects.
     ├── RunStopped                   a person stopped the run (a debugger's Stop); no failure,
     │                                the partial counts are on it
     ├── InterventionError            a change at a pause was refused (the pause holds)
+    ├── NoPauseError                 dbg.next_pause() waited for a pause that cannot come
+    │                                (also a RuntimeError)
+    ├── PauseTimeoutError            dbg.next_pause(timeout=...) ran out; the run goes on
+    │                                (also a TimeoutError)
     ├── PaidCallError                a model call was paid for but failed after its reply
     │                                came back; ``reply`` holds it, and the loop keeps it
     ├── ScriptError                  a ScriptedChatModel script was misused or ran out
@@ -54,8 +58,10 @@ __all__ = [
     "ExecutionError",
     "FormatProblem",
     "InterventionError",
+    "NoPauseError",
     "PaidCallError",
     "PartialRun",
+    "PauseTimeoutError",
     "RecordedCallError",
     "RecordingError",
     "RecordingFormatError",
@@ -245,6 +251,17 @@ def _rebuild_tool_loop_error(
 
 _ToolLoopError = ToolLoopError
 """The name the behaviour spec uses."""
+
+
+class NoPauseError(ToolLoopLabError, RuntimeError):
+    """``dbg.next_pause()`` waited for a pause that cannot come: no run the debugger can
+    pause goes on, the run will not pause again (``pause_on="off"``, or Continue let it
+    go), or it ended without pausing. The message says which, and what to do."""
+
+
+class PauseTimeoutError(ToolLoopLabError, TimeoutError):
+    """``dbg.next_pause(timeout=...)`` waited ``timeout`` seconds and the run, still going,
+    had not paused; it goes on (wait again, or Stop it)."""
 
 
 class RunStopped(ToolLoopLabError, PartialRun):

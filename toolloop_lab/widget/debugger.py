@@ -37,9 +37,8 @@ import comm
 import traitlets
 
 from toolloop_lab.engine.agent import AgentConfig
-from toolloop_lab.engine.hooks import PausePoint
 from toolloop_lab.events import Event, LoopFailed, LoopFinished, Observer
-from toolloop_lab.replay.fork import ForkResult
+from toolloop_lab.replay.fork import Fork, ForkResult
 from toolloop_lab.runview import RunView
 from toolloop_lab.spend.pricing import PriceTable
 from toolloop_lab.trace import TraceRead
@@ -51,12 +50,12 @@ from toolloop_lab.widget.control import Control, DebuggableAgent
 from toolloop_lab.widget.display import Display, snapshot, summary
 from toolloop_lab.widget.forks import Forking
 from toolloop_lab.widget.options import check_limits, check_mode
-from toolloop_lab.widget.reach import Reach
 from toolloop_lab.widget.requests import Answer
 from toolloop_lab.widget.runlist import RunList
 from toolloop_lab.widget.session import MAX_RUNS
 from toolloop_lab.widget.shown import ShownRun
-from toolloop_lab.widget.step import PAUSE_MODES, PauseMode
+from toolloop_lab.widget.step import PauseMode
+from toolloop_lab.widget.stepping import StepMode
 
 if TYPE_CHECKING:
     from toolloop_lab.bridge import EventBridge
@@ -69,7 +68,7 @@ STATIC: Final = Path(__file__).with_name("static")
 """The front end: ``debugger.js`` (an ES module) and ``debugger.css``, shipped as files."""
 
 
-class LoopDebugger(RunList, Comparisons, anywidget.AnyWidget):
+class LoopDebugger(RunList, Comparisons, StepMode, anywidget.AnyWidget):
     """Live debugger for one tool-loop run: display it, then run the agent.
 
     ``fork_with`` is the agent "Fork from here" runs a fork with (its model, tools and
@@ -222,11 +221,24 @@ class LoopDebugger(RunList, Comparisons, anywidget.AnyWidget):
         self._update_can_fork()
         return detach
 
-    def start(self, agent: DebuggableAgent[R], prompt: str | Sequence[Any]) -> asyncio.Task[R]:
+    def start(
+        self,
+        agent: DebuggableAgent[R],
+        prompt: str | Sequence[Any],
+        *,
+        pause_on: PauseMode | None = None,
+    ) -> asyncio.Task[R]:
         """Run ``agent`` on ``prompt`` as a background task on the running event loop:
         the kernel stays free, so Continue, Step and Stop work in any kernel; the task's
-        result (or exception) is there afterwards (``await task``, ``task.result()``)."""
+        result (or exception) is there afterwards (``await task``, ``task.result()``).
+        ``pause_on`` sets :attr:`pause_on` first (the page's selector shows it; later runs
+        keep it). A :class:`~toolloop_lab.forking.Fork` is shown with its rounds numbered
+        as its source's."""
+        if pause_on is not None:
+            self._set_mode(check_mode(pause_on, f"dbg.start(..., pause_on={pause_on!r})"))
         self._run.pinned = None  # a run started here is the one to see
+        at_round = agent.at_round if isinstance(agent, Fork) else 1
+        self.round_offset = self._forking.offset + at_round - 1
         task = self._control.start(agent, prompt, self)
         self.live = True
         self._forking.source = None
@@ -242,51 +254,6 @@ class LoopDebugger(RunList, Comparisons, anywidget.AnyWidget):
     def task(self) -> asyncio.Task[Any] | None:
         """The task of the last :meth:`start`, if any."""
         return self._control.task
-
-    # -- step mode --------------------------------------------------------------------
-    @property
-    def pause_on(self) -> PauseMode:
-        """Where step mode pauses a run the controls reach (:attr:`reach`)."""
-        return self._control.steps.mode
-
-    @pause_on.setter
-    def pause_on(self, mode: PauseMode) -> None:
-        check_mode(mode, f"dbg.pause_on = {mode!r}")
-        self._control.steps.mode = mode
-        if self._pause_on != mode:
-            self._pause_on = mode
-
-    def _on_pause_trait(self, change: dict[str, Any]) -> None:
-        new = change["new"]
-        if new in PAUSE_MODES:
-            self._control.steps.mode = new
-        else:  # a front end sent something else: keep the mode, show it again
-            self._pause_on = self._control.steps.mode
-
-    @property
-    def paused_at(self) -> PausePoint | None:
-        """Where the loop waits right now, if it does."""
-        return self._control.steps.paused_at
-
-    def step(self) -> bool:
-        """Go on to the next pause point; False, and nothing changes, when not paused."""
-        return self._control.steps.step()
-
-    def continue_(self) -> bool:
-        """Let this run go on to its end without pausing (the next run pauses again);
-        False, and nothing changes, when not paused."""
-        released = self._control.steps.continue_()
-        self._request()
-        return released
-
-    def stop(self) -> bool:
-        """Stop the run; the view keeps its partial counts (its cell raises ``RunStopped``)."""
-        return self._control.stop()
-
-    @property
-    def reach(self) -> Reach:
-        """What the controls can do for the run shown, and why not (see :mod:`.reach`)."""
-        return self._control.holder.reach
 
     # -- figures for Python-side readers ----------------------------------------------
     @property
