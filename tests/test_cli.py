@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from toolloop_lab._support.words import OUTCOME
 from toolloop_lab.cli import DEFAULT_REPORT, main
 from toolloop_lab.lab import LabResults, catalog
 from toolloop_lab.workloads.files import sweep as files_sweep
@@ -50,10 +51,13 @@ def test_demo_prints_the_spend_table_and_writes_the_report(
     assert rows["pruning"][5] == "940"
     assert rows["token_budget"][1:5] == ["token_budget_exhausted", "1", "5014", "207"]
     assert rows["bad_config"][-2:] == ["config:", "tool_max_rounds"]
-    assert rows["usd_budget"][-2:] == ["cost:", "budget_exhausted"]
+    # a USD stop says its outcome's words, never an error code, and is no failure
+    usd_stop = next(line for line in out.splitlines() if line.startswith("usd_budget "))
+    assert usd_stop.endswith(f"  {OUTCOME['usd_budget_exhausted']}")
+    assert "budget_exhausted" not in usd_stop.split("  ")[-1]
     total = next(line for line in out.splitlines() if line.startswith("TOTAL"))
     assert total.split()[1:7] == ["11", "runs", "5270", "335", "940", rows["pruning"][6]]
-    assert total.endswith("4 failed")
+    assert total.endswith("  7 answered, 2 stopped by the USD limit, 2 failed")
     assert (
         "outcomes: final_answer 4, synthesis 2, token_budget_exhausted 1, "
         "usd_budget_exhausted 2, failed 2"

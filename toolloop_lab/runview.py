@@ -23,6 +23,7 @@ from typing import Any, Final, Literal, NamedTuple, TypeVar
 
 from toolloop_lab import events as ev
 from toolloop_lab._support.derived import Derived
+from toolloop_lab._support.words import shown_status
 from toolloop_lab.engine.hooks import PausePoint
 from toolloop_lab.spend.usage import Usage
 
@@ -568,6 +569,8 @@ class RunSummary:
     """What the caller called the run (``run(..., name=)``), else ``None``."""
     tags: tuple[str, ...]
     status: RunStatus
+    """How far the run got, as the fold says it: a run that raised is ``failed``, a USD
+    stop too; what a person reads is :attr:`shown_status`."""
     outcome: ev.Outcome | None
     """How the run ended; ``None`` while it runs (or when its last event is lost)."""
     rounds: int
@@ -596,6 +599,14 @@ class RunSummary:
     most :data:`MAX_SPANS`); ``()`` for a run that names no parent."""
     spans_left_out: int = 0
     """Spans past :data:`MAX_SPANS` not kept."""
+
+    @property
+    def shown_status(self) -> str:
+        """The status a person reads (a code of ``words.json``'s status table): a run the
+        USD limit stopped has its own, ``usd_budget_exhausted`` ("USD limit reached"), where
+        :attr:`status` says ``failed``; every other run its :attr:`status`. The run list,
+        the header and the text view all read this."""
+        return shown_status(self.status, self.outcome)
 
     @classmethod
     def of(cls, view: RunView) -> RunSummary:

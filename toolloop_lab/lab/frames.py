@@ -33,7 +33,7 @@ from typing import Any, Final
 import pandas as pd
 
 from toolloop_lab.events import EVENT_TYPES, BudgetGate
-from toolloop_lab.lab.record import OUTCOMES, ScenarioRun
+from toolloop_lab.lab.record import OUTCOMES, ScenarioRun, error_text, tally
 from toolloop_lab.runview import RoundRow, RunView
 from toolloop_lab.spend.usage import Usage, format_usd
 
@@ -506,6 +506,15 @@ def events_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
     return _frame(cols, EVENT_DTYPES)
 
 
+def _text(value: Any) -> str | None:
+    """A frame's cell as text, ``None`` for a missing one."""
+    return None if pd.isna(value) else str(value)
+
+
+def _turn_error(row: dict[str, Any]) -> str:
+    return error_text(str(row["outcome"]), _text(row["error_kind"]), _text(row["error_reason"]))
+
+
 def _cost_text(cost: float, known: bool) -> str:
     return format_usd(cost) if known else "unknown"
 
@@ -527,12 +536,16 @@ def spend_table(runs: pd.DataFrame) -> str:
     """The spend per scenario as fixed-width text, with a total line (what the CLI prints).
 
     Token columns are the agent model's prompt and completion tokens, the pruning calls'
-    tokens and the tokens pruning saved; ``error`` is ``kind: reason``.
+    tokens and the tokens pruning saved; ``error`` is ``kind: reason``, or for a run the
+    USD limit stopped its outcome's words; the total line counts the runs that answered,
+    that the USD limit stopped and that failed apart (:func:`~.record.tally`).
     """
     names = [str(n) for n in runs["scenario"]]
     errors = [
-        "" if pd.isna(kind) else f"{kind}: {reason}"
-        for kind, reason in zip(runs["error_kind"], runs["error_reason"], strict=True)
+        error_text(str(outcome), _text(kind), _text(reason))
+        for outcome, kind, reason in zip(
+            runs["outcome"], runs["error_kind"], runs["error_reason"], strict=True
+        )
     ]
     costs = [_cost_text(c, k) for c, k in zip(runs["cost_usd"], runs["cost_known"], strict=True)]
     rows: list[list[Any]] = [
@@ -563,7 +576,7 @@ def spend_table(runs: pd.DataFrame) -> str:
             int(runs["pruning_tokens"].sum()),
             int(runs["tokens_saved_by_pruning"].sum()),
             total_cost,
-            f"{sum(1 for e in errors if e)} failed" if any(errors) else "",
+            tally(str(o) for o in runs["outcome"]),
         ]
     )
     return _fixed_width(list(_TABLE.values()), rows, right={2, 3, 4, 5, 6, 7})
@@ -600,7 +613,11 @@ def turn_table(turns: pd.DataFrame) -> str:
                 int(row["prompt_tokens"]),
                 int(row["completion_tokens"]),
                 _cost_text(row["cost_usd"], bool(row["cost_known"])),
-                "" if pd.isna(row["error_kind"]) else f"{row['error_kind']}: {row['error_reason']}",
+                error_text(
+                    str(row["outcome"]), _text(row["error_kind"]), _text(row["error_reason"])
+                )
+                if ran
+                else "",
             ]
         )
     total_cost = _cost_text(float(turns["cost_usd"].fillna(0).sum()), True)

@@ -34,7 +34,7 @@ from toolloop_lab._support.words import (
     word,
 )
 from toolloop_lab.events import BudgetGate, Event
-from toolloop_lab.lab.record import ScenarioRun
+from toolloop_lab.lab.record import ScenarioRun, error_text, tally
 from toolloop_lab.runview import RoundRow, RunView, ToolRow
 from toolloop_lab.spend.usage import format_usd
 from toolloop_lab.widget.figures import budget_stop, overshoot
@@ -146,7 +146,11 @@ def _summary(records: Sequence[ScenarioRun], runs: pd.DataFrame) -> str:
 
 
 def _summary_row(i: int, record: ScenarioRun, row: Mapping[Hashable, Any]) -> str:
-    error = _error(record.error_kind, record.error_reason) if record.error_kind else ""
+    error = (
+        _error(record.error_kind, record.error_reason)
+        if record.error_kind and record.outcome != "usd_budget_exhausted"
+        else error_text(record.outcome, None, None)
+    )
     return (
         "<tr>"
         f'<td><a href="#scenario-{i}">{_name(row["scenario"])}</a></td>'
@@ -184,7 +188,7 @@ def _total_row(records: Sequence[ScenarioRun], runs: pd.DataFrame) -> str:
                 f"{int(runs['pruning_tokens'].sum()):,}",
                 f"{int(runs['tokens_saved_by_pruning'].sum()):,}",
                 total_cost,
-                f"{sum(1 for r in records if r.error_kind)} failed",
+                tally(r.outcome for r in records),
             )
         )
         + "</tr>"
