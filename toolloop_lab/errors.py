@@ -100,6 +100,8 @@ class PartialRun:
     cost_usd: Decimal | None
     any_invocation_made: bool
     rounds: int
+    tool_rounds: int
+    model_calls: int
     messages: list[BaseMessage]
     events: tuple[Any, ...]
     run_id: str | None
@@ -113,6 +115,7 @@ class PartialRun:
         cost_usd: Decimal | None = Decimal(0),
         any_invocation_made: bool = False,
         rounds: int = 0,
+        model_calls: int = 0,
         messages: Sequence[BaseMessage] = (),
         events: Sequence[Any] = (),
         run_id: str | None = None,
@@ -125,6 +128,15 @@ class PartialRun:
         self.cost_usd = cost_usd
         self.any_invocation_made = any_invocation_made
         self.rounds = rounds
+        """Rounds completed when the run stopped, each ending in tool calls that were
+        answered (a round cut short is not counted)."""
+        self.tool_rounds = rounds
+        """The same count as :attr:`rounds`, under the name a finished result gives it
+        (:attr:`ToolLoopResult.tool_rounds`)."""
+        self.model_calls = model_calls
+        """Model calls the run had paid for (``usage.requests``): every round's, the
+        final-answer call's and the pruning model's, the one a gate stopped it after
+        included; a call that raised is not one."""
         self.messages = list(messages)
         self.events = tuple(events)
         self.run_id = run_id

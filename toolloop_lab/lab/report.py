@@ -119,7 +119,8 @@ _SUMMARY_COLUMNS: Final = (
     "scenario",
     "tags",
     "outcome",
-    "rounds",
+    "tool rounds",
+    "model calls",
     "prompt tokens",
     "completion tokens",
     "pruning tokens",
@@ -158,7 +159,8 @@ def _summary_row(i: int, record: ScenarioRun, row: Mapping[Hashable, Any]) -> st
         f'<td><span class="o o-{esc(row["outcome"])}">{esc(row["outcome"])}</span></td>'
         + _cells(
             (
-                row["rounds"],
+                row["tool_rounds"],
+                row["model_calls"],
                 f"{row['prompt_tokens']:,}",
                 f"{row['completion_tokens']:,}",
                 f"{row['pruning_tokens']:,}",
@@ -182,7 +184,8 @@ def _total_row(records: Sequence[ScenarioRun], runs: pd.DataFrame) -> str:
                 "total",
                 "",
                 f"{len(runs)} scenarios",
-                "",
+                f"{int(runs['tool_rounds'].sum()):,}",
+                f"{int(runs['model_calls'].sum()):,}",
                 f"{int(runs['prompt_tokens'].sum()):,}",
                 f"{int(runs['completion_tokens'].sum()):,}",
                 f"{int(runs['pruning_tokens'].sum()):,}",
