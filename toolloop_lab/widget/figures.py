@@ -116,7 +116,7 @@ def outcome(view: RunView, offset: int = 0) -> str | None:
 
 def rounds_said(view: RunView, offset: int = 0) -> str | None:
     """A header's rounds (``header.js`` says the same): ``round 2 of 10`` while the run goes
-    on; once it ended, what it did, ``3 tool rounds, 4 model calls (round cap 10)``, where
+    on; once it ended, what it did, ``3 tool rounds, 4 model calls (at most 10 rounds)``, where
     the answering call is a model call and no tool round. ``offset`` (a fork's rounds taken
     from its source, one call each) is added; ``None`` without the run's start."""
     cap = view.max_rounds

@@ -45,7 +45,7 @@ export function roundsRun(run) {
 
 /**
  * The header's rounds: `round 2 of 10` while the run goes on, `3 tool rounds, 4 model
- * calls (round cap 10)` once it ended; `offset` (a fork's rounds taken from its source,
+ * calls (at most 10 rounds)` once it ended; `offset` (a fork's rounds taken from its source,
  * one call each) is added. Empty without the run's cap.
  * @param {Run} run
  * @param {number} [offset]
