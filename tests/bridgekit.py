@@ -246,7 +246,7 @@ class Snapshots:
             Snapshot(
                 event.kind,
                 self.view.status,
-                self.view.tool_rounds,
+                self.view.rounds_run,
                 self.view.usage.input_tokens,
                 sum(1 for r in rows for t in r.tools if t.status in ("success", "error")),
                 rows[-1].streamed_text if rows else "",

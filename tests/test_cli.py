@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from toolloop_lab._support.words import OUTCOME
 from toolloop_lab.cli import DEFAULT_REPORT, main
 from toolloop_lab.lab import LabResults, catalog
 from toolloop_lab.workloads.files import sweep as files_sweep
 
-HEADER = ["scenario", "outcome", "rounds", "prompt", "completion", "pruning", "saved", "cost"]
+HEADER = ["scenario", "outcome", "tool", "rounds", "model", "calls", "prompt", "completion"]
 
 
 def table_rows(out: str) -> dict[str, list[str]]:
@@ -45,15 +46,23 @@ def test_demo_prints_the_spend_table_and_writes_the_report(
     assert err == ""
     rows = table_rows(out)
     assert list(rows) == [s.name for s in catalog()]
-    single = ["final_answer", "2", "26", "13", "0", "0", "$0.0000117"]  # the views' digits
-    assert rows["single_round"][1:8] == single
-    assert rows["pruning"][5] == "940"
-    assert rows["token_budget"][1:5] == ["token_budget_exhausted", "1", "5014", "207"]
+    header = out.splitlines()[0]
+    assert "  tool rounds  model calls  " in header  # names that say what they count
+    # one tool round, then the answering call: one tool round, two model calls
+    single = ["final_answer", "1", "2", "26", "13", "0", "0", "$0.0000117"]  # the views' digits
+    assert rows["single_round"][1:9] == single
+    assert rows["pruning"][1:4] == ["final_answer", "1", "3"]  # the pruning call is a call
+    assert rows["pruning"][6] == "940"
+    assert rows["token_budget"][1:6] == ["token_budget_exhausted", "1", "2", "5014", "207"]
     assert rows["bad_config"][-2:] == ["config:", "tool_max_rounds"]
-    assert rows["usd_budget"][-2:] == ["cost:", "budget_exhausted"]
+    # a USD stop says its outcome's words, never an error code, and is no failure
+    usd_stop = next(line for line in out.splitlines() if line.startswith("usd_budget "))
+    assert usd_stop.endswith(f"  {OUTCOME['usd_budget_exhausted']}")
+    assert "budget_exhausted" not in usd_stop.split("  ")[-1]
     total = next(line for line in out.splitlines() if line.startswith("TOTAL"))
-    assert total.split()[1:7] == ["11", "runs", "5270", "335", "940", rows["pruning"][6]]
-    assert total.endswith("4 failed")
+    counts = ["11", "runs", "12", "22", "5270", "335", "940", rows["pruning"][7]]
+    assert total.split()[1:9] == counts  # 12 tool rounds, 22 model calls
+    assert total.endswith("  7 answered, 2 stopped by the USD limit, 2 failed")
     assert (
         "outcomes: final_answer 4, synthesis 2, token_budget_exhausted 1, "
         "usd_budget_exhausted 2, failed 2"

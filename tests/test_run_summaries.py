@@ -218,3 +218,19 @@ def test_a_nested_run_without_wall_clock_starts_is_placed_by_its_parents_call() 
     boss, kid = summaries(events)
     assert (kid.parent_tool_name, kid.offset_s) == ("research", 1.5)
     assert boss.total_input_tokens == 2_000
+
+
+def test_a_usd_stop_reads_as_the_limit_reached_never_as_failed() -> None:
+    from jskit import usd_stop_mid_run
+
+    from toolloop_lab._support.words import STATUS
+
+    (stopped,) = summaries(usd_stop_mid_run())
+    assert (stopped.status, stopped.outcome) == ("failed", "usd_budget_exhausted")
+    assert stopped.shown_status == "usd_budget_exhausted"
+    assert STATUS[stopped.shown_status] == "USD limit reached"
+    broken = ScriptedChatModel([RuntimeError("provider down")], model_name=MODEL)
+    with pytest.raises(ToolLoopError) as info:
+        LLMAgent(broken).run("go")
+    (failed,) = summaries(info.value.events)
+    assert failed.shown_status == "failed"

@@ -13,6 +13,8 @@ from toolloop_lab.engine.agent import AgentConfig, LLMAgent, ToolLoopResult
 from toolloop_lab.errors import (
     ConfigurationError,
     ExecutionError,
+    NoPauseError,
+    PauseTimeoutError,
     RunStopped,
     ScriptError,
     ToolLoopError,
@@ -37,6 +39,8 @@ __all__ = [
     "LLMAgent",
     "LabResults",
     "LoopDebugger",
+    "NoPauseError",
+    "PauseTimeoutError",
     "RecordingChatModel",
     "ReplayChatModel",
     "RunStopped",

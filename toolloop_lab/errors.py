@@ -17,6 +17,10 @@ never have to match on message text. Constructing an error has no side effects.
     ├── RunStopped                   a person stopped the run (a debugger's Stop); no failure,
     │                                the partial counts are on it
     ├── InterventionError            a change at a pause was refused (the pause holds)
+    ├── NoPauseError                 dbg.next_pause() waited for a pause that cannot come
+    │                                (also a RuntimeError)
+    ├── PauseTimeoutError            dbg.next_pause(timeout=...) ran out; the run goes on
+    │                                (also a TimeoutError)
     ├── PaidCallError                a model call was paid for but failed after its reply
     │                                came back; ``reply`` holds it, and the loop keeps it
     ├── ScriptError                  a ScriptedChatModel script was misused or ran out
@@ -54,8 +58,10 @@ __all__ = [
     "ExecutionError",
     "FormatProblem",
     "InterventionError",
+    "NoPauseError",
     "PaidCallError",
     "PartialRun",
+    "PauseTimeoutError",
     "RecordedCallError",
     "RecordingError",
     "RecordingFormatError",
@@ -94,6 +100,8 @@ class PartialRun:
     cost_usd: Decimal | None
     any_invocation_made: bool
     rounds: int
+    tool_rounds: int
+    model_calls: int
     messages: list[BaseMessage]
     events: tuple[Any, ...]
     run_id: str | None
@@ -107,6 +115,7 @@ class PartialRun:
         cost_usd: Decimal | None = Decimal(0),
         any_invocation_made: bool = False,
         rounds: int = 0,
+        model_calls: int = 0,
         messages: Sequence[BaseMessage] = (),
         events: Sequence[Any] = (),
         run_id: str | None = None,
@@ -119,6 +128,15 @@ class PartialRun:
         self.cost_usd = cost_usd
         self.any_invocation_made = any_invocation_made
         self.rounds = rounds
+        """Rounds completed when the run stopped, each ending in tool calls that were
+        answered (a round cut short is not counted)."""
+        self.tool_rounds = rounds
+        """The same count as :attr:`rounds`, under the name a finished result gives it
+        (:attr:`ToolLoopResult.tool_rounds`)."""
+        self.model_calls = model_calls
+        """Model calls the run had paid for (``usage.requests``): every round's, the
+        final-answer call's and the pruning model's, the one a gate stopped it after
+        included; a call that raised is not one."""
         self.messages = list(messages)
         self.events = tuple(events)
         self.run_id = run_id
@@ -245,6 +263,17 @@ def _rebuild_tool_loop_error(
 
 _ToolLoopError = ToolLoopError
 """The name the behaviour spec uses."""
+
+
+class NoPauseError(ToolLoopLabError, RuntimeError):
+    """``dbg.next_pause()`` waited for a pause that cannot come: no run the debugger can
+    pause goes on, the run will not pause again (``pause_on="off"``, or Continue let it
+    go), or it ended without pausing. The message says which, and what to do."""
+
+
+class PauseTimeoutError(ToolLoopLabError, TimeoutError):
+    """``dbg.next_pause(timeout=...)`` waited ``timeout`` seconds and the run, still going,
+    had not paused; it goes on (wait again, or Stop it)."""
 
 
 class RunStopped(ToolLoopLabError, PartialRun):

@@ -108,6 +108,7 @@ __all__ = [
     "parse_event",
     "run_ids",
     "select_run",
+    "tool_rounds_of",
     "top_level_run_ids",
     "transcript",
 ]
@@ -171,6 +172,20 @@ def finish_outcome(
     if budget_exhausted:
         return "token_budget_exhausted"
     return "synthesis" if synthesis_was_run else "final_answer"
+
+
+def tool_rounds_of(end: LoopFinished | LoopFailed) -> int:
+    """Rounds that ended in tool calls (each answered: by its tools, or as not run when the
+    token budget ran out first), read from a run's closing event: every round ``rounds``
+    counts (a round a stop or a USD limit cut short is not one), less the round whose reply
+    answered (a run that finished without a
+    final-answer call). Three tool rounds then an answer: ``rounds=4``, ``tool_rounds=3``."""
+    answered = (
+        isinstance(end, LoopFinished)
+        and not end.synthesis_was_run
+        and end.outcome != "interrupted"  # the graph paused inside a tool: that round ran
+    )
+    return max(end.rounds - 1, 0) if answered else end.rounds
 
 
 def failure_outcome(*, cancelled: bool, error_kind: str | None, reason: str | None) -> Outcome:

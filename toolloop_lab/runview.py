@@ -23,6 +23,7 @@ from typing import Any, Final, Literal, NamedTuple, TypeVar
 
 from toolloop_lab import events as ev
 from toolloop_lab._support.derived import Derived
+from toolloop_lab._support.words import shown_status
 from toolloop_lab.engine.hooks import PausePoint
 from toolloop_lab.spend.usage import Usage
 
@@ -448,9 +449,26 @@ class RunView:
         return max(self.elapsed_s - self.paused_s, 0.0)
 
     @property
-    def tool_rounds(self) -> int:
-        """Tool rounds seen so far (synthesis not counted)."""
+    def rounds_run(self) -> int:
+        """Rounds seen so far, the one whose reply answered included (a final-answer call
+        is not a round): what the closing event's ``rounds`` counts once the run ends."""
         return sum(1 for r in self.rounds if r.purpose == "round")
+
+    @property
+    def tool_rounds(self) -> int:
+        """Rounds that ended in tool calls (the answering round is not one; see
+        :func:`~toolloop_lab.events.tool_rounds_of`): from
+        the closing event once the run ended, the rounds with tool calls so far before."""
+        end = self.finished or self.failure
+        if end is not None:
+            return ev.tool_rounds_of(end)
+        return sum(1 for r in self.rounds if r.purpose == "round" and r.tools)
+
+    @property
+    def model_calls(self) -> int:
+        """Model calls the run paid for so far: every round's, the final-answer call's
+        and the pruning model's (``usage.requests``)."""
+        return self.usage.requests
 
     max_rounds = _from_start(lambda e: e.max_rounds)
     """The round cap from the loop's start event."""
@@ -568,10 +586,13 @@ class RunSummary:
     """What the caller called the run (``run(..., name=)``), else ``None``."""
     tags: tuple[str, ...]
     status: RunStatus
+    """How far the run got, as the fold says it: a run that raised is ``failed``, a USD
+    stop too; what a person reads is :attr:`shown_status`."""
     outcome: ev.Outcome | None
     """How the run ended; ``None`` while it runs (or when its last event is lost)."""
     rounds: int
-    """Tool rounds: the end event's count once it ended, the rounds seen so far before."""
+    """Rounds run, the answering one included (``ToolLoopResult.rounds``): the end event's
+    count once it ended, the rounds seen so far before."""
     input_tokens: int
     output_tokens: int
     cost_usd: Decimal | None
@@ -596,6 +617,18 @@ class RunSummary:
     most :data:`MAX_SPANS`); ``()`` for a run that names no parent."""
     spans_left_out: int = 0
     """Spans past :data:`MAX_SPANS` not kept."""
+    tool_rounds: int = 0
+    """Rounds that ended in tool calls (``ToolLoopResult.tool_rounds``)."""
+    model_calls: int = 0
+    """Model calls the run paid for, pruning included (``ToolLoopResult.model_calls``)."""
+
+    @property
+    def shown_status(self) -> str:
+        """The status a person reads (a code of ``words.json``'s status table): a run the
+        USD limit stopped has its own, ``usd_budget_exhausted`` ("USD limit reached"), where
+        :attr:`status` says ``failed``; every other run its :attr:`status`. The run list,
+        the header and the text view all read this."""
+        return shown_status(self.status, self.outcome)
 
     @classmethod
     def of(cls, view: RunView) -> RunSummary:
@@ -615,7 +648,9 @@ class RunSummary:
             tags=start.tags if start else (),
             status=view.status,
             outcome=end.outcome if end else None,
-            rounds=end.rounds if end else view.tool_rounds,
+            rounds=end.rounds if end else view.rounds_run,
+            tool_rounds=view.tool_rounds,
+            model_calls=view.model_calls,
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
             cost_usd=usage.cost_usd,

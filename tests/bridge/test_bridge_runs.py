@@ -132,7 +132,7 @@ async def test_a_sub_agent_called_as_a_tool_is_a_nested_run() -> None:
     assert boss_end.usage.cost_usd == reference_cost([(20, 6), (50, 5)])
     # a view of the parent is not confused by the child's events
     view = RunView.from_events(events)
-    assert (view.run_id, view.tool_rounds, view.final_text) == (boss.run_id, 2, "It is two.")
+    assert (view.run_id, view.rounds_run, view.final_text) == (boss.run_id, 2, "It is two.")
 
 
 def test_model_calls_made_directly_in_a_tool_are_one_nested_run_per_tool_call() -> None:

@@ -252,7 +252,8 @@ def test_dark_theme_contrast_failure_and_stop(page_for: Any, jupyter: Jupyter) -
         stopper.get_by_role("button", name="Stop").click()
         stopper.locator(".tl-badge", has_text="Stopped").wait_for()
         # the header and the partial counts agree, and a Stop is no red failure
-        assert "round 1 of 6" in stopper.locator(".tl-head").inner_text()
+        head = stopper.locator(".tl-head").inner_text()
+        assert "1 tool round, 1 model call (at most 6 rounds)" in head
         assert "Stopped by you after 1 round" in stopper.locator(".tl-failure").inner_text()
         assert "tl-error-box" not in (stopper.locator(".tl-failure").get_attribute("class") or "")
         wait_idle(page)

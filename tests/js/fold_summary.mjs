@@ -8,6 +8,7 @@ const { fold } = await import(src("fold.js"));
 const { createRun, outcomeText } = await import(src("run.js"));
 const { STATUS, statusCode, toolOutcome, usd, word } = await import(src("words.js"));
 const { budgetStop } = await import(src("budget.js"));
+const { modelCalls, roundsRun, roundsSaid, toolRounds } = await import(src("counts.js"));
 
 /** A round's model call: replied, failed (raised or stopped), unanswered, or none. */
 function callStatus(call) {
@@ -24,7 +25,10 @@ function summary(run) {
     // what a person reads: the status pill's word and how the run ended
     said: [word(STATUS, statusCode(run.status, run.outcome)), budgetStop(run) || outcomeText(run)],
     rounds: run.rounds.length,
-    tool_rounds: run.rounds.filter((r) => r.purpose === "round").length,
+    rounds_run: roundsRun(run),
+    tool_rounds: toolRounds(run),
+    model_calls: modelCalls(run),
+    rounds_said: roundsSaid(run),
     input_tokens: t.input,
     output_tokens: t.output,
     cost: t.cost,

@@ -28,7 +28,8 @@ test("the header of a finished run: status, outcome, rounds and totals", async (
   assert.match(el.querySelector(".tl-badge").className, /tl-b-answer/);
   assert.equal(text(el, ".tl-activity .tl-strong"), "Answered: ");
   assert.equal(text(el, ".tl-activity .tl-final"), "Final answer two rounds");
-  assert.equal(text(el, ".tl-head .tl-meta"), "round 3 of 10");
+  // two tool rounds, then the answering call: three model calls
+  assert.equal(text(el, ".tl-head .tl-meta"), "2 tool rounds, 3 model calls (at most 10 rounds)");
   const end = events[events.length - 1];
   const totals = [...el.querySelectorAll(".tl-total-value")].map((n) => n.textContent);
   // calls 1..3 of a catalog script: 10 + 2n input and 5 + n output tokens each

@@ -8,7 +8,7 @@ import { loadCase, src } from "./fixtures.mjs";
 
 const dom = new JSDOM("<!doctype html><html><body></body></html>", { pretendToBeVisual: true });
 for (const name of ["document", "requestAnimationFrame", "cancelAnimationFrame"]) globalThis[name] = dom.window[name];
-const { foldRuns, orderRuns, nestedCount, runName, calledBy, runOutcome, startTime, runsTitle } = await import(src("runlist.js"));
+const { foldRuns, orderRuns, nestedCount, runName, calledBy, runOutcome, runDot, startTime, runsTitle } = await import(src("runlist.js"));
 const { createStore, receive } = await import(src("store.js"));
 const { createView } = await import(src("view.js"));
 const { OUTCOME, usd } = await import(src("words.js"));
@@ -101,6 +101,11 @@ test("a run reads by its name, else its caller's tool, else its number; outcomes
   assert.equal(calledBy({ row: row("a"), depth: 0, number: 1 }), "");
   assert.equal(runOutcome(row("a")), OUTCOME.final_answer);
   assert.equal(runOutcome(row("a", { outcome: null, status: "running" })), "Running");
+  // a USD stop: its outcome's words and the header's warning dot, never an error
+  const stopped = row("a", { status: "failed", outcome: "usd_budget_exhausted" });
+  assert.equal(runOutcome(stopped), OUTCOME.usd_budget_exhausted);
+  assert.equal(runDot(stopped), "warn");
+  assert.equal(runDot(row("a", { status: "failed", outcome: "failed" })), "error");
   assert.equal(runsTitle(1000, 39), "1,000 runs (39 earlier not kept)");
   const today = new Date(2025, 0, 1, 12, 0, 0);
   assert.equal(startTime(new Date(2025, 0, 1, 9, 5, 7).toISOString(), today), "09:05:07");

@@ -51,7 +51,7 @@ test("a saved run's header counts the rounds its file left out, and its calls wh
   const { events, kept, messages } = keptTail();
   assert.ok(messages > 0);
   const { el, dispose } = await reopened({ saved_events: kept, saved_omitted: 1, saved_omitted_messages: messages });
-  assert.equal(text(el, ".tl-head .tl-meta"), "round 3 of 10"); // the run's, though round 1 is not kept
+  assert.equal(text(el, ".tl-head .tl-meta"), "2 tool rounds, 3 model calls (at most 10 rounds)"); // the closing event's, though round 1 is not kept
   assert.equal(text(el, ".tl-badge"), "Finished");
   const end = events[events.length - 1];
   const totals = [...el.querySelectorAll(".tl-total-value")].map((n) => n.textContent);

@@ -220,10 +220,12 @@ def test_progress_bar_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
     assert out == ""
     assert "scenarios: 100%" in err
     assert "11/11" in err
-    # the bar counts failures exactly as the frames do: one outcome vocabulary
-    failed = int(results.runs["outcome"].isin(FAILED_OUTCOMES).sum())
-    assert failed == 4
-    assert f"failed={failed}" in err
+    # the bar counts failures as the spend table does: a USD stop apart, never a failure
+    outcomes = results.runs["outcome"]
+    failed = int((outcomes.isin(FAILED_OUTCOMES) & (outcomes != "usd_budget_exhausted")).sum())
+    stopped = int((outcomes == "usd_budget_exhausted").sum())
+    assert (failed, stopped) == (2, 2)
+    assert f"failed={failed}, USD limit={stopped}" in err
 
 
 def test_no_progress_bar_when_disabled(capsys: pytest.CaptureFixture[str]) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from toolloop_lab._support.words import SYNTHESIS_REASON, word
+from toolloop_lab._support.words import OUTCOME, SYNTHESIS_REASON, word
 from toolloop_lab.lab import LabResults, Reply, Scenario, catalog, run_scenarios
 from toolloop_lab.lab.report import CSP, TEXT_LIMIT
 from toolloop_lab.widget.page import LOADER
@@ -134,7 +134,9 @@ def test_summary_table_lists_every_scenario_with_totals(results: LabResults, rep
     assert report.count('<section class="scenario"') == len(runs)
     total = f"<td>{runs['prompt_tokens'].sum():,}</td>"
     assert total in report
-    assert "<td>4 failed</td>" in report
+    assert "<td>7 answered, 2 stopped by the USD limit, 2 failed</td>" in report
+    assert f"<td>{OUTCOME['usd_budget_exhausted']}</td>" in report
+    assert "cost: budget_exhausted" not in report
     assert '<span class="o o-usd_budget_exhausted">usd_budget_exhausted</span>' in report
 
 

@@ -243,7 +243,7 @@ async def test_step_continue_and_stop_arrive_as_browser_messages() -> None:
     assert dbg.view.status == "cancelled"
     # the header's round count and the partial counts agree
     assert dbg.view.failure is not None
-    assert dbg.view.failure.rounds == dbg.view.tool_rounds == 1
+    assert dbg.view.failure.rounds == dbg.view.rounds_run == 1
     dbg.flush()
     assert channel(dbg).custom()[-1]["control"]["stopped_by_user"] is True
     dbg.close()

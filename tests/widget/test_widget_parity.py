@@ -71,7 +71,11 @@ def python_summary(view: RunView) -> dict[str, Any]:
             figures.outcome(view),
         ],
         "rounds": len(view.rounds),
+        "rounds_run": view.rounds_run,
+        # names that say what they count, and how the header says them
         "tool_rounds": view.tool_rounds,
+        "model_calls": view.model_calls,
+        "rounds_said": figures.rounds_said(view) or "",
         "input_tokens": view.usage.input_tokens,
         "output_tokens": view.usage.output_tokens,
         "cost": None if cost is None else float(cost),

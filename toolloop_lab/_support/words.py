@@ -19,6 +19,7 @@ __all__ = [
     "BUDGET_STOP",
     "CALL_CHANGE",
     "CALL_CHANGE_PART",
+    "COUNTS",
     "CUT_SHORT",
     "FAILED",
     "GATE",
@@ -86,6 +87,9 @@ REACH_HINT: Final = TABLES["reach_hint"]
 GATE_TRIPPED: Final = TABLES["gate_tripped"]
 """A gate that tripped, by gate, as the round where it tripped is marked: a budget doing
 its job, never an error of the round."""
+COUNTS: Final = TABLES["counts"]
+"""How a run's rounds and calls read in a header: the round under way of the cap while it
+runs; once it ended, its tool rounds and its model calls, names that say what they count."""
 BUDGET_STOP: Final = TABLES["budget_stop"]
 """How a run the USD limit stopped reads: templates whose ``{names}`` both sides fill in
 from the events (how many calls were paid for, what of the last round never happened)."""

@@ -13,7 +13,7 @@ from typing import Final, NoReturn, TypeVar
 from langchain_core.messages import AIMessage, BaseMessage
 
 from toolloop_lab._support.derived import Derived
-from toolloop_lab.events import Event, LoopFinished
+from toolloop_lab.events import Event, LoopFinished, tool_rounds_of
 
 __all__ = ["ToolLoopResult"]
 
@@ -56,7 +56,15 @@ class ToolLoopResult:
     usage = _closing(lambda e: e.usage)
     """Every model call of the loop, synthesis and pruning included."""
     rounds = _closing(lambda e: e.rounds)
-    """Tool rounds run (synthesis not counted)."""
+    """Rounds run: model calls with the tools bound, the one whose reply answered
+    included (a final-answer call is not a round). Three tool rounds then an answer give
+    ``rounds=4``; see :attr:`tool_rounds` and :attr:`model_calls`."""
+    tool_rounds = _closing(tool_rounds_of)
+    """Rounds that ended in tool calls, each answered (by its tools, or as not run when the
+    token budget ran out first): :attr:`rounds` less the round whose reply answered."""
+    model_calls = _closing(lambda e: e.usage.requests)
+    """Model calls the run paid for: every round's (the answering one included), the
+    final-answer call's and the pruning model's (``usage.requests``)."""
     outcome = _closing(lambda e: e.outcome)
     """How the run ended (see :data:`toolloop_lab.events.Outcome`)."""
     budget_exhausted = _closing(lambda e: e.budget_exhausted)

@@ -166,6 +166,7 @@ class RunState:
             "cost_usd": self.usage.cost_usd,
             "any_invocation_made": self.any_invocation,
             "rounds": self.rounds_done,
+            "model_calls": self.usage.requests,
             "messages": list(self.messages),
             "events": tuple(self.events),
             "run_id": self.run_id,

@@ -6,8 +6,12 @@ same fold the live widget and the HTML report read — so the numbers here can n
 disagree with what a person saw. Token columns split the spend without overlap:
 ``prompt_tokens`` and ``completion_tokens`` are the agent model's calls (rounds and
 synthesis), ``pruning_tokens`` is everything the pruning calls used (input and output);
-the three add up to ``total_tokens``. Costs are float USD with a separate ``cost_known``
-flag: an unpriced run has ``cost_usd`` NaN, never a silent zero.
+the three add up to ``total_tokens``. Three counts of calls, each named for what it counts:
+``rounds`` (rounds run, the one whose reply answered included: ``ToolLoopResult.rounds``),
+``tool_rounds`` (rounds that ended in tool calls) and ``model_calls`` (every model
+call paid for, the final-answer call's and the pruning model's included); the catalog's
+``single_round`` is one tool round and two model calls. Costs are float USD with a separate
+``cost_known`` flag: an unpriced run has ``cost_usd`` NaN, never a silent zero.
 
 A scenario of several turns runs the loop once per turn. Its ``runs`` row adds its turns
 up (tokens, cost, rounds, tool calls, times) and shows how the conversation ended: the
@@ -32,8 +36,8 @@ from typing import Any, Final
 
 import pandas as pd
 
-from toolloop_lab.events import EVENT_TYPES, BudgetGate
-from toolloop_lab.lab.record import OUTCOMES, ScenarioRun
+from toolloop_lab.events import EVENT_TYPES, BudgetGate, tool_rounds_of
+from toolloop_lab.lab.record import OUTCOMES, ScenarioRun, error_text, tally
 from toolloop_lab.runview import RoundRow, RunView
 from toolloop_lab.spend.usage import Usage, format_usd
 
@@ -75,6 +79,7 @@ the events themselves (they carry both)."""
 
 _SPEND: Final[dict[str, Any]] = {
     "rounds": "int64",
+    "tool_rounds": "int64",
     "model_calls": "int64",
     "prompt_tokens": "int64",
     "completion_tokens": "int64",
@@ -262,6 +267,7 @@ def _spend(views: Sequence[RunView]) -> dict[str, Any]:
     synthesis = next((r for v in views for r in v.rounds if r.purpose == "synthesis"), None)
     return {
         "rounds": sum(e.rounds for e in ends if e is not None),
+        "tool_rounds": sum(tool_rounds_of(e) for e in ends if e is not None),
         "model_calls": usage.requests,
         "prompt_tokens": usage.input_tokens - pruning.input_tokens,
         "completion_tokens": usage.output_tokens - pruning.output_tokens,
@@ -506,6 +512,15 @@ def events_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
     return _frame(cols, EVENT_DTYPES)
 
 
+def _text(value: Any) -> str | None:
+    """A frame's cell as text, ``None`` for a missing one."""
+    return None if pd.isna(value) else str(value)
+
+
+def _turn_error(row: dict[str, Any]) -> str:
+    return error_text(str(row["outcome"]), _text(row["error_kind"]), _text(row["error_reason"]))
+
+
 def _cost_text(cost: float, known: bool) -> str:
     return format_usd(cost) if known else "unknown"
 
@@ -513,7 +528,8 @@ def _cost_text(cost: float, known: bool) -> str:
 _TABLE: Final = {
     "scenario": "scenario",
     "outcome": "outcome",
-    "rounds": "rounds",
+    "tool_rounds": "tool rounds",
+    "model_calls": "model calls",
     "prompt_tokens": "prompt",
     "completion_tokens": "completion",
     "pruning_tokens": "pruning",
@@ -527,20 +543,25 @@ def spend_table(runs: pd.DataFrame) -> str:
     """The spend per scenario as fixed-width text, with a total line (what the CLI prints).
 
     Token columns are the agent model's prompt and completion tokens, the pruning calls'
-    tokens and the tokens pruning saved; ``error`` is ``kind: reason``.
+    tokens and the tokens pruning saved; ``error`` is ``kind: reason``, or for a run the
+    USD limit stopped its outcome's words; the total line counts the runs that answered,
+    that the USD limit stopped and that failed apart (:func:`~.record.tally`).
     """
     names = [str(n) for n in runs["scenario"]]
     errors = [
-        "" if pd.isna(kind) else f"{kind}: {reason}"
-        for kind, reason in zip(runs["error_kind"], runs["error_reason"], strict=True)
+        error_text(str(outcome), _text(kind), _text(reason))
+        for outcome, kind, reason in zip(
+            runs["outcome"], runs["error_kind"], runs["error_reason"], strict=True
+        )
     ]
     costs = [_cost_text(c, k) for c, k in zip(runs["cost_usd"], runs["cost_known"], strict=True)]
     rows: list[list[Any]] = [
-        [name, str(outcome), int(rounds), int(p), int(c), int(pr), int(sv), cost, err]
-        for name, outcome, rounds, p, c, pr, sv, cost, err in zip(
+        [name, str(outcome), int(tr), int(mc), int(p), int(c), int(pr), int(sv), cost, err]
+        for name, outcome, tr, mc, p, c, pr, sv, cost, err in zip(
             names,
             runs["outcome"],
-            runs["rounds"],
+            runs["tool_rounds"],
+            runs["model_calls"],
             runs["prompt_tokens"],
             runs["completion_tokens"],
             runs["pruning_tokens"],
@@ -557,23 +578,25 @@ def spend_table(runs: pd.DataFrame) -> str:
         [
             "TOTAL",
             f"{len(names)} runs",
-            "",
+            int(runs["tool_rounds"].sum()),
+            int(runs["model_calls"].sum()),
             int(runs["prompt_tokens"].sum()),
             int(runs["completion_tokens"].sum()),
             int(runs["pruning_tokens"].sum()),
             int(runs["tokens_saved_by_pruning"].sum()),
             total_cost,
-            f"{sum(1 for e in errors if e)} failed" if any(errors) else "",
+            tally(str(o) for o in runs["outcome"]),
         ]
     )
-    return _fixed_width(list(_TABLE.values()), rows, right={2, 3, 4, 5, 6, 7})
+    return _fixed_width(list(_TABLE.values()), rows, right={2, 3, 4, 5, 6, 7, 8})
 
 
 _TURN_TABLE: Final = (
     "scenario",
     "turn",
     "outcome",
-    "rounds",
+    "tool rounds",
+    "model calls",
     "tools",
     "tool errors",
     "prompt",
@@ -594,13 +617,18 @@ def turn_table(turns: pd.DataFrame) -> str:
                 str(row["scenario"]),
                 int(row["turn"]),
                 str(row["outcome"]) if ran else "not run",
-                int(row["rounds"]),
+                int(row["tool_rounds"]),
+                int(row["model_calls"]),
                 int(row["tool_calls"]),
                 int(row["tool_errors"]),
                 int(row["prompt_tokens"]),
                 int(row["completion_tokens"]),
                 _cost_text(row["cost_usd"], bool(row["cost_known"])),
-                "" if pd.isna(row["error_kind"]) else f"{row['error_kind']}: {row['error_reason']}",
+                error_text(
+                    str(row["outcome"]), _text(row["error_kind"]), _text(row["error_reason"])
+                )
+                if ran
+                else "",
             ]
         )
     total_cost = _cost_text(float(turns["cost_usd"].fillna(0).sum()), True)
@@ -612,7 +640,8 @@ def turn_table(turns: pd.DataFrame) -> str:
             "TOTAL",
             "",
             f"{ran_count} of {len(turns)} ran",
-            int(turns["rounds"].sum()),
+            int(turns["tool_rounds"].sum()),
+            int(turns["model_calls"].sum()),
             int(turns["tool_calls"].sum()),
             int(turns["tool_errors"].sum()),
             int(turns["prompt_tokens"].sum()),
@@ -621,7 +650,7 @@ def turn_table(turns: pd.DataFrame) -> str:
             "",
         ]
     )
-    return _fixed_width(list(_TURN_TABLE), rows, right={1, 3, 4, 5, 6, 7, 8})
+    return _fixed_width(list(_TURN_TABLE), rows, right={1, 3, 4, 5, 6, 7, 8, 9})
 
 
 def _fixed_width(header: list[str], rows: list[list[Any]], right: set[int]) -> str:

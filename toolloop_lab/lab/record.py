@@ -16,9 +16,12 @@ and error are those of its last turn that ran.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
+from toolloop_lab._support.words import OUTCOME, word
 from toolloop_lab.errors import ConfigurationError, ExecutionError, ToolLoopError
 from toolloop_lab.events import (
     FAILED_OUTCOMES,
@@ -33,7 +36,48 @@ from toolloop_lab.events import (
 )
 from toolloop_lab.runview import RunView
 
-__all__ = ["OUTCOMES", "Outcome", "ScenarioRun", "error_fields", "outcome_of_events"]
+__all__ = [
+    "ANSWERED",
+    "OUTCOMES",
+    "Outcome",
+    "ScenarioRun",
+    "error_fields",
+    "error_text",
+    "outcome_of_events",
+    "tally",
+]
+
+ANSWERED: Final[frozenset[str]] = frozenset({"final_answer", "synthesis", "token_budget_exhausted"})
+"""Outcomes of a run that answered (a tool round's reply, or a final-answer call's)."""
+
+_TALLY_ORDER: Final = ("answered", "usd_budget_exhausted", "cancelled", "interrupted", "failed")
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
+def error_text(outcome: str, kind: str | None, reason: str | None) -> str:
+    """What a run's ``error`` column says: a USD stop in its outcome's words (the limit did
+    its job; no failure), any other error as ``kind: reason``, nothing without one."""
+    if outcome == "usd_budget_exhausted":
+        return word(OUTCOME, outcome)
+    if kind is None:
+        return ""
+    return f"{kind}: {reason}"
+
+
+def tally(outcomes: Iterable[str]) -> str:
+    """How runs ended, counted in the outcomes' words: ``7 answered, 2 stopped by the USD
+    limit, 2 failed``. Answers of every kind count together; a USD stop never counts as
+    a failure."""
+    counts = Counter("answered" if o in ANSWERED else str(o) for o in outcomes)
+    known = [k for k in _TALLY_ORDER if counts[k]]
+    ordered = known + sorted(k for k in counts if k not in _TALLY_ORDER)
+    said = {"answered": word(OUTCOME, "final_answer")}
+    return ", ".join(
+        f"{counts[k]} {_lower_first(said.get(k) or word(OUTCOME, k))}" for k in ordered
+    )
 
 
 def outcome_of_events(events: tuple[Event, ...]) -> Outcome:

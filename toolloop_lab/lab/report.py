@@ -34,7 +34,7 @@ from toolloop_lab._support.words import (
     word,
 )
 from toolloop_lab.events import BudgetGate, Event
-from toolloop_lab.lab.record import ScenarioRun
+from toolloop_lab.lab.record import ScenarioRun, error_text, tally
 from toolloop_lab.runview import RoundRow, RunView, ToolRow
 from toolloop_lab.spend.usage import format_usd
 from toolloop_lab.widget.figures import budget_stop, overshoot
@@ -119,7 +119,8 @@ _SUMMARY_COLUMNS: Final = (
     "scenario",
     "tags",
     "outcome",
-    "rounds",
+    "tool rounds",
+    "model calls",
     "prompt tokens",
     "completion tokens",
     "pruning tokens",
@@ -146,7 +147,11 @@ def _summary(records: Sequence[ScenarioRun], runs: pd.DataFrame) -> str:
 
 
 def _summary_row(i: int, record: ScenarioRun, row: Mapping[Hashable, Any]) -> str:
-    error = _error(record.error_kind, record.error_reason) if record.error_kind else ""
+    error = (
+        _error(record.error_kind, record.error_reason)
+        if record.error_kind and record.outcome != "usd_budget_exhausted"
+        else error_text(record.outcome, None, None)
+    )
     return (
         "<tr>"
         f'<td><a href="#scenario-{i}">{_name(row["scenario"])}</a></td>'
@@ -154,7 +159,8 @@ def _summary_row(i: int, record: ScenarioRun, row: Mapping[Hashable, Any]) -> st
         f'<td><span class="o o-{esc(row["outcome"])}">{esc(row["outcome"])}</span></td>'
         + _cells(
             (
-                row["rounds"],
+                row["tool_rounds"],
+                row["model_calls"],
                 f"{row['prompt_tokens']:,}",
                 f"{row['completion_tokens']:,}",
                 f"{row['pruning_tokens']:,}",
@@ -178,13 +184,14 @@ def _total_row(records: Sequence[ScenarioRun], runs: pd.DataFrame) -> str:
                 "total",
                 "",
                 f"{len(runs)} scenarios",
-                "",
+                f"{int(runs['tool_rounds'].sum()):,}",
+                f"{int(runs['model_calls'].sum()):,}",
                 f"{int(runs['prompt_tokens'].sum()):,}",
                 f"{int(runs['completion_tokens'].sum()):,}",
                 f"{int(runs['pruning_tokens'].sum()):,}",
                 f"{int(runs['tokens_saved_by_pruning'].sum()):,}",
                 total_cost,
-                f"{sum(1 for r in records if r.error_kind)} failed",
+                tally(r.outcome for r in records),
             )
         )
         + "</tr>"

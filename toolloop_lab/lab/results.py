@@ -79,7 +79,15 @@ class LabResults:
 
     def _repr_html_(self) -> str:
         """The summary line and one row per scenario (every value escaped by pandas)."""
-        columns = ["scenario", "outcome", "rounds", "total_tokens", "cost_usd", "error"]
+        columns = [
+            "scenario",
+            "outcome",
+            "tool_rounds",
+            "model_calls",
+            "total_tokens",
+            "cost_usd",
+            "error",
+        ]
         table = self._frame("runs")[columns].to_html(index=False, escape=True, na_rep="")
         return f"<p>{html.escape(self._summary())}</p>{table}"
 

@@ -33,6 +33,7 @@ from langchain_core.messages import BaseMessage
 from tqdm.auto import tqdm
 
 from toolloop_lab._support.sync_runner import parameters_of, run_sync
+from toolloop_lab._support.words import GATE_NAME
 from toolloop_lab.errors import ConfigurationError, ExecutionError, ToolLoopError
 from toolloop_lab.events import Event, Observer, notify
 from toolloop_lab.lab.record import ScenarioRun, error_fields, outcome_of_events
@@ -202,18 +203,23 @@ def progress_bar(total: int, enabled: bool) -> tqdm[Any]:
 
 class SweepRows:
     """A sweep's rows by scenario position (never by completion), and the progress bar that
-    counts them, the failed ones and, for a sweep that retries, the retries."""
+    counts them, the failed ones, the ones the USD limit stopped (apart: no failure) and, for
+    a sweep that retries, the retries."""
 
     def __init__(self, total: int, progress: bool, *, retries: bool = False) -> None:
         self.bar = progress_bar(total, progress)
         self._rows: list[ScenarioRun | None] = [None] * total
         self._failed = 0
+        self._stopped = 0
         self._retried: int | None = 0 if retries else None
 
     def put(self, index: int, run: ScenarioRun) -> None:
         """The row of the scenario at ``index``."""
         self._rows[index] = run
-        if run.failed:
+        if run.outcome == "usd_budget_exhausted":
+            self._stopped += 1  # the limit did its job: counted apart, as the spend table does
+            self._postfix()
+        elif run.failed:
             self._failed += 1  # the same count the spend table's "failed" gives
             self._postfix()
         self.bar.update(1)
@@ -225,6 +231,8 @@ class SweepRows:
 
     def _postfix(self) -> None:
         counts = {"failed": self._failed}
+        if self._stopped:
+            counts[GATE_NAME["usd"]] = self._stopped
         if self._retried is not None:
             counts["retried"] = self._retried
         self.bar.set_postfix(counts, refresh=False)

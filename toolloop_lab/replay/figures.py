@@ -129,7 +129,7 @@ class RunFigures:
             beyond = failed.cause_type == ReplayExhaustedError.__name__
             detail: Detail | None = "beyond_recording" if beyond else None
             return cls._of(failed.usage, failed.outcome, failed.rounds, detail=detail)
-        return cls._of(view.usage, "failed", view.tool_rounds, detail="incomplete")
+        return cls._of(view.usage, "failed", view.rounds_run, detail="incomplete")
 
 
 def _spend(usage: Usage) -> dict[str, Any]:

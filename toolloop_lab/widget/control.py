@@ -18,6 +18,7 @@ from typing import Any, Protocol, TypeVar
 
 from langchain_core.tools import BaseTool
 
+from toolloop_lab._support.words import outcome_text
 from toolloop_lab.engine.hooks import PauseHook, PausePoint
 from toolloop_lab.errors import describe
 from toolloop_lab.events import Event, LoopFailed, LoopFinished, LoopStarted, Observer
@@ -25,9 +26,10 @@ from toolloop_lab.widget.holding import Holder
 from toolloop_lab.widget.pausing import apply_request, point_dict
 from toolloop_lab.widget.requests import Answer, ForkHere, parse_request
 from toolloop_lab.widget.shown import ShownRun
-from toolloop_lab.widget.step import PAUSE_MODES, PauseMode, StepController
+from toolloop_lab.widget.step import PauseMode, StepController
+from toolloop_lab.widget.waiting import PauseWaiters
 
-__all__ = ["Control", "DebuggableAgent", "check_mode"]
+__all__ = ["Control", "DebuggableAgent"]
 
 R_co = TypeVar("R_co", covariant=True)
 R = TypeVar("R")
@@ -44,12 +46,6 @@ class DebuggableAgent(Protocol[R_co]):
     def add_pause_hook(self, hook: PauseHook) -> Callable[[], None]: ...
 
     async def arun(self, prompt_or_messages: str | Sequence[Any]) -> R_co: ...
-
-
-def check_mode(mode: object) -> None:
-    """Refuse a pause mode that is not one of :data:`~.step.PAUSE_MODES`."""
-    if mode not in PAUSE_MODES:
-        raise ValueError(f"pause_on must be one of {', '.join(PAUSE_MODES)}; got {mode!r}")
 
 
 class Control:
@@ -77,10 +73,34 @@ class Control:
         self.agent: DebuggableAgent[Any] | None = None
         """The agent last run or watched (its tools answer calls by hand; forks run with it)."""
         self._detachers: dict[int, Callable[[], None]] = {}
+        self.waiters = PauseWaiters()
+        """Who awaits the next pause (``dbg.next_pause()``)."""
 
     def _paused(self, point: PausePoint) -> None:
         self._run.paused(point)
+        self.waiters.paused(point)
         self._request()
+
+    def why_no_pause(self) -> str | None:
+        """Why no pause can come now (no run goes on, or it will not pause again), with
+        what to do; ``None`` when one may."""
+        steps = self.steps
+        if not (self.running() or self.holder.running()):
+            return (
+                "no run this debugger can pause is going on: start one with "
+                "dbg.start(agent, prompt, pause_on='model') (or 'tools', 'both')"
+            )
+        if steps.continued:
+            return (
+                "Continue let this run go on to its end without pausing again: "
+                "await dbg.task for its result"
+            )
+        if steps.mode == "off":
+            return (
+                "pause_on is 'off', so this run will not pause: set dbg.pause_on = 'model' "
+                "(or 'tools', 'both'), or start with dbg.start(agent, prompt, pause_on=...)"
+            )
+        return None
 
     def _resumed(self) -> None:
         self._run.resumed()
@@ -98,6 +118,9 @@ class Control:
             self.holder.started(event, own=self.task)
         elif isinstance(event, (LoopFinished, LoopFailed)):
             self.holder.ended(event.run_id)
+            if self._run.shows(event.run_id):  # not a sub-agent's end
+                said = outcome_text(event.outcome)
+                self.waiters.ended(f"the run ended without pausing again ({said})")
 
     def _attached_event(self, event: Event) -> None:
         """Every event of an attached agent's runs: its run's agent holds the step hook.
@@ -180,6 +203,7 @@ class Control:
         if detach is not None:
             detach()
         self.steps.disarm(finished)  # a newer arming stays
+        self.waiters.ended("the run ended without pausing again; await dbg.task for how")
         run = self._run
         if finished.cancelled():
             if run.view.status in ("idle", "running", "paused"):
@@ -215,6 +239,13 @@ class Control:
         if stopped:
             self._run.stopped_by_user = True
         return stopped
+
+    def continue_(self) -> bool:
+        """Let the run go on to its end without pausing again (see
+        :meth:`LoopDebugger.continue_`); False, and nothing changes, when not paused."""
+        released = self.steps.continue_()
+        self._request()
+        return released
 
     def on_control(self, content: dict[Any, Any]) -> None:
         """Continue, Step or Stop from the browser. A Continue or Step that names the pause

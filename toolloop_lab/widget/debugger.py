@@ -35,9 +35,8 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import comm
 
 from toolloop_lab.engine.agent import AgentConfig
-from toolloop_lab.engine.hooks import PausePoint
 from toolloop_lab.events import Event, LoopFailed, LoopFinished, Observer
-from toolloop_lab.replay.fork import ForkResult
+from toolloop_lab.replay.fork import Fork, ForkResult
 from toolloop_lab.runview import RunView
 from toolloop_lab.spend.pricing import PriceTable
 from toolloop_lab.trace import TraceRead
@@ -45,15 +44,16 @@ from toolloop_lab.widget.channel import Channel, Endpoints
 from toolloop_lab.widget.coalesce import Clock, Scheduler, loop_scheduler
 from toolloop_lab.widget.comparisons import Comparisons
 from toolloop_lab.widget.construct import read_run
-from toolloop_lab.widget.control import Control, DebuggableAgent, check_mode
+from toolloop_lab.widget.control import Control, DebuggableAgent
 from toolloop_lab.widget.display import Display, snapshot, summary
 from toolloop_lab.widget.forks import Forking
-from toolloop_lab.widget.reach import Reach
+from toolloop_lab.widget.options import check_limits, check_mode
 from toolloop_lab.widget.requests import Answer
 from toolloop_lab.widget.runlist import RunList
 from toolloop_lab.widget.session import MAX_RUNS
 from toolloop_lab.widget.shown import ShownRun
-from toolloop_lab.widget.step import PAUSE_MODES, PauseMode
+from toolloop_lab.widget.step import PauseMode
+from toolloop_lab.widget.stepping import StepMode
 from toolloop_lab.widget.synced import SyncedState
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ STATIC: Final = Path(__file__).with_name("static")
 """The front end: ``debugger.js`` (an ES module) and ``debugger.css``, shipped as files."""
 
 
-class LoopDebugger(RunList, Comparisons, SyncedState):
+class LoopDebugger(RunList, Comparisons, StepMode, SyncedState):
     """Live debugger for one tool-loop run: display it, then run the agent.
 
     ``fork_with`` is the agent "Fork from here" runs a fork with (its model, tools and
@@ -87,16 +87,40 @@ class LoopDebugger(RunList, Comparisons, SyncedState):
         clock: Clock = time.monotonic,
         schedule: Scheduler = loop_scheduler,
     ) -> None:
-        if max_text_chars < 1 or saved_state_bytes < 1 or max_runs < 1:
-            raise ValueError("max_text_chars, saved_state_bytes and max_runs must be >= 1")
-        check_mode(pause_on)
+        check_limits(
+            max_text_chars=max_text_chars,
+            saved_state_bytes=saved_state_bytes,
+            max_runs=max_runs,
+            max_messages_per_second=max_messages_per_second,
+        )
+        check_mode(pause_on, f"LoopDebugger(pause_on={pause_on!r})")
         super().__init__()
+        try:
+            self._build(max_text_chars, saved_state_bytes, pause_on, fork_with, max_runs, clock)
+            self._connect(max_messages_per_second, schedule)
+        except BaseException:
+            self.close()  # a failed constructor leaves no comm nor registered widget behind
+            raise
+
+    def _build(
+        self,
+        max_text_chars: int,
+        saved_state_bytes: int,
+        pause_on: PauseMode,
+        fork_with: DebuggableAgent[Any] | None,
+        max_runs: int,
+        clock: Clock,
+    ) -> None:
+        """The run shown, forks, outputs and step control (nothing the page sees yet)."""
         self.max_text_chars = max_text_chars
         self.saved_state_bytes = saved_state_bytes
         self._run = ShownRun(clock, max_runs)
         self._forking = Forking(fork_with)
         self._display = Display()
         self._control = Control(self._run, pause_on, self._request, self._on_result)
+
+    def _connect(self, max_messages_per_second: float, schedule: Scheduler) -> None:
+        """The channel to the page, and the traits that follow step mode."""
         ends = Endpoints(
             send=self.send,
             silent=self._silent,
@@ -109,12 +133,12 @@ class LoopDebugger(RunList, Comparisons, SyncedState):
         self._channel = Channel(
             self._run,
             ends,
-            max_text_chars=max_text_chars,
-            saved_state_bytes=saved_state_bytes,
+            max_text_chars=self.max_text_chars,
+            saved_state_bytes=self.saved_state_bytes,
             max_messages_per_second=max_messages_per_second,
             schedule=schedule,
         )
-        self._pause_on = pause_on
+        self._pause_on = self._control.steps.mode
         self._update_can_fork()
         self.observe(self._on_pause_trait, names="_pause_on")
         self.on_msg(lambda _widget, content, _buffers: self._on_page(content))
@@ -183,11 +207,24 @@ class LoopDebugger(RunList, Comparisons, SyncedState):
         self._update_can_fork()
         return detach
 
-    def start(self, agent: DebuggableAgent[R], prompt: str | Sequence[Any]) -> asyncio.Task[R]:
+    def start(
+        self,
+        agent: DebuggableAgent[R],
+        prompt: str | Sequence[Any],
+        *,
+        pause_on: PauseMode | None = None,
+    ) -> asyncio.Task[R]:
         """Run ``agent`` on ``prompt`` as a background task on the running event loop:
         the kernel stays free, so Continue, Step and Stop work in any kernel; the task's
-        result (or exception) is there afterwards (``await task``, ``task.result()``)."""
+        result (or exception) is there afterwards (``await task``, ``task.result()``).
+        ``pause_on`` sets :attr:`pause_on` first (the page's selector shows it; later runs
+        keep it). A :class:`~toolloop_lab.forking.Fork` is shown with its rounds numbered
+        as its source's."""
+        if pause_on is not None:
+            self._set_mode(check_mode(pause_on, f"dbg.start(..., pause_on={pause_on!r})"))
         self._run.pinned = None  # a run started here is the one to see
+        at_round = agent.at_round if isinstance(agent, Fork) else 1
+        self.round_offset = self._forking.offset + at_round - 1
         task = self._control.start(agent, prompt, self)
         self.live = True
         self._forking.source = None
@@ -203,51 +240,6 @@ class LoopDebugger(RunList, Comparisons, SyncedState):
     def task(self) -> asyncio.Task[Any] | None:
         """The task of the last :meth:`start`, if any."""
         return self._control.task
-
-    # -- step mode --------------------------------------------------------------------
-    @property
-    def pause_on(self) -> PauseMode:
-        """Where step mode pauses a run the controls reach (:attr:`reach`)."""
-        return self._control.steps.mode
-
-    @pause_on.setter
-    def pause_on(self, mode: PauseMode) -> None:
-        check_mode(mode)
-        self._control.steps.mode = mode
-        if self._pause_on != mode:
-            self._pause_on = mode
-
-    def _on_pause_trait(self, change: dict[str, Any]) -> None:
-        new = change["new"]
-        if new in PAUSE_MODES:
-            self._control.steps.mode = new
-        else:  # a front end sent something else: keep the mode, show it again
-            self._pause_on = self._control.steps.mode
-
-    @property
-    def paused_at(self) -> PausePoint | None:
-        """Where the loop waits right now, if it does."""
-        return self._control.steps.paused_at
-
-    def step(self) -> bool:
-        """Go on to the next pause point; False, and nothing changes, when not paused."""
-        return self._control.steps.step()
-
-    def continue_(self) -> bool:
-        """Let this run go on to its end without pausing (the next run pauses again);
-        False, and nothing changes, when not paused."""
-        released = self._control.steps.continue_()
-        self._request()
-        return released
-
-    def stop(self) -> bool:
-        """Stop the run; the view keeps its partial counts (its cell raises ``RunStopped``)."""
-        return self._control.stop()
-
-    @property
-    def reach(self) -> Reach:
-        """What the controls can do for the run shown, and why not (see :mod:`.reach`)."""
-        return self._control.holder.reach
 
     # -- figures for Python-side readers ----------------------------------------------
     @property
@@ -312,6 +304,8 @@ class LoopDebugger(RunList, Comparisons, SyncedState):
         each model call if it never does), and ends showing the original from ``at_round``
         on next to the fork (as :meth:`compare`). A fork that cannot be made raises
         ``ConfigurationError`` naming the field (``at_round``, ``fork_with``, ...)."""
+        if pause_on is not None:
+            check_mode(pause_on, f"dbg.fork({at_round!r}, pause_on={pause_on!r})")
         return self._forking.fork(self, self._control.agent, at_round, config, pause_on)
 
     @property

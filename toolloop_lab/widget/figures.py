@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Final
 
 from toolloop_lab._support.words import (
     BUDGET_STOP,
+    COUNTS,
     CUT_SHORT,
     FAILED,
     GATE_STATE,
@@ -40,6 +41,7 @@ __all__ = [
     "overshoot",
     "pct",
     "reason_words",
+    "rounds_said",
     "seconds",
     "share",
     "tokens",
@@ -110,6 +112,26 @@ def outcome(view: RunView, offset: int = 0) -> str | None:
     if view.finished is not None:
         return outcome_text(view.finished.outcome, view.finished.synthesis_reason)
     return None
+
+
+def rounds_said(view: RunView, offset: int = 0) -> str | None:
+    """A header's rounds (``header.js`` says the same): ``round 2 of 10`` while the run goes
+    on; once it ended, what it did, ``3 tool rounds, 4 model calls (at most 10 rounds)``, where
+    the answering call is a model call and no tool round. ``offset`` (a fork's rounds taken
+    from its source, one call each) is added; ``None`` without the run's start."""
+    cap = view.max_rounds
+    if cap is None:
+        return None
+    if not view.done:
+        return COUNTS["round_of"].format(n=f"{view.rounds_run + offset:,}", max=f"{cap + offset:,}")
+    tools, calls = view.tool_rounds + offset, view.model_calls + offset
+    said = ", ".join(
+        (
+            COUNTS["tool_round" if tools == 1 else "tool_rounds"].format(n=f"{tools:,}"),
+            COUNTS["model_call" if calls == 1 else "model_calls"].format(n=f"{calls:,}"),
+        )
+    )
+    return f"{said} ({COUNTS['cap'].format(max=f'{cap + offset:,}')})"
 
 
 def budget_stop(view: RunView, offset: int = 0) -> str | None:

@@ -109,8 +109,9 @@ def _head(view: RunView, offset: int) -> str:
     head = [f"<b>Agent loop debugger: {esc(word(STATUS, status))}</b>"]
     if view.started is not None and view.started.model_name:
         head.append(esc_clip(view.started.model_name, 80))
-    if view.max_rounds is not None:
-        head.append(f"round {view.tool_rounds + offset:,} of {view.max_rounds + offset:,}")
+    rounds = fig.rounds_said(view, offset)
+    if rounds is not None:
+        head.append(esc(rounds))
     return " · ".join(head)
 
 

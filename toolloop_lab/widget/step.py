@@ -46,6 +46,9 @@ class StepController:
         self.paused_at: PausePoint | None = None
         self.pauses = 0
         """How many times the loop was held."""
+        self._let_go = 0
+        """The pause (a count of :attr:`pauses`) last released: the loop may still wait
+        there a moment, on another thread, until it goes on."""
 
     def arm(self, task: asyncio.Task[object] | None) -> None:
         """Hold only this task's run (``None``: hold nothing)."""
@@ -107,6 +110,13 @@ class StepController:
         return self._task is not None and self._released is self._task
 
     @property
+    def waiting_at(self) -> PausePoint | None:
+        """Where the loop waits and nobody has released it yet (:attr:`paused_at`, but not
+        a pause just stepped past that the loop has not left yet)."""
+        with self._lock:
+            return self.paused_at if self._let_go != self.pauses else None
+
+    @property
     def paused(self) -> bool:
         """True while the loop waits at a pause point."""
         return self.paused_at is not None
@@ -123,6 +133,7 @@ class StepController:
                 return False
             if for_good:
                 self._released = self._task
+            self._let_go = self.pauses
 
         def settle() -> None:
             if waiter.done():

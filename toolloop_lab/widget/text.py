@@ -120,13 +120,15 @@ def summary_text(view: RunView, *, note: str | None = None, round_offset: int = 
 
 
 def _head(view: RunView, offset: int) -> str:
-    """Status (a USD stop in its own words: it is no failure), round of the cap, model
-    and run id."""
+    """Status (a USD stop in its own words: it is no failure), the rounds (the round of
+    the cap while it runs; its tool rounds and model calls once it ended), model and run
+    id."""
     end = view.failure or view.finished
     code = shown_status(view.status, end.outcome if end else None)
     head = [f"LoopDebugger: {view.status if code == view.status else word(STATUS, code)}"]
-    if view.max_rounds is not None:
-        head.append(f"round {view.tool_rounds + offset} of {view.max_rounds + offset}")
+    rounds = fig.rounds_said(view, offset)
+    if rounds is not None:
+        head.append(rounds)
     if view.started is not None and view.started.model_name:
         head.append(f"model {plain(view.started.model_name, NAME_PREVIEW)}")
     if view.run_id:

@@ -5,6 +5,7 @@
 import { dot, h } from "./dom.js";
 import { capitalized, clip, count, duration, pct, plural, tokens } from "./format.js";
 import { isDone, outcomeText } from "./run.js";
+import { roundsRun, roundsSaid } from "./counts.js";
 import { lastToolName } from "./rounds.js";
 import { nestedCount } from "./runlist.js";
 import { held, holdingNow, runNow } from "./store.js";
@@ -44,11 +45,8 @@ export function createHeader(ctx) {
     const info = run.run;
     title.textContent = info ? [info.name, info.model].filter(Boolean).join(" · ") || "agent run" : "";
     const rounds = run.rounds;
-    let toolRounds = rounds.length + s.omitted; // a saved run's rounds its file left out count too
-    for (let i = rounds.length - 1; i >= 0 && i >= rounds.length - 3; i--) if (rounds[i].purpose !== "round") toolRounds--;
-    const off = s.offset || 0;
-    let ri = info && info.maxRounds ? `round ${count(toolRounds + off)} of ${count(info.maxRounds + off)}` : rounds.length ? `${plural(toolRounds, "round")}` : "";
-    if (rounds.length && rounds[rounds.length - 1].purpose === "synthesis") ri += " + final answer call";
+    let ri = roundsSaid(run, s.offset || 0) || (rounds.length ? plural(roundsRun(run) + s.omitted, "round") : "");
+    if (!isDone(run) && rounds.length && rounds[rounds.length - 1].purpose === "synthesis") ri += " + final answer call";
     roundsInfo.textContent = ri;
     ctx.live.length = 0;
     const elapsedText = () => {

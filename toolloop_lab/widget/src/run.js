@@ -16,6 +16,7 @@ import { outcomeWords } from "./words.js";
  * @property {number | null} costIn
  * @property {number | null} costOut
  * @property {boolean} estimated
+ * @property {number} requests model calls counted here (Usage.requests)
  */
 
 /**
@@ -148,7 +149,7 @@ import { outcomeWords } from "./words.js";
 
 /** @returns {Usage} */
 export function newUsage() {
-  return { input: 0, output: 0, cacheRead: 0, cost: 0, costIn: null, costOut: null, estimated: false };
+  return { input: 0, output: 0, cacheRead: 0, cost: 0, costIn: null, costOut: null, estimated: false, requests: 0 };
 }
 
 /**
@@ -167,6 +168,7 @@ export function readUsage(u) {
   // the output part is derived (total minus input), as Usage.output_cost_usd is
   out.costOut = out.cost !== null && out.costIn !== null ? out.cost - out.costIn : null;
   out.estimated = !!u.estimated;
+  out.requests = u.requests || 0;
   return out;
 }
 
@@ -186,6 +188,7 @@ export function addUsage(a, b) {
     costIn: a.costIn === null && b.costIn === null ? null : sum(a.costIn || 0, b.costIn || 0),
     costOut: a.costOut === null && b.costOut === null ? null : sum(a.costOut || 0, b.costOut || 0),
     estimated: a.estimated || b.estimated,
+    requests: a.requests + b.requests,
   };
 }
 

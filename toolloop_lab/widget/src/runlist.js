@@ -5,7 +5,7 @@
 // summed up. No DOM: runs.js draws what this module says.
 
 import { capitalized, count, plural } from "./format.js";
-import { STATUS, outcomeWords, word } from "./words.js";
+import { STATUS, outcomeWords, statusCode, word } from "./words.js";
 
 /**
  * @typedef {object} RunRow one run as the run list shows it (runview.RunSummary on the wire)
@@ -168,17 +168,19 @@ export function calledBy(entry) {
  * @returns {string}
  */
 export function runOutcome(row) {
-  return row.outcome ? outcomeWords(row.outcome, null) : capitalized(word(STATUS, row.status));
+  return row.outcome ? outcomeWords(row.outcome, null) : capitalized(word(STATUS, statusCode(row.status, row.outcome)));
 }
 
 /**
- * The dot a run's row shows (the badge's states).
+ * The dot a run's row shows (the header badge's states): a run the USD limit stopped reads
+ * as the header reads it (its own status, a warning: the limit did its job), never as an
+ * error (statusCode, words.py's shown_status).
  * @param {RunRow} row
  * @returns {string}
  */
 export function runDot(row) {
-  const st = row.status;
-  return st === "finished" ? "answer" : st === "failed" ? "error" : st === "cancelled" ? "stopped" : st === "running" || st === "paused" ? "running" : "idle";
+  const st = statusCode(row.status, row.outcome);
+  return st === "finished" ? "answer" : st === "failed" ? "error" : st === "cancelled" ? "stopped" : st === "usd_budget_exhausted" ? "warn" : st === "running" || st === "paused" ? "running" : "idle";
 }
 
 /**

@@ -24,6 +24,7 @@ export const CALL_CHANGE = /** @type {Table} */ (words.call_change);
 export const CALL_CHANGE_PART = /** @type {Table} */ (words.call_change_part);
 export const GATE_TRIPPED = /** @type {Table} */ (words.gate_tripped);
 export const BUDGET_STOP = /** @type {Table} */ (words.budget_stop);
+export const COUNTS = /** @type {Table} */ (words.counts);
 
 /**
  * The code of the status table a run's status reads as: a run the USD limit stopped has
