@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final, NoReturn, TypeVar
+from typing import Any, Final, NoReturn, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage
 
 from toolloop_lab._support.derived import Derived
 from toolloop_lab.events import Event, LoopFinished, tool_rounds_of
+from toolloop_lab.spend.usage import format_usd
 
 __all__ = ["ToolLoopResult"]
 
@@ -31,7 +32,7 @@ def _closing(read: Callable[[LoopFinished], T]) -> Derived[ToolLoopResult, T]:
     return Derived(lambda result: read(result.finished))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class ToolLoopResult:
     """What a finished loop returns: the answer, the transcript and the events; every
     figure is read from the run's closing ``LoopFinished`` event, never copied."""
@@ -40,6 +41,22 @@ class ToolLoopResult:
     messages: tuple[BaseMessage, ...]
     """The whole transcript, input messages included."""
     events: tuple[Event, ...]
+
+    def __repr__(self) -> str:
+        # a cell ending in a run would otherwise print every message and event in full
+        # (tens of thousands of characters); they stay one attribute away
+        end = self.finished
+        text = self.final_response.text
+        said = text if len(text) <= 60 else text[:57] + "..."
+        return (
+            f"ToolLoopResult(outcome={end.outcome!r}, tool_rounds={tool_rounds_of(end)}, "
+            f"model_calls={end.usage.requests}, tokens={end.usage.input_tokens} in / "
+            f"{end.usage.output_tokens} out, cost={format_usd(end.usage.cost_usd)}, "
+            f"final={said!r}, messages={len(self.messages)}, events={len(self.events)})"
+        )
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
 
     def __await__(self) -> NoReturn:
         # `await agent.run(...)` gets this instead of Python's "can't be used in 'await'
