@@ -63,6 +63,7 @@ from toolloop_lab._support.fields import (
 )
 from toolloop_lab._support.jsonl import load_line
 from toolloop_lab._support.jsonsafe import FrozenDict, frozen_json, json_safe, thaw
+from toolloop_lab._support.pickling import quick_pickle
 from toolloop_lab.errors import UnknownRunError, describe
 from toolloop_lab.spend.usage import Usage
 
@@ -576,6 +577,9 @@ Event: TypeAlias = (
 EVENT_TYPES: Final[Mapping[str, type[Event]]] = {
     cls.__dataclass_fields__["kind"].default: cls for cls in get_args(Event)
 }
+
+for _cls in (*get_args(Event), ToolCallView, ToolCallDelta):
+    quick_pickle(_cls)  # a sweep's events cross processes pickled: see _support/pickling.py
 
 EVENT_ADAPTER: Final[TypeAdapter[Event]] = TypeAdapter(
     Annotated[Event, Field(discriminator="kind")]
