@@ -29,6 +29,7 @@ import argparse
 import gc
 import multiprocessing
 import os
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -42,7 +43,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool, StructuredTool
 
 from toolloop_lab.lab import LabResults, Scenario, ScriptedModel, run_scenarios
-from toolloop_lab.lab.dask import batch_size_for, run_scenarios_on_dask
+from toolloop_lab.lab.dask import run_scenarios_on_dask
 from toolloop_lab.lab.frames import drop_volatile
 
 
@@ -110,6 +111,16 @@ def same(a: LabResults, b: LabResults) -> None:
     pd.testing.assert_frame_equal(drop_volatile(a.runs), drop_volatile(b.runs))
 
 
+def _batch_size(scenarios: int, threads: int) -> int:
+    """The Dask sweep's automatic batch size (1 for a version that sent one task each, so
+    the benchmark also measures the sweep before batching)."""
+    try:
+        from toolloop_lab.lab.dask import batch_size_for
+    except ImportError:
+        return 1
+    return batch_size_for(scenarios, threads)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--scenarios", type=int, default=1_000)
@@ -119,7 +130,14 @@ def main() -> None:
     parser.add_argument("--cpu-ms", type=float, default=0.0)
     parser.add_argument("--tool-cpu-ms", type=float, default=0.0)
     parser.add_argument("--batch-size", type=int, default=None)
-    parser.add_argument("--skip-pool", action="store_true", help="no process-pool sweep")
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="local/cluster pairs, alternated (median ratio)"
+    )
+    parser.add_argument(
+        "--cluster-only",
+        action="store_true",
+        help="only the local sweep and run_scenarios_on_dask (no process pool, no executor)",
+    )
     args = parser.parse_args()
 
     import dask
@@ -133,14 +151,16 @@ def main() -> None:
         f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
 
-    local, local_s = timed(
-        f"local (conc. {args.concurrency})",
-        lambda s: run_scenarios(s, concurrency=args.concurrency, progress=False),
-        scenarios,
-    )
+    def local_sweep(s: list[Scenario]) -> LabResults:
+        return run_scenarios(s, concurrency=args.concurrency, progress=False)
+
+    local_sweep(scenarios[:20])
+    local_cpu = time.process_time()
+    local, local_s = timed(f"local (conc. {args.concurrency})", local_sweep, scenarios)
+    local_cpu = time.process_time() - local_cpu
     assert (local.runs["outcome"] == "final_answer").all()
 
-    if not args.skip_pool:
+    if not args.cluster_only:
         ctx: Any = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(args.workers, mp_context=ctx) as pool:
             pooled, _ = timed(
@@ -161,17 +181,38 @@ def main() -> None:
     with cluster, distributed.Client(cluster) as client:
         client.wait_for_workers(args.workers)
         print(f"{'cluster start':<18}: {time.perf_counter() - started:6.2f} s (not counted)")
-        size = args.batch_size or batch_size_for(len(scenarios), args.workers)
-        on_dask, dask_s = timed(
-            f"cluster ({args.workers} procs)",
-            lambda s: run_scenarios_on_dask(s, client, progress=False, batch_size=args.batch_size),
-            scenarios,
+        size = args.batch_size or _batch_size(len(scenarios), args.workers)
+        options = {} if args.batch_size is None else {"batch_size": args.batch_size}
+
+        def on_cluster(s: list[Scenario]) -> LabResults:
+            return run_scenarios_on_dask(s, client, progress=False, **options)
+
+        def worker_cpu() -> float:
+            return float(sum(client.run(time.process_time).values()))
+
+        on_cluster(scenarios[:20])
+        here, there = time.process_time(), worker_cpu()
+        on_dask, dask_s = timed(f"cluster ({args.workers} procs)", on_cluster, scenarios)
+        here, there = time.process_time() - here, worker_cpu() - there
+        n = len(scenarios)
+        print(
+            f"{'':<18}  CPU per scenario: {here / n * 1e3:.2f} ms here (client and scheduler), "
+            f"{there / n * 1e3:.2f} ms in the workers; locally {local_cpu / n * 1e3:.2f} ms"
         )
         same(on_dask, local)
+        ratios = [local_s / dask_s]
+        for _ in range(args.repeats - 1):  # alternate, so a busy spell hits both alike
+            _, again_local = timed("local again", local_sweep, scenarios)
+            _, again_dask = timed("cluster again", on_cluster, scenarios)
+            ratios.append(again_local / again_dask)
+        each = ", ".join(f"{r:.2f}" for r in ratios)
         print(
-            f"{'':<18}  {local_s / dask_s:.2f}x the local sweep's speed ({size} scenarios a task)",
+            f"cluster / local speed: {statistics.median(ratios):.2f}x median of {len(ratios)} "
+            f"pairs ({each}); {size} scenarios a task",
             flush=True,
         )
+        if args.cluster_only:
+            return
         executor = client.get_executor(pure=False)
         via_executor, _ = timed(
             "cluster executor",
