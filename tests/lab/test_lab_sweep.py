@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import multiprocessing
 import dataclasses
+import multiprocessing
 import pickle
 import signal
 import threading
