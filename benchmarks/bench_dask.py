@@ -4,19 +4,23 @@ Run: ``python benchmarks/bench_dask.py`` (needs the ``toolloop-lab[dask]`` extra
 ``--scenarios``, ``--rounds``, ``--workers``, ``--concurrency`` vary it). The workload is
 ``bench_lab.sweep``: scripted models priced as gpt-4o-mini, one ``echo`` call per round.
 ``--cpu-ms N`` makes each scenario's model factory burn N ms of CPU first, a stand-in for a
-local model that needs real compute (one process runs that on one core, whatever the
-concurrency; a cluster spreads it over its workers).
+local model that needs real compute; ``--tool-cpu-ms N`` makes every ``echo`` call spend N
+ms of pure-Python CPU (one process runs either on one core, whatever the concurrency: the
+GIL; a cluster spreads it over its workers). ``--batch-size`` overrides the Dask sweep's
+automatic batch size.
 
 Four timed sweeps of the same scenarios, each after a 20-scenario warm-up (imports, price
 tables and tool caches on every worker):
 
 - local: ``run_scenarios(concurrency=4)`` in this process;
 - process pool: ``run_scenarios(executor=ProcessPoolExecutor(workers))``;
-- cluster: ``run_scenarios_on_dask`` on a ``LocalCluster`` of ``workers`` processes;
+- cluster: ``run_scenarios_on_dask`` on a ``LocalCluster`` of ``workers`` processes (its
+  scenarios sent in batches, the size printed);
 - cluster executor: ``run_scenarios(executor=client.get_executor())`` on the same cluster.
 
-Every remote result is checked against the local frames. Cluster start-up is timed
-separately and not counted. Not part of the test suite: timing figures live here only.
+Every remote result is checked against the local frames, and the cluster's speed is given
+as a ratio to the local sweep's. Cluster start-up is timed separately and not counted.
+Not part of the test suite: timing figures live here only.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import argparse
 import gc
 import multiprocessing
 import os
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -35,6 +40,7 @@ from typing import Any
 import pandas as pd
 from bench_lab import sweep
 from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool, StructuredTool
 
 from toolloop_lab.lab import LabResults, Scenario, ScriptedModel, run_scenarios
 from toolloop_lab.lab.dask import run_scenarios_on_dask
@@ -49,18 +55,41 @@ class BusyModel:
     ms: float
 
     def __call__(self) -> BaseChatModel:
-        end = time.perf_counter() + self.ms / 1000
-        while time.perf_counter() < end:
-            pass
+        spin(self.ms)
         return self.script()
 
 
-def workload(scenarios: int, rounds: int, cpu_ms: float) -> list[Scenario]:
-    """``bench_lab.sweep``, its models wrapped in :class:`BusyModel` when ``cpu_ms`` > 0."""
-    plain = sweep(scenarios, rounds)
-    if cpu_ms <= 0:
-        return plain
-    return [replace(s, model=BusyModel(s.model, cpu_ms)) for s in plain]
+def spin(ms: float) -> None:
+    """Spend ``ms`` of pure-Python CPU (the GIL held throughout)."""
+    end = time.perf_counter() + ms / 1000
+    while time.perf_counter() < end:
+        pass
+
+
+@dataclass(frozen=True)
+class BusyTools:
+    """A tools factory: ``echo``, spending ``ms`` of pure-Python CPU on every call."""
+
+    ms: float
+
+    def __call__(self) -> list[BaseTool]:
+        def echo(text: str) -> str:
+            """Echo the text back."""
+            spin(self.ms)
+            return text
+
+        return [StructuredTool.from_function(echo, name="echo")]
+
+
+def workload(scenarios: int, rounds: int, cpu_ms: float, tool_ms: float = 0.0) -> list[Scenario]:
+    """``bench_lab.sweep``, its models wrapped in :class:`BusyModel` when ``cpu_ms`` > 0 and
+    its ``echo`` spending ``tool_ms`` a call when that is > 0."""
+    out = sweep(scenarios, rounds)
+    if cpu_ms > 0:
+        out = [replace(s, model=BusyModel(s.model, cpu_ms)) for s in out]
+    if tool_ms > 0:
+        out = [replace(s, tools=(), tools_factory=BusyTools(tool_ms)) for s in out]
+    return out
 
 
 def timed(
@@ -82,6 +111,16 @@ def same(a: LabResults, b: LabResults) -> None:
     pd.testing.assert_frame_equal(drop_volatile(a.runs), drop_volatile(b.runs))
 
 
+def _batch_size(scenarios: int, threads: int) -> int:
+    """The Dask sweep's automatic batch size (1 for a version that sent one task each, so
+    the benchmark also measures the sweep before batching)."""
+    try:
+        from toolloop_lab.lab.dask import batch_size_for
+    except ImportError:
+        return 1
+    return batch_size_for(scenarios, threads)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--scenarios", type=int, default=1_000)
@@ -89,33 +128,47 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--cpu-ms", type=float, default=0.0)
+    parser.add_argument("--tool-cpu-ms", type=float, default=0.0)
+    parser.add_argument("--batch-size", type=int, default=None)
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="local/cluster pairs, alternated (median ratio)"
+    )
+    parser.add_argument(
+        "--cluster-only",
+        action="store_true",
+        help="only the local sweep and run_scenarios_on_dask (no process pool, no executor)",
+    )
     args = parser.parse_args()
 
     import dask
     import distributed
 
-    scenarios = workload(args.scenarios, args.rounds, args.cpu_ms)
+    scenarios = workload(args.scenarios, args.rounds, args.cpu_ms, args.tool_cpu_ms)
     print(
         f"python {sys.version.split()[0]}, dask {dask.__version__}, "
         f"{os.cpu_count()} CPUs; {args.scenarios:,} scenarios x {args.rounds} rounds, "
-        f"{args.cpu_ms:g} ms of model CPU each"
+        f"{args.cpu_ms:g} ms of model CPU each, {args.tool_cpu_ms:g} ms of CPU per tool call; "
+        f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
 
-    local, _ = timed(
-        f"local (conc. {args.concurrency})",
-        lambda s: run_scenarios(s, concurrency=args.concurrency, progress=False),
-        scenarios,
-    )
+    def local_sweep(s: list[Scenario]) -> LabResults:
+        return run_scenarios(s, concurrency=args.concurrency, progress=False)
+
+    local_sweep(scenarios[:20])
+    local_cpu = time.process_time()
+    local, local_s = timed(f"local (conc. {args.concurrency})", local_sweep, scenarios)
+    local_cpu = time.process_time() - local_cpu
     assert (local.runs["outcome"] == "final_answer").all()
 
-    ctx: Any = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(args.workers, mp_context=ctx) as pool:
-        pooled, _ = timed(
-            f"process pool ({args.workers})",
-            lambda s: run_scenarios(s, executor=pool, progress=False),
-            scenarios,
-        )
-    same(pooled, local)
+    if not args.cluster_only:
+        ctx: Any = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(args.workers, mp_context=ctx) as pool:
+            pooled, _ = timed(
+                f"process pool ({args.workers})",
+                lambda s: run_scenarios(s, executor=pool, progress=False),
+                scenarios,
+            )
+        same(pooled, local)
 
     started = time.perf_counter()
     cluster = distributed.LocalCluster(
@@ -128,12 +181,38 @@ def main() -> None:
     with cluster, distributed.Client(cluster) as client:
         client.wait_for_workers(args.workers)
         print(f"{'cluster start':<18}: {time.perf_counter() - started:6.2f} s (not counted)")
-        on_dask, _ = timed(
-            f"cluster ({args.workers} procs)",
-            lambda s: run_scenarios_on_dask(s, client, progress=False),
-            scenarios,
+        size = args.batch_size or _batch_size(len(scenarios), args.workers)
+        options = {} if args.batch_size is None else {"batch_size": args.batch_size}
+
+        def on_cluster(s: list[Scenario]) -> LabResults:
+            return run_scenarios_on_dask(s, client, progress=False, **options)
+
+        def worker_cpu() -> float:
+            return float(sum(client.run(time.process_time).values()))
+
+        on_cluster(scenarios[:20])
+        here, there = time.process_time(), worker_cpu()
+        on_dask, dask_s = timed(f"cluster ({args.workers} procs)", on_cluster, scenarios)
+        here, there = time.process_time() - here, worker_cpu() - there
+        n = len(scenarios)
+        print(
+            f"{'':<18}  CPU per scenario: {here / n * 1e3:.2f} ms here (client and scheduler), "
+            f"{there / n * 1e3:.2f} ms in the workers; locally {local_cpu / n * 1e3:.2f} ms"
         )
         same(on_dask, local)
+        ratios = [local_s / dask_s]
+        for _ in range(args.repeats - 1):  # alternate, so a busy spell hits both alike
+            _, again_local = timed("local again", local_sweep, scenarios)
+            _, again_dask = timed("cluster again", on_cluster, scenarios)
+            ratios.append(again_local / again_dask)
+        each = ", ".join(f"{r:.2f}" for r in ratios)
+        print(
+            f"cluster / local speed: {statistics.median(ratios):.2f}x median of {len(ratios)} "
+            f"pairs ({each}); {size} scenarios a task",
+            flush=True,
+        )
+        if args.cluster_only:
+            return
         executor = client.get_executor(pure=False)
         via_executor, _ = timed(
             "cluster executor",

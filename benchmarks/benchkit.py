@@ -3,7 +3,10 @@
 One event loop for every run (``RUNNER``), so loop start-up is not counted as per-round
 cost; a run timed once for wall-clock and process-CPU µs per round, or once under
 tracemalloc for its peak bytes per round; the cell a variant's samples at one size gather
-in; the scripted model reply list both benchmarks drive their loops with.
+in; the scripted model reply list both benchmarks drive their loops with, and
+:class:`InstantChatModel`, the chat model the loop benchmark measures every loop on: it is
+defined here, not in the package, so no change to the package's own models can move the
+yardstick.
 """
 
 from __future__ import annotations
@@ -18,7 +21,16 @@ import tracemalloc
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from langchain_core.messages import AIMessage
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForLLMRun,
+    CallbackManagerForLLMRun,
+)
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import PrivateAttr
 
 RUNNER = asyncio.Runner()
 """One event loop for every run, so loop start-up is not counted as per-round cost."""
@@ -39,6 +51,48 @@ def script(rounds: int, answer: str) -> list[AIMessage]:
         for n in range(rounds)
     ]
     return [*calls, AIMessage(answer, usage_metadata=usage)]
+
+
+class InstantChatModel(BaseChatModel):
+    """A chat model that answers at once with the next of ``replies`` (a provider's shape:
+    tools bound as OpenAI tool schemas, the model's name in each reply's metadata), written
+    here so the floor is not one of the package's models. Async calls stay on the event
+    loop (langchain-core's default ``_agenerate`` would hop to a thread per call)."""
+
+    replies: list[AIMessage]
+    model_name: str = "gpt-4o-mini"
+    _next: int = PrivateAttr(default=0)
+
+    @property
+    def _llm_type(self) -> str:
+        return "bench-instant"
+
+    def _reply(self) -> ChatResult:
+        reply = self.replies[self._next]
+        self._next += 1
+        reply.response_metadata = {"model_name": self.model_name, "finish_reason": "stop"}
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return self._reply()
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return self._reply()
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Runnable[Any, AIMessage]:
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
 
 
 def time_once(run: Run, rounds: int) -> tuple[float, float]:

@@ -1,13 +1,15 @@
 """toolloop_lab: see, live in the notebook, what an LLM agent's tool loop does.
 
-The core loop imports no UI, pandas or matplotlib; the widget, the scenario lab and the
-recording models are loaded on first use of their names.
+The core loop imports no UI, pandas, matplotlib or jsonschema; the widget, the scenario lab
+and the recording models are loaded on first use of their names (``LoopDebugger`` is a
+stand-in whose widget library loads when it is first called or asked about).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from toolloop_lab._support.deferred import deferred_class as _deferred_class
 from toolloop_lab._support.lazy import lazy_getattr as _lazy_getattr
 from toolloop_lab.engine.agent import AgentConfig, LLMAgent, ToolLoopResult
 from toolloop_lab.errors import (
@@ -31,6 +33,10 @@ if TYPE_CHECKING:
     from toolloop_lab.replay.compare import compare
     from toolloop_lab.replay.fork import fork
     from toolloop_lab.widget import LoopDebugger
+else:
+    # ``from toolloop_lab import LoopDebugger`` loads no widget library: the class is a
+    # stand-in that loads the widget (``toolloop_lab.widget.LoopDebugger``) on first use
+    LoopDebugger = _deferred_class("toolloop_lab.widget.debugger", "LoopDebugger", home=__name__)
 
 __all__ = [
     "AgentConfig",
@@ -63,7 +69,6 @@ __all__ = [
 ]
 
 _LAZY = {
-    "LoopDebugger": "toolloop_lab.widget",
     "LabResults": "toolloop_lab.lab",
     "Scenario": "toolloop_lab.lab",
     "arun_scenarios": "toolloop_lab.lab",

@@ -31,13 +31,14 @@ is a file anyone can edit: what reaches a view is exactly what the loop could ha
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Annotated, Any, Final, Literal, TypeAlias, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeAlias, get_args
 
 from langchain_core.messages import (
     AIMessage,
@@ -63,6 +64,7 @@ from toolloop_lab._support.fields import (
 )
 from toolloop_lab._support.jsonl import load_line
 from toolloop_lab._support.jsonsafe import FrozenDict, frozen_json, json_safe, thaw
+from toolloop_lab._support.pickling import quick_pickle
 from toolloop_lab.errors import UnknownRunError, describe
 from toolloop_lab.spend.usage import Usage
 
@@ -255,12 +257,12 @@ class _Base:
         string holds a lone surrogate, which UTF-8 cannot carry (:meth:`to_dict` and
         ``json.dumps`` keep those as ``\\udXXX`` escapes)."""
         try:
-            return EVENT_ADAPTER.dump_json(self)  # type: ignore[arg-type]
+            return _adapter().dump_json(self)  # type: ignore[arg-type]
         except PydanticSerializationError:
             return None
 
     def _careful_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = json_safe(EVENT_ADAPTER.dump_python(self))  # type: ignore[arg-type]
+        data: dict[str, Any] = json_safe(_adapter().dump_python(self))  # type: ignore[arg-type]
         return data
 
 
@@ -592,10 +594,30 @@ EVENT_TYPES: Final[Mapping[str, type[Event]]] = {
     cls.__dataclass_fields__["kind"].default: cls for cls in get_args(Event)
 }
 
-EVENT_ADAPTER: Final[TypeAdapter[Event]] = TypeAdapter(
-    Annotated[Event, Field(discriminator="kind")]
-)
-"""The one (de)serialiser of events: a union discriminated on ``kind``."""
+for _cls in (*get_args(Event), ToolCallView, ToolCallDelta):
+    quick_pickle(_cls)  # a sweep's events cross processes pickled: see _support/pickling.py
+
+if TYPE_CHECKING:
+    EVENT_ADAPTER: TypeAdapter[Event]
+    """The one (de)serialiser of events: a union discriminated on ``kind``."""
+
+
+@functools.cache
+def _adapter() -> TypeAdapter[Event]:
+    """``EVENT_ADAPTER``, built on first use: building it takes pydantic about 16 ms, which
+    every notebook's first import paid though a run only needs it to write or read a trace."""
+    return TypeAdapter(Annotated[Event, Field(discriminator="kind")])
+
+
+def __getattr__(name: str) -> Any:
+    if name == "EVENT_ADAPTER":  # PEP 562: the adapter is made when first asked for
+        return _adapter()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), "EVENT_ADAPTER"})
+
 
 Observer: TypeAlias = Callable[[Event], object]
 """A plain callable fed every event in order; one that raises never breaks the loop."""
@@ -658,7 +680,7 @@ def event_from_dict(data: Any) -> Event:
         and "outcome" not in data
     ):
         data = _with_outcome(data)
-    return EVENT_ADAPTER.validate_python(data)
+    return _adapter().validate_python(data)
 
 
 def _with_outcome(data: dict[str, Any]) -> dict[str, Any]:

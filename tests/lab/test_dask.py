@@ -349,6 +349,10 @@ def test_dask_sweep_arguments_are_checked_before_anything_runs() -> None:
     with pytest.raises(ConfigurationError) as twice:
         run_scenarios_on_dask([catalog()[0], catalog()[0]], AsyncClient())  # type: ignore[arg-type]
     assert twice.value.field == "scenarios"
+    for size in (0, -1, 1.5, True, "4"):
+        with pytest.raises(ConfigurationError) as batch:
+            run_scenarios_on_dask(catalog(), AsyncClient(), batch_size=size)  # type: ignore[arg-type]
+        assert batch.value.field == "batch_size"
 
 
 # -- on a LocalCluster -----------------------------------------------------------------
@@ -486,3 +490,51 @@ def test_stateful_tools_get_a_fresh_backend_per_run_on_dask(client: Any) -> None
     results = run_scenarios_on_dask(scenarios, client, progress=False)
     assert_fresh_backend_per_run(results)
     assert_same_frames(results, run_scenarios(scenarios, progress=False))
+
+
+def test_a_lost_batch_sends_each_scenario_again_alone_at_no_attempts_cost(
+    client: Any, tmp_path: Path
+) -> None:
+    # Two batches of five. The first holds a scenario that kills its worker every time and
+    # one that kills it once: the batch's loss is no one's attempt, so with retries=0 the
+    # one-off death runs again (alone) and answers, the every-time one dies alone and is
+    # the only row lost, and every neighbour is there as a local run has it.
+    once, always = tmp_path / "once.log", tmp_path / "always.log"
+    normal = generated(8)
+    scenarios = [
+        *normal[:2],
+        Scenario("dies_once", DieOnce(str(once), "dies_once")),
+        Scenario("always_dies", AlwaysDie(str(always))),
+        *normal[2:],
+    ]
+    results = run_scenarios_on_dask(scenarios, client, retries=0, batch_size=5, progress=False)
+    assert [r.scenario for r in results.records] == [s.name for s in scenarios]
+    assert results["dies_once"].final_text == "dies_once survived"
+    # the batch ran in order: dies_once took the worker down before always_dies began
+    # in its batch, then alone (a third run is Dask recomputing a result it had not yet
+    # handed over when always_dies took that worker down)
+    assert 2 <= len(attempts(once)) <= 3
+    assert len(attempts(always)) == 1  # alone only
+    row = results.runs.set_index("scenario").loc["always_dies"]
+    assert (row["error_kind"], row["error_reason"]) == ("worker_lost", "KilledWorker")
+    assert "gave up" not in row["error"]  # one attempt of its own, as retries=0 allows
+    others = LabResults(tuple(r for r in results.records if r.scenario in {s.name for s in normal}))
+    assert_same_frames(others, run_scenarios(normal, progress=False))
+
+
+def test_a_large_sweep_goes_out_in_batches_with_the_frames_of_a_local_run(
+    client: Any, sweep: list[Scenario], local: LabResults
+) -> None:
+    from toolloop_lab.lab.dask import MAX_BATCH, batch_size_for
+
+    assert batch_size_for(len(sweep), 2) > 1  # the fixture's sweep is batched
+    assert batch_size_for(10, 2) == 1  # a small sweep: one scenario a task
+    assert batch_size_for(100_000, 2) == MAX_BATCH
+    seen: list[Event] = []
+    results = run_scenarios_on_dask(sweep, client, observers=[seen.append], progress=False)
+    assert_same_frames(results, local)
+    assert_observers_saw_every_run_in_order(seen, results)
+    for size in (1, 7, len(sweep) + 5):
+        assert_same_frames(
+            run_scenarios_on_dask(sweep, client, batch_size=size, progress=False), local
+        )

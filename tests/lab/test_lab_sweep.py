@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import multiprocessing
 import pickle
 import signal
@@ -323,6 +324,14 @@ def test_scenarios_and_records_pickle() -> None:
     records = pickle.loads(pickle.dumps(results.records))
     assert records == results.records
     pd.testing.assert_frame_equal(LabResults(records).runs, results.runs)
+    # what crosses a process boundary comes back as frozen as it left
+    event = records[0].events[-1]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        event.round = 99  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        records[0].events[-1].usage.input_tokens = 1  # type: ignore[union-attr, misc]
+    with pytest.raises(TypeError, match="frozen"):
+        records[0].events[0].metadata["x"] = 1  # type: ignore[index]
 
 
 def _run_in(pool: ProcessPoolExecutor, scenarios: tuple[Scenario, ...]) -> list[ScenarioRun]:

@@ -32,7 +32,6 @@ from toolloop_lab.engine.run_state import RunState
 from toolloop_lab.errors import InterventionError, describe
 from toolloop_lab.events import Intervention, ToolCallView, message_dicts
 from toolloop_lab.tools.dispatcher import DispatchOutcome, written_outcome
-from toolloop_lab.tools.schema import argument_problem, depth_problem
 
 __all__ = ["MessageEdits", "ToolCallEdits", "check_args"]
 
@@ -45,8 +44,11 @@ def check_args(tool: BaseTool | None, args: Any) -> str | None:
 
     They must be a JSON object the events can keep whole; then they are checked against
     the tool's schema by the one check a tool's calls get
-    (:func:`~toolloop_lab.tools.schema.argument_problem`).
+    (:func:`~toolloop_lab.tools.schema.argument_problem`). That module (and jsonschema,
+    slow to import) is loaded here, at the first check, not with the loop.
     """
+    from toolloop_lab.tools.schema import argument_problem, depth_problem
+
     if not isinstance(args, Mapping) or not all(isinstance(k, str) for k in args):
         return "arguments must be a JSON object"
     too_deep = depth_problem(args)

@@ -4,9 +4,14 @@ Dask is an optional extra (``toolloop-lab[dask]``): nothing else in the project 
 and this module imports ``distributed`` only when a sweep starts, so importing the lab (or
 this module) never loads Dask.
 
-Each scenario is shipped as its picklable :class:`~toolloop_lab.lab.Scenario` and runs as
-one task of the module-level :func:`~toolloop_lab.lab.runner.run_one`; its
-:class:`~toolloop_lab.lab.ScenarioRun` (events included) comes back as the task's result.
+Scenarios are shipped as picklable :class:`~toolloop_lab.lab.Scenario` values, several to a
+task (:func:`run_batch` runs them one after another on the worker), because a task costs
+the scheduler and the client a few milliseconds, more than a cheap scenario takes to run:
+one task per scenario made a two-worker cluster slower than the local sweep. A large sweep
+goes out in about :data:`TASKS_PER_THREAD` tasks per worker thread (at most
+:data:`MAX_BATCH` scenarios each, so the last tasks still spread over the workers); a small
+one, one scenario per task (``batch_size`` chooses otherwise). Each
+:class:`~toolloop_lab.lab.ScenarioRun` (events included) comes back in its task's result.
 Results are taken as they complete (one gather per batch of finished tasks), so the
 progress bar and the observers move while the cluster works, and a result once taken is
 never lost, whatever happens to workers later. A result a dying worker still held, not yet
@@ -18,7 +23,12 @@ to ``distributed.scheduler.allowed-failures`` times (a scheduler setting, 3 by d
 before giving up with ``KilledWorker``; ``retries`` here is on top of that: the scenario is
 submitted again as a fresh task, and once those attempts are lost too it becomes a row
 with outcome ``error``, ``error_kind`` ``worker_lost``, the exception's type as
-``error_reason`` and its text as the message. Every scenario is accounted for.
+``error_reason`` and its text as the message. Every scenario is accounted for. A task of
+several scenarios that is lost (or fails any other way) says nothing about which of them
+was at fault, so each of its scenarios is sent again alone, and that costs none of them an
+attempt: only a task a scenario was lost in alone counts against its ``retries``. A
+scenario that kills its worker every time is thus reported as it would be alone, and its
+neighbours in the batch run to the end.
 """
 
 from __future__ import annotations
@@ -44,10 +54,25 @@ from toolloop_lab.lab.runner import (
 )
 from toolloop_lab.lab.scenario import Scenario
 
-__all__ = ["EXTRA", "DaskClient", "run_scenarios_on_dask"]
+__all__ = [
+    "EXTRA",
+    "MAX_BATCH",
+    "DaskClient",
+    "batch_size_for",
+    "run_batch",
+    "run_scenarios_on_dask",
+]
 
 EXTRA: Final = "toolloop-lab[dask]"
 """The optional extra that installs Dask's ``distributed`` scheduler."""
+
+MAX_BATCH: Final = 32
+"""The most scenarios the automatic batch size puts in one task."""
+
+TASKS_PER_THREAD: Final = 16
+"""How many tasks the automatic batch size aims at per worker thread: enough that the
+tasks still left at the end spread over the workers, few enough that a task's own cost is
+small beside its scenarios'."""
 
 
 class DaskClient(Protocol):
@@ -82,14 +107,36 @@ def _distributed() -> Any:
 
 @dataclass(frozen=True, slots=True)
 class _Attempt:
-    """Which scenario a task runs, which try it is, and when the scenario was first sent."""
+    """Which scenarios a task runs, which try it is (for a task of one scenario), and when
+    they were first sent."""
 
-    index: int
+    indices: tuple[int, ...]
     number: int
     started: float
 
 
-def _settle(future: Any) -> ScenarioRun | BaseException:
+def run_batch(scenarios: Sequence[Scenario], indices: Sequence[int]) -> tuple[ScenarioRun, ...]:
+    """What one Dask task runs: ``scenarios`` one after another (``indices`` are their
+    positions in the sweep), each as :func:`~toolloop_lab.lab.runner.run_one` runs it."""
+    return tuple(run_one(s, i) for s, i in zip(scenarios, indices, strict=True))
+
+
+def batch_size_for(scenarios: int, threads: int) -> int:
+    """The automatic batch size: about :data:`TASKS_PER_THREAD` tasks per worker thread, at
+    most :data:`MAX_BATCH` scenarios a task, at least one (a small sweep: one a task)."""
+    return max(1, min(MAX_BATCH, scenarios // (max(1, threads) * TASKS_PER_THREAD)))
+
+
+def _threads(client: DaskClient) -> int:
+    """The cluster's worker threads (1 when the client cannot say)."""
+    nthreads = getattr(client, "nthreads", None)
+    try:
+        return max(1, sum(nthreads().values())) if callable(nthreads) else 1
+    except Exception:  # noqa: BLE001 - only a hint for the batch size
+        return 1
+
+
+def _settle(future: Any) -> tuple[ScenarioRun, ...] | BaseException:
     """The run of a future the batch gather did not bring back, or why it has none: waits
     for it (a result lost with its worker is recomputed), then returns its result or the
     exception it ended with (``KilledWorker``, a cancellation, an unpickling error...)."""
@@ -97,9 +144,9 @@ def _settle(future: Any) -> ScenarioRun | BaseException:
         value = future.result()
     except (Exception, asyncio.CancelledError) as exc:  # noqa: BLE001 - every failure is a row
         return exc
-    if isinstance(value, ScenarioRun):
+    if isinstance(value, tuple) and all(isinstance(v, ScenarioRun) for v in value):
         return value
-    return TypeError(f"the Dask task returned {type(value).__name__}, not a ScenarioRun")
+    return TypeError(f"the Dask task returned {type(value).__name__}, not its ScenarioRuns")
 
 
 def run_scenarios_on_dask(
@@ -109,21 +156,25 @@ def run_scenarios_on_dask(
     retries: int = 1,
     progress: bool = True,
     observers: Iterable[Observer] = (),
+    batch_size: int | None = None,
 ) -> LabResults:
-    """Run a sweep on a Dask cluster, one task per scenario; the frames equal a local run's.
+    """Run a sweep on a Dask cluster, several scenarios a task; the frames equal a local run's.
 
     ``client`` is a synchronous ``distributed.Client``. Progress and ``observers`` (each
     scenario's events, in order) advance here, on the caller's side, as results arrive.
     A scenario whose worker died is submitted again up to ``retries`` times, then reported
     as a failed row (``error_kind="worker_lost"``, with the reason); other executor
     failures (e.g. a worker that cannot import a factory) are failed rows at once
-    (``error_kind="executor"``). Rows keep the order of ``scenarios``.
+    (``error_kind="executor"``). Rows keep the order of ``scenarios``. ``batch_size`` is how
+    many scenarios one task runs (``None``: :func:`batch_size_for` the cluster's threads);
+    see the module doc for what a lost task of several costs.
     """
     items = validate_scenarios(scenarios)
-    _check(client, retries)
+    _check(client, retries, batch_size)
     distributed = _distributed()
     rows = SweepRows(len(items), progress, retries=True)
-    sweep = _Sweep(client, items, retries, tuple(observers), rows)
+    size = batch_size if batch_size is not None else batch_size_for(len(items), _threads(client))
+    sweep = _Sweep(client, items, retries, tuple(observers), rows, size)
     try:
         done = distributed.as_completed(sweep.submit_all(), loop=client.loop)
         for batch in done.batches():
@@ -135,9 +186,15 @@ def run_scenarios_on_dask(
     return rows.results()
 
 
-def _check(client: DaskClient, retries: int) -> None:
+def _check(client: DaskClient, retries: int, batch_size: int | None) -> None:
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise ConfigurationError(f"retries must be an int >= 0, got {retries!r}", field="retries")
+    if batch_size is not None and (
+        isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
+    ):
+        raise ConfigurationError(
+            f"batch_size must be an int >= 1 or None, got {batch_size!r}", field="batch_size"
+        )
     if getattr(client, "asynchronous", False):
         raise ConfigurationError(
             "run_scenarios_on_dask needs a synchronous Client; in async code pass "
@@ -148,56 +205,72 @@ def _check(client: DaskClient, retries: int) -> None:
 
 @dataclass(eq=False)
 class _Sweep:
-    """The sweep's tasks in flight: which scenario each runs, and which try it is."""
+    """The sweep's tasks in flight: which scenarios each runs, and which try it is."""
 
     client: DaskClient
     items: Sequence[Scenario]
     retries: int
     observers: Sequence[Observer]
     rows: SweepRows
+    batch_size: int = 1
     pending: dict[Any, _Attempt] = field(default_factory=dict)
 
     def submit_all(self) -> list[Any]:
-        """One task per scenario; returns their futures."""
-        if self.items:
-            started = time.perf_counter()
-            futures = self.client.map(run_one, self.items, range(len(self.items)), pure=False)
-            self.pending = {f: _Attempt(i, 1, started) for i, f in enumerate(futures)}
+        """Every scenario, ``batch_size`` to a task; returns the tasks' futures."""
+        started = time.perf_counter()
+        n, size = len(self.items), self.batch_size
+        for first in range(0, n, size):
+            indices = tuple(range(first, min(n, first + size)))
+            self._submit(_Attempt(indices, 1, started))
         return list(self.pending)
+
+    def _submit(self, attempt: _Attempt) -> Any:
+        scenarios = [self.items[i] for i in attempt.indices]
+        future = self.client.submit(run_batch, scenarios, attempt.indices, pure=False)
+        self.pending[future] = attempt
+        return future
 
     def take(self, batch: Sequence[Any]) -> list[Any]:
         """Settle a batch of finished tasks into rows; returns the tasks sent again."""
-        # One gather per batch of finished tasks, not one round trip per scenario;
-        # failed tasks are left out of it and settled one by one.
+        # One gather per batch of finished tasks, not one round trip per task; failed
+        # tasks are left out of it and settled one by one.
         gathered = self.client.gather({f.key: f for f in batch}, errors="skip")
         again = []
         for future in batch:
             result = gathered.get(future.key)
             attempt = self.pending.pop(future)
-            outcome = result if isinstance(result, ScenarioRun) else _settle(future)
-            if isinstance(outcome, ScenarioRun):
-                replay_events(outcome.events, self.observers)
-                self.rows.put(attempt.index, outcome)
+            outcome = result if isinstance(result, tuple) else _settle(future)
+            if isinstance(outcome, tuple):
+                for index, run in zip(attempt.indices, outcome, strict=True):
+                    replay_events(run.events, self.observers)
+                    self.rows.put(index, run)
+            elif len(attempt.indices) > 1:  # whose fault is unknown: each goes again alone
+                again.extend(self._alone(attempt))
             elif executor_error_kind(outcome) == "worker_lost" and attempt.number <= self.retries:
                 again.append(self._resubmit(attempt))
             else:
-                scenario = self.items[attempt.index]
-                failure = executor_failure(
-                    scenario,
-                    attempt.index,
-                    outcome,
-                    started=attempt.started,
-                    attempts=attempt.number,
-                )
-                self.rows.put(attempt.index, failure)
+                self._failed(attempt, outcome)
         return again
 
+    def _alone(self, attempt: _Attempt) -> list[Any]:
+        """A lost task of several: each of its scenarios sent again alone, at no attempt's
+        cost (see the module doc)."""
+        for _ in attempt.indices:
+            self.rows.retry()
+        return [
+            self._submit(_Attempt((i,), attempt.number, attempt.started)) for i in attempt.indices
+        ]
+
+    def _failed(self, attempt: _Attempt, outcome: BaseException) -> None:
+        (index,) = attempt.indices
+        failure = executor_failure(
+            self.items[index], index, outcome, started=attempt.started, attempts=attempt.number
+        )
+        self.rows.put(index, failure)
+
     def _resubmit(self, attempt: _Attempt) -> Any:
-        scenario = self.items[attempt.index]
-        future = self.client.submit(run_one, scenario, attempt.index, pure=False)
-        self.pending[future] = _Attempt(attempt.index, attempt.number + 1, attempt.started)
         self.rows.retry()
-        return future
+        return self._submit(_Attempt(attempt.indices, attempt.number + 1, attempt.started))
 
     def cancel_pending(self) -> None:
         """Interrupted: stop what the cluster would otherwise still run."""

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from toolloop_lab._support.pickling import quick_pickle
 from toolloop_lab._support.words import OUTCOME, word
 from toolloop_lab.errors import ConfigurationError, ExecutionError, ToolLoopError
 from toolloop_lab.events import (
@@ -111,6 +112,7 @@ def error_fields(exc: BaseException, *, building: bool = False) -> tuple[str, st
     return "loop", type(exc).__name__
 
 
+@quick_pickle
 @dataclass(frozen=True, slots=True)
 class ScenarioRun:
     """One scenario's outcome and events; rows of every lab frame are folded from these."""

@@ -12,6 +12,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 
 from toolloop_lab._support.fields import Count, FiniteDecimal, Flag
 from toolloop_lab._support.jsonsafe import is_mapping
+from toolloop_lab._support.pickling import quick_pickle
 
 __all__ = ["Cost", "Usage", "estimate_tokens", "format_tokens", "format_usd"]
 
@@ -79,6 +80,7 @@ class Cost:
         return self.total - self.input
 
 
+@quick_pickle
 @dataclass(frozen=True, slots=True)
 class Usage:
     """Tokens and cost of one or more model calls."""
