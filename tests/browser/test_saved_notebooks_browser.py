@@ -127,17 +127,17 @@ def step(n: int) -> str:
     return f"step {n} done"
 
 
-script = [calls(tool_call("step", {"n": i}, f"s{i}")) for i in range(1, 12)] + [final("all done")]
+script = [calls(tool_call("step", {"n": i}, f"s{i}")) for i in range(1, 2001)] + [final("all done")]
 agent = LLMAgent(
-    ScriptedChatModel(script, model_name="gpt-4o-mini"), [step], AgentConfig(tool_max_rounds=20)
+    ScriptedChatModel(script, model_name="gpt-4o-mini"), [step], AgentConfig(tool_max_rounds=2100)
 )
-dbg = LoopDebugger(saved_state_bytes=6_000, pause_on="both")
+dbg = LoopDebugger(pause_on="both")
 dbg.attach(agent)
 dbg
 '''
 
 
-def test_a_saved_long_run_reopens_with_its_true_totals_and_no_kernel_controls(
+def test_a_saved_2001_round_run_reopens_with_its_true_totals_and_no_kernel_controls(
     page_for: Any, jupyter: Jupyter
 ) -> None:
     name = write_notebook(
@@ -163,7 +163,11 @@ def test_a_saved_long_run_reopens_with_its_true_totals_and_no_kernel_controls(
     saved_view.locator(".tl-badge", has_text="Finished").wait_for()
     page.wait_for_timeout(1_000)  # the page's hello goes unanswered: nothing may change
     assert saved_view.locator(".tl-head .tl-meta").first.inner_text() == head
-    assert "11 tool rounds, 12 model calls" in head
+    assert "2,000 tool rounds, 2,001 model calls" in head
+    # the newest call was sent the whole conversation: the input, then 2,000 calls and results
+    saved_view.locator(
+        ".tl-detail", has_text="Sent to the model (4,001 messages, 2 new)"
+    ).wait_for()
     note = saved_view.locator(".tl-note").inner_text()
     assert "no kernel is connected" in note
     assert "earlier round" in note

@@ -63,6 +63,10 @@ test("a saved run's header counts the rounds its file left out, and its calls wh
   const conversation = kept.filter((e) => e.kind === "model_call_start").reduce((n, e) => n + e.messages.length, 0);
   assert.match(sentLabel, new RegExp(`\\(${conversation + messages} messages, 2 new\\)`));
   assert.match(text(el, ".tl-note"), /1 earlier round are not shown/);
+  // where the time went: across the run's 3 rounds, the left-out one's time named as such
+  const said = text(el, ".tl-gantt-sum");
+  assert.match(said, /across 3 rounds: 1 earlier round not in this file /);
+  assert.doesNotMatch(said, /other/);
   dispose();
 });
 

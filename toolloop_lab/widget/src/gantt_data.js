@@ -4,7 +4,7 @@
 // kind), the nested runs under the shown run (store.runs, rows Python sends) as lanes of
 // their own, and where the time went in words. gantt_cache.js keeps them for a whole run.
 
-import { duration } from "./format.js";
+import { duration, plural } from "./format.js";
 import { lastToolName, toolWords } from "./rounds.js";
 import { held } from "./store.js";
 
@@ -192,11 +192,17 @@ function nestedLane(row, depth, offset, now) {
  * @returns {string}
  */
 export function splitText(s, split) {
-  const n = s.run.rounds.length;
+  const n = s.run.rounds.length + s.omitted; // a saved run: the rounds its file left out count
   const parts = [`model ${duration(split.model)}`, `tools ${duration(split.tools)}`];
   if (split.pruning > 0) parts.push(`pruning ${duration(split.pruning)}`);
   if (split.paused > 0) parts.push(`paused ${duration(split.paused)}`);
-  const rest = split.total - split.model - split.tools - split.pruning - split.paused;
+  let rest = split.total - split.model - split.tools - split.pruning - split.paused;
+  const first = s.run.rounds[0];
+  if (s.omitted && first && first.t0 !== null && first.t0 > 0) {
+    // their bars are not in the file: their time is theirs, never "other"
+    parts.unshift(`${plural(s.omitted, "earlier round")} not in this file ${duration(first.t0)}`);
+    rest -= first.t0;
+  }
   if (rest > 0.05 * split.total && rest >= 0.01) parts.push(`other ${duration(rest)}`);
   return `${duration(split.total)} across ${n.toLocaleString("en-US")} ${n === 1 ? "round" : "rounds"}: ${parts.join(", ")}`;
 }
