@@ -67,6 +67,7 @@ test("a saved run's header counts the rounds its file left out, and its calls wh
   const said = text(el, ".tl-gantt-sum");
   assert.match(said, /across 3 rounds: 1 earlier round not in this file /);
   assert.doesNotMatch(said, /other/);
+  assert.equal(text(el, ".tl-toolbar .tl-meta"), "2 of 3 rounds (the newest, kept in this file)");
   dispose();
 });
 

@@ -212,7 +212,9 @@ export function createTimeline(ctx) {
       }
     }
     const n = listLength();
-    countBox.textContent = active ? `${plural(n, "round")} of ${count(rounds.length)}` : rounds.length ? plural(rounds.length, "round") : "";
+    // a saved run lists the rounds its file kept: say of how many
+    const all = rounds.length ? (s.omitted ? `${count(rounds.length)} of ${plural(rounds.length + s.omitted, "round")} (the newest, kept in this file)` : plural(rounds.length, "round")) : "";
+    countBox.textContent = active ? `${plural(n, "round")} of ${count(rounds.length)}${s.omitted ? " kept" : ""}` : all;
     empty.hidden = n > 0;
     empty.textContent = rounds.length ? "No round matches." : "No rounds yet.";
   }
