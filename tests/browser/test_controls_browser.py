@@ -173,7 +173,10 @@ def test_stop_and_step_reach_an_attached_run_a_cell_awaits(
         live.locator(".tl-badge", has_text="Stopped").wait_for()
         failure = live.locator(".tl-failure").inner_text()
         assert "Stopped by you after 1 round" in failure
-        assert "round 2 of" in live.locator(".tl-head").inner_text()
+        assert (
+            "1 tool round, 2 model calls (at most 10 rounds)"
+            in live.locator(".tl-head").inner_text()
+        )
         assert buttons["Stop"].is_disabled()
         # the cell that awaited the run says what happened, in one line
         output = page.locator(".jp-Notebook .jp-Cell").nth(2).locator(".jp-OutputArea")
