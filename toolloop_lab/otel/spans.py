@@ -196,18 +196,18 @@ class SpanSource(SpanProcessor):
 
 def _failure(span: ReadableSpan) -> Failure | None:
     """What an error span says went wrong: ``error.type`` or the recorded exception's
-    type, and the status's description or the exception's message."""
+    type (its class name), and the exception's message or the status's description."""
     if span.status.status_code is not StatusCode.ERROR:
         return None
     attributes = span.attributes or {}
     kind = cv.text(attributes, GEN_AI.ERROR_TYPE)
-    message = span.status.description or ""
+    message = None
     for event in span.events:
-        if event.name == "exception":
+        if event.name == "exception":  # the exception's own words (a status adds its type)
             found = event.attributes or {}
             kind = kind or cv.text(found, "exception.type")
-            message = message or str(found.get("exception.message", ""))
-    return Failure((kind or "error").rsplit(".", 1)[-1], message)
+            message = cv.text(found, "exception.message")
+    return Failure((kind or "error").rsplit(".", 1)[-1], message or span.status.description or "")
 
 
 def _last_ns(run: SpanRun) -> int:
