@@ -22,8 +22,10 @@ How spans become events (``LoopStarted.source == "otel"``):
   and ``tool_dispatch`` at its end, an error status reading as the tool's error;
 * **parents give nesting**: an agent span under a tool span is a sub-agent, a run naming
   the parent run and the tool call that ran it; spans of no kind we know (a framework's own
-  steps) pass their run on to their children; a chat or tool span under no agent span (a
-  bare client call) is a run of its own, ended with it.
+  steps) pass their run on to their children, and so does a chat span inside another (an
+  instrumented client under an instrumented framework: the call is counted once, by the
+  outer span); a chat or tool span under no agent span (a bare client call) is a run of
+  its own, ended with it.
 
 What spans do not carry is never shown as known: a call span without usage has its tokens
 estimated from the prompt and reply it records and flagged ``estimated``; a model
@@ -141,6 +143,8 @@ class SpanSource(SpanProcessor):
         parent = self._open.get(span.parent.span_id) if span.parent is not None else None
         attributes = span.attributes or {}
         role = cv.role_of(attributes)
+        if role == "chat" and parent is not None and parent.role == "chat":
+            role = None  # a wrapper's call around the real one (a fallback model): one call
         start = span.start_time or 0
         if role == "agent" or (role is not None and parent is None):
             run = self._new_run(context.trace_id, key, attributes, span.name, start, parent)
