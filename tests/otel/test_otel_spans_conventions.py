@@ -51,7 +51,15 @@ def _span(tracer: Tracer, name: str, **attributes: object) -> Iterator[Span]:
         yield span
 
 
-def _oi_llm(tracer: Tracer, prompt: str, reply: dict[str, object], tokens: tuple[int, int]) -> None:
+def _oi_llm(
+    tracer: Tracer,
+    prompt: str,
+    reply: dict[str, object],
+    tokens: tuple[int, int],
+    *,
+    then: dict[str, object] | None = None,
+) -> None:
+    """An OpenInference LLM span; ``then``: more of its input messages (flattened)."""
     attributes: dict[str, object] = {
         "openinference.span.kind": "LLM",
         "llm.model_name": "gpt-4o",
@@ -61,6 +69,7 @@ def _oi_llm(tracer: Tracer, prompt: str, reply: dict[str, object], tokens: tuple
         "llm.token_count.completion": tokens[1],
     }
     attributes.update({f"llm.output_messages.0.message.{k}": v for k, v in reply.items()})
+    attributes.update(then or {})
     with _span(tracer, "response", **attributes):
         pass
 
@@ -90,7 +99,23 @@ def test_openinference_spans_read_as_a_run(tracer: Tracer, events: list[Event]) 
                 },
             ):
                 pass
-        _oi_llm(tracer, "Weather in Oslo?", {"role": "assistant", "content": "Rain."}, (60, 3))
+        _oi_llm(
+            tracer,
+            "Weather in Oslo?",
+            {"role": "assistant", "content": "Rain."},
+            (60, 3),
+            then={
+                "llm.input_messages.1.message.role": "assistant",
+                "llm.input_messages.1.message.tool_calls.0.tool_call.id": "w1",
+                "llm.input_messages.1.message.tool_calls.0.tool_call.function.name": "weather",
+                "llm.input_messages.1.message.tool_calls.0.tool_call.function.arguments": (
+                    '{"city": "Oslo"}'
+                ),
+                "llm.input_messages.2.message.role": "tool",
+                "llm.input_messages.2.message.tool_call_id": "w1",
+                "llm.input_messages.2.message.content": "rain",
+            },
+        )
 
     end = events[-1]
     assert isinstance(end, LoopFinished)
@@ -111,9 +136,11 @@ def test_openinference_spans_read_as_a_run(tracer: Tracer, events: list[Event]) 
         "rain",
         1,
     )
+    assert dispatch.tool_call_id == "w1"  # the span names no call: matched by tool and args
     called = [e for e in events if isinstance(e, ModelCalled)]
     assert [c.tool_calls[0].id for c in called if c.tool_calls] == ["w1"]
-    assert [m.type for m in transcript(events)] == ["human", "ai", "ai"]
+    said = [(m.type, m.text) for m in transcript(events)]
+    assert said == [("human", "Weather in Oslo?"), ("ai", ""), ("tool", "rain"), ("ai", "Rain.")]
 
 
 def test_the_older_genai_names_and_an_error_status(tracer: Tracer, events: list[Event]) -> None:

@@ -46,7 +46,7 @@ class Failure:
 class _Call:
     number: int
     round: int
-    purpose: Purpose
+    purpose: ev.CallPurpose
     model_name: str | None
     start_ns: int
 
@@ -85,6 +85,11 @@ class SpanRun:
     open_calls: dict[int, _Call] = field(default_factory=dict)
     open_tools: dict[int, _Tool] = field(default_factory=dict)
     failed_calls: set[str] = field(default_factory=set)
+    requested: dict[str, tuple[str, Any]] = field(default_factory=dict)
+    """The last reply's tool calls no tool span has answered yet: id -> (name, args)."""
+    answers: dict[str, ToolMessage] = field(default_factory=dict)
+    """Tool results no prompt has carried yet: the run's end carries those still here (a
+    run that stopped after its tools, before another call)."""
     """Tool calls whose tool ended in error: their results in a later prompt say so."""
     repeats: RepeatedCalls = field(default_factory=RepeatedCalls)
 
@@ -141,6 +146,9 @@ class SpanRun:
     def call_started(self, key: int, attributes: cv.Attributes, start_ns: int) -> None:
         """``round_start`` (unless a retry) and ``model_call_start`` at a call span's start."""
         said = attributes.get(TOOLLOOP.CALL_PURPOSE)
+        if said == "pruning":
+            self._pruning_started(key, attributes, start_ns)
+            return
         purpose: Purpose = "synthesis" if said == "synthesis" else "round"
         if not (self.retry_next and self.round):
             self.round += 1
@@ -165,6 +173,46 @@ class SpanRun:
         )
         self.open_calls[key] = _Call(self.calls, self.round, purpose, model, start_ns)
 
+    def _pruning_started(self, key: int, attributes: cv.Attributes, start_ns: int) -> None:
+        """Our own export's pruning call (``toolloop.call.purpose = pruning``): its prompt
+        is its own, not the conversation's."""
+        self.calls += 1
+        model = cv.model_name(attributes) or self.model_name
+        self.emit(
+            ev.ModelCallStarted,
+            start_ns,
+            call=self.calls,
+            purpose="pruning",
+            model_name=model,
+            tools=(),
+            messages=ev.message_dicts(cv.input_messages(attributes) or []),
+            tool_call_id=cv.text(attributes, TOOLLOOP.PRUNING_TOOL_CALL_ID),
+        )
+        self.open_calls[key] = _Call(self.calls, self.round, "pruning", model, start_ns)
+
+    def _pruned(self, call: _Call, attributes: cv.Attributes, end_ns: int) -> None:
+        """``pruning`` at a pruning call's end, its usage counted in the run's."""
+        reply = _reply(attributes, call.model_name)
+        prompt = cv.input_messages(attributes) or []
+        name, usage = _usage(reply, prompt, attributes, call.model_name, self.prices)
+        self.usage = self.usage + usage
+        before = cv.count(attributes, (TOOLLOOP.PRUNING_TOKENS_BEFORE,)) or 0
+        self.emit(
+            ev.Pruned,
+            end_ns,
+            round=call.round,
+            call=call.number,
+            tool_call_id=cv.text(attributes, TOOLLOOP.PRUNING_TOOL_CALL_ID) or "",
+            tool_name=cv.text(attributes, TOOLLOOP.PRUNING_TOOL_NAME) or "",
+            model_name=name,
+            tokens_before=before,
+            tokens_after=cv.count(attributes, (TOOLLOOP.PRUNING_TOKENS_AFTER,)) or before,
+            usage=usage,
+            latency_s=max(0.0, (end_ns - call.start_ns) / 1e9),
+            original="",
+            pruned=reply.text,
+        )
+
     def call_ended(
         self, key: int, attributes: cv.Attributes, end_ns: int, failure: Failure | None
     ) -> None:
@@ -173,8 +221,11 @@ class SpanRun:
         if call is None:
             return
         latency = max(0.0, (end_ns - call.start_ns) / 1e9)
+        if call.purpose == "pruning" and failure is None:
+            self._pruned(call, attributes, end_ns)
+            return
         if failure is not None:
-            self.retry_next = True
+            self.retry_next = call.purpose != "pruning"
             self.emit(
                 ev.ModelCallFailed,
                 end_ns,
@@ -192,17 +243,18 @@ class SpanRun:
         name, usage = _usage(reply, prompt, attributes, call.model_name, self.prices)
         self.usage = self.usage + usage
         first = attributes.get(GEN_AI.RESPONSE_TIME_TO_FIRST_CHUNK)
-        model_called(
+        said = model_called(
             lambda kind, **fields: self.emit(kind, end_ns, round=call.round, **fields),
             reply,
             call.number,
             CallTiming(latency, float(first) if isinstance(first, int | float) else None),
             self.repeats,
-            purpose=call.purpose,
+            purpose="synthesis" if call.purpose == "synthesis" else "round",
             model_name=name,
             usage=usage,
             accumulated=self.usage,
         )
+        self.requested = {v.id: (v.name, v.args) for v in said.tool_calls if v.id}
         if call.purpose == "round":
             self.rounds_done += 1
         else:
@@ -211,25 +263,37 @@ class SpanRun:
 
     def _marked(self, messages: list[BaseMessage]) -> list[BaseMessage]:
         """``messages`` with the results of tools that failed marked as errors (a prompt
-        records a result's text, not its status)."""
-        return [
-            m.model_copy(update={"status": "error"})
-            if isinstance(m, ToolMessage) and m.tool_call_id in self.failed_calls
-            else m
-            for m in messages
-        ]
+        records a result's text, not its status); the results they carry are answered."""
+        out: list[BaseMessage] = []
+        for m in messages:
+            if isinstance(m, ToolMessage):
+                self.answers.pop(m.tool_call_id, None)
+                if m.tool_call_id in self.failed_calls:
+                    m = m.model_copy(update={"status": "error"})
+            out.append(m)
+        return out
 
     # -- tools --------------------------------------------------------------------------
     def tool_started(self, key: int, attributes: cv.Attributes, name: str, start_ns: int) -> str:
         """``tool_start``; returns the call id the tool answers."""
-        call_id = cv.tool_call_id(attributes) or f"{key:016x}"
         args = freeze(json_safe(cv.tool_args(attributes)))
+        call_id = cv.tool_call_id(attributes) or self._match(name, args) or f"{key:016x}"
+        self.requested.pop(call_id, None)
         tool = _Tool(call_id, name, args, self.round, start_ns)
         self.open_tools[key] = tool
         self.emit(
             ev.ToolStarted, start_ns, round=tool.round, tool_call_id=call_id, name=name, args=args
         )
         return call_id
+
+    def _match(self, name: str, args: Any) -> str | None:
+        """The call a tool span without a call id answers (OpenInference's often have
+        none): the last reply's first open call of that tool, with these arguments if one
+        has them."""
+        named = [i for i, (n, _) in self.requested.items() if n == name]
+        same = [i for i in named if self.requested[i][1] == args]
+        found = same or named
+        return found[0] if found else None
 
     def tool_ended(
         self, key: int, attributes: cv.Attributes, end_ns: int, failure: Failure | None
@@ -249,6 +313,11 @@ class SpanRun:
         ran = attributes.get(TOOLLOOP.TOOL_RAN)
         if status != "success":
             self.failed_calls.add(tool.call_id)
+        if result:
+            answer = "success" if status == "success" else "error"
+            self.answers[tool.call_id] = ToolMessage(
+                result, tool_call_id=tool.call_id, status=answer
+            )
         self._dispatch(
             tool,
             end_ns,
@@ -296,9 +365,11 @@ class SpanRun:
             return
         self.close_open(end_ns)
         self.ended = True
+        self.pending.extend(self.answers.values())
+        self.answers.clear()
         said = attributes.get(TOOLLOOP.OUTCOME)
         if failure is not None:
-            self._failed(failure, said, end_ns)
+            self._failed(failure, attributes, end_ns)
             return
         last = self.last_reply
         final = cv.output_messages(attributes)
@@ -311,7 +382,7 @@ class SpanRun:
             ev.LoopFinished,
             end_ns,
             final_text=text,
-            rounds=self.rounds_done,
+            rounds=self._rounds(attributes),
             usage=self.usage,
             budget_exhausted=attributes.get(TOOLLOOP.BUDGET_EXHAUSTED) is True,
             synthesis_was_run=self.synthesis_run,
@@ -322,17 +393,23 @@ class SpanRun:
             messages=ev.message_dicts(self.pending),
         )
 
-    def _failed(self, failure: Failure, said: Any, end_ns: int) -> None:
+    def _rounds(self, attributes: cv.Attributes) -> int:
+        """The rounds the run says it made (our export), else the rounds whose call replied."""
+        said = cv.count(attributes, (TOOLLOOP.ROUNDS,))
+        return self.rounds_done if said is None else said
+
+    def _failed(self, failure: Failure, attributes: cv.Attributes, end_ns: int) -> None:
+        said = attributes.get(TOOLLOOP.OUTCOME)
         outcome = said if said in ev.FAILED_OUTCOMES else "failed"
         self.emit(
             ev.LoopFailed,
             end_ns,
             error_type=failure.error_type,
-            error_kind=None,
-            reason=None,
+            error_kind=cv.text(attributes, TOOLLOOP.ERROR_KIND),
+            reason=cv.text(attributes, TOOLLOOP.ERROR_REASON),
             message=failure.message,
-            cause_type=None,
-            rounds=self.rounds_done,
+            cause_type=cv.text(attributes, TOOLLOOP.ERROR_CAUSE_TYPE),
+            rounds=self._rounds(attributes),
             usage=self.usage,
             any_invocation_made=self.calls > 0,
             cancelled=outcome == "cancelled",
