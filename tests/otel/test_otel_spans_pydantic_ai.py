@@ -8,9 +8,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterator
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 pytest.importorskip("pydantic_ai")
 
@@ -33,10 +36,11 @@ from toolloop_lab.events import (
     nested_run_ids,
     transcript,
 )
-from toolloop_lab.otel import SpanSource, watch_spans
+from toolloop_lab.otel import SpanSource, export_events, watch_spans
 from toolloop_lab.runview import RunView
 from toolloop_lab.spend.pricing import TokenPrice, price_of
 from toolloop_lab.spend.usage import Usage
+from toolloop_lab.trace import read_trace, write_trace
 from toolloop_lab.widget import LoopDebugger
 
 MODEL = "gpt-4o-mini"
@@ -350,3 +354,31 @@ def test_the_debugger_shows_a_span_run_and_says_it_cannot_drive_it(
     assert "OpenTelemetry spans" in (dbg.reach.why or "")
     assert not dbg.can_fork
     dbg.close()
+
+
+def test_a_span_run_is_a_trace_a_replay_and_an_export_like_any_other(
+    provider: TracerProvider, tmp_path: Path
+) -> None:
+    events: list[Event] = []
+    provider.add_span_processor(SpanSource(events.append))
+    _calculator(provider).run_sync("What is 1 + 2?")
+
+    path = write_trace(tmp_path / "run.jsonl", events)
+    read = read_trace(path)
+    assert read.skipped == ()
+    assert list(read.events) == events  # the strict parser takes every event back
+    replay = LoopDebugger.from_trace(path)
+    assert replay.view.status == "finished"
+    assert replay.view.usage == events[-1].usage  # type: ignore[union-attr]
+    replay.close()
+
+    exporter = InMemorySpanExporter()
+    again = TracerProvider()
+    again.add_span_processor(SimpleSpanProcessor(exporter))
+    export_events(events, again)
+    operations = [
+        (s.attributes or {}).get("gen_ai.operation.name") for s in exporter.get_finished_spans()
+    ]
+    assert sorted(operations, key=str) == sorted(
+        ["chat"] * 3 + ["execute_tool"] * 3 + ["invoke_agent"], key=str
+    )
