@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias
 
 from langchain_core.messages import (
@@ -32,6 +33,7 @@ from toolloop_lab.otel.names import GEN_AI
 
 __all__ = [
     "Attributes",
+    "PromptMemo",
     "Role",
     "count",
     "finish_reasons",
@@ -174,11 +176,24 @@ def parse_json(raw: str) -> Any:
 # -- messages -------------------------------------------------------------------------------
 
 
-def input_messages(attributes: Attributes) -> list[BaseMessage] | None:
+@dataclass(slots=True)
+class PromptMemo:
+    """The last prompt read for one run, so the next (the same messages and a few more)
+    builds only its new messages: each call span records the whole conversation, and
+    building a message is the costly part of reading it."""
+
+    text: str = ""
+    raw: list[Any] = field(default_factory=list)
+    messages: list[BaseMessage] = field(default_factory=list)
+
+
+def input_messages(
+    attributes: Attributes, memo: PromptMemo | None = None
+) -> list[BaseMessage] | None:
     """The prompt a call span records, as langchain-core messages; ``None``: not recorded."""
     raw = attributes.get(GEN_AI.INPUT_MESSAGES)
     if isinstance(raw, str):
-        return _from_genai(raw)
+        return _from_genai(raw, memo)
     return _flat(attributes, "llm.input_messages") or _flat(attributes, "gen_ai.prompt")
 
 
@@ -190,15 +205,22 @@ def output_messages(attributes: Attributes) -> list[BaseMessage] | None:
     return _flat(attributes, "llm.output_messages") or _flat(attributes, "gen_ai.completion")
 
 
-def _from_genai(raw: str) -> list[BaseMessage] | None:
+def _from_genai(raw: str, memo: PromptMemo | None = None) -> list[BaseMessage] | None:
     """The conventions' JSON messages (``{"role", "parts": [...]}``)."""
+    if memo is not None and memo.text and raw == memo.text:  # a call's end, as at its start
+        return list(memo.messages)
     data = parse_json(raw)
     if not isinstance(data, list):
         return None
+    known = 0
     out: list[BaseMessage] = []
-    for item in data:
+    if memo is not None and memo.raw and data[: len(memo.raw)] == memo.raw:
+        known, out = len(memo.raw), list(memo.messages)
+    for item in data[known:]:
         if isinstance(item, Mapping):
             out.extend(_genai_message(item))
+    if memo is not None:
+        memo.text, memo.raw, memo.messages = raw, data, list(out)
     return out
 
 

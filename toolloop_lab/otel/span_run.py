@@ -92,6 +92,7 @@ class SpanRun:
     run that stopped after its tools, before another call)."""
     """Tool calls whose tool ended in error: their results in a later prompt say so."""
     repeats: RepeatedCalls = field(default_factory=RepeatedCalls)
+    memo: cv.PromptMemo = field(default_factory=cv.PromptMemo)
 
     # -- emitting ---------------------------------------------------------------------
     def emit(
@@ -156,7 +157,7 @@ class SpanRun:
                 self.emit(ev.RoundStarted, start_ns, max_rounds=None)
         self.retry_next = False
         self.calls += 1
-        prompt = cv.input_messages(attributes)
+        prompt = cv.input_messages(attributes, self.memo)
         fresh = self._marked(self.conversation.new(prompt)) if prompt is not None else []
         sent = [*self.pending, *fresh]
         self.pending = []
@@ -237,7 +238,7 @@ class SpanRun:
                 latency_s=latency,
             )
             return
-        prompt = cv.input_messages(attributes) or []
+        prompt = cv.input_messages(attributes, self.memo) or []
         reply = _reply(attributes, call.model_name)
         self.pending.extend(self._marked(self.conversation.new([*prompt, reply])))
         name, usage = _usage(reply, prompt, attributes, call.model_name, self.prices)
