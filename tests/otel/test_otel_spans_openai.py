@@ -98,8 +98,8 @@ def test_a_hand_written_loop_in_its_own_agent_span_is_one_live_run(
         while True:
             reply = client.chat.completions.create(
                 model="gpt-4o-mini",
-                messages=messages,  # type: ignore[arg-type]
-                tools=TOOLS,  # type: ignore[arg-type]
+                messages=messages,
+                tools=TOOLS,
             )
             message = reply.choices[0].message
             if not message.tool_calls:
