@@ -117,7 +117,7 @@ class SpanRun:
         parent_tool_call_id: str | None,
     ) -> None:
         """``loop_start``: the agent span (or a lone call's) began."""
-        name = cv.text(attributes, GEN_AI.AGENT_NAME, "agent_name")
+        name = cv.text(attributes, GEN_AI.AGENT_NAME, "agent_name", "agent.name")
         if name is None and span_name.startswith(f"{GEN_AI.OP_INVOKE_AGENT} "):
             name = span_name.removeprefix(f"{GEN_AI.OP_INVOKE_AGENT} ")
         tags = attributes.get(TOOLLOOP.TAGS)

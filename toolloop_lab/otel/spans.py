@@ -21,7 +21,9 @@ How spans become events (``LoopStarted.source == "otel"``):
 * a **tool span** (``execute_tool``, OpenInference ``TOOL``) is ``tool_start`` at its start
   and ``tool_dispatch`` at its end, an error status reading as the tool's error;
 * **parents give nesting**: an agent span under a tool span is a sub-agent, a run naming
-  the parent run and the tool call that ran it; spans of no kind we know (a framework's own
+  the parent run and the tool call that ran it; an agent span inside a run but under no
+  tool call (the OpenAI Agents SDK's agent inside its "Agent workflow" span, the agent a
+  hand-off passes to) is part of that run; spans of no kind we know (a framework's own
   steps) pass their run on to their children, and so does a chat span inside another (an
   instrumented client under an instrumented framework: the call is counted once, by the
   outer span); a chat or tool span under no agent span (a bare client call) is a run of
@@ -145,6 +147,8 @@ class SpanSource(SpanProcessor):
         role = cv.role_of(attributes)
         if role == "chat" and parent is not None and parent.role == "chat":
             role = None  # a wrapper's call around the real one (a fallback model): one call
+        if role == "agent" and parent is not None and parent.tool_call_id is None:
+            role = None  # an agent inside a workflow's agent span, not run by a tool: one run
         start = span.start_time or 0
         if role == "agent" or (role is not None and parent is None):
             run = self._new_run(context.trace_id, key, attributes, span.name, start, parent)
