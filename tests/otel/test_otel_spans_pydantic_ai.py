@@ -139,6 +139,9 @@ def test_a_pydantic_ai_run_reads_as_our_events(provider: TracerProvider) -> None
     assert dispatched[0].content == "3"
     assert dispatched[1].content == "check it once more"
     assert [e.tool_call_id for e in events if isinstance(e, ToolStarted)] == ["c1", "c2", "c3"]
+    # pydantic-ai records a call's prompt at its end: a round shows the results it was sent
+    sent = [[m["type"] for m in e.messages] for e in events if isinstance(e, ModelCallStarted)]
+    assert sent == [[], ["human", "ai", "tool", "tool"], ["ai", "tool"]]
     said = [(m.type, m.text) for m in transcript(events)]
     assert said == [
         ("human", "What is 1 + 2?"),

@@ -80,6 +80,8 @@ class SpanRun:
     ended: bool = False
     conversation: Conversation = field(default_factory=Conversation)
     pending: list[BaseMessage] = field(default_factory=list)
+    seen: list[BaseMessage] = field(default_factory=list)
+    """The conversation as last read (a prompt, then it and its reply)."""
     """Messages learnt since the last ``model_call_start`` (replies, prompts recorded at a
     call's end): the next call's start or the run's end carries them."""
     open_calls: dict[int, _Call] = field(default_factory=dict)
@@ -157,9 +159,7 @@ class SpanRun:
                 self.emit(ev.RoundStarted, start_ns, max_rounds=None)
         self.retry_next = False
         self.calls += 1
-        prompt = cv.input_messages(attributes, self.memo)
-        fresh = self._marked(self.conversation.new(prompt)) if prompt is not None else []
-        sent = [*self.pending, *fresh]
+        sent = [*self.pending, *self._fresh(cv.input_messages(attributes, self.memo))]
         self.pending = []
         model = cv.model_name(attributes) or self.model_name
         self.emit(
@@ -240,7 +240,7 @@ class SpanRun:
             return
         prompt = cv.input_messages(attributes, self.memo) or []
         reply = _reply(attributes, call.model_name)
-        self.pending.extend(self._marked(self.conversation.new([*prompt, reply])))
+        self.pending.extend(self._carried([*prompt, reply]))
         name, usage = _usage(reply, prompt, attributes, call.model_name, self.prices)
         self.usage = self.usage + usage
         first = attributes.get(GEN_AI.RESPONSE_TIME_TO_FIRST_CHUNK)
@@ -261,6 +261,20 @@ class SpanRun:
         else:
             self.synthesis_run = True
         self.last_reply = reply
+
+    def _fresh(self, prompt: list[BaseMessage] | None) -> list[BaseMessage]:
+        """What a call is sent that no event carried yet: the new part of its prompt, or,
+        when the span records its prompt only at its end, the tool results since the last
+        reply (a framework sends those next, so the round shows them as sent)."""
+        if prompt is not None:
+            return self._carried(prompt)
+        answers = list(self.answers.values())
+        return self._carried([*self.seen, *answers]) if answers else []
+
+    def _carried(self, messages: list[BaseMessage]) -> list[BaseMessage]:
+        """The messages of ``messages`` (the conversation so far) no event carried yet."""
+        self.seen = messages
+        return self._marked(self.conversation.new(messages))
 
     def _marked(self, messages: list[BaseMessage]) -> list[BaseMessage]:
         """``messages`` with the results of tools that failed marked as errors (a prompt

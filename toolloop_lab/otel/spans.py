@@ -34,8 +34,10 @@ estimated from the prompt and reply it records and flagged ``estimated``; a mode
 genai-prices does not know (and ``prices`` does not name) is unpriced; a run has no round
 cap, budgets or gates (``None``: absent, not passed); messages are known only where the
 framework records content (pydantic-ai does; our own export with ``capture_content``); a
-framework that records a call's prompt at its end has those messages carried by the next
-call's start (or the run's end), so the transcript is whole, in order, once the run ends.
+framework that records a call's prompt only at its end (pydantic-ai) has the first call's
+prompt carried by the next call's start, which also carries the tool results since the last
+reply (they are what the framework sends next), so each round shows what it was sent and
+the transcript is whole, in order, once the run ends.
 Streamed fragments are not in spans: there are no ``model_delta`` events. Our own export's
 ``toolloop.*`` facts (call purpose, tool status, outcome) are read back where present.
 
