@@ -3,7 +3,8 @@
 A cell awaits ``agent.run(...)`` inside ``dbg.watch_spans(provider)``: the debugger shows
 the run while it is in flight (the Running badge, its first round), with Continue, Step,
 Stop and the pause selector off and saying why (the run is read from spans, not driven),
-then the finished run: the answer, the tool calls, the tokens pydantic-ai reported.
+then the finished run: the answer, the tool calls, the tokens pydantic-ai reported, and
+"Fork from here" off with its reason (no agent of ours to run it again with).
 
 Screenshots (light, dark, 600 px) go to ``test-artifacts/spans_*.png``.
 """
@@ -123,6 +124,9 @@ def test_a_pydantic_ai_run_shows_live_from_its_spans(page_for: Any, jupyter: Jup
         assert "lookup" in text
         assert "1,420" in text  # input tokens: 420 + 470 + 530, as pydantic-ai reported them
         assert "unpriced" not in text  # gpt-4o-mini is priced by genai-prices
+        fork = live.get_by_role("button", name="Fork from here")
+        assert fork.is_disabled()  # no agent of ours to run it again with
+        assert "knows no agent to fork with" in (fork.get_attribute("title") or "")
         wait_idle(page)
         output = page.locator(".jp-Notebook .jp-Cell").nth(2).locator(".jp-OutputArea")
         output.get_by_text("Ticket 7 is open; ticket 8 is closed.").wait_for()
