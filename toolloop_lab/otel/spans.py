@@ -12,7 +12,8 @@ How spans become events (``LoopStarted.source == "otel"``):
 
 * an **agent span** (``gen_ai.operation.name = invoke_agent``, OpenInference ``AGENT``)
   starts a run at its start and ends it at its end: ``loop_finish``, or ``loop_failure``
-  when its status is an error;
+  when its status is an error. Its run id is the last 12 hex digits of the span's id (the
+  length of our loop's), or the ``toolloop.run_id`` our own export wrote;
 * a **chat span** (``chat``, ``text_completion``, ``generate_content``, OpenInference
   ``LLM``, or the older conventions' ``gen_ai.system``) is a model call: ``round_start`` and
   ``model_call_start`` at its start, ``model_call`` with usage, model, finish reason, cost
@@ -153,7 +154,7 @@ class SpanSource(SpanProcessor):
             role = None  # an agent inside a workflow's agent span, not run by a tool: one run
         start = span.start_time or 0
         if role == "agent" or (role is not None and parent is None):
-            run = self._new_run(context.trace_id, key, attributes, span.name, start, parent)
+            run = self._new_run(key, attributes, span.name, start, parent)
             self._open[key] = _Open(run, "agent", root=True)
             if role == "agent":
                 return
@@ -170,15 +171,14 @@ class SpanSource(SpanProcessor):
 
     def _new_run(
         self,
-        trace_id: int,
         key: int,
         attributes: cv.Attributes,
         name: str,
         start: int,
         parent: _Open | None,
     ) -> SpanRun:
-        said = attributes.get(TOOLLOOP.RUN_ID)
-        run_id = said if isinstance(said, str) and said else f"{trace_id:032x}-{key:016x}"
+        said = attributes.get(TOOLLOOP.RUN_ID)  # our own export's run, read back
+        run_id = said if isinstance(said, str) and said else f"{key:016x}"[-12:]
         run = SpanRun(self.observers, run_id, start, prices=self.prices)
         run.start(
             attributes,
