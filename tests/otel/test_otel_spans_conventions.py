@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.trace import Span, Status, StatusCode, Tracer
+from opentelemetry.trace import Span, Status, StatusCode, Tracer, set_span_in_context
 
 from toolloop_lab.events import (
     Event,
@@ -293,3 +293,38 @@ def test_spans_from_many_threads_keep_each_run_whole(tracer: Tracer, events: lis
         )
         assert sum(isinstance(e, ToolDispatched) for e in stream) == 5
         assert [e.t for e in stream] == sorted(e.t for e in stream)
+
+
+def test_a_run_ending_before_its_tool_closes_the_tool_as_stopped(
+    tracer: Tracer, events: list[Event]
+) -> None:
+    agent = tracer.start_span("invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"})
+    context = set_span_in_context(agent)
+    tool = tracer.start_span(
+        "execute_tool slow", context=context, attributes={"gen_ai.operation.name": "execute_tool"}
+    )
+    agent.end()
+    tool.end()  # too late: its run has ended
+    (dispatch,) = [e for e in events if isinstance(e, ToolDispatched)]
+    assert (dispatch.name, dispatch.status, dispatch.error_reason) == (
+        "slow",
+        "cancelled",
+        "cancelled",
+    )
+    assert events[-1].kind == "loop_finish"
+    assert sum(isinstance(e, ToolDispatched) for e in events) == 1
+
+
+def test_a_run_whose_spans_never_end_fails_as_incomplete_at_shutdown() -> None:
+    events: list[Event] = []
+    provider = TracerProvider()
+    source = SpanSource(events.append)
+    provider.add_span_processor(source)
+    tracer = provider.get_tracer("test")
+    tracer.start_span("invoke_agent", attributes={"gen_ai.operation.name": "invoke_agent"})
+    assert len(source.open_runs) == 1
+    provider.shutdown()
+    end = events[-1]
+    assert isinstance(end, LoopFailed)
+    assert (end.error_type, end.outcome) == ("incomplete", "failed")
+    assert source.open_runs == ()
