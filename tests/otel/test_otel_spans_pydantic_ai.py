@@ -385,3 +385,37 @@ def test_a_span_run_is_a_trace_a_replay_and_an_export_like_any_other(
     assert sorted(operations, key=str) == sorted(
         ["chat"] * 3 + ["execute_tool"] * 3 + ["invoke_agent"], key=str
     )
+
+
+def test_the_lab_frames_read_a_span_run(provider: TracerProvider) -> None:
+    pytest.importorskip("pandas")
+    from toolloop_lab.lab import ScenarioRun
+    from toolloop_lab.lab.frames import runs_frame, tools_frame
+
+    events: list[Event] = []
+    provider.add_span_processor(SpanSource(events.append))
+    _calculator(provider).run_sync("What is 1 + 2?")
+    record = ScenarioRun(
+        scenario="calc",
+        index=0,
+        tags=(),
+        description="a pydantic-ai agent read from its spans",
+        model_name=MODEL,
+        outcome="final_answer",
+        error_kind=None,
+        error_reason=None,
+        error_message=None,
+        duration_s=0.0,
+        events=tuple(events),
+    )
+    (run,) = runs_frame([record]).to_dict("records")
+    assert (run["rounds"], run["model_calls"], run["prompt_tokens"], run["completion_tokens"]) == (
+        3,
+        3,
+        65,
+        16,
+    )
+    assert (run["tool_calls"], run["tool_errors"], run["cost_known"]) == (3, 1, True)
+    assert not run["usage_estimated"]
+    tools = tools_frame([record])
+    assert tools["status"].tolist() == ["success", "error", "success"]
