@@ -281,10 +281,11 @@ class LoopStarted(_Base):
     input_messages: Count
     started_at: Text
     """Wall-clock start, ISO 8601 UTC."""
-    source: Literal["loop", "langchain"] = "loop"
+    source: Literal["loop", "langchain", "otel"] = "loop"
     """``loop``: our ``LLMAgent``, which enforces every gate. ``langchain``: a run seen
-    through the callback bridge, whose gates are absent (not passed) and whose unknown
-    figures are marked unknown."""
+    through the callback bridge; ``otel``: a run read from OpenTelemetry spans
+    (:class:`~toolloop_lab.otel.SpanSource`). The gates of those two are absent (not
+    passed) and their unknown figures are marked unknown."""
     name: Text | None = None
     """What the run is called: ``run(..., name=)`` for our loop, the agent's or graph's
     name for a run seen through the bridge; ``None`` when nobody named it."""

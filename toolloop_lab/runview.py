@@ -601,8 +601,9 @@ class RunSummary:
     """Wall-clock start, ISO 8601 UTC (``None`` when the start event is lost)."""
     duration_s: float
     """Run time so far (the whole run's, once it ended), the time pauses held it left out."""
-    source: Literal["loop", "langchain"]
-    """``loop``: our ``LLMAgent``; ``langchain``: a run seen through the callback bridge."""
+    source: Literal["loop", "langchain", "otel"]
+    """``loop``: our ``LLMAgent``; ``langchain``: a run seen through the callback bridge;
+    ``otel``: a run read from OpenTelemetry spans."""
     parent_tool_name: str | None
     """The name of the parent's tool call that made this run, when the stream holds it."""
     total_input_tokens: int

@@ -53,6 +53,7 @@ NEW, OLD = KernelInfo("7.4.0"), KernelInfo("7.3.0")
     ("source", "attached", "home", "kernel", "off_home", "expected"),
     [
         ("langchain", True, True, NEW, True, Reach(False, False, "bridged")),
+        ("otel", True, True, NEW, True, Reach(False, False, "spans")),  # read from spans
         ("loop", True, True, None, False, Reach(False, False, "no_kernel")),
         ("loop", True, True, NEW, False, FULL),  # await in a cell, ipykernel 7.4
         ("loop", True, True, OLD, False, Reach(False, False, "old_kernel", "7.3.0")),

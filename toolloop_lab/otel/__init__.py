@@ -12,6 +12,11 @@ or later, from a saved trace: ``export_trace("run.jsonl", provider)``. Spans per
 ``capture_content=True``. See :mod:`toolloop_lab.otel.observer` for the mapping and
 :mod:`toolloop_lab.otel.names` for every name.
 
+The other way, spans in: :class:`SpanSource` is a span processor that turns the GenAI spans
+of any framework (pydantic-ai, the OpenAI client, OpenInference instrumentations) into our
+events, live (``provider.add_span_processor(SpanSource(dbg))``, or ``with
+watch_spans(provider, dbg): ...``); see :mod:`toolloop_lab.otel.spans`.
+
 Needs the ``otel`` extra (``pip install 'toolloop-lab[otel]'``); the loop itself never
 imports OpenTelemetry.
 """
@@ -33,6 +38,7 @@ from toolloop_lab.otel.export import (
 )
 from toolloop_lab.otel.names import PREFIX, SCHEMA_URL, SEMCONV_VERSION
 from toolloop_lab.otel.observer import ExportOptions, OTelObserver, provider_for_model
+from toolloop_lab.otel.spans import SpanSource, watch_spans
 
 __all__ = [
     "PREFIX",
@@ -41,8 +47,10 @@ __all__ = [
     "ExportOptions",
     "ExportedTrace",
     "OTelObserver",
+    "SpanSource",
     "export_events",
     "export_trace",
     "otlp_tracer_provider",
     "provider_for_model",
+    "watch_spans",
 ]

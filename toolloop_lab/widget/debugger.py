@@ -58,6 +58,7 @@ from toolloop_lab.widget.synced import SyncedState
 
 if TYPE_CHECKING:
     from toolloop_lab.bridge import EventBridge
+    from toolloop_lab.otel.spans import SpanSource
 
 __all__ = ["DebuggableAgent", "LoopDebugger"]
 
@@ -284,6 +285,17 @@ class LoopDebugger(RunList, Comparisons, StepMode, SyncedState):
         from toolloop_lab.bridge import callbacks
 
         return callbacks(self, *observers, prices=prices)
+
+    # -- any framework's OpenTelemetry spans ----------------------------------------------
+    def watch_spans(
+        self, tracer_provider: Any, *observers: Observer, prices: PriceTable | None = None
+    ) -> AbstractContextManager[SpanSource]:
+        """Show every agent ``tracer_provider`` traces inside the block (``with
+        dbg.watch_spans(provider): agent.run_sync(...)``), live; ``observers`` get the same
+        events. See :mod:`toolloop_lab.otel.spans` (needs the ``otel`` extra)."""
+        from toolloop_lab.otel.spans import watch_spans
+
+        return watch_spans(tracer_provider, self, *observers, prices=prices)
 
     # -- fork -------------------------------------------------------------------------
     def _update_can_fork(self) -> None:

@@ -18,7 +18,8 @@ on where the run runs and on how the kernel reads the page's messages:
 
 A run the clicks cannot reach is never held at a pause (it would wait forever): its
 controls are off, and the reason is shown. A LangChain or LangGraph run seen through the
-bridge is observed, never driven: nothing here can pause or stop it.
+bridge, or read from OpenTelemetry spans, is observed, never driven: nothing here can
+pause or stop it.
 """
 
 from __future__ import annotations
@@ -125,6 +126,8 @@ def decide(
     ``await``), not on another thread's (``agent.run()``); ``page_off_home``: the page's
     messages arrive on another thread than the kernel's (a subshell).
     """
+    if source == "otel":
+        return Reach(False, False, "spans")
     if source != "loop":
         return Reach(False, False, "bridged")
     if kernel is None:

@@ -15,7 +15,7 @@ import { STATUS, outcomeWords, statusCode, word } from "./words.js";
  * @property {string | null} parent_tool_name
  * @property {string | null} name
  * @property {string[]} tags
- * @property {string} source "loop" or "langchain"
+ * @property {string} source "loop", "langchain" or "otel"
  * @property {string} status
  * @property {string | null} outcome
  * @property {number} rounds
