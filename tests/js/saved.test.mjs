@@ -98,3 +98,18 @@ test("a request nobody answers says so after a while, never waits forever", asyn
     mock.timers.reset();
   }
 });
+
+test("a call whose source records its prompt only at its end says it is not known, never 0 messages", async () => {
+  const { mount } = await import(src("debugger.js"));
+  const events = loadCase("multi_round");
+  const first = events.findIndex((e) => e.kind === "model_call_start");
+  const upTo = events.slice(0, first + 1).map((e) => (e.kind === "model_call_start" ? { ...e, messages: [] } : e));
+  const el = document.createElement("div");
+  document.body.append(el);
+  const { dispose } = mount(el, upTo);
+  await frame();
+  const detail = text(el, ".tl-detail");
+  assert.match(detail, /What the model was sent is not known: its source records it when the call ends\./);
+  assert.doesNotMatch(detail, /0 messages/);
+  dispose();
+});

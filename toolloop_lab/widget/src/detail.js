@@ -88,7 +88,11 @@ export function createDetail(ctx, fork, drawFork) {
     if (pausedAt && pausedAt.stage === "tool_dispatch" && newest && pausedAt.calls) detailBody.append(aboutToRun(ctx, editor));
     const synth = r.synthesis;
     if (synth) detailBody.append(block(s.ui.collapsed, `r${r.n}:synth`, "Why a final-answer call", () => h("div", null, h("div", "tl-meta", `Reason: ${SYNTH[synth.reason] || synth.reason}`), textView(synth.prompt)), { copy: synth.prompt, open: false }));
-    if (c && c.msgFrom !== null && c.msgTo !== null) {
+    if (c && c.msgFrom !== null && c.msgTo !== null && c.msgTo + s.omittedMessages === 0) {
+      // every model call is sent something: none recorded means not known (yet), never "0"
+      const when = c.done ? "its source did not record it" : "its source records it when the call ends";
+      detailBody.append(h("div", "tl-muted tl-pad", `What the model was sent is not known: ${when}.`));
+    } else if (c && c.msgFrom !== null && c.msgTo !== null) {
       const n = c.msgTo - c.msgFrom;
       const to = c.msgTo + s.omittedMessages; // a saved run: what rounds left out of the file sent too
       const verb = pausedBeforeCall && !c.done ? "About to send" : "Sent to the model";
