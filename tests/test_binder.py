@@ -94,6 +94,11 @@ EXPECTED: dict[str, tuple[str, ...]] = {
         "triage with its sub-agent: tokens=2,065",
         "the debugger above shows monday against tuesday: 4 of 4 rounds differ",
     ),
+    "13_watch_any_framework.ipynb": (
+        "support   from otel  final_answer  rounds=2 tokens=998",
+        "LLMAgent  from loop  final_answer  rounds=2 tokens=998",
+        "Every round did the same.",
+    ),
 }
 
 

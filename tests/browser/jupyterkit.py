@@ -200,3 +200,23 @@ def switch_theme(page: Any, theme: str) -> None:
 def shot(page_or_locator: Any, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     page_or_locator.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+def looks(page: Any, live: Any, name: str) -> None:
+    """Screenshots of ``live`` light, dark and at 600 px (``{name}_light.png`` and so on);
+    contrast and layout hold in each."""
+    live.scroll_into_view_if_needed()
+    shot(live, f"{name}_light")
+    switch_theme(page, "JupyterLab Dark")
+    dark = contrast_report(page)
+    print(f"\n[{name} dark] text nodes checked: {dark['count']}, below 4.5:1: {dark['worst']}")
+    assert dark["worst"] == []
+    live.scroll_into_view_if_needed()
+    shot(live, f"{name}_dark")
+    switch_theme(page, "JupyterLab Light")
+    page.set_viewport_size({"width": 600, "height": 1400})
+    page.wait_for_timeout(400)
+    assert layout_problems(page) == []
+    live.scroll_into_view_if_needed()
+    shot(page, f"{name}_600px")
+    page.set_viewport_size({"width": 1400, "height": 1800})

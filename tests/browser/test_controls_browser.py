@@ -21,11 +21,9 @@ import pytest
 
 from browser.jupyterkit import (
     Jupyter,
-    contrast_report,
-    layout_problems,
+    looks,
     run_all_cells,
     shot,
-    switch_theme,
     wait_idle,
     widget,
     write_notebook,
@@ -114,25 +112,6 @@ def _buttons(live: Any) -> dict[str, Any]:
     return {name: live.get_by_role("button", name=name) for name in ("Continue", "Step", "Stop")}
 
 
-def _looks(page: Any, live: Any, tag: str) -> None:
-    """Screenshots light, dark and at 600 px; contrast and layout hold in each."""
-    live.scroll_into_view_if_needed()
-    shot(live, f"controls_{tag}_light")
-    switch_theme(page, "JupyterLab Dark")
-    dark = contrast_report(page)
-    print(f"\n[{tag} dark] text nodes checked: {dark['count']}, below 4.5:1: {dark['worst']}")
-    assert dark["worst"] == []
-    live.scroll_into_view_if_needed()
-    shot(live, f"controls_{tag}_dark")
-    switch_theme(page, "JupyterLab Light")
-    page.set_viewport_size({"width": 600, "height": 1400})
-    page.wait_for_timeout(400)
-    assert layout_problems(page) == []
-    live.scroll_into_view_if_needed()
-    shot(page, f"controls_{tag}_600px")
-    page.set_viewport_size({"width": 1400, "height": 1800})
-
-
 def _run_cell(page: Any, index: int) -> None:
     """Run one cell (after a Run All that stopped at an error), as a person would."""
     cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
@@ -168,7 +147,7 @@ def test_stop_and_step_reach_an_attached_run_a_cell_awaits(
         buttons["Step"].click()
         live.get_by_text("Paused before running lookup in round 2.").wait_for()
         if ui == "lab":
-            _looks(page, live, "paused")
+            looks(page, live, "controls_paused")
         buttons["Stop"].click()
         live.locator(".tl-badge", has_text="Stopped").wait_for()
         failure = live.locator(".tl-failure").inner_text()
@@ -189,7 +168,7 @@ def test_stop_and_step_reach_an_attached_run_a_cell_awaits(
         _run_cell(page, 3)
         page.get_by_text("kernel free: 2").wait_for()
         if ui == "lab":
-            _looks(page, live, "stopped")
+            looks(page, live, "controls_stopped")
         assert not [e for e in page.errors if "toolloop" in e.lower()]
     except BaseException:
         shot(page, f"controls_await_{ui}_failure")
@@ -235,7 +214,7 @@ def test_a_bridged_run_has_its_controls_off_with_the_reason(
         assert live.locator(".tl-failure").is_hidden()
         assert "paused by interrupt(), waiting for input" in live.inner_text()
         wait_idle(page)
-        _looks(page, live, "bridged")
+        looks(page, live, "controls_bridged")
     except BaseException:
         shot(page, "controls_bridged_failure")
         print("\n".join(page.errors))

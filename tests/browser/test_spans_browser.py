@@ -17,11 +17,9 @@ import pytest
 
 from browser.jupyterkit import (
     Jupyter,
-    contrast_report,
-    layout_problems,
+    looks,
     run_all_cells,
     shot,
-    switch_theme,
     wait_idle,
     widget,
     write_notebook,
@@ -71,25 +69,6 @@ agent.instrument = InstrumentationSettings(tracer_provider=provider)
 SPANS_WHY = "reads this run from its OpenTelemetry spans but does not drive it"
 
 
-def _looks(page: Any, live: Any, tag: str) -> None:
-    """Screenshots light, dark and at 600 px; contrast and layout hold in each."""
-    live.scroll_into_view_if_needed()
-    shot(live, f"spans_{tag}_light")
-    switch_theme(page, "JupyterLab Dark")
-    dark = contrast_report(page)
-    print(f"\n[{tag} dark] text nodes checked: {dark['count']}, below 4.5:1: {dark['worst']}")
-    assert dark["worst"] == []
-    live.scroll_into_view_if_needed()
-    shot(live, f"spans_{tag}_dark")
-    switch_theme(page, "JupyterLab Light")
-    page.set_viewport_size({"width": 600, "height": 1400})
-    page.wait_for_timeout(400)
-    assert layout_problems(page) == []
-    live.scroll_into_view_if_needed()
-    shot(page, f"spans_{tag}_600px")
-    page.set_viewport_size({"width": 1400, "height": 1800})
-
-
 def test_a_pydantic_ai_run_shows_live_from_its_spans(page_for: Any, jupyter: Jupyter) -> None:
     name = write_notebook(
         jupyter.root,
@@ -130,7 +109,7 @@ def test_a_pydantic_ai_run_shows_live_from_its_spans(page_for: Any, jupyter: Jup
         wait_idle(page)
         output = page.locator(".jp-Notebook .jp-Cell").nth(2).locator(".jp-OutputArea")
         output.get_by_text("Ticket 7 is open; ticket 8 is closed.").wait_for()
-        _looks(page, live, "finished")
+        looks(page, live, "spans_finished")
         assert not [e for e in page.errors if "toolloop" in e.lower()]
     except BaseException:
         shot(page, "spans_failure")
