@@ -28,6 +28,7 @@ from browser.jupyterkit import (
     KERNEL,
     Jupyter,
     install_kernel,
+    looks,
     run_all_cells,
     shot,
     widget,
@@ -186,3 +187,4 @@ def test_a_saved_2001_round_run_reopens_with_its_true_totals_and_no_kernel_contr
     assert not ERRORS.search(text), ERRORS.search(text)
     saved_view.scroll_into_view_if_needed()
     shot(saved_view, "lab_saved_long_run_reopened")
+    looks(page, saved_view, "lab_saved_long_run_reopened")  # dark and 600 px too
