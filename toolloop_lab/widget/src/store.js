@@ -107,12 +107,14 @@ const waiting = [];
 let port = null;
 
 /**
- * Run `fn` as the next task: a message to ourselves, which the page runs as soon as it has
- * drawn what is due (a chain of setTimeout(0) waits 4 ms a link after the fifth).
+ * Run `fn` as the next task: in a browser, a message to ourselves, which the page runs as
+ * soon as it has drawn what is due (a chain of setTimeout(0) waits 4 ms a link after the
+ * fifth); elsewhere (Node, where no timer is clamped so) a timer, which keeps its place
+ * among the other timers.
  * @param {() => void} fn
  */
 export function soon(fn) {
-  if (typeof MessageChannel !== "function") {
+  if (typeof MessageChannel !== "function" || typeof window === "undefined") {
     setTimeout(fn, 0);
     return;
   }
@@ -123,8 +125,6 @@ export function soon(fn) {
       if (f) f();
     };
     port = channel.port2;
-    const held = /** @type {any} */ (channel.port1);
-    if (typeof held.unref === "function") held.unref(); // Node: never what keeps it running
   }
   waiting.push(fn);
   port.postMessage(null);

@@ -127,20 +127,27 @@ export function createView(el, s, host) {
     while (next < parts.length) {
       const part = parts[next++];
       if (part === NEXT_FRAME) {
-        cut = true;
+        cutShort();
         requestAnimationFrame(goOn);
         return;
       }
       part();
       if (next < parts.length && parts[next] !== NEXT_FRAME && performance.now() - began > SLICE_MS) {
-        cut = true;
+        cutShort();
         soon(goOn);
         return;
       }
     }
     next = 0;
+    root.removeAttribute("data-drawing");
     for (const fn of ending.splice(0)) fn();
     if (stamp(s) !== lastVersion) redraw(lastVersion === -1);
+  }
+
+  /** Mark a draw cut short: it goes on in a later task (the root says so until it ends). */
+  function cutShort() {
+    cut = true;
+    root.setAttribute("data-drawing", "");
   }
 
   /** Go on with a draw cut short (in a task or a frame of its own: the page draws in between). */
