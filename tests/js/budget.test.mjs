@@ -3,6 +3,7 @@
 // tripped (marked, never as the round's error).
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { settled } from "./fixtures.mjs";
 import { JSDOM } from "jsdom";
 import { loadCase, src } from "./fixtures.mjs";
 
@@ -12,7 +13,7 @@ const { mount } = await import(src("debugger.js"));
 const { STATUS, BUDGET_STOP } = await import(src("words.js"));
 const { overshoot } = await import(src("budget.js"));
 
-const frame = () => new Promise((r) => setTimeout(r, 60)); // a draw is on the next frame
+const frame = (ms = 60) => settled(ms); // a draw starts on the next frame and may go on in later tasks
 const MID_RUN = "Stopped by the USD limit after 4 paid calls; round 4's 2 tool calls did not run";
 
 async function mounted(name) {

@@ -4,6 +4,7 @@
 // interrupt() paused reads as interrupted, waiting for input, never as a failure.
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { settled } from "./fixtures.mjs";
 import { JSDOM } from "jsdom";
 import { loadCase, src } from "./fixtures.mjs";
 
@@ -11,7 +12,7 @@ const dom = new JSDOM("<!doctype html><html><body></body></html>", { pretendToBe
 for (const name of ["document", "requestAnimationFrame", "cancelAnimationFrame"]) globalThis[name] = dom.window[name];
 const { default: factory, mount } = await import(src("debugger.js"));
 
-const frame = () => new Promise((r) => setTimeout(r, 60)); // a draw is on the next frame
+const frame = (ms = 60) => settled(ms); // a draw starts on the next frame and may go on in later tasks
 
 /** A stand-in anywidget model: traits, what the page sent, and Python's messages. */
 function standIn() {

@@ -5,6 +5,7 @@
 // Ctrl+Enter.
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { settled } from "./fixtures.mjs";
 import { JSDOM } from "jsdom";
 import { src } from "./fixtures.mjs";
 import { script } from "./run_script.mjs";
@@ -17,7 +18,7 @@ const { createStore, enqueue, notify } = await import(src("store.js"));
 const { createView } = await import(src("view.js"));
 const { EDITOR_KEYS } = await import(src("editor.js"));
 
-const frame = () => new Promise((r) => setTimeout(r, 60));
+const frame = (ms = 60) => settled(ms); // a draw starts on the next frame and may go on in later tasks
 const SUPPRESS = "data-lm-suppress-shortcuts";
 
 /** What the notebook's listeners on the document hear: [phase, key, field marked for Lumino]. */

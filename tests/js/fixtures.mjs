@@ -21,3 +21,14 @@ export function loadCase(name) {
   if (!existsSync(file)) throw new Error(`no fixture ${file}`);
   return JSON.parse(readFileSync(file, "utf8"));
 }
+
+/**
+ * Wait `ms` (a draw starts on the next frame), then until no debugger on the page is in the
+ * middle of a draw: a draw cut into slices goes on in later tasks, and marks its root
+ * `data-drawing` until it ends.
+ * @param {number} [ms]
+ */
+export async function settled(ms = 60) {
+  await new Promise((r) => setTimeout(r, ms));
+  for (let i = 0; i < 400 && globalThis.document && document.querySelector(".tl-root[data-drawing]"); i++) await new Promise((r) => setTimeout(r, 5));
+}

@@ -2,6 +2,7 @@
 // the host's showRun where the page has one, else by the round whose tool started them.
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { settled } from "./fixtures.mjs";
 import { JSDOM } from "jsdom";
 import { src } from "./fixtures.mjs";
 import { FOUR_ROUNDS, script } from "./run_script.mjs";
@@ -13,7 +14,7 @@ Object.defineProperty(dom.window.HTMLElement.prototype, "clientWidth", { configu
 const { createStore, enqueue } = await import(src("store.js"));
 const { createView } = await import(src("view.js"));
 
-const frame = () => new Promise((r) => setTimeout(r, 60));
+const frame = (ms = 60) => settled(ms); // a draw starts on the next frame and may go on in later tasks
 const host = (extra = {}) => ({ live: false, pauseOn: () => "off", setPauseOn() {}, control() {}, send() {}, forking: false, canFork: () => false, ...extra });
 const row = (id, parent, offset, extra = {}) => ({ run_id: id, parent_run_id: parent, parent_tool_call_id: "c3_0", parent_tool_name: "a", name: null, tags: [], status: "finished", outcome: "final_answer", duration_s: 1.5, offset_s: offset, spans: [], spans_left_out: 0, ...extra });
 

@@ -3,6 +3,7 @@
 // bounded window at once; a call that raised shows where, as text.
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { settled } from "./fixtures.mjs";
 import { JSDOM } from "jsdom";
 import { loadCase, src } from "./fixtures.mjs";
 
@@ -11,7 +12,7 @@ for (const name of ["document", "requestAnimationFrame", "cancelAnimationFrame"]
 const { mount } = await import(src("debugger.js"));
 const { WINDOW, STEP } = await import(src("history.js"));
 
-const frame = () => new Promise((r) => setTimeout(r, 60)); // a draw is on the next frame
+const frame = (ms = 60) => settled(ms); // a draw starts on the next frame and may go on in later tasks
 const DOM_BUDGET = 3_000; // the widget's nodes at most (the 10,000-round browser test's bound)
 const XSS = "<img src=x onerror=alert(1)>";
 

@@ -2,6 +2,7 @@
 // page (jsdom), and what they leave alone (typing, modifiers: the notebook's keys).
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { settled } from "./fixtures.mjs";
 import { JSDOM } from "jsdom";
 import { src } from "./fixtures.mjs";
 import { FOUR_ROUNDS, script } from "./run_script.mjs";
@@ -13,7 +14,7 @@ dom.window.HTMLCanvasElement.prototype.getContext = () => null;
 const { keyMove, seek, typing } = await import(src("keys.js"));
 const { mount } = await import(src("debugger.js"));
 
-const frame = () => new Promise((r) => setTimeout(r, 60));
+const frame = (ms = 60) => settled(ms); // a draw starts on the next frame and may go on in later tasks
 const key = (k, extra = {}) => ({ key: k, target: null, ...extra });
 
 test("Home, End, PageUp, PageDown and the arrows move within the list's bounds", () => {

@@ -1,6 +1,7 @@
 // A finished run mounted on a page (jsdom), as the HTML report and the snapshot do it.
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { settled } from "./fixtures.mjs";
 import { JSDOM } from "jsdom";
 import { loadCase, src } from "./fixtures.mjs";
 
@@ -9,7 +10,7 @@ for (const name of ["document", "requestAnimationFrame", "cancelAnimationFrame"]
 const { mount } = await import(src("debugger.js"));
 const { usd } = await import(src("words.js"));
 
-const frame = () => new Promise((r) => setTimeout(r, 60)); // a draw is on the next frame
+const frame = (ms = 60) => settled(ms); // a draw starts on the next frame and may go on in later tasks
 
 async function mounted(name, options) {
   const el = document.createElement("div");

@@ -3,6 +3,7 @@
 // traceback in monospace.
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { settled } from "./fixtures.mjs";
 import { JSDOM } from "jsdom";
 import { src } from "./fixtures.mjs";
 
@@ -64,7 +65,7 @@ test("on a page: a prose reply and a user message in the UI font, arguments and 
   const el = document.createElement("div");
   document.body.append(el);
   const { dispose } = mount(el, events);
-  await new Promise((r) => setTimeout(r, 60));
+  await settled(); // a draw starts on the next frame and may go on in later tasks
   const kinds = [...el.querySelectorAll(".tl-detail pre.tl-text")].map((n) => [n.className, n.textContent.slice(0, 20)]);
   assert.deepEqual(kinds, [
     ["tl-text tl-prose", "Did the backups succ"],

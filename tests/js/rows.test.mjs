@@ -2,6 +2,7 @@
 // figures' columns as wide as the widest figure drawn; chips kept apart from the preview.
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { settled } from "./fixtures.mjs";
 import { JSDOM } from "jsdom";
 import { src } from "./fixtures.mjs";
 import { FOUR_ROUNDS, script } from "./run_script.mjs";
@@ -14,7 +15,7 @@ const { textCh } = await import(src("timeline.js"));
 const { createStore, enqueue } = await import(src("store.js"));
 const { createView } = await import(src("view.js"));
 
-const frame = () => new Promise((r) => setTimeout(r, 60));
+const frame = (ms = 60) => settled(ms); // a draw starts on the next frame and may go on in later tasks
 const rounds = (n) => Array.from({ length: n }, (_, i) => ({ call: [i, i + 0.5], tools: i < n - 1 ? [["a", i + 0.5, i + 0.9]] : undefined }));
 
 async function mounted(events) {
@@ -44,7 +45,7 @@ test("the list is as tall as a small run's rows, and scrolls past nine", async (
   const search = forty.el.querySelector(".tl-toolbar input[type=search]");
   search.value = "nothing matches this";
   search.dispatchEvent(new dom.window.Event("input", { bubbles: true }));
-  await new Promise((r) => setTimeout(r, 250));
+  await frame(250);
   assert.equal(scroller.style.height, "30px");
   assert.equal(forty.el.querySelector(".tl-empty").textContent, "No round matches.");
   forty.dispose();
@@ -64,7 +65,7 @@ test("a live list grows with its rounds", async () => {
   const scroller = el.querySelector(".tl-timeline .tl-scroller");
   assert.equal(scroller.style.height, "30px");
   enqueue(s, events.slice(cut));
-  await new Promise((r) => setTimeout(r, 250)); // a live view draws at most every 150 ms
+  await frame(250); // a live view draws at most every 150 ms
   assert.equal(scroller.style.height, "90px");
   dispose();
 });

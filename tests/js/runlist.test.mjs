@@ -3,6 +3,7 @@
 // words, and drawn (jsdom) as a bounded, clickable list with the header's with-nested spend.
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { settled } from "./fixtures.mjs";
 import { JSDOM } from "jsdom";
 import { loadCase, src } from "./fixtures.mjs";
 
@@ -13,7 +14,7 @@ const { createStore, receive } = await import(src("store.js"));
 const { createView } = await import(src("view.js"));
 const { OUTCOME, usd } = await import(src("words.js"));
 
-const frame = () => new Promise((r) => setTimeout(r, 60)); // a draw is on the next frame
+const frame = (ms = 60) => settled(ms); // a draw starts on the next frame and may go on in later tasks
 
 /** A row as Python's row_payload writes it. */
 function row(id, extra = {}) {
@@ -220,7 +221,7 @@ test("a refused pick says why in the list", async () => {
   s.runsNote = "this debugger keeps no run 'x'";
   s.version++;
   for (const fn of s.listeners) fn();
-  await new Promise((r) => setTimeout(r, 250)); // redraws driven by changes wait their turn
+  await frame(250); // redraws driven by changes wait their turn
   assert.match(el.querySelector(".tl-runs-head").textContent, /keeps no run 'x'/);
   dispose();
 });
@@ -229,10 +230,10 @@ test("showing another run of the same shape draws that run's rounds, not the las
   const events = loadCase("single_round");
   const as = (id, text) => events.map((e) => ({ ...e, run_id: id, ...(e.kind === "model_call" && e.text ? { text } : {}), ...(e.kind === "loop_finish" ? { final_text: text } : {}) }));
   const { el, s, dispose } = await page([row("A"), row("B")], { events: as("A", "the first answer") });
-  await new Promise((r) => setTimeout(r, 250));
+  await frame(250);
   assert.match(el.querySelector(".tl-detail").textContent, /the first answer/);
   receive(s, { type: "events", epoch: 2, first: 0, reset: true, events: as("B", "the second answer"), now: null, control: null, runs: { reset: false, rows: [], left_out: 0, dropped: [], pinned: "B" } });
-  await new Promise((r) => setTimeout(r, 250));
+  await frame(250);
   const detail = el.querySelector(".tl-detail").textContent;
   assert.match(detail, /the second answer/);
   assert.doesNotMatch(detail, /the first answer/);
@@ -245,7 +246,7 @@ test("a row that changed is redrawn alone; the others keep their elements", asyn
   const { el, s, dispose } = await page([row("a"), row("b"), row("c", { status: "running", outcome: null })]);
   const before = new Map([...el.querySelectorAll(".tl-spacer > .tl-run")].map((n) => [n.dataset.run, n]));
   receive(s, { type: "events", epoch: 1, first: 0, reset: false, events: [], now: null, control: null, runs: { reset: false, rows: [row("c", { rounds: 7 })], left_out: 0, dropped: [], pinned: null } });
-  await new Promise((r) => setTimeout(r, 250));
+  await frame(250);
   const after = new Map([...el.querySelectorAll(".tl-spacer > .tl-run")].map((n) => [n.dataset.run, n]));
   assert.equal(after.get("a"), before.get("a"));
   assert.equal(after.get("b"), before.get("b"));

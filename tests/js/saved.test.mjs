@@ -2,6 +2,7 @@
 // its figures are the run's, not the kept rounds', and nothing waits for a kernel.
 import assert from "node:assert/strict";
 import { mock, test } from "node:test";
+import { settled } from "./fixtures.mjs";
 import { JSDOM } from "jsdom";
 import { loadCase, src } from "./fixtures.mjs";
 
@@ -10,7 +11,7 @@ for (const name of ["document", "requestAnimationFrame", "cancelAnimationFrame"]
 const { default: widget, SAVED_NOTE } = await import(src("debugger.js"));
 const { ANSWER_WAIT_MS, NO_ANSWER } = await import(src("control.js"));
 
-const frame = () => new Promise((r) => setTimeout(r, 60));
+const frame = (ms = 60) => settled(ms); // a draw starts on the next frame and may go on in later tasks
 const text = (el, selector) => el.querySelector(selector).textContent;
 
 /** An anywidget model as a reopened notebook restores it: its state, and nobody listening. */

@@ -4,6 +4,7 @@
 // selector says this run will not pause again, the mode for the next run as set.
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { settled } from "./fixtures.mjs";
 import { JSDOM } from "jsdom";
 import { src } from "./fixtures.mjs";
 
@@ -12,7 +13,7 @@ for (const name of ["document", "requestAnimationFrame", "cancelAnimationFrame"]
 const { createView } = await import(src("view.js"));
 const { createStore, receive } = await import(src("store.js"));
 
-const frame = (ms = 60) => new Promise((r) => setTimeout(r, ms));
+const frame = (ms = 60) => settled(ms); // a draw starts on the next frame and may go on in later tasks
 const DRAW = 400; // a live view draws at most every DRAW_MS (150 ms) while events stream in
 
 const usage = { input_tokens: 10, output_tokens: 5, cache_read_tokens: 0, cache_write_tokens: 0, requests: 1, estimated: false, cost_usd: "0.0001", input_cost_usd: "0.00005" };

@@ -26,6 +26,7 @@
  * @property {Store} s
  * @property {Host} host
  * @property {(force?: boolean) => void} redraw draw soon; `force` draws everything on the next frame
+ * @property {(fn: () => void) => void} drawn run `fn` once the next draw has drawn every part (a draw may take a few tasks)
  * @property {TextTimer[]} live the header's timers
  * @property {TextTimer[]} liveRows the timers of timeline rows in progress
  * @property {PaintTimer[]} liveDetail the detail pane's timers

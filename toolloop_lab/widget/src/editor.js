@@ -139,7 +139,7 @@ export function createEditor(ctx) {
     ctx.redraw(true);
     if (!pane || !was) return;
     const mark = opener(was.kind, was.callId);
-    requestAnimationFrame(() => {
+    ctx.drawn(() => {
       const btn = [...pane.querySelectorAll("[data-opens]")].find((b) => b instanceof HTMLElement && b.dataset.opens === mark);
       if (btn instanceof HTMLElement) btn.focus();
     });

@@ -26,6 +26,7 @@ import { runNow } from "./store.js";
 /** @typedef {{name: string, kind: Kind | "nested", items: Item[], nested: Nested | null, cells: Cell[]}} Lane */
 
 const PAGE = 8; // rounds PageUp and PageDown move (the round list's page)
+const LONG_RUN = 500; // rounds past which the live picture repaints once a second
 const NOUN = { model: "model call", tool: "tool call", pruning: "pruning call", pause: "pause" };
 
 /**
@@ -67,6 +68,8 @@ export function createGantt(ctx, open) {
   let scale = scaleOf(1, 0);
   let labelKey = "";
   let painted = 0;
+  let stale = false; // drawn since last painted
+  let placed = false; // draw() placed the bars the next paint shows
   /** @type {Record<string, string> | null} the theme's colours, read again after a theme switch */
   let palette = null;
   /** @type {ReturnType<typeof setTimeout> | undefined} */
@@ -84,16 +87,32 @@ export function createGantt(ctx, open) {
     for (const [kind, name] of LANES) if (kind === "model" || kind === "tool" || items[kind].length) lanes.push({ name, kind, items: items[kind], nested: null, cells: [] });
     for (const n of nested.lanes) lanes.push({ name: n.label, kind: "nested", items: n.items, nested: n, cells: [] });
     drawLabels();
-    refresh();
+    words();
+    place();
+    placed = true;
+    stale = true;
   }
 
-  /** What time changes: the words on where it went, and the picture (a live run's tick). */
-  function refresh() {
-    painted = performance.now();
-    const slow = slowestRound(cache, s);
+  /** The words on where the time went (DOM text: drawn with the rest of the page). */
+  function words() {
     sum.textContent = splitText(s, timeSplit(cache, s));
-    marks.textContent = markText(slow);
-    repaint(slow);
+    marks.textContent = markText(slowestRound(cache, s));
+  }
+
+  /** The picture, after the page's text is written (painting text on a canvas makes the
+   * page work out its styles: done once, when nothing else changes them any more). */
+  function paintNow() {
+    if (!stale || gantt.hidden) return;
+    stale = false;
+    painted = performance.now();
+    repaint(slowestRound(cache, s));
+  }
+
+  /** What time changes: the words and the picture (a live run's tick). */
+  function refresh() {
+    words();
+    stale = true;
+    paintNow();
   }
 
   /** @param {ReturnType<typeof slowestRound>} slow */
@@ -144,14 +163,20 @@ export function createGantt(ctx, open) {
     return el;
   }
 
-  /** @param {ReturnType<typeof slowestRound>} slow */
-  function repaint(slow) {
+  /** The scale and every lane's bars in pixels (no DOM: what a click or a tip reads). */
+  function place() {
     if (!width) width = Math.floor(plot.clientWidth);
     const now = runNow(s);
     let span = now;
     for (const lane of lanes) if (lane.nested) span = Math.max(span, lane.nested.end);
     scale = scaleOf(span, width);
     for (const lane of lanes) lane.cells = pack(lane.items, scale, now);
+  }
+
+  /** @param {ReturnType<typeof slowestRound>} slow */
+  function repaint(slow) {
+    if (placed) placed = false;
+    else place();
     if (!width) return;
     const rounds = s.run.rounds;
     const fits = rounds.length * 4 <= width;
@@ -321,10 +346,14 @@ export function createGantt(ctx, open) {
   return {
     nodes: { gantt },
     draw,
+    /** Paint what draw() prepared (after every part of the view wrote its text). */
+    paint: paintNow,
     /** A live run's timer: bars in progress grow. */
     tick() {
-      // a redraw painted it a moment ago: the next tick will do
-      if (!gantt.hidden && !isDone(s.run) && performance.now() - painted > 200) refresh();
+      // a redraw painted it a moment ago: the next tick will do; a long run's picture
+      // (every round a pixel or less) moves too little to repaint more than once a second
+      const every = s.run.rounds.length > LONG_RUN ? 1000 : 200;
+      if (!gantt.hidden && !isDone(s.run) && performance.now() - painted > every) refresh();
     },
     /** What the picture holds now (for tests): its lanes, cells and scale. */
     picture: () => ({ lanes, scale, height: heightFor(lanes.length) }),

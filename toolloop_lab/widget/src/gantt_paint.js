@@ -76,6 +76,66 @@ export function colours(el) {
   return out;
 }
 
+/** The surface each canvas is painted through. */
+const SURFACES = new WeakMap();
+
+/**
+ * What `canvas` is painted through: where the browser can, an OffscreenCanvas that shows
+ * in it, whose text (fonts, widths, letters) never makes the page work out its styles
+ * there and then, as the canvas element's own context does for each text call; else the
+ * canvas itself.
+ * @param {HTMLCanvasElement} canvas
+ * @returns {HTMLCanvasElement | OffscreenCanvas}
+ */
+function surfaceOf(canvas) {
+  let surface = SURFACES.get(canvas);
+  if (!surface) {
+    surface = typeof canvas.transferControlToOffscreen === "function" ? canvas.transferControlToOffscreen() : canvas;
+    SURFACES.set(canvas, surface);
+  }
+  return surface;
+}
+
+/** The font each surface's context was given (a resize resets it). */
+const FONTS = new WeakMap();
+
+/**
+ * Give `g` its font only when it does not have it (a font is parsed each time it is set).
+ * @param {HTMLCanvasElement | OffscreenCanvas} canvas
+ * @param {CanvasRenderingContext2D} g
+ * @param {string} font
+ */
+function textStyle(canvas, g, font) {
+  const key = `${font}\u0000${canvas.width}x${canvas.height}`;
+  if (FONTS.get(canvas) === key) return;
+  FONTS.set(canvas, key);
+  g.font = font;
+  g.textBaseline = "top";
+  g.direction = "ltr";
+}
+
+/** Widths of the labels measured so far, per font ("font\0label" -> px). */
+const WIDTHS = new Map();
+let fontNow = ""; // the font of the paint going on (never read back from the canvas)
+
+/**
+ * The width of `text` in `g`'s font, measured once: measuring makes the page work out its
+ * styles there and then, and a live run's timer repaints four times a second.
+ * @param {CanvasRenderingContext2D} g
+ * @param {string} text
+ * @returns {number}
+ */
+function widthOf(g, text) {
+  const key = `${fontNow}\u0000${text}`;
+  let w = WIDTHS.get(key);
+  if (w === undefined) {
+    if (WIDTHS.size > 2000) WIDTHS.clear();
+    w = g.measureText(text).width;
+    WIDTHS.set(key, w);
+  }
+  return w;
+}
+
 /** The stripes of a palette (made once per theme). */
 const PATTERNS = new WeakMap();
 
@@ -87,7 +147,7 @@ const PATTERNS = new WeakMap();
  * @returns {CanvasPattern | string}
  */
 function hatch(g, base, stripe) {
-  const tile = document.createElement("canvas");
+  const tile = typeof OffscreenCanvas === "function" ? new OffscreenCanvas(6, 6) : document.createElement("canvas");
   tile.width = tile.height = 6;
   const t = tile.getContext("2d");
   if (!t) return stripe;
@@ -114,17 +174,18 @@ export function paint(canvas, c, pic) {
   const width = pic.scale.width;
   const height = heightFor(pic.lanes.length);
   const dpr = globalThis.devicePixelRatio || 1;
-  if (canvas.width !== Math.round(width * dpr) || canvas.height !== Math.round(height * dpr)) {
-    canvas.width = Math.round(width * dpr);
-    canvas.height = Math.round(height * dpr);
+  const surface = surfaceOf(canvas);
+  if (surface.width !== Math.round(width * dpr) || surface.height !== Math.round(height * dpr)) {
+    surface.width = Math.round(width * dpr);
+    surface.height = Math.round(height * dpr);
     canvas.style.height = `${height}px`;
   }
-  const g = canvas.getContext("2d");
+  const g = /** @type {CanvasRenderingContext2D | null} */ (surface.getContext("2d"));
   if (!g) return;
   g.setTransform(dpr, 0, 0, dpr, 0, 0);
   g.clearRect(0, 0, width, height);
-  g.font = `11px ${c.font}`;
-  g.textBaseline = "top";
+  fontNow = `11px ${c.font}`;
+  textStyle(surface, g, fontNow);
   const bottom = STRIP_H + pic.lanes.length * LANE_H;
   bands(g, c, pic, bottom);
   grid(g, c, pic.scale, bottom);
@@ -163,7 +224,7 @@ function bands(g, c, pic, bottom) {
     g.fillStyle = c.warn;
     g.fillRect(s.x0, 0, Math.max(3, s.x1 - s.x0), bottom);
     g.globalAlpha = 1;
-    const w = g.measureText(s.label).width + 12;
+    const w = widthOf(g, s.label) + 12;
     const x = Math.min(Math.max(1, s.x0), width - w - 1);
     g.fillStyle = c.warn;
     g.fillRect(x, 4, 8, 8);
@@ -178,7 +239,7 @@ function bands(g, c, pic, bottom) {
       g.fillRect(b.x0, STRIP_H, b.x1 - b.x0, bottom - STRIP_H);
       g.globalAlpha = 1;
     }
-    const w = g.measureText(b.label).width;
+    const w = widthOf(g, b.label);
     const mid = (b.x0 + b.x1) / 2;
     if (b.x1 - b.x0 < w + 6 || (taken && mid + w / 2 > taken[0] && mid - w / 2 < taken[1])) return;
     g.fillStyle = c.fg2;
@@ -199,7 +260,7 @@ function grid(g, c, scale, bottom) {
   g.fillStyle = c.fg2;
   for (const v of at) {
     const label = v === 0 ? "0" : duration(v);
-    const w = g.measureText(label).width;
+    const w = widthOf(g, label);
     const x = Math.min(Math.max(0, scale.x(v) - w / 2), scale.width - w);
     g.fillText(label, x, bottom + 4);
   }

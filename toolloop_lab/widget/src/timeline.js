@@ -94,6 +94,8 @@ export function createTimeline(ctx) {
   let rowsKey = "";
   let lastTop = 0;
   let programmatic = false;
+  /** @type {number | null} where drawRows wants the list scrolled (done by scroll()) */
+  let scrollTo = null;
   let userScrolled = false;
   /** the widest figure drawn so far, in ch, per column (reset when the run starts again) */
   let widest = { n: 0, tok: 0, tok2: 0, cost: 0, rounds: 0 };
@@ -151,6 +153,7 @@ export function createTimeline(ctx) {
     userScrolled = top + ROW_H * TIMELINE_ROWS < listLength() * ROW_H - ROW_H;
     lastTop = top;
     drawRows();
+    scroll();
   });
   scroller.addEventListener("click", (ev) => {
     const target = /** @type {Element | null} */ (ev.target);
@@ -182,6 +185,25 @@ export function createTimeline(ctx) {
     return i < 0 ? listLength() - 1 : i;
   }
 
+  /**
+   * Which rounds the list holds (no DOM): true when a filter is on.
+   * @returns {boolean}
+   */
+  function prepare() {
+    const rounds = s.run.rounds;
+    const active = !!(s.ui.filter !== "all" || s.ui.tool || s.ui.search);
+    if (!active) filtered = null;
+    else {
+      const k = `${s.ui.filter}|${s.ui.tool}|${s.ui.search}|${stamp(s)}`;
+      if (k !== filterKey) {
+        filterKey = k;
+        filtered = [];
+        for (let i = 0; i < rounds.length; i++) if (matches(s, rounds[i])) filtered.push(i);
+      }
+    }
+    return active;
+  }
+
   function drawFilter() {
     const names = [...s.run.toolNames].sort();
     const key = names.join("\u0000");
@@ -201,16 +223,7 @@ export function createTimeline(ctx) {
     }
     fErrors.value = s.ui.filter;
     const rounds = s.run.rounds;
-    const active = s.ui.filter !== "all" || s.ui.tool || s.ui.search;
-    if (!active) filtered = null;
-    else {
-      const k = `${s.ui.filter}|${s.ui.tool}|${s.ui.search}|${stamp(s)}`;
-      if (k !== filterKey) {
-        filterKey = k;
-        filtered = [];
-        for (let i = 0; i < rounds.length; i++) if (matches(s, rounds[i])) filtered.push(i);
-      }
-    }
+    const active = prepare();
     const n = listLength();
     // a saved run lists the rounds its file kept: say of how many
     const all = rounds.length ? (s.omitted ? `${count(rounds.length)} of ${plural(rounds.length + s.omitted, "round")} (the newest, kept in this file)` : plural(rounds.length, "round")) : "";
@@ -226,10 +239,7 @@ export function createTimeline(ctx) {
     let top = lastTop;
     if (s.ui.follow && !userScrolled) {
       top = Math.max(0, n * ROW_H - ROW_H * TIMELINE_ROWS);
-      if (top !== lastTop) {
-        programmatic = true;
-        scroller.scrollTop = top;
-      }
+      if (top !== lastTop) scrollTo = top;
     }
     lastTop = top;
     const first = Math.max(0, Math.floor(top / ROW_H) - 2);
@@ -345,10 +355,23 @@ export function createTimeline(ctx) {
     return row;
   }
 
+  /** Follow the newest: scroll where drawRows said (scrolling makes the page lay itself
+   * out there and then: done first in a draw, when only the list has changed, whose box
+   * is laid out on its own, `contain: strict`). */
+  function scroll() {
+    if (scrollTo === null) return;
+    const top = scrollTo;
+    scrollTo = null;
+    programmatic = true;
+    scroller.scrollTop = top;
+  }
+
   return {
     nodes: { toolbar, timeline },
+    prepare,
     drawFilter,
     drawRows,
+    scroll,
     /** @param {Round} r show it, the list scrolled to it (a click in the whole-run timeline) */
     open(r) {
       select(r, true);

@@ -1,8 +1,8 @@
 // @ts-check
 // One view of a store: its parts (header, controls, the whole-run timeline, the round
-// list, detail, fork) laid out in a region, drawn on the next animation frame after a
-// change (at most every DRAW_MS while events stream in), with the timers of a live run
-// ticking between draws.
+// list, detail, fork) laid out in a region, drawn from the next animation frame after a
+// change (at most every DRAW_MS while events stream in) in slices of at most about
+// SLICE_MS, with the timers of a live run ticking between draws.
 
 import { createCompare } from "./compare.js";
 import { numbered } from "./control.js";
@@ -15,7 +15,7 @@ import { createHeader } from "./header.js";
 import { keepFieldKeys } from "./keys.js";
 import { isDone } from "./run.js";
 import { createRuns } from "./runs.js";
-import { stamp } from "./store.js";
+import { soon, stamp } from "./store.js";
 import { createTimeline } from "./timeline.js";
 
 /** @typedef {import("./store.js").Store} Store */
@@ -24,6 +24,8 @@ import { createTimeline } from "./timeline.js";
 
 const TICK_MS = 250; // timer refresh while a run is live
 const DRAW_MS = 150; // shortest time between two redraws driven by new events
+const SLICE_MS = 8; // the longest a draw holds the page before the rest waits a task
+const NEXT_FRAME = () => {}; // in the list of parts: what follows draws on the next frame
 
 /**
  * Draw `s` into `el` and keep drawing it as it changes; returns what removes the view.
@@ -43,6 +45,7 @@ export function createView(el, s, host) {
     s,
     host,
     redraw,
+    drawn: (fn) => afterNext.push(fn),
     live: [],
     liveRows: [],
     liveDetail: [],
@@ -96,12 +99,74 @@ export function createView(el, s, host) {
     raf = requestAnimationFrame(draw);
   }
 
+  /**
+   * The parts in the order they draw. First the round list and its scroll: scrolling lays
+   * the page out there and then, cheap while nothing but the list (laid out on its own)
+   * has changed since the last frame. Then every other part that writes the page's text;
+   * on the next frame, the canvas.
+   * @type {(() => void)[]}
+   */
+  const parts = [timeline.prepare, timeline.drawRows, timeline.scroll, runs.draw, header.draw, comparing.draw, controls.draw, timeline.drawFilter, gantt.draw, detail.draw, NEXT_FRAME, gantt.paint, ticking];
+  let next = 0; // the part a draw cut short goes on with (0: none)
+  let cut = false; // a draw was cut short: the rest comes in the next task
+  let gone = false;
+  /** @type {(() => void)[]} what waits for the next draw to end (ctx.drawn) */
+  const afterNext = [];
+  /** @type {(() => void)[]} what waits for the draw going on to end */
+  let ending = [];
+
+  /**
+   * Draw every part that changed; past SLICE_MS the rest draws in the next task, so no
+   * task holds the page long (each part keeps its own key: nothing drawn twice).
+   */
   function draw() {
     raf = 0;
+    if (cut) return; // a draw cut short goes on by itself
+    const began = performance.now();
+    if (next === 0 && !begin()) return;
+    while (next < parts.length) {
+      const part = parts[next++];
+      if (part === NEXT_FRAME) {
+        cutShort();
+        requestAnimationFrame(goOn);
+        return;
+      }
+      part();
+      if (next < parts.length && parts[next] !== NEXT_FRAME && performance.now() - began > SLICE_MS) {
+        cutShort();
+        soon(goOn);
+        return;
+      }
+    }
+    next = 0;
+    root.removeAttribute("data-drawing");
+    for (const fn of ending.splice(0)) fn();
+    if (stamp(s) !== lastVersion) redraw(lastVersion === -1);
+  }
+
+  /** Mark a draw cut short: it goes on in a later task (the root says so until it ends). */
+  function cutShort() {
+    cut = true;
+    root.setAttribute("data-drawing", "");
+  }
+
+  /** Go on with a draw cut short (in a task or a frame of its own: the page draws in between). */
+  function goOn() {
+    if (!cut || gone) return;
+    cut = false;
+    draw();
+  }
+
+  /**
+   * Start a draw: false when nothing changed since the last.
+   * @returns {boolean}
+   */
+  function begin() {
     lastDraw = performance.now();
     const version = stamp(s);
-    if (version === lastVersion) return;
+    if (version === lastVersion) return false;
     lastVersion = version;
+    ending = afterNext.splice(0);
     if (s.link.epoch !== lastEpoch) {
       // another run (or the same one sent again): nothing drawn of the last one is reused
       lastEpoch = s.link.epoch;
@@ -113,15 +178,7 @@ export function createView(el, s, host) {
       }
     }
     lastRunId = s.run.runId;
-    runs.draw();
-    header.draw();
-    comparing.draw();
-    controls.draw();
-    timeline.drawFilter();
-    timeline.drawRows();
-    gantt.draw();
-    detail.draw();
-    ticking();
+    return true;
   }
 
   function ticking() {
@@ -148,6 +205,7 @@ export function createView(el, s, host) {
     releaseKeys();
     if (tick) clearInterval(tick);
     if (raf) cancelAnimationFrame(raf);
+    gone = true;
     timeline.dispose();
     gantt.dispose();
     detail.dispose();
