@@ -24,6 +24,7 @@ from toolloop_lab import (
     LLMAgent,
     ScriptedChatModel,
     ToolLoopError,
+    Usage,
     usd_budget,
 )
 from toolloop_lab._support.jsonsafe import FrozenDict, frozen_json
@@ -280,6 +281,39 @@ async def test_to_json_is_the_same_data_as_to_dict(tmp_path: Path, echo_tool: Ba
         assert raw is not None, event.kind
         assert json.loads(raw) == event.to_dict(), event.kind
         assert event_from_dict(json.loads(raw)) == event, event.kind
+
+
+async def test_to_json_writes_the_bytes_pydantic_writes(
+    tmp_path: Path, echo_tool: BaseTool
+) -> None:
+    # trace lines are written by the fast path; the event schema (pydantic) is what reads
+    # them, so the two must agree byte for byte, Decimal digits and field order included
+    from toolloop_lab.events import EVENT_ADAPTER
+
+    events = await _every_kind(tmp_path, echo_tool)
+    usage_costs = Usage(
+        input_tokens=20,
+        requests=1,
+        cost_usd=Decimal("0.0000042"),
+        input_cost_usd=Decimal("0.0000030"),
+    )
+    events.append(dataclasses.replace(events[-1], usage=usage_costs))
+    for event in events:
+        assert event.to_json() == EVENT_ADAPTER.dump_json(event), event.kind
+    first = events[-1].to_json()
+    assert first is not None
+    assert b'"input_cost_usd":"0.0000030"' in first  # the Decimal's own digits, kept
+
+
+def test_an_integer_past_64_bits_is_still_written() -> None:
+    # tool arguments come from a model: an integer JSON allows but a fast encoder refuses
+    event = ToolStarted(
+        run_id="r", round=1, t=0.0, tool_call_id="c1", name="echo", args=frozen_json({"n": 2**70})
+    )
+    raw = event.to_json()
+    assert raw is not None
+    assert json.loads(raw)["args"] == {"n": 2**70}
+    assert event_from_dict(json.loads(raw)) == event
 
 
 def test_to_json_declines_a_lone_surrogate_and_to_dict_keeps_it() -> None:

@@ -66,9 +66,9 @@ _SNIPPET: Final = 200
 def encode_event(event: Event) -> bytes:
     """One trace line for ``event``: ASCII JSON plus a newline.
 
-    Pydantic writes the line in one pass; only a line holding non-ASCII text goes through
-    ``json.dumps`` as well, to escape it. Pydantic refuses text with surrogate code points
-    (UTF-8 cannot carry them): such an event is written by
+    :meth:`Event.to_json` writes the line in one pass; only a line holding non-ASCII text
+    goes through ``json.dumps`` as well, to escape it. Text with surrogate code points
+    cannot be UTF-8: such an event is written by
     :func:`~toolloop_lab._support.jsonl.dump_line`, which keeps surrogate halves apart."""
     raw = event.to_json()
     if raw is not None and raw.isascii():
