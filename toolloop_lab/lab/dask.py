@@ -24,7 +24,7 @@ never lost, whatever happens to workers later. A result a dying worker still hel
 taken, is recomputed by Dask itself: same row for a scripted model, a second call (and
 its spend) for a real one.
 
-A worker that dies takes its running scenario with it. Dask itself re-runs such a task up
+A worker that dies takes the scenarios it was running with it. Dask itself re-runs such a task up
 to ``distributed.scheduler.allowed-failures`` times (a scheduler setting, 3 by default)
 before giving up with ``KilledWorker``; ``retries`` here is on top of that: the scenario is
 submitted again as a fresh task, and once those attempts are lost too it becomes a row
