@@ -19,7 +19,10 @@ tables and tool caches on every worker):
 - cluster executor: ``run_scenarios(executor=client.get_executor())`` on the same cluster.
 
 Every remote result is checked against the local frames, and the cluster's speed is given
-as a ratio to the local sweep's. Cluster start-up is timed separately and not counted.
+as a ratio to the local sweep's. Cluster start-up is timed separately and not counted. The
+CPU each side spent per scenario is printed too (here: the client and, on a LocalCluster,
+the scheduler; the workers; the local sweep), with the ceiling it sets on the ratio: on a
+machine with as many cores as workers, the caller's CPU comes out of the workers' share.
 Not part of the test suite: timing figures live here only.
 """
 
@@ -111,6 +114,16 @@ def same(a: LabResults, b: LabResults) -> None:
     pd.testing.assert_frame_equal(drop_volatile(a.runs), drop_volatile(b.runs))
 
 
+def ceiling(local_cpu: float, here: float, there: float, workers: int) -> str:
+    """The most the cluster could gain given the CPU it spent: its workers run side by side,
+    but this machine's cores also carry the caller and the scheduler (on a LocalCluster), so
+    the speed-up is at most ``cores x local CPU / (workers' + caller's CPU)``, and at most
+    ``workers x local CPU / workers' CPU``."""
+    cores = os.cpu_count() or 1
+    bound = min(cores * local_cpu / (here + there), workers * local_cpu / there)
+    return f"ceiling from CPU: {bound:.2f}x the local sweep ({cores} cores, {workers} workers)"
+
+
 def _batch_size(scenarios: int, threads: int) -> int:
     """The Dask sweep's automatic batch size (1 for a version that sent one task each, so
     the benchmark also measures the sweep before batching)."""
@@ -199,6 +212,7 @@ def main() -> None:
             f"{'':<18}  CPU per scenario: {here / n * 1e3:.2f} ms here (client and scheduler), "
             f"{there / n * 1e3:.2f} ms in the workers; locally {local_cpu / n * 1e3:.2f} ms"
         )
+        print(f"{'':<18}  {ceiling(local_cpu, here, there, args.workers)}")
         same(on_dask, local)
         ratios = [local_s / dask_s]
         for _ in range(args.repeats - 1):  # alternate, so a busy spell hits both alike

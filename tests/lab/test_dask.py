@@ -17,7 +17,7 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NoReturn
@@ -34,18 +34,20 @@ from dask_helpers import (
     tally_reads,
     tally_scenario,
 )
+from langchain_core.tools import BaseTool, StructuredTool
 
 from toolloop_lab import ConfigurationError, ScriptedChatModel
 from toolloop_lab.events import FAILED_OUTCOMES, Event
 from toolloop_lab.lab import (
     LabResults,
+    Reply,
     Scenario,
     arun_scenarios,
     catalog,
     drop_volatile,
     run_scenarios,
 )
-from toolloop_lab.lab.dask import EXTRA, run_scenarios_on_dask
+from toolloop_lab.lab.dask import EXTRA, run_batch, run_scenarios_on_dask
 from toolloop_lab.workloads.files import sweep as files_sweep
 
 
@@ -353,6 +355,54 @@ def test_dask_sweep_arguments_are_checked_before_anything_runs() -> None:
         with pytest.raises(ConfigurationError) as batch:
             run_scenarios_on_dask(catalog(), AsyncClient(), batch_size=size)  # type: ignore[arg-type]
         assert batch.value.field == "batch_size"
+    for bad in (0, -1, 1.5, True, "4", None):
+        with pytest.raises(ConfigurationError) as concurrency:
+            run_scenarios_on_dask(catalog(), AsyncClient(), concurrency=bad)  # type: ignore[arg-type]
+        assert concurrency.value.field == "concurrency"
+
+
+# -- one task's batch, run in this process ---------------------------------------------
+def waiting_for_each_other(barrier: threading.Barrier) -> Callable[[], list[BaseTool]]:
+    """A tools factory: ``meet`` returns once as many runs as ``barrier`` counts call it,
+    or fails when they do not all come within its timeout (runs one after another)."""
+
+    def factory() -> list[BaseTool]:
+        def meet(text: str) -> str:
+            """Wait for the other runs."""
+            barrier.wait()
+            return text
+
+        return [StructuredTool.from_function(meet, name="meet")]
+
+    return factory
+
+
+def test_a_batch_runs_its_scenarios_at_once_like_the_local_sweep() -> None:
+    barrier = threading.Barrier(3, timeout=30)
+    scenarios = [
+        Scenario.scripted(
+            f"meet_{i}",
+            [Reply.call("meet", {"text": f"m{i}"}), Reply.final(f"met {i}")],
+            tools=(),
+            tools_factory=waiting_for_each_other(barrier),
+        )
+        for i in range(3)
+    ]
+    runs = run_batch(scenarios, [7, 8, 9], concurrency=3)
+    assert [(r.scenario, r.index) for r in runs] == [("meet_0", 7), ("meet_1", 8), ("meet_2", 9)]
+    # Each tool call returned only because the three runs were in flight together.
+    assert [r.final_text for r in runs] == ["met 0", "met 1", "met 2"]
+    assert all(tool.status == "success" for r in runs for tool in r.view().rounds[0].tools)
+    assert not barrier.broken
+
+
+def test_a_batch_keeps_its_order_and_positions_at_any_concurrency() -> None:
+    scenarios = generated(9)
+    local = run_scenarios(scenarios, progress=False)
+    for concurrency in (1, 4, 20):
+        runs = run_batch(scenarios[2:], range(2, 9), concurrency=concurrency)
+        assert [r.index for r in runs] == list(range(2, 9))
+        assert_same_frames(LabResults(runs), LabResults(local.records[2:]))
 
 
 # -- on a LocalCluster -----------------------------------------------------------------
@@ -510,9 +560,10 @@ def test_a_lost_batch_sends_each_scenario_again_alone_at_no_attempts_cost(
     results = run_scenarios_on_dask(scenarios, client, retries=0, batch_size=5, progress=False)
     assert [r.scenario for r in results.records] == [s.name for s in scenarios]
     assert results["dies_once"].final_text == "dies_once survived"
-    # the batch ran in order: dies_once took the worker down before always_dies began
-    # in its batch, then alone (a third run is Dask recomputing a result it had not yet
-    # handed over when always_dies took that worker down)
+    # the batch starts its scenarios in order: dies_once took the worker down (as it was
+    # built) before always_dies began in its batch, then alone (a third run is Dask
+    # recomputing a result it had not yet handed over when always_dies took that worker
+    # down)
     assert 2 <= len(attempts(once)) <= 3
     assert len(attempts(always)) == 1  # alone only
     row = results.runs.set_index("scenario").loc["always_dies"]

@@ -29,6 +29,7 @@ from pydantic import (
 )
 
 from toolloop_lab._support.fields import Count, PositiveInt, refused
+from toolloop_lab._support.pickling import quick_pickle
 from toolloop_lab.engine.pruning import DEFAULT_PRUNING_PROMPT
 
 __all__ = ["DEFAULT_SYNTHESIS_PROMPT", "MAX_TIMEOUT_S", "AgentConfig"]
@@ -57,6 +58,7 @@ _Timeout = Annotated[float, AllowInfNan(False), Gt(0), Le(MAX_TIMEOUT_S)]
 _ToolName = Annotated[str, Strict(), MinLen(1)]
 
 
+@quick_pickle  # scenarios carry one to every worker
 @dataclass(frozen=True, slots=True)
 class AgentConfig:
     """How the loop runs. Immutable; checked when it is built (``ConfigurationError``

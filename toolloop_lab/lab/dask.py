@@ -5,20 +5,26 @@ and this module imports ``distributed`` only when a sweep starts, so importing t
 this module) never loads Dask.
 
 Scenarios are shipped as picklable :class:`~toolloop_lab.lab.Scenario` values, several to a
-task (:func:`run_batch` runs them one after another on the worker), because a task costs
-the scheduler and the client a few milliseconds, more than a cheap scenario takes to run:
-one task per scenario made a two-worker cluster slower than the local sweep. A large sweep
-goes out in about :data:`TASKS_PER_THREAD` tasks per worker thread (at most
-:data:`MAX_BATCH` scenarios each, so the last tasks still spread over the workers); a small
-one, one scenario per task (``batch_size`` chooses otherwise). Each
-:class:`~toolloop_lab.lab.ScenarioRun` (events included) comes back in its task's result.
+task, because a task costs the scheduler and the client a few milliseconds, more than a
+cheap scenario takes to run: one task per scenario made a two-worker cluster slower than
+the local sweep. A large sweep goes out in about :data:`TASKS_PER_THREAD` tasks per worker
+thread (at most :data:`MAX_BATCH` scenarios each, so the last tasks still spread over the
+workers); a small one, one scenario per task (``batch_size`` chooses otherwise).
+
+On the worker, :func:`run_batch` runs a task's scenarios as the local sweep runs its own:
+``concurrency`` at a time on one event loop (one after another, a worker lost the overlap
+the local sweep gets, and a scenario whose tools spend CPU took a third longer there). A
+task's scenarios travel as one pickled value that only the worker unpickles (the
+scheduler, which shares the caller's process on a ``LocalCluster``, unpickled every one of
+them otherwise). Each :class:`~toolloop_lab.lab.ScenarioRun` (events included) comes back
+in its task's result.
 Results are taken as they complete (one gather per batch of finished tasks), so the
 progress bar and the observers move while the cluster works, and a result once taken is
 never lost, whatever happens to workers later. A result a dying worker still held, not yet
 taken, is recomputed by Dask itself: same row for a scripted model, a second call (and
 its spend) for a real one.
 
-A worker that dies takes its running scenario with it. Dask itself re-runs such a task up
+A worker that dies takes the scenarios it was running with it. Dask itself re-runs such a task up
 to ``distributed.scheduler.allowed-failures`` times (a scheduler setting, 3 by default)
 before giving up with ``KilledWorker``; ``retries`` here is on top of that: the scenario is
 submitted again as a fresh task, and once those attempts are lost too it becomes a row
@@ -40,16 +46,18 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
+from toolloop_lab._support.sync_runner import run_sync
 from toolloop_lab.errors import ConfigurationError
 from toolloop_lab.events import Observer
 from toolloop_lab.lab.record import ScenarioRun
 from toolloop_lab.lab.results import LabResults
 from toolloop_lab.lab.runner import (
+    DEFAULT_CONCURRENCY,
     SweepRows,
+    arun_batch,
     executor_error_kind,
     executor_failure,
     replay_events,
-    run_one,
     validate_scenarios,
 )
 from toolloop_lab.lab.scenario import Scenario
@@ -115,10 +123,32 @@ class _Attempt:
     started: float
 
 
-def run_batch(scenarios: Sequence[Scenario], indices: Sequence[int]) -> tuple[ScenarioRun, ...]:
-    """What one Dask task runs: ``scenarios`` one after another (``indices`` are their
-    positions in the sweep), each as :func:`~toolloop_lab.lab.runner.run_one` runs it."""
-    return tuple(run_one(s, i) for s, i in zip(scenarios, indices, strict=True))
+def run_batch(
+    scenarios: Sequence[Scenario],
+    indices: Sequence[int],
+    concurrency: int = DEFAULT_CONCURRENCY,
+) -> tuple[ScenarioRun, ...]:
+    """What one Dask task runs: ``scenarios`` (``indices`` are their positions in the sweep)
+    ``concurrency`` at a time, as the local sweep runs them
+    (:func:`~toolloop_lab.lab.runner.arun_batch`), on the worker thread's one event loop."""
+    return run_sync(lambda: arun_batch(scenarios, indices, concurrency=concurrency))
+
+
+def _pack(scenarios: Sequence[Scenario]) -> bytes:
+    """A task's scenarios as one pickled value, with Dask's own pickler (it falls back to
+    cloudpickle for what plain pickle cannot ship, e.g. a factory defined in ``__main__``)."""
+    dumped: bytes = _distributed_pickle().dumps(list(scenarios))
+    return dumped
+
+
+def _run_packed(packed: bytes, indices: Sequence[int], concurrency: int) -> tuple[ScenarioRun, ...]:
+    """The task itself: :func:`run_batch` on the scenarios :func:`_pack` shipped."""
+    scenarios: list[Scenario] = _distributed_pickle().loads(packed)
+    return run_batch(scenarios, indices, concurrency)
+
+
+def _distributed_pickle() -> Any:
+    return importlib.import_module("distributed.protocol.pickle")
 
 
 def batch_size_for(scenarios: int, threads: int) -> int:
@@ -157,6 +187,7 @@ def run_scenarios_on_dask(
     progress: bool = True,
     observers: Iterable[Observer] = (),
     batch_size: int | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
 ) -> LabResults:
     """Run a sweep on a Dask cluster, several scenarios a task; the frames equal a local run's.
 
@@ -167,14 +198,15 @@ def run_scenarios_on_dask(
     failures (e.g. a worker that cannot import a factory) are failed rows at once
     (``error_kind="executor"``). Rows keep the order of ``scenarios``. ``batch_size`` is how
     many scenarios one task runs (``None``: :func:`batch_size_for` the cluster's threads);
-    see the module doc for what a lost task of several costs.
+    see the module doc for what a lost task of several costs. ``concurrency`` is how many of
+    a task's scenarios its worker thread runs at once (as the local sweep's).
     """
     items = validate_scenarios(scenarios)
-    _check(client, retries, batch_size)
+    _check(client, retries, batch_size, concurrency)
     distributed = _distributed()
     rows = SweepRows(len(items), progress, retries=True)
     size = batch_size if batch_size is not None else batch_size_for(len(items), _threads(client))
-    sweep = _Sweep(client, items, retries, tuple(observers), rows, size)
+    sweep = _Sweep(client, items, retries, tuple(observers), rows, size, concurrency)
     try:
         done = distributed.as_completed(sweep.submit_all(), loop=client.loop)
         for batch in done.batches():
@@ -186,14 +218,16 @@ def run_scenarios_on_dask(
     return rows.results()
 
 
-def _check(client: DaskClient, retries: int, batch_size: int | None) -> None:
+def _check(client: DaskClient, retries: int, batch_size: int | None, concurrency: int) -> None:
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise ConfigurationError(f"retries must be an int >= 0, got {retries!r}", field="retries")
-    if batch_size is not None and (
-        isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
-    ):
+    if batch_size is not None and not _positive_int(batch_size):
         raise ConfigurationError(
             f"batch_size must be an int >= 1 or None, got {batch_size!r}", field="batch_size"
+        )
+    if not _positive_int(concurrency):
+        raise ConfigurationError(
+            f"concurrency must be an int >= 1, got {concurrency!r}", field="concurrency"
         )
     if getattr(client, "asynchronous", False):
         raise ConfigurationError(
@@ -201,6 +235,10 @@ def _check(client: DaskClient, retries: int, batch_size: int | None) -> None:
             "client.get_executor() to arun_scenarios(executor=...) instead",
             field="client",
         )
+
+
+def _positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 @dataclass(eq=False)
@@ -213,6 +251,7 @@ class _Sweep:
     observers: Sequence[Observer]
     rows: SweepRows
     batch_size: int = 1
+    concurrency: int = DEFAULT_CONCURRENCY
     pending: dict[Any, _Attempt] = field(default_factory=dict)
 
     def submit_all(self) -> list[Any]:
@@ -225,8 +264,10 @@ class _Sweep:
         return list(self.pending)
 
     def _submit(self, attempt: _Attempt) -> Any:
-        scenarios = [self.items[i] for i in attempt.indices]
-        future = self.client.submit(run_batch, scenarios, attempt.indices, pure=False)
+        packed = _pack([self.items[i] for i in attempt.indices])
+        future = self.client.submit(
+            _run_packed, packed, attempt.indices, self.concurrency, pure=False
+        )
         self.pending[future] = attempt
         return future
 

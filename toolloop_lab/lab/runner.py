@@ -46,6 +46,7 @@ __all__ = [
     "DEFAULT_CONCURRENCY",
     "Backend",
     "SweepRows",
+    "arun_batch",
     "arun_one",
     "arun_scenarios",
     "executor_error_kind",
@@ -136,6 +137,28 @@ def _record(
         events=tuple(events),
         turns=scenario.messages,
     )
+
+
+async def arun_batch(
+    scenarios: Sequence[Scenario],
+    indices: Sequence[int],
+    *,
+    concurrency: int = DEFAULT_CONCURRENCY,
+) -> tuple[ScenarioRun, ...]:
+    """Run ``scenarios`` (``indices`` are their positions in a larger sweep) as the local
+    sweep runs them, ``concurrency`` at a time on this event loop, with no observers; the
+    runs come back in the order given. What one Dask task runs: a worker running its batch
+    one scenario after another lost the overlap the local sweep gets (a scenario's tool
+    running in a thread while another's model call runs)."""
+    if len(scenarios) != len(indices):
+        raise ValueError(f"{len(scenarios)} scenarios but {len(indices)} indices")
+    runs: list[ScenarioRun | None] = [None] * len(scenarios)
+
+    async def backend(scenario: Scenario, position: int) -> ScenarioRun:
+        return await arun_one(scenario, index=indices[position])
+
+    await _sweep(scenarios, backend, concurrency, runs.__setitem__)
+    return tuple(run for run in runs if run is not None)
 
 
 def run_one(scenario: Scenario, index: int = 0) -> ScenarioRun:
@@ -273,13 +296,18 @@ def _check_executor(executor: object) -> None:
 
 
 async def _sweep(
-    items: Sequence[Scenario], backend: Backend, concurrency: int, rows: SweepRows
+    items: Sequence[Scenario],
+    backend: Backend,
+    concurrency: int,
+    put: Callable[[int, ScenarioRun], None],
 ) -> None:
+    """Run ``items`` through ``backend``, ``concurrency`` at a time, handing each run to
+    ``put`` with its position in ``items``."""
     queue = iter(enumerate(items))
 
     async def worker() -> None:
         for index, scenario in queue:  # one shared iterator: each scenario runs once
-            rows.put(index, await backend(scenario, index))
+            put(index, await backend(scenario, index))
 
     async with asyncio.TaskGroup() as group:
         for _ in range(min(concurrency, len(items))):
@@ -346,7 +374,7 @@ async def arun_scenarios(
     backend = _backend(executor, observers)
     rows = SweepRows(len(items), progress)
     try:
-        await _sweep(items, backend, slots, rows)
+        await _sweep(items, backend, slots, rows.put)
     finally:
         rows.close()
     return rows.results()

@@ -26,6 +26,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool
 
+from toolloop_lab._support.pickling import quick_pickle
 from toolloop_lab.engine.agent import AgentConfig, LLMAgent
 from toolloop_lab.errors import ConfigurationError, ScriptError
 from toolloop_lab.events import Observer
@@ -87,6 +88,7 @@ def _count(value: int | None, name: str) -> None:
         raise ConfigurationError(f"{name} must be an int >= 0 or None, got {value!r}", field=name)
 
 
+@quick_pickle
 @dataclass(frozen=True, slots=True)
 class ToolCallSpec:
     """One tool call a scripted reply makes."""
@@ -100,6 +102,7 @@ class ToolCallSpec:
         object.__setattr__(self, "args", dict(self.args))
 
 
+@quick_pickle
 @dataclass(frozen=True, slots=True)
 class Reply:
     """One scripted model reply as plain data: text, tool calls and usage, or a failure.
@@ -172,6 +175,7 @@ class Reply:
         return AIMessage(content=self.text, tool_calls=calls, usage_metadata=usage)
 
 
+@quick_pickle
 @dataclass(frozen=True, slots=True)
 class ScriptedModel:
     """A :class:`ScriptedChatModel` as data: calling it builds a fresh model for one run."""
@@ -187,6 +191,7 @@ class ScriptedModel:
         return ScriptedChatModel(items, model_name=self.model_name)
 
 
+@quick_pickle
 @dataclass(frozen=True, slots=True)
 class Turn:
     """One user turn of a scripted scenario: the user's message and the replies to it."""
@@ -204,6 +209,7 @@ class Turn:
             )
 
 
+@quick_pickle
 @dataclass(frozen=True, slots=True)
 class ScriptedTurns:
     """A scripted model whose replies are grouped by turn, as data.
@@ -257,6 +263,7 @@ class ScriptedTurns:
         return item
 
 
+@quick_pickle
 @dataclass(frozen=True, slots=True)
 class Scenario:
     """One run of the tool loop (one loop run per user turn), described declaratively and
