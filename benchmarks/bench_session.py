@@ -29,13 +29,14 @@ beside each): before 76 long tasks, the longest 421 ms (load 3.9), after 9, 194 
 5.1); before 20, 225 ms (load 2.6), after 5, 92 ms (load 2.7); before 2, 53 ms (load 1.6),
 after 29, 192 ms (load 4.4); after 11, 153 ms (load 3.0), before 7, 108 ms (load 2.3). The
 machine's load moves these more than the slicing does, and the bound (none over 50 ms) is
-not met on this machine under this load. What the long tasks were: each draw's canvas text (``measureText``, ``fillText``
-and setting the font) made the page work out its styles in the middle of the draw, and
-following the newest round scrolled the list after every other write, laying the whole page
-out again. A draw now comes in slices of about 8 ms (the rest in the next task, the canvas
-on the next frame, painted through an ``OffscreenCanvas``). What remains over 50 ms is
-mostly the page's own layout and paint of what a draw wrote (the first slice scrolls the
-round list, which lays the page out there and then), and garbage collection.
+not met on this machine under this load. What the long tasks were: each draw's canvas text
+(``measureText``, ``fillText`` and setting the font) made the page work out its styles in
+the middle of the draw, and following the newest round scrolled the list after every other
+write, laying the whole page out again. A draw now comes in slices of about 8 ms (the rest
+in the next task, the canvas on the next frame, painted through an ``OffscreenCanvas``).
+What remains over 50 ms is mostly the page's own layout and paint of what a draw wrote (the
+first slice scrolls the round list, which lays the page out there and then), and garbage
+collection.
 
 Not part of the test suite: timing figures live here, never in tests.
 """
