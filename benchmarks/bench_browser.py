@@ -56,12 +56,12 @@ Not part of the test suite: timing figures live here, never in tests.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from benchkit import browser_figures
 
 ROOT = Path(__file__).resolve().parents[1]
 TEST = "tests/browser/test_throttled_browser.py"
@@ -75,31 +75,10 @@ def load() -> str:
 
 def measure(run: str) -> dict[str, Any] | None:
     """The figures of one run of the throttled test (``None`` when it could not run)."""
-    figures = ROOT / "test-artifacts" / f"figures_throttled_{run}.json"
-    figures.unlink(missing_ok=True)
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:randomly",
-            "-s",
-            f"{TEST}::test_a_run_on_a_four_times_slower_cpu_finishes_on_screen[{run}]",
-        ],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=1_200,
-        check=False,
+    return browser_figures(
+        f"{TEST}::test_a_run_on_a_four_times_slower_cpu_finishes_on_screen[{run}]",
+        ROOT / "test-artifacts" / f"figures_throttled_{run}.json",
     )
-    if done.returncode != 0 or not figures.exists():
-        print(done.stdout[-3000:], done.stderr[-2000:])
-        return None
-    data: dict[str, Any] = json.loads(figures.read_text())
-    return data
 
 
 def main() -> None:

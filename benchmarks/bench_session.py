@@ -46,7 +46,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -56,6 +55,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import comm  # noqa: E402
+from benchkit import browser_figures  # noqa: E402
 from browser.streams import session_runs  # noqa: E402
 from loopkit import FakeTime, MockComm, channel  # noqa: E402
 
@@ -160,21 +160,12 @@ def kernel_side(runs: int, long: int) -> dict[str, Any]:
 
 def browser_side() -> dict[str, Any] | None:
     """The browser test's figures (``None`` when it could not run)."""
-    test = "tests/browser/test_runs_browser.py::test_a_thousand_runs_stay_fast_small_and_paced"
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-s", test],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=1_200,
-        check=False,
+    data = browser_figures(
+        "tests/browser/test_runs_browser.py::test_a_thousand_runs_stay_fast_small_and_paced",
+        ROOT / "test-artifacts" / "figures_1000_runs.json",
     )
-    figures = ROOT / "test-artifacts" / "figures_1000_runs.json"
-    if done.returncode != 0 or not figures.exists():
-        print(done.stdout[-3000:], done.stderr[-2000:])
+    if data is None:
         return None
-    data: dict[str, Any] = json.loads(figures.read_text())
     return {k: v for k, v in data.items() if k not in ("long_task_list", "long_frames")}
 
 

@@ -14,11 +14,15 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import gc
+import json
 import os
 import statistics
+import subprocess
+import sys
 import time
 import tracemalloc
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -139,3 +143,24 @@ def load() -> str:
         return " ".join(f"{x:.2f}" for x in os.getloadavg())
     except OSError:
         return "n/a"
+
+
+def browser_figures(test: str, figures: Path) -> dict[str, Any] | None:
+    """Run one browser test (a pytest node id) in its own process and read the figures it
+    wrote to ``figures``; ``None``, with the test's output printed, when it could not run."""
+    root = Path(__file__).resolve().parents[1]
+    figures.unlink(missing_ok=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-s", test],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=1_200,
+        check=False,
+    )
+    if done.returncode != 0 or not figures.exists():
+        print(done.stdout[-3000:], done.stderr[-2000:])
+        return None
+    data: dict[str, Any] = json.loads(figures.read_text())
+    return data
