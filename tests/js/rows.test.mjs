@@ -88,3 +88,56 @@ test("the figures' columns fit the widest figure drawn; the status word stays as
   assert.equal(el.querySelector(".tl-colhead .tl-c-tok").textContent, "tokens in / out");
   dispose();
 });
+
+test("following a live run, the rows of rounds that did not change stay; a changed one is drawn again", async () => {
+  const el = document.createElement("div");
+  document.body.append(el);
+  const s = createStore();
+  s.live = true;
+  const host = { live: true, pauseOn: () => "off", setPauseOn() {}, control() {}, send() {}, forking: false, canFork: () => false };
+  const dispose = createView(el, s, host);
+  const events = script(rounds(30), { finished: false });
+  const at = (n) => events.findIndex((e) => e.kind === "round_start" && e.round === n);
+  enqueue(s, events.slice(0, at(20)));
+  await frame();
+  const rowOf = (n) => el.querySelector(`.tl-spacer .tl-row[data-n='${n}']`);
+  const listed = () => [...el.querySelectorAll(".tl-spacer .tl-row")].map((r) => Number(r.dataset.n));
+  const kept = rowOf(15);
+  const before = rowOf(18);
+  const newest = rowOf(19);
+  assert.ok(kept && before && newest);
+  assert.equal(newest.querySelector(".tl-c-state").textContent, "ok"); // its tool ended
+  assert.ok(newest.classList.contains("tl-selected")); // following: the newest is the one shown
+  // round 20 begins: 18's row is not touched (nothing of it changed), 20's is added, and
+  // 19's is drawn again, no longer the one shown
+  enqueue(s, events.slice(at(20), at(20) + 1));
+  await frame(250);
+  assert.equal(rowOf(15), kept);
+  assert.equal(rowOf(18), before);
+  assert.notEqual(rowOf(19), newest);
+  assert.ok(!rowOf(19).classList.contains("tl-selected"));
+  const twenty = rowOf(20);
+  assert.ok(twenty);
+  assert.equal(twenty.querySelector(".tl-c-tok").textContent, "—");
+  // round 20's reply and tool arrive: its row is drawn anew, the others stay
+  enqueue(s, events.slice(at(20) + 1, at(21)));
+  await frame(250);
+  assert.notEqual(rowOf(20), twenty);
+  assert.equal(rowOf(20).querySelector(".tl-c-tok").textContent, "10 / 2");
+  assert.equal(rowOf(15), kept);
+  assert.equal(rowOf(18), before);
+  enqueue(s, events.slice(at(21), at(22)));
+  await frame(250);
+  // in list order, as many as a draw holds, the newest last
+  const ns = listed();
+  assert.deepEqual(ns, [...ns].sort((a, b) => a - b));
+  assert.equal(ns[ns.length - 1], 21);
+  assert.ok(ns.length <= 13);
+  // the run ends: the last row says so (the run's state is part of what a row shows)
+  enqueue(s, events.slice(at(22)));
+  enqueue(s, [{ kind: "loop_finish", run_id: "run-1", round: 30, t: 30, final_text: "done", rounds: 30, usage: { input_tokens: 1, output_tokens: 1, total_tokens: 2, cost_usd: "0" }, outcome: "final_answer", messages: [] }]);
+  await frame(250);
+  assert.deepEqual(listed().slice(-1), [30]);
+  assert.equal(rowOf(30).querySelector(".tl-c-state").textContent, "answer");
+  dispose();
+});

@@ -97,6 +97,9 @@ export function createTimeline(ctx) {
   /** @type {number | null} where drawRows wants the list scrolled (done by scroll()) */
   let scrollTo = null;
   let userScrolled = false;
+  /** @typedef {{i: number, el: HTMLElement, sig: string, live: import("./context.js").TextTimer | null}} Shown */
+  /** @type {Shown[]} the rows in the spacer, in list order (their places follow each other) */
+  let shown = [];
   /** the widest figure drawn so far, in ch, per column (reset when the run starts again) */
   let widest = { n: 0, tok: 0, tok2: 0, cost: 0, rounds: 0 };
 
@@ -249,15 +252,80 @@ export function createTimeline(ctx) {
     if (key === rowsKey) return;
     rowsKey = key;
     ctx.liveRows = [];
-    const frag = document.createDocumentFragment();
-    if (s.run.rounds.length < widest.rounds) widest = { n: 0, tok: 0, tok2: 0, cost: 0, rounds: 0 };
+    if (s.run.rounds.length < widest.rounds) {
+      widest = { n: 0, tok: 0, tok2: 0, cost: 0, rounds: 0 };
+      drop(); // every row counts its figures again
+    }
     widest.rounds = s.run.rounds.length;
     const was = JSON.stringify(widest);
-    for (let i = first; i < last; i++) frag.append(rowFor(roundAt(i), i, sel));
-    spacer.replaceChildren(frag);
+    placeRows(first, last, sel);
     if (JSON.stringify(widest) !== was) {
       for (const col of /** @type {const} */ (["n", "tok", "tok2", "cost"])) timeline.style.setProperty(`--tl-${col}-ch`, String(widest[col]));
     }
+  }
+
+  /**
+   * Put the rows of list places `first` to `last` (not included) in the spacer, in order.
+   * A row already there whose round has not changed stays as it is: following the newest,
+   * a draw adds the new round's row and removes the one that scrolled away, and the page
+   * styles and lays out those two, not the dozen in view.
+   * @param {number} first
+   * @param {number} last
+   * @param {Round | null} sel
+   */
+  function placeRows(first, last, sel) {
+    if (shown.length && (shown[0].i >= last || shown[shown.length - 1].i < first)) drop();
+    while (shown.length && shown[0].i < first) /** @type {Shown} */ (shown.shift()).el.remove();
+    while (shown.length && shown[shown.length - 1].i >= last) /** @type {Shown} */ (shown.pop()).el.remove();
+    const lo = shown.length ? shown[0].i : last;
+    const hi = shown.length ? shown[shown.length - 1].i + 1 : last;
+    /** @type {Shown[]} */
+    const before = [];
+    for (let i = first; i < lo; i++) before.push(made(i, sel));
+    for (const row of shown) {
+      const sig = signature(roundAt(row.i), sel);
+      if (sig !== row.sig) {
+        const fresh = made(row.i, sel);
+        row.el.replaceWith(fresh.el);
+        Object.assign(row, fresh);
+      } else if (row.live) ctx.liveRows.push(row.live);
+    }
+    /** @type {Shown[]} */
+    const after = [];
+    for (let i = hi; i < last; i++) after.push(made(i, sel));
+    if (before.length) spacer.prepend(...before.map((r) => r.el));
+    if (after.length) spacer.append(...after.map((r) => r.el));
+    shown = [...before, ...shown, ...after];
+  }
+
+  /** Forget the rows drawn: the next draw makes each again. */
+  function drop() {
+    shown = [];
+    spacer.replaceChildren();
+  }
+
+  /**
+   * What a round's row shows depends on: the round (its changes counted by `v`), its state,
+   * whether it is selected, and the run's (done, a pause holding its call, the numbering).
+   * @param {Round} r
+   * @param {Round | null} sel
+   * @returns {string}
+   */
+  function signature(r, sel) {
+    return `${r.n}|${r.v}|${roundState(s, r)}|${sel === r}|${isDone(s.run)}|${r.call ? held(s, r.call) : ""}|${s.offset || 0}`;
+  }
+
+  /**
+   * The row of list place `i`, with what says when it must be made again.
+   * @param {number} i
+   * @param {Round | null} sel
+   * @returns {Shown}
+   */
+  function made(i, sel) {
+    const r = roundAt(i);
+    const live = ctx.liveRows.length;
+    const el = rowFor(r, i, sel);
+    return { i, el, sig: signature(r, sel), live: ctx.liveRows.length > live ? ctx.liveRows[ctx.liveRows.length - 1] : null };
   }
 
   /**
@@ -378,6 +446,7 @@ export function createTimeline(ctx) {
     },
     forget() {
       rowsKey = "";
+      drop();
     },
     dispose() {
       clearTimeout(searchTimer);
