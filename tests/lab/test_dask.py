@@ -122,6 +122,14 @@ def client() -> Iterator[Any]:
     first lost attempt into ``KilledWorker`` (so the retry under test is ours, not Dask's
     own rescheduling), and ``worker-saturation: 1.0`` gives each 1-thread worker one task at
     a time (so a dying worker takes down only the scenario it was running).
+
+    And the cluster keeps both workers, however often the tests kill them. A worker's nanny
+    starts it again, but ``LocalCluster`` also closes that nanny for good when, a
+    ``deploy.lost-worker-timeout`` (15 s) after a worker left, none of its name is back:
+    under load a start takes that long, or the worker was killed again meanwhile. The
+    cluster then ran on one worker (a test's scenarios were lost with the worker the nanny
+    closed) or none (a sweep waited forever for a result to be computed again). The
+    settings hold while the cluster lives: the cluster reads that one when a worker leaves.
     """
     try:
         dask = importlib.import_module("dask")
@@ -131,6 +139,7 @@ def client() -> Iterator[Any]:
     settings = {
         "distributed.scheduler.allowed-failures": 0,
         "distributed.scheduler.worker-saturation": 1.0,
+        "distributed.deploy.lost-worker-timeout": "1h",
     }
     with dask.config.set(settings):
         try:
@@ -145,9 +154,9 @@ def client() -> Iterator[Any]:
             )
         except (OSError, RuntimeError, TimeoutError) as exc:
             unavailable(f"cannot start a LocalCluster of worker processes here: {exc!r}")
-    with cluster, distributed.Client(cluster) as dask_client:
-        dask_client.wait_for_workers(2, timeout=60)
-        yield dask_client
+        with cluster, distributed.Client(cluster) as dask_client:
+            dask_client.wait_for_workers(2, timeout=60)
+            yield dask_client
 
 
 # -- executors without Dask ------------------------------------------------------------

@@ -22,7 +22,10 @@ Results are taken as they complete (one gather per batch of finished tasks), so 
 progress bar and the observers move while the cluster works, and a result once taken is
 never lost, whatever happens to workers later. A result a dying worker still held, not yet
 taken, is recomputed by Dask itself: same row for a scripted model, a second call (and
-its spend) for a real one.
+its spend) for a real one. A gather waits at most :data:`GATHER_TIMEOUT` (Dask's own gather
+would wait for such a recomputation, however long, with the rest of the sweep held up
+behind it): a result it did not bring back is waited for again as the running tasks are,
+and taken once Dask has it again.
 
 A worker that dies takes the scenarios it was running with it. Dask itself re-runs such a task up
 to ``distributed.scheduler.allowed-failures`` times (a scheduler setting, 3 by default)
@@ -40,6 +43,7 @@ neighbours in the batch run to the end.
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -64,6 +68,7 @@ from toolloop_lab.lab.scenario import Scenario
 
 __all__ = [
     "EXTRA",
+    "GATHER_TIMEOUT",
     "MAX_BATCH",
     "DaskClient",
     "batch_size_for",
@@ -76,6 +81,15 @@ EXTRA: Final = "toolloop-lab[dask]"
 
 MAX_BATCH: Final = 32
 """The most scenarios the automatic batch size puts in one task."""
+
+GATHER_TIMEOUT: Final = 60.0
+"""Seconds one gather of finished tasks' results may take. Bringing back a batch of small
+results takes milliseconds; a gather takes longer only when a result was lost with its
+worker, when Dask's ``Client.gather`` resets the result and waits, without a bound, for the
+scheduler to compute it again (forever on a cluster left without workers). Past this, the
+sweep stops waiting there and goes on taking other results; what was not brought back comes
+back through the sweep's wait for finished tasks. Generous, so that a slow link bringing a
+large batch's events is never mistaken for a loss (it would be gathered again, not lost)."""
 
 TASKS_PER_THREAD: Final = 16
 """How many tasks the automatic batch size aims at per worker thread: enough that the
@@ -100,6 +114,8 @@ class DaskClient(Protocol):
     def gather(self, futures: Any, *args: Any, **kwargs: Any) -> Any: ...
 
     def cancel(self, futures: Any, *args: Any, **kwargs: Any) -> Any: ...
+
+    def sync(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any: ...
 
 
 def _distributed() -> Any:
@@ -167,16 +183,41 @@ def _threads(client: DaskClient) -> int:
 
 
 def _settle(future: Any) -> tuple[ScenarioRun, ...] | BaseException:
-    """The run of a future the batch gather did not bring back, or why it has none: waits
-    for it (a result lost with its worker is recomputed), then returns its result or the
-    exception it ended with (``KilledWorker``, a cancellation, an unpickling error...)."""
+    """Why a task that failed (``KilledWorker``, a cancellation, a task error...) has no
+    run. Its exception is already on the client, so this does not wait (bounded all the
+    same: only the client's own state says it failed)."""
     try:
-        value = future.result()
+        value = future.result(timeout=GATHER_TIMEOUT)
     except (Exception, asyncio.CancelledError) as exc:  # noqa: BLE001 - every failure is a row
         return exc
+    return _runs(value)
+
+
+def _runs(value: object) -> tuple[ScenarioRun, ...] | BaseException:
+    """A gathered task result: its ScenarioRuns, or why it is not that."""
     if isinstance(value, tuple) and all(isinstance(v, ScenarioRun) for v in value):
         return value
     return TypeError(f"the Dask task returned {type(value).__name__}, not its ScenarioRuns")
+
+
+def _gather_bounded(client: DaskClient, futures: Sequence[Any]) -> dict[Any, Any]:
+    """The results of finished ``futures`` by key, in one gather of at most
+    :data:`GATHER_TIMEOUT` seconds; a task that failed meanwhile maps to ``None``, and when
+    the gather timed out (a result was lost with its worker: see the constant) the mapping
+    is empty."""
+    if not futures:
+        return {}
+    # Client.gather has no timeout of its own; Future.result(timeout=...) bounds its gather
+    # the same way: the client's sync with a callback_timeout, the gather itself asynchronous
+    # on the client's loop (cancelled there when the time is up).
+    gather = functools.partial(client.gather, asynchronous=True)
+    try:
+        gathered: dict[Any, Any] = client.sync(
+            gather, {f.key: f for f in futures}, errors="skip", callback_timeout=GATHER_TIMEOUT
+        )
+    except TimeoutError:
+        return {}
+    return gathered
 
 
 def run_scenarios_on_dask(
@@ -272,15 +313,22 @@ class _Sweep:
         return future
 
     def take(self, batch: Sequence[Any]) -> list[Any]:
-        """Settle a batch of finished tasks into rows; returns the tasks sent again."""
+        """Settle a batch of finished tasks into rows; returns the tasks to wait for again:
+        those sent again, and those whose result the gather did not bring back."""
         # One gather per batch of finished tasks, not one round trip per task; failed
-        # tasks are left out of it and settled one by one.
-        gathered = self.client.gather({f.key: f for f in batch}, errors="skip")
+        # tasks are left out of it and settled one by one, from what the client knows.
+        gathered = _gather_bounded(self.client, [f for f in batch if f.status == "finished"])
         again = []
         for future in batch:
-            result = gathered.get(future.key)
+            value = gathered.get(future.key)  # None: a failed task, or not brought back
+            if value is None and future.status in ("error", "cancelled"):
+                outcome = _settle(future)
+            elif future.key in gathered:
+                outcome = _runs(value)
+            else:  # lost with its worker (Dask computes it again), or the gather timed out
+                again.append(future)
+                continue
             attempt = self.pending.pop(future)
-            outcome = result if isinstance(result, tuple) else _settle(future)
             if isinstance(outcome, tuple):
                 for index, run in zip(attempt.indices, outcome, strict=True):
                     replay_events(run.events, self.observers)
