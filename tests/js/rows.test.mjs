@@ -26,6 +26,16 @@ async function mounted(events) {
   return { el, ...view };
 }
 
+/** A view of an empty live store, as a kernel's first message leaves it. */
+function liveView() {
+  const el = document.createElement("div");
+  document.body.append(el);
+  const s = createStore();
+  s.live = true;
+  const host = { live: true, pauseOn: () => "off", setPauseOn() {}, control() {}, send() {}, forking: false, canFork: () => false };
+  return { el, s, dispose: createView(el, s, host) };
+}
+
 test("a figure's width in digits: separators count as digits, a dash and an m as more", () => {
   assert.equal(textCh("1,200 / 60"), 10);
   assert.equal(textCh("$0.0012"), 7);
@@ -52,12 +62,7 @@ test("the list is as tall as a small run's rows, and scrolls past nine", async (
 });
 
 test("a live list grows with its rounds", async () => {
-  const el = document.createElement("div");
-  document.body.append(el);
-  const s = createStore();
-  s.live = true;
-  const host = { live: true, pauseOn: () => "off", setPauseOn() {}, control() {}, send() {}, forking: false, canFork: () => false };
-  const dispose = createView(el, s, host);
+  const { el, s, dispose } = liveView();
   const events = script(rounds(3), { finished: false });
   const cut = events.findIndex((e) => e.kind === "round_start" && e.round === 2);
   enqueue(s, events.slice(0, cut));
@@ -90,12 +95,7 @@ test("the figures' columns fit the widest figure drawn; the status word stays as
 });
 
 test("following a live run, the rows of rounds that did not change stay; a changed one is drawn again", async () => {
-  const el = document.createElement("div");
-  document.body.append(el);
-  const s = createStore();
-  s.live = true;
-  const host = { live: true, pauseOn: () => "off", setPauseOn() {}, control() {}, send() {}, forking: false, canFork: () => false };
-  const dispose = createView(el, s, host);
+  const { el, s, dispose } = liveView();
   const events = script(rounds(30), { finished: false });
   const at = (n) => events.findIndex((e) => e.kind === "round_start" && e.round === n);
   enqueue(s, events.slice(0, at(20)));
