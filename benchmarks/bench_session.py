@@ -39,8 +39,10 @@ first slice scrolls the round list, which lays the page out there and then), and
 collection.
 
 A day later, the machine nearly quiet (load 1.2-1.9: the test's own kernel, server and
-browser), ten sessions: six had no long task, four had one each (53, 63, 76 and 93 ms; the
-bundle before and after the round list kept its unchanged rows, alternated, did not differ).
+browser), ten sessions: six had no long task, four had one each (53, 63, 76 and 93 ms). The
+bundle before and after the round list kept its unchanged rows, alternated three times each:
+before, none in all three; after, none in one and one task (63, 93 ms) in two: too few to
+tell apart, and nothing to show the kept rows helped this bound.
 Where the 93 ms went (the long animation frame the test records): 52 ms in a scroll event's
 handlers and 62 ms laying out and painting the page.
 
