@@ -11,7 +11,7 @@ const dom = new JSDOM("<!doctype html><html><body></body></html>", { pretendToBe
 for (const name of ["document", "requestAnimationFrame", "cancelAnimationFrame", "HTMLElement", "HTMLButtonElement", "getComputedStyle"]) globalThis[name] = dom.window[name];
 dom.window.HTMLCanvasElement.prototype.getContext = () => null;
 const { mount } = await import(src("debugger.js"));
-const { textCh } = await import(src("timeline.js"));
+const { textCh } = await import(src("timeline_rows.js"));
 const { createStore, enqueue } = await import(src("store.js"));
 const { createView } = await import(src("view.js"));
 
