@@ -63,6 +63,9 @@ alternated with two candidate changes, load 0.7-2.9:
   one draw slice per animation frame instead of per task (F) had one session with two
   (63 and 65 ms, the websocket handler) in 6. Traced, B had 2-3 times as many tasks over
   25 ms as A (its style time fell and its layout rose by as much). Neither was kept.
+* The head on its own afterwards: six sessions (load 0.1-1.4), this script once (load 0.9)
+  and two with ``TOOLLOOP_STRICT_TIMING=1`` (load 0.9, 1.7): no long task in any; inside
+  a CI run on the same machine, none either. With the ten above: 20 of 20 sessions.
 
 Not part of the test suite: timing figures live here, never in tests.
 """
