@@ -3,7 +3,9 @@
 Run: ``python benchmarks/bench_loop.py`` (about 5 minutes on a busy 2-core machine; add
 ``--quick`` for a short smoke run). Every loop variant drives the same instant chat model,
 ``benchkit.InstantChatModel`` (written in the benchmark, not the package, so no model of
-ours can move the floor), making one ``echo`` tool call per round, in one process and one
+ours can move the floor; its script stays out of its ``repr``, which langchain-core takes
+once per model and which no provider's model fills with a whole run's replies), making one
+``echo`` tool call per round, in one process and one
 event loop, with the variants interleaved repeat by repeat so drift and other processes'
 load hit all of them alike. For 10, 100 and 1,000 rounds it prints µs per round (wall-clock
 median and min-max, plus the median CPU time of this process, which other processes' load
