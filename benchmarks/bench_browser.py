@@ -58,6 +58,21 @@ round      run (4x throttled)     load  long tasks, longest  "Finished" after th
 Keeping the rows made no difference a run can show here: what a throttled draw costs is the
 page's style, layout and paint of the header, detail and run list, and the kernel's messages.
 
+Two days later, on the bundle of that day's head, the machine nearly quiet (load 0.1-2.6),
+13 sessions: the live run's longest task 50-80 ms in all 10 that ran it, "Finished" after
+0.26-0.31 s; the 10,000-round run's 63-122 ms, over 100 ms in 4 of 13, "Finished" after
+0.14-0.32 s. A Chrome trace of the 10,000-round run (the DevTools protocol's ``Tracing`` on the
+throttled page) put its long tasks in two kinds: animation frames holding the draw's first
+slice (``timeline.scroll`` forcing style and layout of the round list that ``drawRows`` had
+just rebuilt) together with the frame's own style, layout and paint; and V8's major
+garbage collection, 55-128 ms once or twice a run, which is the longest task. Starting each
+slice of a draw in the task after a frame (``requestAnimationFrame`` then a ``MessageChannel``
+task) cut the long tasks from 10.8 to 3.6 a session (nine sessions each, alternated) but not
+the longest, and put "Finished" a frame or two later; it was not kept. Shortening the
+collection needs fewer objects per round in the page (the round list's rows are made
+afresh every draw; the page keeps about 24 small objects a round, 10 of them in the Gantt
+chart's cache).
+
 The live run now keeps under the 100 ms goal when the machine is not too busy (91-93 ms at
 load 1.6-2.6) and reads "Finished" within 0.3-0.45 s. The 10,000-round run does not meet
 its goals here: its longest task is 244-358 ms (254-594 ms before), and "Finished" came
