@@ -146,6 +146,17 @@ async def test_event_order_and_fields_of_a_plain_run(echo_tool: BaseTool) -> Non
     assert finished.synthesis_reason is None
 
 
+async def test_reply_text_in_events_is_a_plain_str(echo_tool: BaseTool) -> None:
+    """langchain-core's ``.text`` is a ``TextAccessor`` (a str subclass the garbage
+    collector tracks); events keep the plain string it spells."""
+    result = await LLMAgent(_two_round_model(), [echo_tool]).arun("go")
+    called = [e for e in result.events if isinstance(e, ModelCalled)]
+    finished = [e for e in result.events if isinstance(e, LoopFinished)]
+    assert [e.text for e in called] == ["checking", "done"]
+    assert {type(e.text) for e in called} == {str}
+    assert [(e.final_text, type(e.final_text)) for e in finished] == [("done", str)]
+
+
 async def test_result_events_are_the_observed_stream(echo_tool: BaseTool) -> None:
     events: list[Event] = []
     result = await LLMAgent(_two_round_model(), [echo_tool], observers=[events.append]).arun("go")
@@ -375,6 +386,46 @@ def test_message_snapshots_are_what_pydantic_dumps() -> None:
     assert snapshots[3]["data"]["extra_field"] == [1, 2]
     assert snapshots[4]["data"]["tag"] == "mine"
     assert snapshots[2]["data"]["additional_kwargs"]["parsed"]["when"] == when.isoformat()
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        ToolMessage("r", tool_call_id="c1", name="echo"),
+        ToolMessage("Error: boom", tool_call_id="c1", name="echo", status="error"),
+        ToolMessage("r", tool_call_id="c1", id="m1"),
+        ToolMessage("", tool_call_id="c1", name="echo"),
+        ToolMessage("r", tool_call_id="c1", name="echo", artifact={"rows": [1, 2]}),
+        ToolMessage("r", tool_call_id="c1", response_metadata={"took": 1}),
+        ToolMessage("r", tool_call_id="c1", additional_kwargs={"k": "v"}),
+        ToolMessage([{"type": "text", "text": "r"}], tool_call_id="c1"),
+        ToolMessage("r", tool_call_id="c1", extra_field=[1, 2]),
+        ToolMessage.model_construct(content="r", tool_call_id=7, name="echo"),
+    ],
+    ids=[
+        "plain",
+        "error",
+        "with-id",
+        "empty",
+        "artifact",
+        "metadata",
+        "kwargs",
+        "blocks",
+        "extra",
+        "unvalidated",
+    ],
+)
+def test_a_tool_result_snapshot_is_what_pydantic_dumps_key_for_key(message: ToolMessage) -> None:
+    """Tool results, one a round, are copied on a path of their own: the same dict in the
+    same key order as pydantic's dump, whatever the message holds."""
+    (snapshot,) = message_dicts([message])
+    dumped = frozen_json(message.model_dump(warnings=False))
+    assert snapshot == {"type": message.type, "data": dumped}
+    assert list(snapshot) == ["type", "data"]
+    assert list(snapshot["data"]) == list(dumped)
+    assert json.dumps(snapshot["data"]) == json.dumps(dumped)
+    with pytest.raises(TypeError):
+        snapshot["data"]["additional_kwargs"]["new"] = 1  # type: ignore[index]
 
 
 def test_events_are_frozen() -> None:

@@ -607,7 +607,7 @@ def _final_text(outputs: Any, last: AIMessage | None) -> str:
         final = message
     if final is None:
         final = last
-    return final.text if final is not None else ""
+    return str(final.text) if final is not None else ""  # not a TextAccessor
 
 
 def _names(error: BaseException) -> set[str]:

@@ -197,7 +197,7 @@ class ToolLoop:
         exhausted = reason == "token_budget"
         run.emit(
             ev.LoopFinished,
-            final_text=final.text,
+            final_text=str(final.text),  # a plain str, not langchain's TextAccessor
             rounds=run.rounds_done,
             usage=run.usage,
             budget_exhausted=exhausted,

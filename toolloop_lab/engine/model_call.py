@@ -312,7 +312,10 @@ class ReplyFields(TypedDict):
 def reply_fields(reply: AIMessage) -> ReplyFields:
     """What ``reply`` says about itself, as its ``ModelCalled`` event carries it (the loop
     and the bridge both emit it, so it is read off the reply in one place)."""
-    text = reply.text  # a property that joins content blocks: read once
+    # A property that joins content blocks: read once, and kept as a plain ``str`` (it is
+    # langchain-core's ``TextAccessor``, a str subclass the garbage collector tracks, one
+    # more object a round for every event list that keeps it).
+    text = str(reply.text)
     reason = finish_reason(reply.response_metadata)  # read once, for two fields
     return ReplyFields(
         text=text,
