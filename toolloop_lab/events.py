@@ -852,7 +852,7 @@ def _message_dict(message: BaseMessage) -> FrozenDict:
 def _plain_tool_result(message: BaseMessage) -> FrozenDict | None:
     """:func:`_message_dict` of a tool result as the loop makes one (a ``ToolMessage`` with
     text content and nothing else set), built straight from its fields: the same dict, keys
-    in the same order, at a quarter of the cost of a pydantic dump walked again to freeze it
+    in the same order, in a quarter of the time of a pydantic dump walked again to freeze it
     (one a round, on the loop's hot path). ``None`` for any other message."""
     if type(message) is not ToolMessage or not _TOOL_FIELDS_KNOWN:
         return None
@@ -875,8 +875,8 @@ def _plain_tool_result(message: BaseMessage) -> FrozenDict | None:
         type="tool",
         data=FrozenDict(
             content=content,
-            additional_kwargs=_NO_FIELDS,
-            response_metadata=_NO_FIELDS,
+            additional_kwargs=frozen_json(data["additional_kwargs"]),  # {}: the shared one
+            response_metadata=frozen_json(data["response_metadata"]),
             type="tool",
             name=name,
             id=id_,
@@ -887,7 +887,6 @@ def _plain_tool_result(message: BaseMessage) -> FrozenDict | None:
     )
 
 
-_NO_FIELDS: Final = FrozenDict()
 _TOOL_FIELDS_KNOWN: Final = (
     tuple(ToolMessage.model_fields)
     == (
