@@ -200,7 +200,11 @@ def test_stop_and_step_reach_an_attached_run_the_cell_awaits(kernel: Kernel) -> 
     kernel.send(comm_id, {"type": "control", "action": "step", "pause": first["pause"]}, None)
     kernel.pump(lambda: (kernel.control().get("paused_at") or {}).get("round") == 2)
     kernel.send(comm_id, {"type": "control", "action": "stop"}, None)
-    kernel.pump(lambda: cell in kernel.replies)
+    # the reply comes on the shell channel and the error shown on IOPub: each is read on
+    # its own, so the reply may be read first (seen on a slow machine); wait for both
+    kernel.pump(
+        lambda: cell in kernel.replies and any(e["ename"] == "RunStopped" for e in kernel.errors)
+    )
 
     assert kernel.replies[cell]["ename"] == "RunStopped"
     [shown] = [e for e in kernel.errors if e["ename"] == "RunStopped"]
