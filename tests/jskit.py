@@ -91,6 +91,11 @@ def _hostile_text(text: str) -> str:
     return f"{ALL} · 日本語 · 🙂 · \u202e{text}\u202c · " + "x" * 50_000
 
 
+def _count(n: int) -> str:
+    """Says the number."""
+    return f"{n}"
+
+
 def _boom(text: str) -> str:
     """Raises."""
     raise ValueError(f"boom: {text} {PAYLOADS[1]}")
@@ -181,11 +186,15 @@ def usd_stop_mid_run() -> list[Event]:
         return _run(script, [_tool("hostile", _hostile_text)], AgentConfig(tool_max_rounds=8))
 
 
+LONG_ROUNDS = 200
+"""Rounds of the long run: enough that what the page keeps a round shows."""
+
+
 def hostile_cases() -> dict[str, list[Event]]:
     """Runs the catalog has not: hostile, huge and unicode strings from a tool and the
     model, a tool that raises, an unknown and an invalid call, a run stopped mid-tool, a
     model that runs out of replies (the run fails), a token budget tripped mid-run, a USD
-    limit that stops a run mid-round."""
+    limit that stops a run mid-round; and a long run (``LONG_ROUNDS`` rounds of one call)."""
     stopped = _cancelled_tool()
     hostile = _tool("hostile", _hostile_text)
     boom = _tool("boom", _boom)
@@ -212,6 +221,12 @@ def hostile_cases() -> dict[str, list[Event]]:
             AgentConfig(token_budget_percent=1.0, context_window=100_000),
         ),
         "usd_stop_mid_run": usd_stop_mid_run(),
+        "long_run": _run(
+            [calls(tool_call("count", {"n": i}, f"c{i}")) for i in range(LONG_ROUNDS)]
+            + [final("done")],
+            [_tool("count", _count)],
+            AgentConfig(tool_max_rounds=LONG_ROUNDS + 1),
+        ),
         "cancelled_tool": stopped,
         "langgraph_interrupted": _interrupted(),
         "tool_result_missing": [

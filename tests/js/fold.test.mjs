@@ -4,7 +4,8 @@ import { test } from "node:test";
 import { loadCase, src } from "./fixtures.mjs";
 
 const { fold } = await import(src("fold.js"));
-const { createRun, isDone, outcomeText } = await import(src("run.js"));
+const runModule = await import(src("run.js"));
+const { createRun, isDone, outcomeText, sameData } = runModule;
 
 function folded(events) {
   const run = createRun();
@@ -97,4 +98,68 @@ test("a kind from a newer version, and what is not an event, are ignored", () =>
   fold(run, { kind: "from_the_future", run_id: run.runId, round: 1, t: 0.1 });
   assert.equal(run.rounds.length, 2);
   assert.equal(run.status, "finished");
+});
+
+/** Objects reachable from `root` (arrays, maps and plain objects; each counted once). */
+function objectsIn(root) {
+  const seen = new Set();
+  const stack = [root];
+  while (stack.length) {
+    const o = stack.pop();
+    if (o === null || typeof o !== "object" || seen.has(o)) continue;
+    seen.add(o);
+    if (o instanceof Map) for (const [k, v] of o) stack.push(k, v);
+    else if (o instanceof Set) for (const v of o) stack.push(v);
+    else for (const k of Object.keys(o)) stack.push(o[k]);
+  }
+  return seen.size;
+}
+
+test("a long run keeps few objects a round: empty lists shared, one copy of each call's arguments and tool names", () => {
+  const run = folded(loadCase("long_run"));
+  const rounds = run.rounds.filter((r) => r.tools.length === 1);
+  assert.equal(rounds.length, 200);
+  const [a, b] = rounds;
+  // lists a round has nothing in are one shared, frozen list (a push on it would throw)
+  for (const key of ["pauses", "prunings", "gates", "interventions", "failedCalls"]) {
+    assert.equal(a[key], b[key], key);
+    assert.equal(a[key].length, 0, key);
+    assert.ok(Object.isFrozen(a[key]), key);
+  }
+  assert.equal(a.call.fragments, b.call.fragments);
+  assert.equal(a.pruneUsage, b.pruneUsage);
+  // tool_start and tool_dispatch repeat the arguments the reply asked with: one copy kept
+  assert.equal(a.tools[0].args, a.call.toolCalls[0].args);
+  assert.deepEqual(a.tools[0].args, { n: 0 });
+  // every round's call was told of the same tools: one list
+  assert.equal(a.call.tools, b.call.tools);
+  assert.deepEqual(a.call.tools, ["count"]);
+  // a round, its call, its tool call and their usage: 8 objects (18 when each round kept
+  // its own empty lists, a map of its tools and a second copy of the arguments)
+  const perRound = objectsIn(run.rounds) / run.rounds.length;
+  assert.ok(perRound <= 10, `${perRound} objects a round`);
+});
+
+test("a pause, a gate or a failed call goes to its own round's list, not the shared empty one", () => {
+  const run = folded(loadCase("usd_stop_mid_run"));
+  const gated = run.rounds.filter((r) => r.gates.length);
+  assert.ok(gated.length > 0);
+  const empty = run.rounds.filter((r) => !r.gates.length);
+  for (const r of gated) for (const e of empty) assert.notEqual(r.gates, e.gates);
+  const failed = folded(loadCase("model_exception")).rounds.filter((r) => r.failedCalls.length);
+  assert.ok(failed.length > 0);
+  assert.ok(failed.every((r) => !Object.isFrozen(r.failedCalls)));
+});
+
+test("sameData: the same JSON data, keys in the same order; anything else, or past 1,000 entries, is not", () => {
+  assert.equal(sameData({ a: [1, { b: "x" }], c: null }, { a: [1, { b: "x" }], c: null }), true);
+  assert.equal(sameData({ a: 1, b: 2 }, { b: 2, a: 1 }), false); // shown in another order
+  assert.equal(sameData({ a: 1 }, { a: "1" }), false);
+  assert.equal(sameData([1], { 0: 1 }), false);
+  assert.equal(sameData({ a: {} }, { a: null }), false);
+  assert.equal(sameData({ a: [1, 2] }, { a: [1, 2, 3] }), false);
+  const big = () => ({ list: Array.from({ length: 1000 }, (_, i) => i) });
+  assert.equal(sameData(big(), big()), false); // too many entries to compare: kept as a new copy
+  const fits = () => ({ list: Array.from({ length: 998 }, (_, i) => i) });
+  assert.equal(sameData(fits(), fits()), true);
 });

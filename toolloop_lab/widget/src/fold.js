@@ -4,11 +4,31 @@
 // knows no DOM, no link protocol and no control state: only the events.
 
 import { num } from "./format.js";
-import { addUsage, callOf, isDone, readUsage, resetRun, roundOf, toolOf } from "./run.js";
+import { NONE, add, addUsage, callOf, findTool, isDone, readUsage, resetRun, roundOf, sameData, toolOf } from "./run.js";
 
 /** @typedef {import("./run.js").Run} Run */
 /** @typedef {import("./run.js").Round} Round */
 /** @typedef {import("./run.js").WireEvent} WireEvent */
+
+/** @type {Map<string, string[]>} */
+const NAMES = new Map();
+const NAMES_KEPT = 256;
+
+/**
+ * A call's tool names: one array for every call that names the same tools (a long run's
+ * calls all do), instead of one per call; only the first {@link NAMES_KEPT} different lists
+ * are shared, so a run cannot grow the table without end.
+ * @param {string[] | undefined} list
+ * @returns {string[]}
+ */
+function names(list) {
+  if (!list || !list.length) return NONE;
+  const key = list.join("\u0000");
+  const known = NAMES.get(key);
+  if (known) return known;
+  if (NAMES.size < NAMES_KEPT) NAMES.set(key, list);
+  return list;
+}
 
 /**
  * Take one event into the run. Events of another run are ignored while this one goes on;
@@ -57,16 +77,16 @@ function foldRound(s, r, e) {
         Object.assign(c, { purpose: "pruning", model: e.model_name, t0: e.t, streaming: !!e.streaming });
         c.messages = e.messages || [];
         c.toolCallId = e.tool_call_id;
-        r.prunings.push(c);
+        r.prunings = add(r.prunings, c);
         if (e.tool_call_id) {
-          const t = r.toolById.get(e.tool_call_id);
+          const t = findTool(r, e.tool_call_id);
           if (t) t.pruning = true;
         }
         break;
       }
       const c = callOf(s, e, r);
       Object.assign(c, { purpose: e.purpose, model: e.model_name, t0: e.t, streaming: !!e.streaming });
-      c.tools = e.tools || [];
+      c.tools = names(e.tools);
       c.msgFrom = s.conversation.length;
       for (const m of e.messages || []) s.conversation.push(m);
       c.msgTo = s.conversation.length;
@@ -80,6 +100,7 @@ function foldRound(s, r, e) {
       if (!r.call && c.purpose !== "pruning") r.call = c;
       if (c.t0 === null) c.t0 = e.t;
       c.text += e.text || "";
+      if (c.fragments === NONE && e.tool_calls && e.tool_calls.length) c.fragments = [];
       for (const f of e.tool_calls || []) {
         const slot = c.fragments[f.index] || (c.fragments[f.index] = { id: null, name: "", args: "" });
         if (f.id) slot.id = f.id;
@@ -107,7 +128,7 @@ function foldRound(s, r, e) {
       c.empty = !!e.empty;
       c.truncated = !!e.truncated;
       c.done = true;
-      c.fragments = [];
+      c.fragments = NONE;
       r.call = c;
       if (e.purpose === "synthesis") r.purpose = "synthesis";
       if (r.t0 === null) r.t0 = c.t0;
@@ -133,12 +154,13 @@ function foldRound(s, r, e) {
       }
       if (e.usage && e.purpose === "pruning") r.pruneUsage = addUsage(r.pruneUsage, readUsage(e.usage));
       if (e.accumulated) s.totals = readUsage(e.accumulated);
-      if (e.purpose !== "pruning") r.failedCalls.push({ type: e.error_type, message: e.message || "", traceback: e.traceback || null, latency: e.latency_s, t: e.t });
+      if (e.purpose !== "pruning") r.failedCalls = add(r.failedCalls, { type: e.error_type, message: e.message || "", traceback: e.traceback || null, latency: e.latency_s, t: e.t });
       break;
     }
     case "tool_start": {
       const t = toolOf(r, e.tool_call_id, e.name, e.args);
-      if (e.args) t.args = e.args; // what it really runs with (a person may have edited them)
+      // what it really runs with (a person may have edited them); the same data keeps one copy
+      if (e.args && !sameData(t.args, e.args)) t.args = e.args;
       t.status = "running";
       t.tStart = e.t;
       s.toolNames.add(e.name);
@@ -147,7 +169,7 @@ function foldRound(s, r, e) {
     case "tool_dispatch": {
       const t = toolOf(r, e.tool_call_id, e.name, e.args);
       t.name = e.name;
-      t.args = e.args || {};
+      if (!sameData(t.args, e.args || {})) t.args = e.args || {};
       t.ran = e.ran !== false;
       t.status = t.ran ? e.status : "not_run";
       t.reason = e.error_reason;
@@ -169,7 +191,7 @@ function foldRound(s, r, e) {
       const usage = readUsage(e.usage);
       r.pruneUsage = addUsage(r.pruneUsage, usage);
       s.totals = addUsage(s.totals, usage);
-      const t = r.toolById.get(e.tool_call_id);
+      const t = findTool(r, e.tool_call_id);
       /** @type {import("./run.js").Pruning} */
       const rec = {
         model: e.model_name,
@@ -193,7 +215,7 @@ function foldRound(s, r, e) {
         c.usage = usage;
         c.latency = e.latency_s;
       } else {
-        r.prunings.push({ purpose: "pruning", toolCallId: e.tool_call_id, model: e.model_name, t0: Math.max(0, e.t - (e.latency_s || 0)), t1: e.t, done: true, usage, latency: e.latency_s });
+        r.prunings = add(r.prunings, { purpose: "pruning", toolCallId: e.tool_call_id, model: e.model_name, t0: Math.max(0, e.t - (e.latency_s || 0)), t1: e.t, done: true, usage, latency: e.latency_s });
       }
       if (t) {
         t.pruned = rec;
@@ -202,7 +224,7 @@ function foldRound(s, r, e) {
       break;
     }
     case "budget_gate":
-      r.gates.push({ gate: e.gate, stage: e.stage, limit: Number(e.limit), spent: Number(e.spent), passed: !!e.passed });
+      r.gates = add(r.gates, { gate: e.gate, stage: e.stage, limit: Number(e.limit), spent: Number(e.spent), passed: !!e.passed });
       if (e.gate === "token") s.tokenGate = e.passed ? "passed" : "tripped";
       else s.usdGate = e.passed ? "passed" : "tripped";
       break;
@@ -214,15 +236,15 @@ function foldRound(s, r, e) {
     case "pause": {
       // the loop went on (or was stopped) at e.t after a pause held it paused_s
       const held = typeof e.paused_s === "number" && e.paused_s > 0 ? e.paused_s : 0;
-      r.pauses.push({ stage: e.stage, purpose: e.purpose, t0: Math.max(0, e.t - held), t1: e.t });
+      r.pauses = add(r.pauses, { stage: e.stage, purpose: e.purpose, t0: Math.max(0, e.t - held), t1: e.t });
       r.paused += held;
       s.paused += held;
       s.pauses++;
       break;
     }
     case "intervention": {
-      r.interventions.push({ action: e.action, stage: e.stage, id: e.tool_call_id, before: e.before, after: e.after });
-      const t = e.tool_call_id ? r.toolById.get(e.tool_call_id) : null;
+      r.interventions = add(r.interventions, { action: e.action, stage: e.stage, id: e.tool_call_id, before: e.before, after: e.after });
+      const t = e.tool_call_id ? findTool(r, e.tool_call_id) : null;
       if (t && e.action === "edit_args") {
         t.args = e.after || {};
         t.edited = true;

@@ -14,7 +14,7 @@ import { hitCell, pack, scaleOf, tracksOf } from "./gantt_pack.js";
 import { LANE_H, STRIP_H, colours, heightFor, paint, trackAt } from "./gantt_paint.js";
 import { KEY_ARIA, KEY_HINT, KEY_SHORT, keyMove, seek } from "./keys.js";
 import { isErrorRound, roundLabel, roundTime, roundTitle, selectedRound } from "./rounds.js";
-import { isDone } from "./run.js";
+import { findTool, isDone } from "./run.js";
 import { runNow } from "./store.js";
 
 /** @typedef {import("./context.js").ViewContext} ViewContext */
@@ -274,7 +274,7 @@ export function createGantt(ctx, open) {
   function nestedTarget(n, it) {
     const showRun = showRunOf(ctx);
     const what = it ? ` · ${it.label} · ${duration((it.t1 === null ? runNow(s) : it.t1) - it.t0)} · ${it.said}` : "";
-    const parent = n.toolCallId ? s.run.rounds.find((r) => r.toolById.has(/** @type {string} */ (n.toolCallId))) : undefined;
+    const parent = n.toolCallId ? s.run.rounds.find((r) => findTool(r, /** @type {string} */ (n.toolCallId)) !== undefined) : undefined;
     const click = showRun ? " · click to show this run" : parent ? ` · click for the ${roundTitle(s, parent).toLowerCase()} that started it` : "";
     return {
       text: `${n.label}${what}${click}`,

@@ -26,16 +26,41 @@ const KINDS = /** @type {Kind[]} */ (["model", "tool", "pruning", "pause"]);
  */
 
 /**
- * @typedef {object} Kept one round as built
+ * @typedef {object} Kept one round as built: numbers only besides its bars, so a long run
+ * keeps one small object a round here (the page's garbage collector walks every one)
  * @property {number} v its change counter then
  * @property {Record<Kind, Item[]>} items
  * @property {boolean} live it had a bar still growing (its figures move with the clock)
- * @property {Figures} fig its figures (of its finished bars, when live)
- * @property {Record<Kind, number>} at where its bars start in each lane
- * @property {Figures} sum the figures of every round up to and including it
+ * @property {number} own its own time (of its finished bars, when live)
+ * @property {number} atModel where its bars start in the model lane
+ * @property {number} atTool ... in the tool lane
+ * @property {number} atPruning ... in the pruning lane
+ * @property {number} atPause ... in the pause lane
+ * @property {number} sumModel the model time of every round up to and including it
+ * @property {number} sumTools ... their tools' time
+ * @property {number} sumPruning ... their pruning calls' time
  * @property {number} slowest the place of the slowest round up to it (-1: none yet)
  * @property {number} failed its failed calls (model, tool and pruning calls)
  */
+
+/**
+ * Where round `k`'s bars start in lane `kind`.
+ * @param {Kept} k
+ * @param {Kind} kind
+ * @returns {number}
+ */
+function startOf(k, kind) {
+  return kind === "model" ? k.atModel : kind === "tool" ? k.atTool : kind === "pruning" ? k.atPruning : k.atPause;
+}
+
+/**
+ * The figures of every round up to and including `k` (`own` is not summed).
+ * @param {Kept | undefined} k
+ * @returns {Figures}
+ */
+function sumOf(k) {
+  return k ? { model: k.sumModel, tools: k.sumTools, pruning: k.sumPruning, own: 0 } : ZERO;
+}
 
 /**
  * @typedef {object} Cache
@@ -108,7 +133,7 @@ export function runItems(cache, s) {
   }
   const lanes = cache.lanes;
   const end = kept[kept.length - 1];
-  for (const kind of KINDS) lanes[kind].length = kept[from] ? kept[from].at[kind] : end ? end.at[kind] + end.items[kind].length : 0;
+  for (const kind of KINDS) lanes[kind].length = kept[from] ? startOf(kept[from], kind) : end ? startOf(end, kind) + end.items[kind].length : 0;
   const old = kept.splice(from);
   cache.live = cache.live.filter((i) => i < from);
   cache.failing = cache.failing.filter((i) => i < from);
@@ -119,21 +144,23 @@ export function runItems(cache, s) {
     const was = old[i - from];
     // a round after the first that changed keeps its bars when it did not change itself
     const items = was && was.v === r.v && i < rounds.length - 1 ? was.items : roundItems(s, r);
-    /** @type {Record<Kind, number>} */
-    const at = { model: lanes.model.length, tool: lanes.tool.length, pruning: lanes.pruning.length, pause: lanes.pause.length };
+    const atModel = lanes.model.length;
+    const atTool = lanes.tool.length;
+    const atPruning = lanes.pruning.length;
+    const atPause = lanes.pause.length;
     for (const kind of KINDS) for (const it of items[kind]) lanes[kind].push(it);
     const live = KINDS.some((kind) => items[kind].some((it) => it.t1 === null)) || i === rounds.length - 1;
     if (live) cache.live.push(i);
     const fig = figures(s, r, items, now);
     const before = kept[i - 1];
-    const sum = before ? plus(before.sum, live ? ZERO : fig) : live ? ZERO : fig;
+    const sum = live ? sumOf(before) : plus(sumOf(before), fig);
     const prev = before ? before.slowest : -1;
-    const slowest = live || r.t0 === null ? prev : prev < 0 || fig.own > kept[prev].fig.own ? i : prev;
+    const slowest = live || r.t0 === null ? prev : prev < 0 || fig.own > kept[prev].own ? i : prev;
     let failed = 0;
     for (const kind of KINDS) for (const it of items[kind]) if (it.failed) failed++;
     if (failed) cache.failing.push(i);
     cache.failed += failed;
-    kept.push({ v: r.v, items, live, fig, at, sum, slowest, failed });
+    kept.push({ v: r.v, items, live, own: fig.own, atModel, atTool, atPruning, atPause, sumModel: sum.model, sumTools: sum.tools, sumPruning: sum.pruning, slowest, failed });
   }
   const hold = s.control.paused_at;
   if (pausedNow(s) && hold && typeof s.control.paused_since === "number") {
@@ -154,7 +181,7 @@ export function timeSplit(cache, s) {
   const now = runNow(s);
   const kept = cache.rounds;
   const last = kept[kept.length - 1];
-  let sum = last ? last.sum : ZERO;
+  let sum = sumOf(last);
   for (const i of cache.live) sum = plus(sum, figures(s, s.run.rounds[i], kept[i].items, now));
   return { total: now, model: sum.model, tools: sum.tools, pruning: sum.pruning, paused: s.run.paused + holdingNow(s) };
 }
@@ -173,7 +200,7 @@ export function slowestRound(cache, s) {
   const last = kept[kept.length - 1];
   if (last && last.slowest >= 0) {
     best = last.slowest;
-    time = kept[best].fig.own;
+    time = kept[best].own;
   }
   for (const i of cache.live) {
     const own = roundTime(s, rounds[i]);

@@ -6,6 +6,7 @@
 
 import { duration, plural } from "./format.js";
 import { lastToolName, toolWords } from "./rounds.js";
+import { NONE, add } from "./run.js";
 import { held } from "./store.js";
 
 /** @typedef {import("./store.js").Store} Store */
@@ -63,39 +64,42 @@ export function pauseLabel(p) {
 }
 
 /**
- * The bars of one round, by lane.
+ * The bars of one round, by lane (a lane with none holds run.js's shared empty list:
+ * gantt_cache.js keeps every round's, and most rounds have no pruning and no pause).
  * @param {Store} s
  * @param {Round} r
  * @returns {Record<Kind, Item[]>}
  */
 export function roundItems(s, r) {
   /** @type {Record<Kind, Item[]>} */
-  const out = { model: [], tool: [], pruning: [], pause: [] };
+  const out = { model: NONE, tool: NONE, pruning: NONE, pause: NONE };
   /** @type {(kind: Kind, t0: number, t1: number | null, label: string, said: string, failed?: boolean, stopped?: boolean) => void} */
-  const add = (kind, t0, t1, label, said, failed = false, stopped = false) => out[kind].push({ t0, t1, kind, failed, stopped, round: r.n, label, said });
+  const bar = (kind, t0, t1, label, said, failed = false, stopped = false) => {
+    out[kind] = add(out[kind], { t0, t1, kind, failed, stopped, round: r.n, label, said });
+  };
   const c = r.call;
   const callWord = r.purpose === "synthesis" ? "final-answer call" : "model call";
   const last = c && c.error && c.interrupted === "failed" ? 1 : 0;
   for (const f of r.failedCalls.slice(0, r.failedCalls.length - last)) {
-    if (typeof f.t === "number") add("model", Math.max(0, f.t - (f.latency || 0)), f.t, callWord, `failed: ${f.type}`, true);
+    if (typeof f.t === "number") bar("model", Math.max(0, f.t - (f.latency || 0)), f.t, callWord, `failed: ${f.type}`, true);
   }
   if (c && c.t0 !== null && !held(s, c)) {
     const end = c.t1 !== null ? c.t1 : c.interrupted ? s.run.lastT : null;
     const said = c.interrupted === "failed" ? `failed${c.error ? `: ${c.error.type}` : ""}` : c.interrupted ? "stopped" : c.done ? "ok" : "waiting for the reply";
-    add("model", c.t0, end, callWord, said, c.interrupted === "failed", c.interrupted === "cancelled");
+    bar("model", c.t0, end, callWord, said, c.interrupted === "failed", c.interrupted === "cancelled");
   }
   for (const t of r.tools) {
     if (!t.ran || t.tStart === null || t.status === "not_run") continue;
     const end = t.tEnd !== null ? t.tEnd : t.status === "running" ? null : t.tStart;
-    add("tool", t.tStart, end, t.name, toolWords(t), t.status === "error", t.status === "cancelled");
+    bar("tool", t.tStart, end, t.name, toolWords(t), t.status === "error", t.status === "cancelled");
   }
   for (const p of r.prunings) {
     if (p.t0 === null || p.t0 === undefined) continue;
     const end = p.t1 !== null && p.t1 !== undefined ? p.t1 : p.interrupted ? s.run.lastT : null;
     const failed = p.interrupted === "failed";
-    add("pruning", p.t0, end, `pruning ${lastToolName(r, p.toolCallId)}`, failed ? "failed" : p.done ? "ok" : p.interrupted ? "stopped" : "running", failed, p.interrupted === "cancelled");
+    bar("pruning", p.t0, end, `pruning ${lastToolName(r, p.toolCallId)}`, failed ? "failed" : p.done ? "ok" : p.interrupted ? "stopped" : "running", failed, p.interrupted === "cancelled");
   }
-  for (const p of r.pauses) add("pause", p.t0, p.t1, pauseLabel(p), "held by a pause");
+  for (const p of r.pauses) bar("pause", p.t0, p.t1, pauseLabel(p), "held by a pause");
   return out;
 }
 

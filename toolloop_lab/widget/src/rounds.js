@@ -3,7 +3,7 @@
 // matches the timeline's filter. Derived from the store; no DOM.
 
 import { capitalized, count, duration } from "./format.js";
-import { isDone } from "./run.js";
+import { findTool, isDone } from "./run.js";
 import { runNow } from "./store.js";
 import { CUT_SHORT, ROUND_KIND, SYNTH, TOOL_OUTCOME, reasonWords, toolOutcome, word } from "./words.js";
 
@@ -67,7 +67,7 @@ export function toolDot(t) {
  * @returns {string}
  */
 export function lastToolName(r, id) {
-  const t = r.toolById.get(id);
+  const t = findTool(r, id);
   return t ? t.name : "tool";
 }
 

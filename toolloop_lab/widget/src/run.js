@@ -96,8 +96,7 @@ import { outcomeWords } from "./words.js";
  * @property {number} paused seconds pauses held it: never part of its duration
  * @property {Call | null} call
  * @property {any[]} prunings
- * @property {Tool[]} tools
- * @property {Map<string, Tool>} toolById
+ * @property {Tool[]} tools in call order (find one by id with {@link findTool})
  * @property {{gate: string, stage: string, limit: number, spent: number, passed: boolean}[]} gates
  * @property {{reason: string, prompt: string} | null} synthesis
  * @property {{action: string, stage: string, id: string, before: any, after: any}[]} interventions
@@ -147,10 +146,66 @@ import { outcomeWords } from "./words.js";
  * @property {number} maxRoundCost
  */
 
+/**
+ * The empty list every round and call starts with, shared until one gets an item
+ * ({@link add}): a 10,000-round run keeps no empty arrays, so the page's garbage collector
+ * walks that many fewer objects (its pause is what a long run's longest task is). Frozen,
+ * so a push on it throws instead of reaching every round.
+ */
+export const NONE = /** @type {any[]} */ (/** @type {unknown} */ (Object.freeze([])));
+
+/**
+ * `list` with `item` at its end: the list itself, or a new one in place of {@link NONE}.
+ * @template T
+ * @param {T[]} list
+ * @param {T} item
+ * @returns {T[]}
+ */
+export function add(list, item) {
+  if (list === NONE) return [item];
+  list.push(item);
+  return list;
+}
+
+/**
+ * Whether two JSON values, as events carry them, hold the same data (keys in the same
+ * order): a later event that repeats a call's arguments then leaves the fold's one copy in
+ * place. Past 1,000 entries it answers false, and the fold keeps the new copy as before.
+ * @param {any} a
+ * @param {any} b
+ * @returns {boolean}
+ */
+export function sameData(a, b) {
+  return sameWithin(a, b, 1000) >= 0;
+}
+
+/**
+ * @param {any} a
+ * @param {any} b
+ * @param {number} left entries still to compare
+ * @returns {number} entries left after these (-1: not the same, or too many)
+ */
+function sameWithin(a, b, left) {
+  if (a === b) return left;
+  if (a === null || b === null || typeof a !== "object" || typeof b !== "object") return -1;
+  if (Array.isArray(a) !== Array.isArray(b)) return -1;
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  left -= ka.length;
+  if (ka.length !== kb.length || left < 0) return -1;
+  for (let i = 0; i < ka.length && left >= 0; i++) {
+    left = ka[i] === kb[i] ? sameWithin(a[ka[i]], b[ka[i]], left) : -1;
+  }
+  return left;
+}
+
 /** @returns {Usage} */
 export function newUsage() {
   return { input: 0, output: 0, cacheRead: 0, cost: 0, costIn: null, costOut: null, estimated: false, requests: 0 };
 }
+
+/** No usage: what a round's pruning starts at (shared, frozen; {@link addUsage} makes a new one). */
+export const NO_USAGE = /** @type {Usage} */ (Object.freeze(newUsage()));
 
 /**
  * A usage dict of an event as the fold keeps it.
@@ -241,17 +296,16 @@ export function roundOf(s, n) {
       purpose: "round",
       t0: null,
       tLast: null,
-      pauses: [],
+      pauses: NONE,
       paused: 0,
       call: null,
-      prunings: [],
-      tools: [],
-      toolById: new Map(),
-      gates: [],
+      prunings: NONE,
+      tools: NONE,
+      gates: NONE,
       synthesis: null,
-      interventions: [],
-      failedCalls: [], // model calls of this round that raised (retried, or the run failed)
-      pruneUsage: newUsage(),
+      interventions: NONE,
+      failedCalls: NONE, // model calls of this round that raised (retried, or the run failed)
+      pruneUsage: NO_USAGE,
       v: 0,
       hay: null,
       hayV: -1,
@@ -271,7 +325,7 @@ export function roundOf(s, n) {
  * @returns {Tool}
  */
 export function toolOf(r, id, name, args) {
-  let t = r.toolById.get(id);
+  let t = findTool(r, id);
   if (!t) {
     t = {
       id,
@@ -293,10 +347,21 @@ export function toolOf(r, id, name, args) {
       edited: false,
       answeredByHand: false,
     };
-    r.tools.push(t);
-    r.toolById.set(id, t);
+    r.tools = add(r.tools, t);
   }
   return t;
+}
+
+/**
+ * Tool call `id` of round `r`, if it has one. A round holds a few calls, so a scan costs
+ * less than a map kept for every round of a long run.
+ * @param {Round} r
+ * @param {string} id
+ * @returns {Tool | undefined}
+ */
+export function findTool(r, id) {
+  for (const t of r.tools) if (t.id === id) return t;
+  return undefined;
 }
 
 /**
@@ -314,12 +379,12 @@ export function callOf(s, e, r) {
       round: r.n,
       purpose: e.purpose || "round",
       model: e.model_name || null,
-      tools: [],
+      tools: NONE,
       t0: null,
       t1: null,
       streaming: false,
       text: "",
-      fragments: [],
+      fragments: NONE,
       msgFrom: null,
       msgTo: null,
       messages: null,
