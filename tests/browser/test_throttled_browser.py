@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from typing import Any
 
 import pytest
@@ -176,6 +177,12 @@ def test_a_run_on_a_four_times_slower_cpu_finishes_on_screen(
               return {finishedAt: window.__finishedAt, tasks, frames, watched: to - from};
             }"""
         )
+        # what the page keeps once the run is shown: a full collection's pause, still
+        # throttled (a long run's longest task was such a pause), and the heap it leaves
+        began = time.perf_counter()
+        cdp.send("HeapProfiler.collectGarbage")
+        collection_ms = (time.perf_counter() - began) * 1000
+        heap = cdp.send("Runtime.getHeapUsage")
         cdp.send("Emulation.setCPUThrottlingRate", {"rate": 1})
         assert view.locator(".tl-badge").inner_text().strip() == "Finished"
         assert rounds in view.locator(".tl-toolbar").inner_text()
@@ -190,10 +197,12 @@ def test_a_run_on_a_four_times_slower_cpu_finishes_on_screen(
             "longest_task_ms": max((t["duration"] for t in tasks), default=0),
             "finished_after_end_ms": figures["finishedAt"] - ended_at * 1000,
             "watched_s": figures["watched"] / 1000,
+            "full_collection_ms": collection_ms,
+            "heap_used_mb": heap["usedSize"] / 1e6,
             "long_task_list": tasks,
             "long_frames": figures["frames"],
         }
-        said = json.dumps({k: result[k] for k in list(result)[:5]})
+        said = json.dumps({k: result[k] for k in list(result)[:7]})
         print(f"\n[throttled x{RATE}, {run}] {said}")
         ARTIFACTS.mkdir(exist_ok=True)
         (ARTIFACTS / f"figures_throttled_{run}.json").write_text(json.dumps(result, indent=1))
