@@ -1,6 +1,6 @@
 """Per-round overhead of LLMAgent against the floor, counted in machine instructions.
 
-Run: ``python benchmarks/bench_instructions.py`` (needs Debian's ``valgrind``; about 20
+Run: ``python benchmarks/bench_instructions.py`` (needs Debian's ``valgrind``; 4 to 20
 minutes on a 2-core machine, the variants split over two processes). ``bench_loop.py``
 times the same loops, and on a shared machine its ratios move with the load: two of its
 runs minutes apart on one nearly quiet 2-core machine put events on at 1.41x and then
@@ -16,14 +16,17 @@ The variants are ``bench_loop.py``'s own (the floor, events on, a JSONL trace, a
 off. A variant first runs once, 10 rounds (its first-use costs: lazy imports, caches, the
 debugger's widgets); then its measured runs are made inside ``sys.call_tracing``, the one
 function callgrind is told to count inside (nothing else calls it), dumped one file per
-size. Every measured run builds its agent, model and tool afresh, as ``bench_loop.py``'s
-do. Printed: instructions per round (millions, over the measured rounds) and the ratio to
-the floor's, for 10, 100 and 1,000 rounds. Not part of the test suite.
+size, each from a collected heap (so a full collection, which walks every object the
+interpreter holds, never falls inside one because of what ran before it). Every measured
+run builds its agent, model and tool afresh, as ``bench_loop.py``'s do. Printed:
+instructions per round (millions, over the measured rounds) and the ratio to the floor's,
+for 10, 100 and 1,000 rounds. Not part of the test suite.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import re
 import shutil
@@ -73,6 +76,11 @@ def inner(names: list[str], sizes: list[int]) -> None:
                 for _ in range(RUNS[rounds]):
                     RUNNER.run(variant(rounds))
 
+            # Every stretch starts from a collected heap: a full collection walks every
+            # object the interpreter holds (some 40 million instructions here), and whether
+            # one fell inside a stretch depended on what ran before it in this process, not
+            # on the loop measured (one put the floor's 100 rounds 4% higher).
+            gc.collect()
             sys.call_tracing(measured, ())
 
 
