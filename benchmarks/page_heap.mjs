@@ -5,6 +5,7 @@
 // on the page). Run with --expose-gc: node --expose-gc page_heap.mjs SRC_DIR PAYLOADS.json
 import { readFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
+import { objectsIn } from "../tests/js/objects.mjs";
 
 const [srcDir, payloads] = process.argv.slice(2);
 const src = (name) => pathToFileURL(`${srcDir}/${name}`).href;
@@ -17,21 +18,6 @@ const used = () => {
   globalThis.gc();
   return process.memoryUsage().heapUsed;
 };
-
-/** Objects reachable from `root`, each counted once (arrays, maps, sets, plain objects). */
-function objectsIn(root) {
-  const seen = new Set();
-  const stack = [root];
-  while (stack.length) {
-    const o = stack.pop();
-    if (o === null || typeof o !== "object" || seen.has(o)) continue;
-    seen.add(o);
-    if (o instanceof Map) for (const [k, v] of o) stack.push(k, v);
-    else if (o instanceof Set) for (const v of o) stack.push(v);
-    else for (const k of Object.keys(o)) stack.push(o[k]);
-  }
-  return seen.size;
-}
 
 const text = readFileSync(payloads, "utf8");
 const before = used();

@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { loadCase, src } from "./fixtures.mjs";
+import { objectsIn } from "./objects.mjs";
 
 const { fold } = await import(src("fold.js"));
 const runModule = await import(src("run.js"));
@@ -99,21 +100,6 @@ test("a kind from a newer version, and what is not an event, are ignored", () =>
   assert.equal(run.rounds.length, 2);
   assert.equal(run.status, "finished");
 });
-
-/** Objects reachable from `root` (arrays, maps and plain objects; each counted once). */
-function objectsIn(root) {
-  const seen = new Set();
-  const stack = [root];
-  while (stack.length) {
-    const o = stack.pop();
-    if (o === null || typeof o !== "object" || seen.has(o)) continue;
-    seen.add(o);
-    if (o instanceof Map) for (const [k, v] of o) stack.push(k, v);
-    else if (o instanceof Set) for (const v of o) stack.push(v);
-    else for (const k of Object.keys(o)) stack.push(o[k]);
-  }
-  return seen.size;
-}
 
 test("a long run keeps few objects a round: empty lists shared, one copy of each call's arguments and tool names", () => {
   const run = folded(loadCase("long_run"));
