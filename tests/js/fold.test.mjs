@@ -5,8 +5,8 @@ import { loadCase, src } from "./fixtures.mjs";
 import { objectsIn } from "./objects.mjs";
 
 const { fold } = await import(src("fold.js"));
-const runModule = await import(src("run.js"));
-const { createRun, isDone, outcomeText, sameData } = runModule;
+const { createRun, isDone, outcomeText } = await import(src("run.js"));
+const { sameData } = await import(src("lean.js"));
 
 function folded(events) {
   const run = createRun();

@@ -4,31 +4,12 @@
 // knows no DOM, no link protocol and no control state: only the events.
 
 import { num } from "./format.js";
-import { NONE, add, addUsage, callOf, findTool, isDone, readUsage, resetRun, roundOf, sameData, toolOf } from "./run.js";
+import { NONE, add, names, sameData } from "./lean.js";
+import { addUsage, callOf, findTool, isDone, readUsage, resetRun, roundOf, toolOf } from "./run.js";
 
 /** @typedef {import("./run.js").Run} Run */
 /** @typedef {import("./run.js").Round} Round */
 /** @typedef {import("./run.js").WireEvent} WireEvent */
-
-/** @type {Map<string, string[]>} */
-const NAMES = new Map();
-const NAMES_KEPT = 256;
-
-/**
- * A call's tool names: one array for every call that names the same tools (a long run's
- * calls all do), instead of one per call; only the first {@link NAMES_KEPT} different lists
- * are shared, so a run cannot grow the table without end.
- * @param {string[] | undefined} list
- * @returns {string[]}
- */
-function names(list) {
-  if (!list || !list.length) return NONE;
-  const key = list.join("\u0000");
-  const known = NAMES.get(key);
-  if (known) return known;
-  if (NAMES.size < NAMES_KEPT) NAMES.set(key, list);
-  return list;
-}
 
 /**
  * Take one event into the run. Events of another run are ignored while this one goes on;

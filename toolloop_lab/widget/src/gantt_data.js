@@ -6,7 +6,7 @@
 
 import { duration, plural } from "./format.js";
 import { lastToolName, toolWords } from "./rounds.js";
-import { NONE, add } from "./run.js";
+import { NONE, add } from "./lean.js";
 import { held } from "./store.js";
 
 /** @typedef {import("./store.js").Store} Store */
@@ -64,7 +64,7 @@ export function pauseLabel(p) {
 }
 
 /**
- * The bars of one round, by lane (a lane with none holds run.js's shared empty list:
+ * The bars of one round, by lane (a lane with none holds lean.js's shared empty list:
  * gantt_cache.js keeps every round's, and most rounds have no pruning and no pause).
  * @param {Store} s
  * @param {Round} r

@@ -3,6 +3,7 @@
 // and totals, and the constructors the fold grows them with. No DOM, no link, no control.
 
 import { num } from "./format.js";
+import { NONE, add } from "./lean.js";
 import { outcomeWords } from "./words.js";
 
 /** @typedef {Record<string, any>} WireEvent one event as Python sends it (event_payload) */
@@ -145,59 +146,6 @@ import { outcomeWords } from "./words.js";
  * @property {Set<string>} toolNames
  * @property {number} maxRoundCost
  */
-
-/**
- * The empty list every round and call starts with, shared until one gets an item
- * ({@link add}): a 10,000-round run keeps no empty arrays, so the page's garbage collector
- * walks that many fewer objects (its pause is what a long run's longest task is). Frozen,
- * so a push on it throws instead of reaching every round.
- */
-export const NONE = /** @type {any[]} */ (/** @type {unknown} */ (Object.freeze([])));
-
-/**
- * `list` with `item` at its end: the list itself, or a new one in place of {@link NONE}.
- * @template T
- * @param {T[]} list
- * @param {T} item
- * @returns {T[]}
- */
-export function add(list, item) {
-  if (list === NONE) return [item];
-  list.push(item);
-  return list;
-}
-
-/**
- * Whether two JSON values, as events carry them, hold the same data (keys in the same
- * order): a later event that repeats a call's arguments then leaves the fold's one copy in
- * place. Past 1,000 entries it answers false, and the fold keeps the new copy as before.
- * @param {any} a
- * @param {any} b
- * @returns {boolean}
- */
-export function sameData(a, b) {
-  return sameWithin(a, b, 1000) >= 0;
-}
-
-/**
- * @param {any} a
- * @param {any} b
- * @param {number} left entries still to compare
- * @returns {number} entries left after these (-1: not the same, or too many)
- */
-function sameWithin(a, b, left) {
-  if (a === b) return left;
-  if (a === null || b === null || typeof a !== "object" || typeof b !== "object") return -1;
-  if (Array.isArray(a) !== Array.isArray(b)) return -1;
-  const ka = Object.keys(a);
-  const kb = Object.keys(b);
-  left -= ka.length;
-  if (ka.length !== kb.length || left < 0) return -1;
-  for (let i = 0; i < ka.length && left >= 0; i++) {
-    left = ka[i] === kb[i] ? sameWithin(a[ka[i]], b[ka[i]], left) : -1;
-  }
-  return left;
-}
 
 /** @returns {Usage} */
 export function newUsage() {
