@@ -98,7 +98,6 @@ class ToolLoop:
         self.run = run
         self.tools: ToolBox = agent.toolbox()
         self.tool_names = tuple(self.tools)
-        self._hooks = DispatchHooks(started=self._tool_started, done=self.emit_dispatch)
         self.model_name = model_name_of(agent.model)
         self.budget: RunBudget | None = None
         self.request = ""
@@ -398,7 +397,9 @@ class ToolLoop:
             self.tools,
             timeout_s=cfg.tool_timeout_s,
             parallel=cfg.parallel_tool_calls,
-            hooks=self._hooks,
+            # made per dispatch: kept on the loop, its bound methods would make the loop a
+            # cycle, and a whole run (its events, messages) would wait for the collector
+            hooks=DispatchHooks(started=self._tool_started, done=self.emit_dispatch),
             finished=run.finished,
             caller=RunCaller(run.run_id, run.observers),
         )

@@ -1,0 +1,77 @@
+"""A finished run is freed the moment nothing holds it (issue 29, "Memory stays flat").
+
+A reference cycle through the loop (a bound method of it kept on it, say) would make a
+run's whole graph (its events, messages, usage) cyclic garbage: freed only by the
+collector, after surviving its young generations, which then cost more and trigger full
+collections sooner. These tests run each scenario once to warm caches, then again with
+the collector off, and ask the collector what it would have had to free of ours.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from collections import Counter
+from collections.abc import Callable, Iterator
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.tools import BaseTool
+from loopkit import CATALOG_NAMES, MODEL, calls, catalog_run, final, tool_call
+
+from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
+
+
+def _ours(thing: object) -> bool:
+    module = type(thing).__module__ or ""
+    return module.startswith("toolloop_lab") or isinstance(thing, BaseMessage)
+
+
+def _cyclic_garbage(run: Callable[[], object]) -> Counter[str]:
+    """What of ours ``run`` leaves that only the collector could free, by type name."""
+    run()  # first-use costs: caches, lazy imports
+    gc.collect()
+    gc.disable()
+    try:
+        run()
+        gc.set_debug(gc.DEBUG_SAVEALL)  # keep what it finds in gc.garbage instead of freeing
+        gc.collect()
+        return Counter(type(o).__qualname__ for o in gc.garbage if _ours(o))
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+
+
+@pytest.fixture
+def no_cycles() -> Iterator[None]:
+    """The collector's state as the test found it, whatever the test did."""
+    enabled = gc.isenabled()
+    yield
+    if enabled:
+        gc.enable()
+
+
+@pytest.mark.parametrize("name", CATALOG_NAMES)
+def test_a_catalog_run_that_did_not_raise_leaves_no_cycle(name: str, no_cycles: None) -> None:
+    if catalog_run(name).outcome == "failed":
+        pytest.skip("a run that raised keeps its traceback, whose frames hold the run")
+    assert _cyclic_garbage(lambda: catalog_run(name)) == Counter()
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_long_run_leaves_no_cycle(echo_tool: BaseTool, streaming: bool, no_cycles: None) -> None:
+    def run() -> object:
+        replies: list[AIMessage] = [
+            calls(tool_call("echo", {"text": f"r{n}"}, f"c{n}")) for n in range(30)
+        ]
+        model = ScriptedChatModel([*replies, final("done")], model_name=MODEL)
+        events: list[object] = []
+        config = AgentConfig(tool_max_rounds=40, streaming=streaming)
+        agent = LLMAgent(model, [echo_tool], config, observers=(events.append,))
+        result = asyncio.run(agent.arun("go"))
+        assert result.rounds == 31
+        assert len(events) == len(result.events)
+        return result
+
+    assert _cyclic_garbage(run) == Counter()
