@@ -20,6 +20,7 @@ from langchain_core.tools import BaseTool
 from loopkit import CATALOG_NAMES, MODEL, calls, catalog_run, final, tool_call
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
+from toolloop_lab.engine.hooks import PausePoint
 
 
 def _ours(thing: object) -> bool:
@@ -72,6 +73,22 @@ def test_a_long_run_leaves_no_cycle(echo_tool: BaseTool, streaming: bool, no_cyc
         result = asyncio.run(agent.arun("go"))
         assert result.rounds == 31
         assert len(events) == len(result.events)
+        return result
+
+    assert _cyclic_garbage(run) == Counter()
+
+
+def test_a_run_changed_at_its_pauses_leaves_no_cycle(echo_tool: BaseTool, no_cycles: None) -> None:
+    async def edit(point: PausePoint) -> None:
+        if point.stage == "tool_dispatch":
+            for view in point.calls:
+                point.edit_args(view.id, {"text": f"edited {view.id}"})
+
+    def run() -> object:
+        replies = [calls(tool_call("echo", {"text": f"r{n}"}, f"c{n}")) for n in range(5)]
+        model = ScriptedChatModel([*replies, final("done")], model_name=MODEL)
+        result = asyncio.run(LLMAgent(model, [echo_tool], pause_hooks=[edit]).arun("go"))
+        assert [m.content for m in result.messages if m.type == "tool"][-1] == "edited c4"
         return result
 
     assert _cyclic_garbage(run) == Counter()
