@@ -104,6 +104,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    from benchkit import load  # here, not above: --inner must import the measured checkout's
+
     roots = {"this": HERE.parent}
     if args.against is not None:
         roots = {"against": args.against.resolve(), **roots}
@@ -115,7 +117,7 @@ def main() -> None:
                 results.setdefault((label, variant), []).append(figures)
     print(
         f"{args.runs} runs of {args.rounds} rounds back to back, no collection between them; "
-        f"medians of {args.repeats} fresh interpreters each (load {os.getloadavg()[0]:.1f})\n"
+        f"medians of {args.repeats} fresh interpreters each (load {load()})\n"
     )
     print(
         f"{'checkout':8s} {'variant':7s} {'CPU µs':>8s} {'collector µs/round':>20s}   "

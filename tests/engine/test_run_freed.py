@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import gc
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage
@@ -31,6 +31,7 @@ def _ours(thing: object) -> bool:
 def _cyclic_garbage(run: Callable[[], object]) -> Counter[str]:
     """What of ours ``run`` leaves that only the collector could free, by type name."""
     run()  # first-use costs: caches, lazy imports
+    enabled = gc.isenabled()
     gc.collect()
     gc.disable()
     try:
@@ -41,27 +42,19 @@ def _cyclic_garbage(run: Callable[[], object]) -> Counter[str]:
     finally:
         gc.set_debug(0)
         gc.garbage.clear()
-        gc.enable()
-
-
-@pytest.fixture
-def no_cycles() -> Iterator[None]:
-    """The collector's state as the test found it, whatever the test did."""
-    enabled = gc.isenabled()
-    yield
-    if enabled:
-        gc.enable()
+        if enabled:
+            gc.enable()
 
 
 @pytest.mark.parametrize("name", CATALOG_NAMES)
-def test_a_catalog_run_that_did_not_raise_leaves_no_cycle(name: str, no_cycles: None) -> None:
+def test_a_catalog_run_that_did_not_raise_leaves_no_cycle(name: str) -> None:
     if catalog_run(name).outcome == "failed":
         pytest.skip("a run that raised keeps its traceback, whose frames hold the run")
     assert _cyclic_garbage(lambda: catalog_run(name)) == Counter()
 
 
 @pytest.mark.parametrize("streaming", [False, True])
-def test_a_long_run_leaves_no_cycle(echo_tool: BaseTool, streaming: bool, no_cycles: None) -> None:
+def test_a_long_run_leaves_no_cycle(echo_tool: BaseTool, streaming: bool) -> None:
     def run() -> object:
         replies: list[AIMessage] = [
             calls(tool_call("echo", {"text": f"r{n}"}, f"c{n}")) for n in range(30)
@@ -78,7 +71,7 @@ def test_a_long_run_leaves_no_cycle(echo_tool: BaseTool, streaming: bool, no_cyc
     assert _cyclic_garbage(run) == Counter()
 
 
-def test_a_run_changed_at_its_pauses_leaves_no_cycle(echo_tool: BaseTool, no_cycles: None) -> None:
+def test_a_run_changed_at_its_pauses_leaves_no_cycle(echo_tool: BaseTool) -> None:
     async def edit(point: PausePoint) -> None:
         if point.stage == "tool_dispatch":
             for view in point.calls:
