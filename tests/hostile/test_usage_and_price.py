@@ -247,10 +247,14 @@ CENT = TokenPrice(Decimal("0.01"), Decimal(0))
 
 
 async def test_ten_cents_reach_a_limit_of_0_1_exactly(echo_tool: BaseTool) -> None:
-    # In floats ten 0.01s add up to 0.09999999999999999 < 0.1 and an eleventh call would
-    # slip through; in Decimal they are exactly 0.1: the tenth call passes (spent == limit)
-    # and the eleventh is never made.
-    assert sum([0.01] * 10) < 0.1
+    # A running float total, one call's cost added at a time, reaches 0.09999999999999999
+    # after ten 0.01s, and an eleventh call would slip through; in Decimal they are exactly
+    # 0.1: the tenth call passes (spent == limit) and the eleventh is never made. (Python
+    # 3.12's sum() compensates its rounding and gets 0.1: the loop adds as it goes.)
+    spent = 0.0
+    for _ in range(10):
+        spent += 0.01
+    assert spent < 0.1
     script = [
         calls(tool_call("echo", {"text": str(n)}, f"c{n}"), tokens=(1_000_000, 5))
         for n in range(11)
