@@ -21,6 +21,12 @@ interpreter holds, never falls inside one because of what ran before it). Every 
 run builds its agent, model and tool afresh, as ``bench_loop.py``'s do. Printed:
 instructions per round (millions, over the measured rounds) and the ratio to the floor's,
 for 10, 100 and 1,000 rounds. Not part of the test suite.
+
+``--cache`` turns on callgrind's simulation of the caches and prints a second table: the
+first-level data cache misses per round (reads and writes) and their ratio to the floor's.
+A miss costs time and no instruction, so this table is the one that says how much of the
+timed ratio above the counted one comes from a run keeping a wider heap (the simulated
+cache is the machine's own sizes as valgrind reads them, not a measurement of its timing).
 """
 
 from __future__ import annotations
@@ -84,18 +90,29 @@ def inner(names: list[str], sizes: list[int]) -> None:
             sys.call_tracing(measured, ())
 
 
-def _count(path: Path) -> int:
-    match = re.search(r"^totals:\s*(\d+)", path.read_text(), re.MULTILINE)
-    if match is None:
-        raise RuntimeError(f"{path}: no totals line")
-    return int(match.group(1))
+def _count(path: Path, event: str = "Ir") -> int:
+    """One event's total in a callgrind dump (``Ir``: instructions; with the cache
+    simulation also ``D1mr`` and ``D1mw``, first-level data cache read and write misses)."""
+    text = path.read_text()
+    names = re.search(r"^events:\s*(.+)$", text, re.MULTILINE)
+    totals = re.search(r"^totals:\s*(.+)$", text, re.MULTILINE)
+    if names is None or totals is None:
+        raise RuntimeError(f"{path}: no events or totals line")
+    values: dict[str, int] = dict(
+        zip(names.group(1).split(), map(int, totals.group(1).split()), strict=False)
+    )
+    return values.get(event, 0)
 
 
-def run_group(names: list[str], sizes: list[int], out: Path) -> subprocess.Popen[bytes]:
-    """Start one interpreter under callgrind for ``names``."""
+def run_group(
+    names: list[str], sizes: list[int], out: Path, *, cache: bool = False
+) -> subprocess.Popen[bytes]:
+    """Start one interpreter under callgrind for ``names`` (``cache``: with its simulation
+    of the caches, which counts the misses as well, at about twice the time)."""
     command = [
         "valgrind",
         "--tool=callgrind",
+        *(["--cache-sim=yes"] if cache else []),
         "--collect-atstart=no",
         f"--toggle-collect={MARKER}",
         f"--dump-after={MARKER}",
@@ -111,21 +128,43 @@ def run_group(names: list[str], sizes: list[int], out: Path) -> subprocess.Popen
     return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-def counts(names: list[str], sizes: list[int], out: Path) -> dict[tuple[str, int], int]:
-    """Instructions of each (variant, size)'s measured runs, read from the dump files."""
+def counts(
+    names: list[str], sizes: list[int], out: Path, event: str = "Ir"
+) -> dict[tuple[str, int], int]:
+    """``event``'s count in each (variant, size)'s measured runs, read from the dump files."""
     dumps = sorted(out.glob("cg.out.*"), key=lambda p: int(p.name.rsplit(".", 1)[1]))
     keys = [(n, r) for n in names for r in sizes]
     # dump 1 is what was counted before the first measured stretch (nothing): skip empties
     full = [d for d in dumps if _count(d) > 0]
     if len(full) != len(keys):
         raise RuntimeError(f"{len(full)} measured dumps for {len(keys)} stretches in {out}")
-    return dict(zip(keys, map(_count, full), strict=True))
+    return dict(zip(keys, (_count(d, event) for d in full), strict=True))
+
+
+def _table(title: str, found: dict[tuple[str, int], int], sizes: list[int], scale: float) -> None:
+    """One line per variant: ``found`` per round (divided by ``scale``) and its ratio to the
+    floor's, for each size."""
+    unit = "M" if scale == 1e6 else "k"
+    print(title)
+    print(f"{'loop':<14}" + "".join(f"{r:>12} rounds" for r in sizes))
+    for name in (n for g in GROUPS for n in g):
+        cells = []
+        for rounds in sizes:
+            per = found[(name, rounds)] / (RUNS[rounds] * rounds)
+            floor = found[("floor", rounds)] / (RUNS[rounds] * rounds)
+            cells.append(f"{per / scale:>8.3f} {unit} {per / floor:.2f}x")
+        print(f"{name:<14}" + "".join(f"{c:>19}" for c in cells))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--inner", help=argparse.SUPPRESS)
     parser.add_argument("--rounds", type=int, nargs="+", default=list(SIZES))
+    parser.add_argument(
+        "--cache",
+        action="store_true",
+        help="simulate the caches too: first-level data cache misses per round (about 2x slower)",
+    )
     args = parser.parse_args()
     if args.inner:
         inner(args.inner.split(","), args.rounds)
@@ -133,29 +172,36 @@ def main() -> None:
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not installed (Debian: apt-get install valgrind)")
     sizes = [r for r in args.rounds if r in RUNS]
-    found: dict[tuple[str, int], int] = {}
+    found: dict[str, dict[tuple[str, int], int]] = {"Ir": {}, "D1mr": {}, "D1mw": {}}
     with tempfile.TemporaryDirectory(prefix="bench_instructions_") as tmp:
         jobs = []
         for index, group in enumerate(GROUPS):
             out = Path(tmp) / str(index)
             out.mkdir()
-            jobs.append((list(group), out, run_group(list(group), sizes, out)))
-        for group, out, job in jobs:
+            job = run_group(list(group), sizes, out, cache=args.cache)
+            jobs.append((list(group), out, job))
+        for members, out, job in jobs:
             _, err = job.communicate()
             if job.returncode != 0:
-                sys.exit(f"{group}: valgrind exited {job.returncode}\n{err.decode()[-2000:]}")
-            found.update(counts(group, sizes, out))
-    print(
-        f"python {sys.version.split()[0]}; instructions per round (callgrind), ratio to the floor"
+                sys.exit(f"{members}: valgrind exited {job.returncode}\n{err.decode()[-2000:]}")
+            for event, table in found.items():
+                table.update(counts(members, sizes, out, event))
+    version = sys.version.split()[0]
+    _table(
+        f"python {version}; instructions per round (callgrind), ratio to the floor",
+        found["Ir"],
+        sizes,
+        1e6,
     )
-    print(f"{'loop':<14}" + "".join(f"{r:>12} rounds" for r in sizes))
-    for name in (n for g in GROUPS for n in g):
-        cells = []
-        for rounds in sizes:
-            per = found[(name, rounds)] / (RUNS[rounds] * rounds)
-            floor = found[("floor", rounds)] / (RUNS[rounds] * rounds)
-            cells.append(f"{per / 1e6:>8.3f} M {per / floor:.2f}x")
-        print(f"{name:<14}" + "".join(f"{c:>19}" for c in cells))
+    if args.cache:
+        misses = {key: found["D1mr"][key] + found["D1mw"][key] for key in found["D1mr"]}
+        _table(
+            "first-level data cache misses per round (reads and writes, callgrind's "
+            "simulated cache), ratio to the floor",
+            misses,
+            sizes,
+            1e3,
+        )
 
 
 if __name__ == "__main__":
