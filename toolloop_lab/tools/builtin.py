@@ -65,9 +65,14 @@ def _read_confined(root: Path, path: str, max_bytes: int) -> str:
         raise _refuse(f"'..' is not allowed in paths: {path!r}")
     try:
         target = (root / pure).resolve(strict=False)
-    except (OSError, RuntimeError):  # a symlink loop (RuntimeError before Python 3.13)
-        # the message would name the real root; the model only needs to know why
-        raise _refuse(f"cannot resolve {path!r}: symlink loop or unreadable link") from None
+        # Python 3.13+ resolves a symlink loop to the link itself instead of raising: a
+        # path every link of which was followed is never a link, unless it loops
+        looped = os.path.islink(target)
+    except (OSError, RuntimeError):  # a symlink loop raises RuntimeError before Python 3.13
+        looped = True
+    if looped:
+        # the exception would name the real root; the model only needs to know why
+        raise _refuse(f"cannot resolve {path!r}: symlink loop or unreadable link")
     if not target.is_relative_to(root):
         raise _refuse(f"{path!r} points outside the readable directory")
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
