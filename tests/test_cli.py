@@ -177,6 +177,19 @@ def test_a_link_into_a_missing_directory_is_refused(
     assert f"--out {link}: no such directory: {tmp_path / 'gone'}" in err
 
 
+def test_a_symlink_loop_is_refused_before_the_sweep(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Python 3.13 resolves a loop to the link itself where earlier versions raised: either
+    # way it is refused up front, in the same words, not after the sweep has run
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    err = _bad_path_run(["--out", str(tmp_path / "a")], capsys)
+    assert f"--out {tmp_path / 'a'}: cannot write there (a symlink loop)" in err
+    err = _bad_path_run(["--out", str(tmp_path / "r.html"), "--save", str(tmp_path / "b")], capsys)
+    assert f"--save {tmp_path / 'b'}: cannot write there (a symlink loop)" in err
+
+
 @pytest.fixture
 def unwritable_dir(tmp_path: Path) -> Iterator[Path]:
     """A directory no file can be created in: read-only for a normal user; for root (who

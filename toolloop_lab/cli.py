@@ -61,6 +61,8 @@ def _unwritable(option: str, path: Path, *, replaced: bool) -> str | None:
     where = f"{option} {path}"
     try:
         target = path.resolve()  # a symlink into a missing directory is judged by its target
+        if os.path.islink(target):  # Python 3.13+ resolves a symlink loop to the link itself
+            return f"{where}: cannot write there (a symlink loop)"
         if target.is_dir():
             return f"{where}: is a directory"
         parent = target.parent
@@ -77,7 +79,9 @@ def _unwritable(option: str, path: Path, *, replaced: bool) -> str | None:
             handle, probe = tempfile.mkstemp(prefix=".toolloop-lab-", suffix=".probe", dir=parent)
             os.close(handle)
             os.unlink(probe)
-    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop
+    except RuntimeError:  # a symlink loop, before Python 3.13
+        return f"{where}: cannot write there (a symlink loop)"
+    except OSError as exc:
         return f"{where}: cannot write there ({_reason(exc)})"
     return None
 
