@@ -51,7 +51,8 @@ def _opened_path(fd: int) -> Path | None:
         return None
 
 
-def _read_confined(root: Path, path: str, max_bytes: int) -> str:
+def _target(root: Path, path: str) -> Path:
+    """Where ``path`` leads, every link followed, refused unless it stays inside ``root``."""
     if not isinstance(path, str) or not path:
         raise _refuse("path must be a non-empty relative path")
     if "\x00" in path:
@@ -75,6 +76,11 @@ def _read_confined(root: Path, path: str, max_bytes: int) -> str:
         raise _refuse(f"cannot resolve {path!r}: symlink loop or unreadable link")
     if not target.is_relative_to(root):
         raise _refuse(f"{path!r} points outside the readable directory")
+    return target
+
+
+def _read_confined(root: Path, path: str, max_bytes: int) -> str:
+    target = _target(root, path)
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         st = os.stat(target, follow_symlinks=False)
