@@ -302,12 +302,22 @@ def _notebooks() -> list[str]:
 
 
 def _output_text(nb: nbformat.NotebookNode) -> str:
+    """Every cell's text output, one part per output, a stream's pieces joined as written:
+    the kernel may send one ``print`` as several stream outputs (it flushes on a timer),
+    and a line break put between them would split the line a test looks for."""
     parts: list[str] = []
     for cell in nb.cells:
+        stream: str | None = None  # the stream the previous output of this cell was on
         for out in cell.get("outputs", []):
             if out.get("output_type") == "stream":
-                parts.append(out.get("text", ""))
-            elif "data" in out:
+                if parts and out.get("name") == stream:
+                    parts[-1] += out.get("text", "")
+                else:
+                    parts.append(out.get("text", ""))
+                stream = out.get("name")
+                continue
+            stream = None
+            if "data" in out:
                 parts.append(out["data"].get("text/plain", ""))
     return "\n".join(parts)
 
