@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from toolloop_lab._support.paths import resolved
+
 if TYPE_CHECKING:
     from toolloop_lab.lab.scenario import Scenario
 
@@ -60,8 +62,8 @@ def _unwritable(option: str, path: Path, *, replaced: bool) -> str | None:
     """
     where = f"{option} {path}"
     try:
-        target = path.resolve()  # a symlink into a missing directory is judged by its target
-        if os.path.islink(target):  # Python 3.13+ resolves a symlink loop to the link itself
+        target = resolved(path)  # a symlink into a missing directory: judged by its target
+        if target is None:
             return f"{where}: cannot write there (a symlink loop)"
         if target.is_dir():
             return f"{where}: is a directory"
@@ -79,8 +81,6 @@ def _unwritable(option: str, path: Path, *, replaced: bool) -> str | None:
             handle, probe = tempfile.mkstemp(prefix=".toolloop-lab-", suffix=".probe", dir=parent)
             os.close(handle)
             os.unlink(probe)
-    except RuntimeError:  # a symlink loop, before Python 3.13
-        return f"{where}: cannot write there (a symlink loop)"
     except OSError as exc:
         return f"{where}: cannot write there ({_reason(exc)})"
     return None

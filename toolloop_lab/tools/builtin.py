@@ -19,6 +19,8 @@ from typing import Final
 
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
+from toolloop_lab._support.paths import resolved
+
 __all__ = ["DEFAULT_MAX_BYTES", "echo_tool", "file_read_tool"]
 
 DEFAULT_MAX_BYTES: Final = 1_000_000
@@ -65,14 +67,11 @@ def _target(root: Path, path: str) -> Path:
     if ".." in pure.parts:
         raise _refuse(f"'..' is not allowed in paths: {path!r}")
     try:
-        target = (root / pure).resolve(strict=False)
-        # Python 3.13+ resolves a symlink loop to the link itself instead of raising: a
-        # path every link of which was followed is never a link, unless it loops
-        looped = os.path.islink(target)
-    except (OSError, RuntimeError):  # a symlink loop raises RuntimeError before Python 3.13
-        looped = True
-    if looped:
-        # the exception would name the real root; the model only needs to know why
+        target = resolved(root / pure)
+    except OSError:
+        target = None
+    if target is None:
+        # an exception would name the real root; the model only needs to know why
         raise _refuse(f"cannot resolve {path!r}: symlink loop or unreadable link")
     if not target.is_relative_to(root):
         raise _refuse(f"{path!r} points outside the readable directory")
