@@ -90,18 +90,15 @@ def inner(names: list[str], sizes: list[int]) -> None:
             sys.call_tracing(measured, ())
 
 
-def _count(path: Path, event: str = "Ir") -> int:
-    """One event's total in a callgrind dump (``Ir``: instructions; with the cache
-    simulation also ``D1mr`` and ``D1mw``, first-level data cache read and write misses)."""
+def _totals(path: Path) -> dict[str, int]:
+    """A callgrind dump's totals by event (``Ir``: instructions; with the cache simulation
+    also ``D1mr`` and ``D1mw``, first-level data cache read and write misses)."""
     text = path.read_text()
     names = re.search(r"^events:\s*(.+)$", text, re.MULTILINE)
     totals = re.search(r"^totals:\s*(.+)$", text, re.MULTILINE)
     if names is None or totals is None:
         raise RuntimeError(f"{path}: no events or totals line")
-    values: dict[str, int] = dict(
-        zip(names.group(1).split(), map(int, totals.group(1).split()), strict=False)
-    )
-    return values.get(event, 0)
+    return dict(zip(names.group(1).split(), map(int, totals.group(1).split()), strict=False))
 
 
 def run_group(
@@ -128,17 +125,15 @@ def run_group(
     return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-def counts(
-    names: list[str], sizes: list[int], out: Path, event: str = "Ir"
-) -> dict[tuple[str, int], int]:
-    """``event``'s count in each (variant, size)'s measured runs, read from the dump files."""
+def counts(names: list[str], sizes: list[int], out: Path) -> dict[tuple[str, int], dict[str, int]]:
+    """The totals of each (variant, size)'s measured runs, by event, read from the dumps."""
     dumps = sorted(out.glob("cg.out.*"), key=lambda p: int(p.name.rsplit(".", 1)[1]))
     keys = [(n, r) for n in names for r in sizes]
     # dump 1 is what was counted before the first measured stretch (nothing): skip empties
-    full = [d for d in dumps if _count(d) > 0]
+    full = [t for t in map(_totals, dumps) if t.get("Ir", 0) > 0]
     if len(full) != len(keys):
         raise RuntimeError(f"{len(full)} measured dumps for {len(keys)} stretches in {out}")
-    return dict(zip(keys, (_count(d, event) for d in full), strict=True))
+    return dict(zip(keys, full, strict=True))
 
 
 def _table(title: str, found: dict[tuple[str, int], int], sizes: list[int], scale: float) -> None:
@@ -172,7 +167,7 @@ def main() -> None:
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not installed (Debian: apt-get install valgrind)")
     sizes = [r for r in args.rounds if r in RUNS]
-    found: dict[str, dict[tuple[str, int], int]] = {"Ir": {}, "D1mr": {}, "D1mw": {}}
+    found: dict[tuple[str, int], dict[str, int]] = {}
     with tempfile.TemporaryDirectory(prefix="bench_instructions_") as tmp:
         jobs = []
         for index, group in enumerate(GROUPS):
@@ -184,17 +179,16 @@ def main() -> None:
             _, err = job.communicate()
             if job.returncode != 0:
                 sys.exit(f"{members}: valgrind exited {job.returncode}\n{err.decode()[-2000:]}")
-            for event, table in found.items():
-                table.update(counts(members, sizes, out, event))
+            found.update(counts(members, sizes, out))
     version = sys.version.split()[0]
     _table(
         f"python {version}; instructions per round (callgrind), ratio to the floor",
-        found["Ir"],
+        {key: totals["Ir"] for key, totals in found.items()},
         sizes,
         1e6,
     )
     if args.cache:
-        misses = {key: found["D1mr"][key] + found["D1mw"][key] for key in found["D1mr"]}
+        misses = {key: t.get("D1mr", 0) + t.get("D1mw", 0) for key, t in found.items()}
         _table(
             "first-level data cache misses per round (reads and writes, callgrind's "
             "simulated cache), ratio to the floor",
