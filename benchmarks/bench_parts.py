@@ -31,9 +31,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import tempfile
 import time
+import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
+from datetime import UTC, datetime
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from bench_loop import (
@@ -42,7 +46,10 @@ from bench_loop import (
     SIZES,
     Variant,
     _agent,
+    _debugger,
     agent_events,
+    agent_trace,
+    agent_widget,
     floor,
     measure_loops,
 )
@@ -68,30 +75,41 @@ MODEL = "gpt-4o-mini"
 
 
 class _Run:
-    """The least a run keeps: its events, the round, the clock, the total so far."""
+    """The least a run keeps: its events, the round, the clock, the total so far; an
+    observer (a trace, a debugger) gets each event as it is made, as ``RunState.emit``
+    hands it on."""
 
-    def __init__(self) -> None:
+    def __init__(self, observer: Callable[[ev.Event], None] | None) -> None:
         self.events: list[ev.Event] = []
+        self.run_id = uuid.uuid4().hex[:12]  # each run its own, as a debugger's session needs
+        self.observer = observer
         self.round = 0
         self.t0 = time.perf_counter()
         self.sent = 0
         self.usage = Usage()
 
     def emit(self, kind: Callable[..., ev.Event], **fields: Any) -> None:
-        self.events.append(
-            kind(run_id="run", round=self.round, t=time.perf_counter() - self.t0, **fields)
+        event = kind(
+            run_id=self.run_id, round=self.round, t=time.perf_counter() - self.t0, **fields
         )
+        self.events.append(event)
+        if self.observer is not None:
+            self.observer(event)
 
 
-async def parts_loop(rounds: int, parts: Collection[str]) -> list[ev.Event]:
+async def parts_loop(
+    rounds: int, parts: Collection[str], observer: Callable[[ev.Event], None] | None = None
+) -> list[ev.Event]:
     """The floor's loop with ``parts`` added (see the module's docstring); its events."""
     tool = echo_tool()
     model = InstantChatModel(replies=script(rounds, "done"))
     bound = model.bind_tools([tool])
     box = ToolBox([tool]) if "dispatcher" in parts else None
     messages: list[BaseMessage] = [HumanMessage("go")]
-    run, number, usage = _Run(), 0, Usage()
+    run, number, usage = _Run(observer), 0, Usage()
     events = "events" in parts
+    if events:
+        _started(run, rounds + 1)
     while True:
         run.round += 1
         number += 1
@@ -116,10 +134,43 @@ async def parts_loop(rounds: int, parts: Collection[str]) -> list[ev.Event]:
             run.usage = run.usage + usage
         views = _views(reply, run, number, usage) if events else ()
         if not reply.tool_calls:
+            if events:
+                _finished(run, reply, "copies" in parts)
             return run.events
         args = {v.id: v.args for v in views}
         for call in reply.tool_calls:
             messages.append(await _tool_call(tool, box, call, args, run, parts))
+
+
+def _started(run: _Run, max_rounds: int) -> None:
+    run.emit(
+        ev.LoopStarted,
+        model_name=MODEL,
+        tools=("echo",),
+        max_rounds=max_rounds,
+        token_budget=None,
+        context_window=None,
+        usd_limit=None,
+        prune_tools=(),
+        input_messages=1,
+        started_at=datetime.now(UTC).isoformat(),
+    )
+
+
+def _finished(run: _Run, reply: AIMessage, copies: bool) -> None:
+    run.emit(
+        ev.LoopFinished,
+        final_text=str(reply.text),
+        rounds=run.round,
+        usage=run.usage,
+        budget_exhausted=False,
+        synthesis_was_run=False,
+        synthesis_reason=None,
+        outcome=ev.finish_outcome(budget_exhausted=False, synthesis_was_run=False),
+        final_empty=False,
+        final_truncated=False,
+        messages=ev.message_dicts([reply]) if copies else (),
+    )
 
 
 def _views(reply: AIMessage, run: _Run, number: int, usage: Usage) -> tuple[ev.ToolCallView, ...]:
@@ -165,7 +216,11 @@ async def _tool_call(
             done=lambda o: _dispatched(run, o) if events else None,
         )
         outcomes = await dispatch(
-            [{**call, "args": frozen}], box, hooks=hooks, finished={}, caller=RunCaller("run", ())
+            [{**call, "args": frozen}],
+            box,
+            hooks=hooks,
+            finished={},
+            caller=RunCaller(run.run_id, ()),
         )
         return outcomes[0].message
     if events:
@@ -198,47 +253,85 @@ def _dispatched(run: _Run, outcome: DispatchOutcome) -> None:
 
 
 AGENT = "LLMAgent, events on (everything)"
+TRACE = "+ JSONL trace"
+DEBUGGER = "+ LoopDebugger (headless)"
+_TRACES = tempfile.TemporaryDirectory(prefix="bench_parts_")
 
 
-def variants() -> dict[str, Variant]:
-    """The floor, each part added in turn, then ``LLMAgent``."""
-    out: dict[str, Variant] = {FLOOR: floor}
+async def _with_trace(run: Callable[..., Any], rounds: int) -> None:
+    """``run`` with a fresh ``TraceWriter`` observing it (one file a run, as in a notebook)."""
+    from toolloop_lab.trace import TraceWriter
+
+    path = Path(_TRACES.name) / "trace.jsonl"
+    writer = TraceWriter(path)
+    try:
+        await run(rounds, observer=writer)
+    finally:
+        writer.close()
+        path.unlink()
+
+
+async def _with_debugger(run: Callable[..., Any], rounds: int) -> None:
+    """``run`` with the one headless ``LoopDebugger`` every run shares observing it."""
+    await run(rounds, observer=_debugger())
+
+
+def variants() -> dict[str, tuple[Variant, str | None]]:
+    """Each variant and the one its step is measured from: the floor, each part added in
+    turn, a trace and a debugger on the last of them, then ``LLMAgent`` likewise."""
+    out: dict[str, tuple[Variant, str | None]] = {FLOOR: (floor, None)}
+    before = FLOOR
     for count in range(1, len(PARTS) + 1):
-        out[f"+ {PARTS[count - 1]}"] = partial(parts_loop, parts=frozenset(PARTS[:count]))
-    out[AGENT] = agent_events
+        name = f"+ {PARTS[count - 1]}"
+        out[name] = (partial(parts_loop, parts=frozenset(PARTS[:count])), before)
+        before = name
+    every = partial(parts_loop, parts=frozenset(PARTS))
+    out[f"  {TRACE}"] = (partial(_with_trace, every), before)
+    out[f"  {DEBUGGER}"] = (partial(_with_debugger, every), before)
+    out[AGENT] = (agent_events, before)
+    out[f"  {TRACE} "] = (agent_trace, AGENT)
+    out[f"  {DEBUGGER} "] = (agent_widget, AGENT)
     return out
 
 
 def report(
-    cells: Mapping[tuple[str, int], Cell], names: Sequence[str], sizes: Sequence[int]
+    cells: Mapping[tuple[str, int], Cell],
+    bases: Mapping[str, str | None],
+    sizes: Sequence[int],
 ) -> None:
-    """CPU µs a round, the ratio to the floor and what each part added to it."""
-    print(f"CPU µs per round (median), ratio to the floor, step from the line above; load {load()}")
+    """CPU µs a round, the ratio to the floor and what each step added to it."""
+    print(f"CPU µs per round (median), ratio to the floor, step from its base; load {load()}")
     print(f"{'variant':<36}" + "".join(f"{f'{r:,} rounds':>24}" for r in sizes))
-    for index, name in enumerate(names):
+    for name, base in bases.items():
         row = f"{name:<36}"
         for rounds in sizes:
-            base = cells[(FLOOR, rounds)].cpu_median
+            floor_cpu = cells[(FLOOR, rounds)].cpu_median
             cpu = cells[(name, rounds)].cpu_median
-            step = (
-                ""
-                if index == 0
-                else f" {cpu / base - cells[(names[index - 1], rounds)].cpu_median / base:+.3f}"
-            )
-            row += f"{f'{cpu:,.0f} {cpu / base:.3f}x{step}':>24}"
+            step = ""
+            if base is not None:
+                step = f" {(cpu - cells[(base, rounds)].cpu_median) / floor_cpu:+.3f}"
+            row += f"{f'{cpu:,.0f} {cpu / floor_cpu:.3f}x{step}':>24}"
         print(row)
 
 
 def check_faithful(rounds: int = 3) -> None:
-    """Every part on, the loop emits the round events ``LLMAgent`` emits, in its order, with
-    the same messages carried and the same spend: else the comparison would be unfair."""
+    """Every part on, the loop emits the events ``LLMAgent`` emits, in its order, with the
+    same messages carried and the same spend, and a view reads the same run of them: else
+    the comparison would be unfair."""
+    from toolloop_lab.runview import RunView
+
     ours = RUNNER.run(parts_loop(rounds, PARTS))
     agent = RUNNER.run(_agent(rounds).arun("go")).events
-    kept = {type(e) for e in ours}
-    theirs = [e for e in agent if type(e) in kept]
-    assert [e.kind for e in ours] == [e.kind for e in theirs], "the events differ"
+    assert [e.kind for e in ours] == [e.kind for e in agent], "the events differ"
+    mine_view, real_view = RunView.from_events(ours), RunView.from_events(agent)
+    assert mine_view.status == real_view.status == "finished"
+    assert mine_view.rounds_run == real_view.rounds_run == rounds + 1  # and the answer
+    theirs = agent
     for mine, real in zip(ours, theirs, strict=True):
-        for name in ("messages", "tool_calls", "usage", "accumulated", "args", "content"):
+        for name in (
+            *("messages", "tool_calls", "usage", "accumulated", "args", "content"),
+            *("round", "rounds", "max_rounds", "final_text", "outcome"),
+        ):
             if hasattr(real, name):
                 assert _same(getattr(mine, name), getattr(real, name)), (mine.kind, name)
 
@@ -259,8 +352,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, nargs="+", default=list(SIZES))
     args = parser.parse_args()
     chosen = variants()
-    cells, notes = measure_loops(chosen, args.rounds, args.quick, BUDGET_S)
-    report(cells, list(chosen), args.rounds)
+    runs = {name: variant for name, (variant, _base) in chosen.items()}
+    cells, notes = measure_loops(runs, args.rounds, args.quick, BUDGET_S)
+    report(cells, {name: base for name, (_variant, base) in chosen.items()}, args.rounds)
     for note in notes:
         print(note)
 
