@@ -6,9 +6,9 @@ Both loops drive the same instant scripted model, whose every reply streams as 1
 floor merges the chunks with ``+`` as langchain-core's own ``astream`` users do, runs the tool
 and goes on, while ``LLMAgent`` also coalesces ``model_delta`` events (about 20 a second per
 call) and emits every other event. Variants are interleaved repeat by repeat in one event
-loop; the goal (issue 14: at most 1.15x the floor) is judged on the median CPU time of this
-process, which other processes' load barely moves. The loop without streaming is measured
-by ``bench_loop.py``.
+loop; the goal (issue 29: at most 1.05x the floor; issue 14 had asked 1.15x) is judged
+on the median CPU time of this process, which other processes' load barely moves. The loop
+without streaming is measured by ``bench_loop.py``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ ROUNDS = 10
 CHUNKS = 1_000
 PIECE = 16
 """ScriptedChatModel streams text in 16-character pieces: 16,000 characters, 1,000 chunks."""
-GOAL = 1.15
+GOAL = 1.05
+"""Issue 29's bound (issue 14's was 1.15x, which this benchmark printed until it was noticed)."""
 
 
 def _script() -> list[AIMessage]:
