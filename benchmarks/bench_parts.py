@@ -314,13 +314,15 @@ def report(
         print(row)
 
 
-def check_faithful(rounds: int = 3) -> None:
-    """Every part on, the loop emits the events ``LLMAgent`` emits, in its order, with the
-    same messages carried and the same spend, and a view reads the same run of them: else
-    the comparison would be unfair."""
+def check_faithful(rounds: int = 3, parts: Collection[str] = PARTS) -> None:
+    """With ``parts`` (every part, by default) the loop emits the events ``LLMAgent``
+    emits, in its order, with the same messages carried and the same spend, and a view
+    reads the same run of them: else the comparison would be unfair. ``AssertionError``
+    names the first difference. ``tests/test_bench_parts.py`` runs it, so the least loop
+    cannot drift from ``LLMAgent`` unnoticed."""
     from toolloop_lab.runview import RunView
 
-    ours = RUNNER.run(parts_loop(rounds, PARTS))
+    ours = RUNNER.run(parts_loop(rounds, parts))
     agent = RUNNER.run(_agent(rounds).arun("go")).events
     assert [e.kind for e in ours] == [e.kind for e in agent], "the events differ"
     mine_view, real_view = RunView.from_events(ours), RunView.from_events(agent)
