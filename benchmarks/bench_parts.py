@@ -1,6 +1,6 @@
 """What the loop's own contract costs a round, part by part, beside ``LLMAgent`` itself.
 
-Run: ``python benchmarks/bench_parts.py`` (about 5 minutes on a 2-core machine; ``--quick``
+Run: ``python benchmarks/bench_parts.py`` (about 90 seconds on a 2-core machine; ``--quick``
 for a short smoke run). ``bench_loop.py`` says how far ``LLMAgent`` is from the bare
 langchain-core loop (the floor); this says how much of that distance the parts that every
 view, budget and stop relies on take when nothing else runs. Each variant below is the
@@ -8,8 +8,9 @@ floor's own loop (same ``benchkit.InstantChatModel``, one ``echo`` call a round)
 more part added to the one before, built from the package's real pieces:
 
 1. **events**: the five events of a tool round (``round_start``, ``model_call_start``,
-   ``model_call`` with the calls' arguments frozen, ``tool_start``, ``tool_dispatch``),
-   each stamped with the run, round and time and kept, as ``RunState.emit`` does;
+   ``model_call`` with the calls' arguments frozen, ``tool_start``, ``tool_dispatch``) and
+   the run's ``loop_start`` and ``loop_finish``, each stamped with the run, round and time,
+   kept and handed to an observer, as ``RunState.emit`` does;
 2. **copies**: the start event carries the messages new since the last call, as frozen
    dicts (``events.message_dicts``), so the events alone rebuild the transcript;
 3. **usage**: each reply's usage read and priced (``call_events.priced_usage``, genai-prices)
@@ -19,8 +20,11 @@ more part added to the one before, built from the package's real pieces:
    timeout or unprintable result becomes an error ``ToolMessage``, its result is text the
    moment it returns, a sub-agent it starts knows its parent;
 
-then ``LLMAgent`` with events on, which adds the rest: the budgets' gates, the pause points,
-tool-call id checks, stuck-round detection, the run's start and end and its error guard.
+then that least loop with a JSONL trace, and with a headless ``LoopDebugger``, as observers;
+then ``LLMAgent`` with events on, which adds the rest (the budgets' gates, the pause points,
+tool-call id checks, stuck-round detection, the run's start and end and its error guard),
+and with a trace and a debugger. Before timing anything, :func:`check_faithful` makes sure
+the least loop, every part on, emits what ``LLMAgent`` emits.
 
 The variants run interleaved in one process and one event loop (``bench_loop``'s harness),
 and the figures are CPU-time medians (the loops do no I/O), so the ratios hold on a shared
