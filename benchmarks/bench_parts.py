@@ -62,7 +62,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from toolloop_lab import events as ev
 from toolloop_lab._support.jsonsafe import frozen_json
-from toolloop_lab.engine.call_events import priced_usage
+from toolloop_lab.engine.call_events import priced_usage, tool_dispatched, tool_started
 from toolloop_lab.spend.usage import Usage
 from toolloop_lab.tools.builtin import echo_tool
 from toolloop_lab.tools.dispatcher import (
@@ -92,13 +92,14 @@ class _Run:
         self.sent = 0
         self.usage = Usage()
 
-    def emit(self, kind: Callable[..., ev.Event], **fields: Any) -> None:
+    def emit(self, kind: Callable[..., Any], **fields: Any) -> Any:
         event = kind(
             run_id=self.run_id, round=self.round, t=time.perf_counter() - self.t0, **fields
         )
         self.events.append(event)
         if self.observer is not None:
             self.observer(event)
+        return event
 
 
 async def parts_loop(
@@ -213,7 +214,7 @@ async def _tool_call(
     if box is not None:
         hooks = DispatchHooks(
             started=lambda c: (
-                run.emit(ev.ToolStarted, tool_call_id=call_id, name="echo", args=frozen)
+                tool_started(run.emit, call_id=call_id, name="echo", args=frozen)
                 if events
                 else None
             ),
@@ -228,7 +229,7 @@ async def _tool_call(
         )
         return outcomes[0].message
     if events:
-        run.emit(ev.ToolStarted, tool_call_id=call_id, name="echo", args=frozen)
+        tool_started(run.emit, call_id=call_id, name="echo", args=frozen)
     began = time.perf_counter()
     work = tool.ainvoke({**call, "type": "tool_call"})
     message = await (asyncio.ensure_future(work) if "task" in parts else work)
@@ -242,17 +243,18 @@ async def _tool_call(
 
 
 def _dispatched(run: _Run, outcome: DispatchOutcome) -> None:
-    content = str(outcome.message.content)
-    run.emit(
-        ev.ToolDispatched,
-        tool_call_id=outcome.message.tool_call_id,
+    """The call's ``tool_dispatch``, from the package's one producer (as ``RunState`` does)."""
+    tool_dispatched(
+        run.emit,
+        outcome.message.tool_call_id,
+        str(outcome.message.content),
         name=outcome.name,
         args=outcome.args,
         status=outcome.status,
         error_reason=outcome.error_reason,
         duration_s=outcome.duration_s,
-        output_chars=len(content),
-        content=content,
+        ran=outcome.ran,
+        error_type=outcome.error_type,
     )
 
 
