@@ -10,7 +10,7 @@ more part added to the one before, built from the package's real pieces:
 1. **events**: the five events of a tool round (``round_start``, ``model_call_start``,
    ``model_call`` with the calls' arguments frozen, ``tool_start``, ``tool_dispatch``) and
    the run's ``loop_start`` and ``loop_finish``, each stamped with the run, round and time,
-   kept and handed to an observer, as ``RunState.emit`` does;
+   kept and handed to an observer by the package's own ``RunState``, as in the loop;
 2. **copies**: the start event carries the messages new since the last call, as frozen
    dicts (``events.message_dicts``), so the events alone rebuild the transcript;
 3. **usage**: each reply's usage read and priced (``call_events.priced_usage``, genai-prices)
@@ -37,7 +37,6 @@ import argparse
 import asyncio
 import tempfile
 import time
-import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import partial
@@ -62,7 +61,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from toolloop_lab import events as ev
 from toolloop_lab._support.jsonsafe import frozen_json
-from toolloop_lab.engine.call_events import priced_usage, tool_dispatched, tool_started
+from toolloop_lab.engine.call_events import priced_usage, tool_started
+from toolloop_lab.engine.run_state import RunState
 from toolloop_lab.spend.usage import Usage
 from toolloop_lab.tools.builtin import echo_tool
 from toolloop_lab.tools.dispatcher import (
@@ -78,30 +78,6 @@ PARTS = ("events", "copies", "usage", "task", "dispatcher")
 MODEL = "gpt-4o-mini"
 
 
-class _Run:
-    """The least a run keeps: its events, the round, the clock, the total so far; an
-    observer (a trace, a debugger) gets each event as it is made, as ``RunState.emit``
-    hands it on."""
-
-    def __init__(self, observer: Callable[[ev.Event], None] | None) -> None:
-        self.events: list[ev.Event] = []
-        self.run_id = uuid.uuid4().hex[:12]  # each run its own, as a debugger's session needs
-        self.observer = observer
-        self.round = 0
-        self.t0 = time.perf_counter()
-        self.sent = 0
-        self.usage = Usage()
-
-    def emit(self, kind: Callable[..., Any], **fields: Any) -> Any:
-        event = kind(
-            run_id=self.run_id, round=self.round, t=time.perf_counter() - self.t0, **fields
-        )
-        self.events.append(event)
-        if self.observer is not None:
-            self.observer(event)
-        return event
-
-
 async def parts_loop(
     rounds: int, parts: Collection[str], observer: Callable[[ev.Event], None] | None = None
 ) -> list[ev.Event]:
@@ -110,8 +86,10 @@ async def parts_loop(
     model = InstantChatModel(replies=script(rounds, "done"))
     bound = model.bind_tools([tool])
     box = ToolBox([tool]) if "dispatcher" in parts else None
-    messages: list[BaseMessage] = [HumanMessage("go")]
-    run, number, usage = _Run(observer), 0, Usage()
+    # the package's own run state: it stamps, keeps and hands on each event, as in the loop
+    run = RunState((observer,) if observer is not None else (), [HumanMessage("go")])
+    messages: list[BaseMessage] = run.messages
+    number, usage = 0, Usage()
     events = "events" in parts
     if events:
         _started(run, rounds + 1)
@@ -122,7 +100,7 @@ async def parts_loop(
             run.emit(ev.RoundStarted, max_rounds=rounds + 1)
             new: tuple[Any, ...] = ()
             if "copies" in parts:
-                new, run.sent = ev.message_dicts(messages[run.sent :]), len(messages)
+                new = run.unsent_messages()
             run.emit(
                 ev.ModelCallStarted,
                 call=number,
@@ -147,7 +125,7 @@ async def parts_loop(
             messages.append(await _tool_call(tool, box, call, args, run, parts))
 
 
-def _started(run: _Run, max_rounds: int) -> None:
+def _started(run: RunState, max_rounds: int) -> None:
     run.emit(
         ev.LoopStarted,
         model_name=MODEL,
@@ -162,7 +140,7 @@ def _started(run: _Run, max_rounds: int) -> None:
     )
 
 
-def _finished(run: _Run, reply: AIMessage, copies: bool) -> None:
+def _finished(run: RunState, reply: AIMessage, copies: bool) -> None:
     run.emit(
         ev.LoopFinished,
         final_text=str(reply.text),
@@ -174,11 +152,13 @@ def _finished(run: _Run, reply: AIMessage, copies: bool) -> None:
         outcome=ev.finish_outcome(budget_exhausted=False, synthesis_was_run=False),
         final_empty=False,
         final_truncated=False,
-        messages=ev.message_dicts([reply]) if copies else (),
+        messages=run.unsent_messages() if copies else (),
     )
 
 
-def _views(reply: AIMessage, run: _Run, number: int, usage: Usage) -> tuple[ev.ToolCallView, ...]:
+def _views(
+    reply: AIMessage, run: RunState, number: int, usage: Usage
+) -> tuple[ev.ToolCallView, ...]:
     views = tuple(
         ev.ToolCallView(id=c["id"] or "", name=c["name"], args=frozen_json(c["args"]))
         for c in reply.tool_calls
@@ -204,7 +184,7 @@ async def _tool_call(
     box: ToolBox | None,
     call: Any,
     args: Mapping[str, Any],
-    run: _Run,
+    run: RunState,
     parts: Collection[str],
 ) -> ToolMessage:
     """One call answered: bare, in a task, or by the dispatcher (events as the loop emits)."""
@@ -218,7 +198,7 @@ async def _tool_call(
                 if events
                 else None
             ),
-            done=lambda o: _dispatched(run, o) if events else None,
+            done=lambda o: run.emit_dispatch(o) if events else None,
         )
         outcomes = await dispatch(
             [{**call, "args": frozen}],
@@ -235,27 +215,9 @@ async def _tool_call(
     message = await (asyncio.ensure_future(work) if "task" in parts else work)
     assert isinstance(message, ToolMessage)
     if events:
-        _dispatched(
-            run,
-            DispatchOutcome(message, "echo", frozen, "success", None, time.perf_counter() - began),
-        )
+        took = time.perf_counter() - began
+        run.emit_dispatch(DispatchOutcome(message, "echo", frozen, "success", None, took))
     return message
-
-
-def _dispatched(run: _Run, outcome: DispatchOutcome) -> None:
-    """The call's ``tool_dispatch``, from the package's one producer (as ``RunState`` does)."""
-    tool_dispatched(
-        run.emit,
-        outcome.message.tool_call_id,
-        str(outcome.message.content),
-        name=outcome.name,
-        args=outcome.args,
-        status=outcome.status,
-        error_reason=outcome.error_reason,
-        duration_s=outcome.duration_s,
-        ran=outcome.ran,
-        error_type=outcome.error_type,
-    )
 
 
 AGENT = "LLMAgent, events on (everything)"
