@@ -176,7 +176,13 @@ def test_a_run_book_keeps_a_summary_that_did_not_change_and_folds_only_new_event
     assert book.newest_top_level() == parent.run_id
     book.drop(nested.run_id)
     (alone,) = book.summaries()
-    assert alone.total_input_tokens == alone.input_tokens  # its nested run is not held
+
+    # its nested run is let go, and what it spent stays in its parent's totals
+    def totals(s: RunSummary) -> tuple[object, ...]:
+        return s.total_input_tokens, s.total_output_tokens, s.total_cost_usd
+
+    assert totals(alone) == totals(ended)
+    assert alone.total_input_tokens > alone.input_tokens
 
 
 def test_many_spans_keep_the_failed_and_the_longest_and_count_the_rest() -> None:

@@ -35,6 +35,7 @@ import functools
 import inspect
 import json
 import logging
+import reprlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -67,7 +68,7 @@ from toolloop_lab._support.fields import (
 from toolloop_lab._support.jsonl import load_line
 from toolloop_lab._support.jsonsafe import FrozenDict, frozen_json, json_safe, thaw
 from toolloop_lab._support.pickling import quick_pickle
-from toolloop_lab.errors import UnknownRunError, describe
+from toolloop_lab.errors import ConfigurationError, UnknownRunError, describe
 from toolloop_lab.spend.usage import Usage
 
 __all__ = [
@@ -771,7 +772,11 @@ def nested_run_ids(events: Iterable[Event], run_id: str) -> tuple[str, ...]:
 
 
 def select_run(
-    events: Iterable[Event], run_id: str | None = None, *, where: str = "the events"
+    events: Iterable[Event],
+    run_id: str | None = None,
+    *,
+    where: str = "the events",
+    field: str = "run_id",
 ) -> tuple[Event, ...]:
     """The events of one run of a stream that may hold several: the one rule for which run
     ``transcript``, ``TraceRead.run``, ``fork`` and ``LoopDebugger.from_trace`` show.
@@ -781,8 +786,15 @@ def select_run(
     a trace it writes again and again, and never a sub-agent, which starts after the run
     that called it. No events give ``()``; a ``run_id`` they do not hold raises
     :class:`~toolloop_lab.errors.UnknownRunError` naming the runs held (``where`` says
-    what the events are, a trace's path say).
+    what the events are, a trace's path say); a ``run_id`` that is no string, a
+    ``ConfigurationError`` saying so (``field`` names the argument it came as).
     """
+    if run_id is not None and not isinstance(run_id, str):
+        raise ConfigurationError(
+            f"{field} must be a run id (a string) or None, not {reprlib.repr(run_id)} "
+            f"({type(run_id).__name__})",
+            field=field,
+        )
     stream = tuple(events)
     if run_id is None:
         top = top_level_run_ids(stream)

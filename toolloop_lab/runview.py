@@ -14,7 +14,7 @@ depends on it. How long a pause held the loop is (a ``pause`` event): it is a ro
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import Decimal
@@ -607,7 +607,8 @@ class RunSummary:
     parent_tool_name: str | None
     """The name of the parent's tool call that made this run, when the stream holds it."""
     total_input_tokens: int
-    """Input tokens of this run and of every run nested under it that the stream holds."""
+    """Input tokens of this run and of every run nested under it that the stream holds
+    (or that a bounded list of runs let go: ``LoopDebugger(max_runs=)``)."""
     total_output_tokens: int
     total_cost_usd: Decimal | None
     """Cost of this run and of every run nested under it; ``None`` when any is unpriced."""
@@ -697,6 +698,15 @@ def _wall(started_at: str) -> float | None:
         return None
 
 
+_Totals = tuple[int, int, Decimal | None]
+"""Input tokens, output tokens and cost (``None``: some call could not be priced)."""
+
+
+def _plus(a: _Totals, b: _Totals) -> _Totals:
+    cost = None if a[2] is None or b[2] is None else a[2] + b[2]
+    return a[0] + b[0], a[1] + b[1], cost
+
+
 @dataclass(slots=True)
 class _Held:
     """One run of a :class:`RunBook`: its events, folded as far as asked."""
@@ -713,6 +723,8 @@ class _Held:
     """The fold so far, kept while the run goes on (a finished run keeps its summary)."""
     folded: int = 0
     own: RunSummary | None = None
+    gone: _Totals = (0, 0, Decimal(0))
+    """What the runs nested under it that the book let go spent (:meth:`RunBook.drop`)."""
 
     def summary(self) -> RunSummary:
         """The run's own summary as of its last event (folding only the new events)."""
@@ -727,6 +739,11 @@ class _Held:
         self.own = RunSummary.of(view)
         self.view = None if view.done else view
         return self.own
+
+    def totals(self) -> _Totals:
+        """What it spent with the runs nested under it that the book let go."""
+        own = self.summary()
+        return _plus((own.input_tokens, own.output_tokens, own.cost_usd), self.gone)
 
 
 _Linked = tuple[str | None, int, int, Decimal | None, float]
@@ -745,6 +762,8 @@ class RunBook:
 
     def __init__(self) -> None:
         self._held: dict[str, _Held] = {}
+        self._kids: dict[str, int] = {}
+        """How many runs held name each run as their parent."""
         self._seq = 0
         self._linked: dict[str, tuple[RunSummary, _Linked, RunSummary]] = {}
         self._out: tuple[RunSummary, ...] = ()
@@ -770,15 +789,40 @@ class RunBook:
         if parent_id is None or parent_id == event.run_id:
             return
         held.parent = parent_id
+        self._kids[parent_id] = self._kids.get(parent_id, 0) + 1
         parent = self._held.get(parent_id)
         if parent is not None and event.parent_tool_call_id is not None:
             held.site = call_site(parent.events, event.parent_tool_call_id)
 
     def drop(self, run_id: str) -> None:
-        """Forget run ``run_id`` (a bounded session leaves out its oldest runs)."""
-        if self._held.pop(run_id, None) is not None:
-            self._linked.pop(run_id, None)
-            self._stale = True
+        """Forget run ``run_id`` (a bounded session lets its oldest finished runs go); what
+        it spent stays in the totals of the run it is nested under, so a family's totals
+        stay exact however many of its runs are let go."""
+        held = self._held.pop(run_id, None)
+        if held is None:
+            return
+        self._linked.pop(run_id, None)
+        self._stale = True
+        if held.parent is None:
+            return
+        self._kids[held.parent] -= 1
+        if not self._kids[held.parent]:
+            del self._kids[held.parent]
+        parent = self._held.get(held.parent)
+        if parent is not None:
+            parent.gone = _plus(parent.gone, held.totals())
+
+    def finished_leaves(self, limit: int, keep: Collection[str] = ()) -> list[str]:
+        """At most ``limit`` finished runs no held run names as its parent, oldest first,
+        but those in ``keep``: the runs a bounded session may let go without cutting a
+        family apart."""
+        kids = self._kids
+        free = (
+            run_id
+            for run_id in self._held
+            if not kids.get(run_id) and run_id not in keep and self.done(run_id)
+        )
+        return list(islice(free, limit))
 
     def __contains__(self, run_id: object) -> bool:
         return run_id in self._held
@@ -884,15 +928,11 @@ def _family(order: list[_Held], own: list[RunSummary], held: Mapping[str, _Held]
     ids = [s.run_id for s in own]
     parent = _parents(order, held)
     depth = _depths(parent, ids)
-    totals: dict[str, tuple[int, int, Decimal | None]] = {
-        s.run_id: (s.input_tokens, s.output_tokens, s.cost_usd) for s in own
-    }
+    totals: dict[str, _Totals] = {s.run_id: held[s.run_id].totals() for s in own}
     for run_id in sorted(ids, key=lambda i: -depth[i]):  # children before their parents
         up = parent.get(run_id)
         if up is not None:
-            a, b = totals[up], totals[run_id]
-            cost = None if a[2] is None or b[2] is None else a[2] + b[2]
-            totals[up] = (a[0] + b[0], a[1] + b[1], cost)
+            totals[up] = _plus(totals[up], totals[run_id])
     offsets: dict[str, float] = {}
     for run_id in sorted(ids, key=lambda i: depth[i]):  # parents before their children
         up = parent.get(run_id)

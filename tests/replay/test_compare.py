@@ -30,7 +30,7 @@ from toolloop_lab import (
 from toolloop_lab.engine.hooks import PausePoint
 from toolloop_lab.errors import ToolLoopError, TraceError, UnknownRunError
 from toolloop_lab.replay.compare import COMPARE_DTYPES, RunComparison
-from toolloop_lab.replay.fork import fork
+from toolloop_lab.replay.fork import ForkResult, fork
 from toolloop_lab.trace import TraceWriter, read_trace
 
 
@@ -304,6 +304,24 @@ def test_something_that_is_not_a_run_is_refused(bad: Any) -> None:
         assert raised.value.field == "b"
 
 
+def test_every_documented_kind_of_run_is_taken() -> None:
+    """Each kind ``RunSource`` names reads the run it holds (a path, a ``TraceRead`` and
+    events: :func:`test_every_kind_of_source_reads_the_same_run`)."""
+    finished = log_run()
+    with pytest.raises(ToolLoopError) as raised:
+        LLMAgent(ScriptedChatModel([RuntimeError("down")], model_name=MODEL), TOOLS).run("go")
+    _original, forked = three_rounds_and_a_fork_at_2()
+    sources: list[tuple[Any, str | None]] = [
+        (finished, finished.run_id),
+        (finished.events, finished.run_id),
+        (list(finished.events), finished.run_id),
+        (raised.value, raised.value.run_id),
+        (forked, forked.events[0].run_id),
+    ]
+    for source, run_id in sources:
+        assert compare(source, finished).a_run_id == run_id
+
+
 def test_an_empty_event_list_is_refused() -> None:
     with pytest.raises(ConfigurationError, match="holds no events") as raised:
         compare([], log_run())
@@ -318,6 +336,34 @@ def test_an_unknown_run_id_names_the_runs_held() -> None:
 
     assert raised.value.field == "run_id"
     assert a.run_id in str(raised.value)
+
+
+NOT_RUNS: dict[str, tuple[Any, str]] = {
+    "a number": (42, "not int"),
+    "nothing": (None, "not NoneType"),
+    "a dict": ({"events": []}, "not dict"),
+    "a set": (set(), "not set"),
+}
+
+
+@pytest.mark.parametrize("case", [*NOT_RUNS, "a generator of events", "a list with a str"])
+def test_what_is_not_a_run_is_refused_naming_what_compare_takes(case: str) -> None:
+    events = log_run().events
+    if case == "a generator of events":
+        bad, said = (e for e in events), "not generator"
+    elif case == "a list with a str":
+        bad, said = [events[0], "loop_start"], "item 1 is a str, not an event"
+    else:
+        bad, said = NOT_RUNS[case]
+
+    with pytest.raises(ConfigurationError) as raised:
+        compare(events, bad)
+
+    message = str(raised.value)
+    assert raised.value.field == "b"
+    assert said in message
+    for kind in ("ToolLoopResult", "ForkResult", "TraceRead", "path", "events", "error"):
+        assert kind in message
 
 
 # -- untrusted text ------------------------------------------------------------------------
@@ -399,6 +445,84 @@ def test_a_forks_own_run_lines_up_with_its_original_by_b_offset() -> None:
     assert frame.loc[0, "b_tools"] == "open_ticket(title='disk full')"
     assert diff.b_offset == 1
     assert "round 2: differs" in str(diff)
+
+
+def three_rounds_and_a_fork_at_2() -> tuple[ToolLoopResult, ForkResult]:
+    """A run of two ``read_log`` rounds and an answer, and a fork of it at round 2 whose
+    round 2 opens a ticket instead (its round 3 answers as the original's did)."""
+    original = run(
+        [
+            calls(tool_call("read_log", {"path": "app.log"}, "c1"), tokens=(100, 20)),
+            calls(tool_call("read_log", {"path": "db.log"}, "c2"), tokens=(200, 20)),
+            final("done", tokens=(300, 10)),
+        ]
+    )
+    forked = fork(
+        original,
+        2,
+        model=ScriptedChatModel(
+            [
+                calls(tool_call("open_ticket", {"title": "disk full"}, "c2"), tokens=(200, 20)),
+                final("done", tokens=(300, 10)),
+            ],
+            model_name=MODEL,
+        ),
+        tools=TOOLS,
+    )
+    return original, forked
+
+
+def test_a_forks_result_is_compared_with_its_original_round_by_round() -> None:
+    """``compare(original, fork(...))``: the result ``fork`` returned is a run ``compare``
+    takes, its rounds lined up with the original's and its figures the whole fork's (the
+    rounds it took included), as its own summary says them."""
+    original, forked = three_rounds_and_a_fork_at_2()
+
+    diff = compare(original, forked)
+
+    by_hand = compare(original, forked.events, b_offset=forked.at_round - 1)
+    pd.testing.assert_frame_equal(diff.frame(), by_hand.frame())
+    assert diff.frame()["round"].tolist() == [2, 3]
+    assert diff.frame()["same"].tolist() == [False, True]
+    assert diff.b_offset == forked.at_round - 1
+    assert (diff.a, diff.b) == (forked.original, forked.forked)
+    assert diff.b_run_id == forked.events[0].run_id
+    assert "round 2: differs" in str(diff)
+    assert compare(original, forked, b_offset=forked.at_round - 1).frame().equals(diff.frame())
+
+
+def test_a_forks_result_lines_up_on_either_side() -> None:
+    original, forked = three_rounds_and_a_fork_at_2()
+
+    diff = compare(forked, original)
+
+    frame = diff.frame()
+    assert frame["round"].tolist() == [2, 3]
+    assert frame.loc[0, "a_tools"] == "open_ticket(title='disk full')"
+    assert frame.loc[0, "b_tools"] == "read_log(path='db.log')"
+    assert diff.a == forked.forked
+    assert compare(forked, forked).same
+
+
+def test_a_b_offset_at_odds_with_a_forks_result_is_refused() -> None:
+    original, forked = three_rounds_and_a_fork_at_2()
+
+    with pytest.raises(ConfigurationError, match="fork") as raised:
+        compare(original, forked, b_offset=3)
+
+    assert raised.value.field == "b_offset"
+
+
+@pytest.mark.parametrize("side", ["a_run_id", "b_run_id"])
+@pytest.mark.parametrize("bad", [5, 1.5, True, b"abc", ["id"]])
+def test_a_run_id_that_is_not_a_string_is_refused_as_such(side: str, bad: Any) -> None:
+    result = log_run()
+
+    with pytest.raises(ConfigurationError, match="a string") as raised:
+        compare(result, result, **{side: bad})
+
+    assert raised.value.field == side
+    assert type(bad).__name__ in str(raised.value)
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, "1", True])

@@ -597,6 +597,9 @@ def test_sources_that_are_not_runs_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError) as info:
         fork(result.events, 1, model=model([]), tools=tools, run_id="nope")
     assert info.value.field == "run_id"
+    with pytest.raises(ConfigurationError, match=r"run_id must be a run id \(a string\)") as info:
+        fork(result.events, 1, model=model([]), tools=tools, run_id=5)  # type: ignore[arg-type]
+    assert info.value.field == "run_id"
 
 
 def test_a_trace_with_several_runs_forks_the_one_asked_for(tmp_path: Path) -> None:

@@ -26,8 +26,9 @@ from loopkit import ALL, IN_A_LOOP, MODEL, MockComm, calls, channel, final, tool
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopResult, compare
 from toolloop_lab._support.words import CALL_CHANGE, CALL_CHANGE_PART
 from toolloop_lab.engine.hooks import PausePoint
-from toolloop_lab.errors import ToolLoopError, UnknownRunError
+from toolloop_lab.errors import ConfigurationError, ToolLoopError, UnknownRunError
 from toolloop_lab.replay.compare import RunComparison
+from toolloop_lab.replay.fork import fork
 from toolloop_lab.trace import write_trace
 from toolloop_lab.widget import LoopDebugger
 from toolloop_lab.widget.comparing import COMPARE_CHARS, comparison_payload
@@ -385,6 +386,25 @@ async def test_dbg_compare_takes_results_and_traces_too(tmp_path: Path) -> None:
     with pytest.raises(UnknownRunError) as raised:
         dbg.compare(a, "no-such-run")
     assert a in str(raised.value)  # it names the runs it holds
+    dbg.close()
+
+
+@pytest.mark.filterwarnings(IN_A_LOOP)  # runs made for the test, inside its loop
+async def test_dbg_compare_takes_a_forks_result_lined_up_with_its_original() -> None:
+    dbg, a, _ = await watched_runs()
+    original = reading()
+    ticketer = ScriptedChatModel([TICKET, final("done", tokens=(300, 10))], model_name=MODEL)
+    forked = fork(original, 2, model=ticketer, tools=TOOLS)
+
+    result = dbg.compare(original, forked)
+
+    assert result.b_offset == forked.at_round - 1
+    assert [r.round for r in result.rounds] == [2, 3]  # round 1 was taken as it was
+    assert dbg.comparison["b"]["input_tokens"] == forked.forked.input_tokens
+    assert differing(dbg.comparison)[0]["calls"][0]["mark"] == "changed"
+    with pytest.raises(ConfigurationError, match="a string") as raised:
+        dbg.compare(a, a, b_run_id=7)  # type: ignore[arg-type]
+    assert raised.value.field == "b_run_id"
     dbg.close()
 
 

@@ -368,3 +368,121 @@ def test_a_sub_agent_reaches_what_watches_its_parent_with_no_wiring(tmp_path: Pa
     assert helper.observers == ()  # nothing was added to the helper
     assert [r.name for r in LoopDebugger.from_trace(path).runs] == ["boss", "helper"]
     dbg.close()
+
+
+# -- the bound never lets go of what is on screen or still going --------------------------
+def nested_chain(depth: int) -> LLMAgent:
+    """An agent whose tool awaits a sub-agent, whose tool awaits another, ``depth`` runs
+    deep (named ``level 1`` .. ``level {depth}``): while the deepest runs, every run above
+    it is still going."""
+    agent = LLMAgent(ScriptedChatModel([final("bottom")], model_name=MODEL))
+    for level in range(depth - 1, 0, -1):
+        agent = _calling(agent, level)
+    return agent
+
+
+def _calling(inner: LLMAgent, level: int) -> LLMAgent:
+    @tool
+    async def ask_below(question: str) -> str:
+        """Ask the agent one level down."""
+        return (await inner.arun(question, name=f"level {level + 1}")).final_response.text
+
+    replies = [calls(tool_call("ask_below", {"question": "?"}, f"o{level}")), final("done")]
+    return LLMAgent(ScriptedChatModel(replies, model_name=MODEL), [ask_below])
+
+
+def test_the_shown_run_is_kept_while_its_sub_agents_start_past_the_bound() -> None:
+    """max_runs=3 and a run four levels deep: when the deepest starts, the three above it
+    are still going. The top-level run on screen stays in ``runs`` (it used to be let go,
+    its row gone and its later events not kept); its totals with its sub-agents stay
+    exact though one of them is let go once they end."""
+    dbg = LoopDebugger(max_runs=3)
+    top = nested_chain(4)
+    dbg.attach(top)
+    seen: list[Event] = []
+    top.subscribe(seen.append)
+    outer = top.run("Go down.", name="level 1")
+    whole = {s.name: s for s in summaries(seen)}["level 1"]  # every run, none let go
+    assert dbg.view.run_id == outer.run_id
+    assert dbg.events == outer.events
+    kept = {r.name: r for r in dbg.runs}
+    assert "level 1" in kept, [r.name for r in dbg.runs]
+    boss = kept["level 1"]
+    assert (boss.status, boss.outcome) == ("finished", "final_answer")
+    assert len(dbg.runs) == 3  # back under the bound once the runs ended
+    assert dbg.runs_left_out == 1
+    # every level's spend, the one let go included
+    totals = (boss.total_input_tokens, boss.total_output_tokens, boss.total_cost_usd)
+    assert totals == (whole.total_input_tokens, whole.total_output_tokens, whole.total_cost_usd)
+    assert whole.total_input_tokens > whole.input_tokens
+    dbg.close()
+
+
+def test_sub_agents_going_at_once_are_all_kept_past_the_bound() -> None:
+    """When every run kept is going (a parent and its sub-agents, running at once) and
+    another starts, none is let go: the bound is exceeded until they end."""
+    fake = FakeTime()
+    dbg = make(fake, max_runs=3)
+    boss = Stream(run_id="boss").start("Ask three helpers.", name="boss")
+    helpers = [
+        Stream(run_id=f"helper{n}").start(
+            "Help.", name=f"helper {n}", parent_run_id="boss", parent_tool_call_id=f"h{n}"
+        )
+        for n in range(3)
+    ]
+    feed(dbg, fake, [*boss.events, *(e for h in helpers for e in h.events)])
+    assert [r.run_id for r in dbg.runs] == ["boss", "helper0", "helper1", "helper2"]
+    assert dbg.runs_left_out == 0
+    assert dbg.view.run_id == "boss"
+    for helper in helpers:
+        before = len(helper.events)
+        helper.full_round(1, "ok", [], tokens=(7, 1))
+        helper.finish("ok", 1)
+        feed(dbg, fake, helper.events[before:])
+    before = len(boss.events)
+    boss.full_round(1, "all done", [], tokens=(5, 1)).finish("all done", 1)
+    feed(dbg, fake, boss.events[before:])
+    assert dbg.events == tuple(boss.events)
+    kept = {r.run_id: r for r in dbg.runs}
+    assert len(kept) == 3
+    assert dbg.runs_left_out == 1
+    assert kept["boss"].outcome == "final_answer"
+    assert kept["boss"].total_input_tokens == 5 + 3 * 7  # the helper let go included
+    assert page_rows(dbg).keys() == kept.keys()
+    dbg.close()
+
+
+def test_a_run_picked_to_show_is_never_let_go() -> None:
+    """A finished run picked with ``show_run`` stays while newer runs push past the bound
+    (the oldest finished run used to go, though it was the one on screen)."""
+    dbg = LoopDebugger(max_runs=2)
+    agent = echo_agent(times=4)
+    dbg.attach(agent)
+    first = agent.run("go", name="first")
+    agent.run("go", name="second")
+    dbg.show_run(first.run_id)
+    agent.run("go", name="third")
+    agent.run("go", name="fourth")
+    assert [r.name for r in dbg.runs] == ["first", "fourth"]
+    assert dbg.runs_left_out == 2
+    assert dbg.events == first.events
+    dbg.show_run(None)  # following the newest again: the first may go now
+    agent_more = echo_agent()
+    dbg.attach(agent_more)
+    agent_more.run("go", name="fifth")
+    assert [r.name for r in dbg.runs] == ["fourth", "fifth"]
+    dbg.close()
+
+
+def test_a_trace_opened_on_its_oldest_run_keeps_that_run(tmp_path: Path) -> None:
+    """``from_trace(..., run_id=, max_runs=1)``: the run shown is the one kept."""
+    path = tmp_path / "three.jsonl"
+    agent = echo_agent(times=3)
+    with TraceWriter(path) as writer:
+        agent.subscribe(writer)
+        first, *_ = [agent.run("go", name=f"run {n}") for n in range(3)]
+    dbg = LoopDebugger.from_trace(path, run_id=first.run_id, max_runs=1)
+    assert dbg.events == first.events
+    assert [r.run_id for r in dbg.runs] == [first.run_id]
+    assert dbg.runs_left_out == 2
+    dbg.close()

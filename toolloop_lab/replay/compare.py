@@ -5,6 +5,7 @@
     from toolloop_lab import compare
 
     diff = compare(before, after)    # results, event sequences, traces (path or TraceRead)
+    diff = compare(result, forked)   # a run and what fork(result, ...) returned
     print(diff)                      # both runs' figures, then each round that differs
     diff.frame()                     # one row per round: tools, replies, results, spend
 
@@ -15,7 +16,9 @@ Tokens and cost alone hide what changed: a round whose skipped ``read_log`` beca
 number, the synthesis (final-answer) call with the other run's synthesis call.
 
 A fork's own run numbers its rounds from 1 though it starts at the original's round
-``at_round``: ``b_offset=at_round - 1`` lines its rounds up with the original's (see
+``at_round``: what :func:`~toolloop_lab.replay.fork.fork` returned (a
+:class:`~toolloop_lab.replay.fork.ForkResult`) is lined up with its original by itself, its
+rounds numbered as the original's; its events alone need ``b_offset=at_round - 1`` (see
 :func:`compare`).
 
 Each run is read with the one fold (:class:`~toolloop_lab.runview.RunView`) and its
@@ -31,7 +34,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeGuard, cast
 
 from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS, TEXT_CHARS, esc, esc_clip, plain
 from toolloop_lab._support.jsonsafe import thaw
@@ -46,6 +49,7 @@ from toolloop_lab.engine.result import ToolLoopResult
 from toolloop_lab.errors import ConfigurationError, PartialRun
 from toolloop_lab.events import EVENT_TYPES, Event, select_run
 from toolloop_lab.replay.figures import ComparedRuns, RunFigures, comparison_lines, usd_change
+from toolloop_lab.replay.fork.compare import ForkResult
 from toolloop_lab.runview import RoundRow, RunView, ToolRow
 from toolloop_lab.spend.usage import Usage, format_usd
 from toolloop_lab.trace import TraceRead, read_trace
@@ -66,10 +70,18 @@ __all__ = [
 
 RunSource: TypeAlias = (
     "ToolLoopResult | Sequence[Event] | TraceRead | str | os.PathLike[str] | PartialRun"
+    " | ForkResult"
 )
 """What :func:`compare` accepts for each run: a finished run, its events (one run, or a
-stream a run is picked from), a trace (path or :class:`~toolloop_lab.trace.TraceRead`), or
-the error a failed run raised (its ``events``)."""
+stream a run is picked from), a trace (path or :class:`~toolloop_lab.trace.TraceRead`),
+the error a failed run raised (its ``events``), or what
+:func:`~toolloop_lab.replay.fork.fork` returned (its own run, lined up with its original)."""
+
+_TAKES: Final = (
+    "a ToolLoopResult, its events (a list or tuple of events), a trace (a path or a "
+    "TraceRead), the error a failed run raised, or what fork() returned (a ForkResult)"
+)
+"""What :func:`compare` takes, as its refusal says it."""
 
 CALL_CHARS: Final = 300
 """Characters the text and HTML views show of one call (name and arguments)."""
@@ -258,7 +270,10 @@ class RunComparison(ComparedRuns):
     """What a's caller called the run (``run(..., name=)``), else ``None``."""
     b_name: str | None = None
     b_offset: int = 0
-    """Added to b's round numbers to pair them with a's (``compare(..., b_offset=)``)."""
+    """Added to b's round numbers to pair them with a's (``compare(..., b_offset=)``, or
+    a fork's result's ``at_round - 1``)."""
+    a_offset: int = 0
+    """Added to a's round numbers (a fork's result's ``at_round - 1``, else 0)."""
 
     @property
     def same(self) -> bool:
@@ -547,10 +562,36 @@ def _html_diff_line(line: str) -> str:
 # -- reading the runs -----------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class _Side:
+    """One run as :func:`compare` reads it."""
+
+    view: RunView
+    figures: RunFigures
+    fork_offset: int | None = None
+    """A fork's result: its ``at_round - 1``, added to its own rounds' numbers."""
+
+
+def _read_side(source: object, run_id: str | None, side: str) -> _Side:
+    """``source``'s run: a fork's result as its whole run's figures (the rounds it took
+    included, as its summary says them), its own run's rounds numbered as its original's."""
+    view = RunView.from_events(_run_events(source, run_id, side=side))
+    if isinstance(source, ForkResult):
+        return _Side(view, source.forked, source.at_round - 1)
+    return _Side(view, RunFigures.of_view(view))
+
+
+def _is_sequence(source: object) -> TypeGuard[Sequence[object]]:
+    """A list or tuple, say, of what may be events (a string or bytes is none)."""
+    return isinstance(source, Sequence) and not isinstance(source, (str, bytes, bytearray))
+
+
 def _source_events(source: object, side: str) -> tuple[tuple[Event, ...], str]:
     """The events ``source`` holds and how to name it; anything else is refused."""
     if isinstance(source, ToolLoopResult):
         return source.events, f"result {side}"
+    if isinstance(source, ForkResult):
+        return source.events, f"the fork's result {side}"
     if isinstance(source, PartialRun):
         return tuple(getattr(source, "events", ())), f"error {side}"
     if isinstance(source, TraceRead):
@@ -558,28 +599,30 @@ def _source_events(source: object, side: str) -> tuple[tuple[Event, ...], str]:
     if isinstance(source, (str, os.PathLike)):
         read = read_trace(source)
         return read.events, repr(str(read.path))
-    if (
-        isinstance(source, Sequence)
-        and not isinstance(source, (bytes, bytearray))
-        and all(isinstance(e, _EVENT_CLASSES) for e in source)
-    ):
-        return tuple(source), f"the events of {side}"
-    raise ConfigurationError(
-        f"compare needs a run for {side}: a ToolLoopResult, its events, a trace (a path or "
-        f"a TraceRead) or the error a run raised, not {type(source).__name__}",
-        field=side,
-    )
+    if _is_sequence(source):
+        events = tuple(source)
+        stray = next((i for i, e in enumerate(events) if not isinstance(e, _EVENT_CLASSES)), -1)
+        if stray < 0:
+            return cast(tuple[Event, ...], events), f"the events of {side}"
+        got = (
+            f"got a {type(source).__name__} whose item {stray} is a "
+            f"{type(events[stray]).__name__}, not an event"
+        )
+    else:
+        got = f"not {type(source).__name__}"
+    raise ConfigurationError(f"compare needs a run for {side}: {_TAKES}; {got}", field=side)
 
 
 def _run_events(source: object, run_id: str | None = None, *, side: str = "a") -> tuple[Event, ...]:
     """One run's events from ``source`` (see :data:`RunSource`), by the one rule
     (:func:`~toolloop_lab.events.select_run`): ``run_id``'s, else the newest top-level
     run. No events raise a ``ConfigurationError``; an unknown ``run_id`` an
-    :class:`~toolloop_lab.errors.UnknownRunError`."""
+    :class:`~toolloop_lab.errors.UnknownRunError`, one that is no string a
+    ``ConfigurationError`` naming ``a_run_id`` or ``b_run_id``."""
     events, where = _source_events(source, side)
     if not events:
         raise ConfigurationError(f"{where} holds no events: there is no run to compare", field=side)
-    return select_run(events, run_id, where=where)
+    return select_run(events, run_id, where=where, field=f"{side}_run_id")
 
 
 def _call_side(tool: ToolRow, row: RoundRow) -> CallSide:
@@ -616,11 +659,21 @@ def _sides(view: RunView) -> Iterator[tuple[int | None, RoundSide]]:
             yield (None if row.purpose == "synthesis" else row.number), _round_side(row)
 
 
-def _pairs(a: RunView, b: RunView, b_offset: int = 0) -> tuple[RoundPair, ...]:
-    """The rounds of ``a`` and ``b`` paired by number, b's ``b_offset`` later; a's rounds
-    before b's first (a fork took them as they were) are left out."""
-    a_sides = {k: s for k, s in _sides(a) if k is None or k > b_offset}
-    b_sides = {(k if k is None else k + b_offset): s for k, s in _sides(b)}
+def _numbered(view: RunView, offset: int, start: int) -> dict[int | None, RoundSide]:
+    """The rounds of ``view`` numbered ``offset`` on, but those up to ``start``."""
+    out: dict[int | None, RoundSide] = {}
+    for k, side in _sides(view):
+        if k is None or k + offset > start:
+            out[k if k is None else k + offset] = side
+    return out
+
+
+def _pairs(a: RunView, b: RunView, b_offset: int = 0, a_offset: int = 0) -> tuple[RoundPair, ...]:
+    """The rounds of ``a`` and ``b`` paired by number, each run's ``offset`` later; the
+    rounds before the later run's first (a fork took them as they were) are left out."""
+    start = max(a_offset, b_offset)
+    a_sides = _numbered(a, a_offset, start)
+    b_sides = _numbered(b, b_offset, start)
     numbers = sorted(k for k in a_sides.keys() | b_sides.keys() if k is not None)
     keys: list[int | None] = [*numbers]
     if None in a_sides or None in b_sides:
@@ -635,6 +688,19 @@ def _offset(b_offset: object) -> int:
             field="b_offset",
         )
     return b_offset
+
+
+def _b_offset(b: _Side, given: int) -> int:
+    """b's offset: a fork's result's own, which a ``b_offset`` given may only repeat."""
+    if b.fork_offset is None:
+        return given
+    if given not in (0, b.fork_offset):
+        raise ConfigurationError(
+            f"b is a fork's result: its rounds line up with its original's by themselves "
+            f"(from round {b.fork_offset + 1}); leave b_offset out, not {given}",
+            field="b_offset",
+        )
+    return b.fork_offset
 
 
 def _name(view: RunView) -> str | None:
@@ -652,29 +718,39 @@ def compare(
     """Runs ``a`` and ``b`` side by side, round by round (see the module's docs).
 
     Each is a :class:`~toolloop_lab.engine.result.ToolLoopResult`, a sequence of events,
-    a trace (path or :class:`~toolloop_lab.trace.TraceRead`) or the error a failed run
-    raised; of several runs, ``a_run_id`` / ``b_run_id`` pick one (by default the newest
-    top-level run). ``b_offset`` pairs b's round ``n`` with a's round ``n + b_offset``:
-    a fork's own run (:attr:`ForkResult.events <toolloop_lab.replay.fork.ForkResult.events>`)
-    starts at the original's round ``at_round`` yet numbers its rounds from 1, so
-    ``compare(original, forked.events, b_offset=forked.at_round - 1)`` puts each of its
-    rounds next to the original's, and leaves out the rounds it took as they were; rounds
-    are numbered as a's, and each run's figures stay its own. Raises
-    :class:`~toolloop_lab.errors.ConfigurationError` for anything that is not a run or
-    holds no events (and a negative ``b_offset``),
+    a trace (path or :class:`~toolloop_lab.trace.TraceRead`), the error a failed run
+    raised, or what :func:`~toolloop_lab.replay.fork.fork` returned; of several runs,
+    ``a_run_id`` / ``b_run_id`` (strings) pick one (by default the newest top-level run).
+
+    A fork's own run starts at the original's round ``at_round`` yet numbers its rounds
+    from 1. Given as its :class:`~toolloop_lab.replay.fork.ForkResult`
+    (``compare(original, forked)``, either side), its rounds are numbered as its
+    original's, the rounds it took as they were are left out, and its figures are the
+    whole fork's (the rounds taken included, as ``forked.summary`` says them). Given as
+    its events, ``b_offset`` does it: b's round ``n`` is paired with a's round
+    ``n + b_offset``, so ``compare(original, forked.events, b_offset=forked.at_round - 1)``
+    pairs the same rounds (each run's figures then its own).
+
+    Raises :class:`~toolloop_lab.errors.ConfigurationError` for anything that is not a
+    run or holds no events (naming what it takes), a run id that is no string, a negative
+    ``b_offset`` or one at odds with a fork's result;
     :class:`~toolloop_lab.errors.UnknownRunError` for a run id it does not hold,
     :class:`~toolloop_lab.errors.TraceError` for a trace that cannot be read.
     """
     offset = _offset(b_offset)
-    a_view = RunView.from_events(_run_events(a, a_run_id, side="a"))
-    b_view = RunView.from_events(_run_events(b, b_run_id, side="b"))
+    a_side = _read_side(a, a_run_id, "a")
+    b_side = _read_side(b, b_run_id, "b")
+    offset = _b_offset(b_side, offset)
+    a_offset = a_side.fork_offset or 0
+    a_view, b_view = a_side.view, b_side.view
     return RunComparison(
-        a=RunFigures.of_view(a_view),
-        b=RunFigures.of_view(b_view),
+        a=a_side.figures,
+        b=b_side.figures,
         a_run_id=a_view.run_id,
         b_run_id=b_view.run_id,
-        rounds=_pairs(a_view, b_view, offset),
+        rounds=_pairs(a_view, b_view, offset, a_offset),
         a_name=_name(a_view),
         b_name=_name(b_view),
         b_offset=offset,
+        a_offset=a_offset,
     )

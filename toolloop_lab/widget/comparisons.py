@@ -47,7 +47,8 @@ class Comparisons:
 
         Each is a run id of :attr:`runs` (a ``str``), or what :func:`toolloop_lab.compare`
         takes: a result, its events, a trace (a path or a ``TraceRead``; ``a_run_id`` /
-        ``b_run_id`` pick one of its runs) or the error a failed run raised. A run id this
+        ``b_run_id`` pick one of its runs), the error a failed run raised or what
+        :func:`toolloop_lab.fork` returned (lined up with its original). A run id this
         debugger does not hold raises :class:`~toolloop_lab.errors.UnknownRunError`
         naming the runs it holds. The page shows it above the run, with a close button;
         it is kept in the notebook (:attr:`comparison`).

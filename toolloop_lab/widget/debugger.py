@@ -73,7 +73,8 @@ class LoopDebugger(RunList, Comparisons, StepMode, SyncedState):
 
     ``fork_with`` is the agent "Fork from here" runs a fork with (its model, tools and
     config); without it, the agent this debugger last ran or watched. It shows one run
-    and keeps a summary of every run it sees (:attr:`runs`), the newest ``max_runs``.
+    and keeps a summary of every run it sees (:attr:`runs`), ``max_runs`` of them (more
+    while more are going at once: the run shown and runs still going are never let go).
     """
 
     def __init__(

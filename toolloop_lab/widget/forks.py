@@ -91,10 +91,10 @@ def fork_comparison(
     original's own label offset). The totals are both whole runs' (the fork's rounds taken
     from the original included), as the fork's summary says them."""
     try:
-        compared = compare(original, result.events, b_offset=result.at_round - 1)
+        compared = compare(original, result)  # lined up, the fork's figures its whole run's
     except ConfigurationError:  # the fork stopped before its first event: totals only
         compared = RunComparison(result.original, result.forked, None, None, ())
-    whole = dataclasses.replace(compared, a=result.original, b=result.forked)
+    whole = dataclasses.replace(compared, a=result.original)
     return comparison_payload(
         whole,
         max_chars=max_chars,

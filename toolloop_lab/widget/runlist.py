@@ -33,14 +33,17 @@ class RunList:
         of an attached agent, every run in a ``watch()`` block, every run of the trace it
         was opened on, sub-agents included (with their parent's tool call, and each run's
         totals with the runs nested under it). It shows one of them (the newest top-level
-        run, or the one :meth:`show_run` picked); it keeps the newest ``max_runs`` (see
-        :attr:`runs_left_out`)."""
+        run, or the one :meth:`show_run` picked). It keeps ``max_runs``, letting the oldest
+        finished runs go (:attr:`runs_left_out`), never the run shown nor a run still
+        going: while more than ``max_runs`` go on at once, it keeps more (see
+        :mod:`toolloop_lab.widget.session`)."""
         with self._run.lock:
             return self._run.session.summaries()
 
     @property
     def runs_left_out(self) -> int:
-        """Runs seen but no longer in :attr:`runs` (the oldest, past ``max_runs``)."""
+        """Runs seen but no longer in :attr:`runs` (finished ones, the oldest, let go past
+        ``max_runs``; what a nested one spent stays in its parent's totals)."""
         with self._run.lock:
             return self._run.session.left_out
 

@@ -71,28 +71,36 @@ class ShownRun:
     def add(self, event: Event) -> Added:
         """Keep ``event`` in the session and fold it in when it is the shown run's. While
         no run is pinned, a top-level run starting after the shown one ended replaces it
-        (a nested run never does: it is shown when picked)."""
+        (a nested run never does: it is shown when picked). The session never lets the
+        run shown go."""
         with self.lock:
             if event is self.last_event:  # attached twice: never count an event twice
                 return "seen"
             self.last_event = event
-            self.session.record(event)
+            if isinstance(event, LoopStarted) and self._replaces(event):
+                self.restart()
+            shown = self.view.run_id in (None, event.run_id)
+            self.session.record(event, self._kept(event.run_id if shown else None))
             if isinstance(event, LoopStarted):
                 self._started(event)
-            view = self.view
-            if (
-                self.pinned is None
-                and isinstance(event, LoopStarted)
-                and view.run_id not in (None, event.run_id)
-                and (view.done or view.status == "idle")
-                and event.parent_run_id not in self.session
-            ):
-                self.restart()
-                view = self.view
-            if view.run_id is not None and event.run_id != view.run_id:
+            if not shown:
                 return "kept"
             self._fold(event)
             return "shown"
+
+    def _replaces(self, event: LoopStarted) -> bool:
+        """True when the run starting takes the view from the run shown (see :meth:`add`)."""
+        view = self.view
+        return (
+            self.pinned is None
+            and view.run_id not in (None, event.run_id)
+            and (view.done or view.status == "idle")
+            and event.parent_run_id not in self.session
+        )
+
+    def _kept(self, also: str | None = None) -> tuple[str, ...]:
+        """The runs the session must keep past its bound: the run shown and the one picked."""
+        return tuple(i for i in (self.view.run_id, self.pinned, also) if i is not None)
 
     def _started(self, event: LoopStarted) -> None:
         """Note when the run's clock read 0 (its timers tick from it when shown later)."""
@@ -131,7 +139,7 @@ class ShownRun:
     def record(self, event: Event) -> None:
         """Keep an event of a run this view does not show (another run of a trace)."""
         with self.lock:
-            self.session.record(event)
+            self.session.record(event, self._kept())
 
     def now(self) -> float | None:
         """Run time now, while the run goes on (the page ticks its timers from it)."""
