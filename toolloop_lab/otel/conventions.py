@@ -29,6 +29,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from toolloop_lab._support.fields import reported_count, reported_seconds
 from toolloop_lab.otel.names import GEN_AI
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "output_messages",
     "parse_json",
     "role_of",
+    "seconds",
     "text",
     "tool_args",
     "tool_call_id",
@@ -110,16 +112,18 @@ def text(attributes: Attributes, *names: str) -> str | None:
 
 
 def count(attributes: Attributes, names: Sequence[str]) -> int | None:
-    """The first of ``names`` that holds a token count (a bool, a negative, text: none)."""
+    """The first of ``names`` that holds a count an event can hold (a bool, a negative,
+    text, one past the event schema's bound: none; :func:`reported_count`)."""
     for name in names:
-        value = attributes.get(name)
-        if isinstance(value, bool):
-            continue
-        if isinstance(value, int) and value >= 0:
+        value = reported_count(attributes.get(name))
+        if value is not None:
             return value
-        if isinstance(value, float) and value.is_integer() and value >= 0:
-            return int(value)
     return None
+
+
+def seconds(attributes: Attributes, name: str) -> float | None:
+    """A duration an event can hold (a bool, text, a negative, NaN, infinity: none)."""
+    return reported_seconds(attributes.get(name))
 
 
 def model_name(attributes: Attributes) -> str | None:

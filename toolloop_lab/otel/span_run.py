@@ -243,12 +243,12 @@ class SpanRun:
         self.pending.extend(self._carried([*prompt, reply]))
         name, usage = _usage(reply, prompt, attributes, call.model_name, self.prices)
         self.usage = self.usage + usage
-        first = attributes.get(GEN_AI.RESPONSE_TIME_TO_FIRST_CHUNK)
+        first = cv.seconds(attributes, GEN_AI.RESPONSE_TIME_TO_FIRST_CHUNK)
         said = model_called(
             lambda kind, **fields: self.emit(kind, end_ns, round=call.round, **fields),
             reply,
             call.number,
-            CallTiming(latency, float(first) if isinstance(first, int | float) else None),
+            CallTiming(latency, first),
             self.repeats,
             purpose="synthesis" if call.purpose == "synthesis" else "round",
             model_name=name,

@@ -1,0 +1,162 @@
+"""Hostile spans read by :class:`SpanSource`: what an outside fault probe sent it.
+
+Content nested too deep to parse, counts and times no event can hold, spans that start
+after their run ended, span ids repeated across traces, child spans that never end, and
+attributes of the wrong type. The rule they share: what a view shows, a trace stores and
+the reader reads back are the same, nothing is added to a run that ended, and what the
+source lets go is reported (logged, and counted on the source), never silently.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.trace import Span, Tracer
+
+from toolloop_lab.events import (
+    Event,
+    LoopFinished,
+    ModelCalled,
+    parse_event,
+)
+from toolloop_lab.otel import SpanSource
+from toolloop_lab.runview import RunView
+from toolloop_lab.spend.pricing import price_of
+from toolloop_lab.spend.usage import Usage
+from toolloop_lab.trace import TraceWriter, read_trace
+
+AGENT = {"gen_ai.operation.name": "invoke_agent"}
+PRICED = "gpt-4o"
+
+
+def _chat(**more: object) -> dict[str, object]:
+    """A chat span's attributes: a priced model, 20 input and 4 output tokens."""
+    return {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": PRICED,
+        "gen_ai.usage.input_tokens": 20,
+        "gen_ai.usage.output_tokens": 4,
+        **more,
+    }
+
+
+@pytest.fixture
+def events() -> list[Event]:
+    return []
+
+
+@pytest.fixture
+def source(events: list[Event]) -> SpanSource:
+    return SpanSource(events.append)
+
+
+@pytest.fixture
+def tracer(source: SpanSource) -> Iterator[Tracer]:
+    provider = TracerProvider()
+    provider.add_span_processor(source)
+    yield provider.get_tracer("test")
+    provider.shutdown()
+
+
+@contextmanager
+def _span(tracer: Tracer, name: str, attributes: dict[str, Any]) -> Iterator[Span]:
+    with tracer.start_as_current_span(name, attributes=attributes) as span:
+        yield span
+
+
+def _one_call_run(tracer: Tracer, chat: dict[str, object]) -> None:
+    with _span(tracer, "invoke_agent", AGENT), _span(tracer, "chat", chat):
+        pass
+
+
+def _priced(inp: int, out: int) -> Usage:
+    """What genai-prices says ``inp`` and ``out`` tokens of the priced model cost."""
+    cost = price_of(Usage(input_tokens=inp, output_tokens=out, requests=1), PRICED)
+    assert cost is not None
+    return Usage(inp, out, requests=1, cost_usd=cost.total, input_cost_usd=cost.input)
+
+
+def _reads_back(events: list[Event]) -> None:
+    """Every event survives the strict reader unchanged."""
+    for event in events:
+        raw = event.to_json()
+        assert raw is not None
+        assert parse_event(raw) == event
+
+
+# -- counts no event can hold -----------------------------------------------------------------
+
+PAST_THE_SCHEMA = {
+    "gen_ai.usage.input_tokens": 2**62,
+    "gen_ai.usage.output_tokens": 4,
+    "gen_ai.usage.cache_read.input_tokens": 2**60,
+}
+
+
+def test_a_count_past_the_schema_is_unknown_live_and_saved_alike(
+    events: list[Event], tmp_path: Path
+) -> None:
+    path = tmp_path / "spans.jsonl"
+    with TraceWriter(path) as writer:  # the trace written beside the live view
+        provider = TracerProvider()
+        provider.add_span_processor(SpanSource(events.append, writer))
+        tracer = provider.get_tracer("test")
+        with (
+            _span(tracer, "invoke_agent", {**AGENT, "toolloop.rounds": 2**60}),
+            _span(tracer, "chat", _chat(**PAST_THE_SCHEMA)),
+        ):
+            pass
+    (called,) = [e for e in events if isinstance(e, ModelCalled)]
+    assert called.usage.estimated  # unknown: estimated and said so, never the number given
+    assert called.usage.input_tokens < 2**53
+    assert called.usage.output_tokens == 4  # what the span gave that an event can hold
+    assert called.usage.cache_read_tokens == 0
+    end = events[-1]
+    assert isinstance(end, LoopFinished)
+    assert end.rounds == 1  # the rounds seen, not the count no event can hold
+    _reads_back(events)
+    read = read_trace(path)
+    assert read.skipped == ()
+    assert list(read.events) == events
+    live, saved = RunView.from_events(events), RunView.from_events(read.events)
+    assert (saved.status, saved.usage) == (live.status, live.usage) == ("finished", end.usage)
+
+
+@pytest.mark.parametrize(
+    "name", ["toolloop.input_messages", "toolloop.pruning.tokens_before", "toolloop.rounds"]
+)
+def test_every_count_a_span_gives_is_held_to_the_schema(
+    tracer: Tracer, events: list[Event], name: str
+) -> None:
+    with (
+        _span(tracer, "invoke_agent", {**AGENT, name: 2**60}),
+        _span(tracer, "chat", _chat(**{name: 2**60, "toolloop.call.purpose": "pruning"})),
+    ):
+        pass
+    assert events[-1].kind == "loop_finish"
+    _reads_back(events)
+
+
+# -- times and names of the wrong type ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("said", [True, -5.0, math.inf, math.nan, "0.2"])
+def test_a_time_to_first_chunk_that_is_no_time_is_unknown(
+    tracer: Tracer, events: list[Event], said: object
+) -> None:
+    _one_call_run(tracer, _chat(**{"gen_ai.response.time_to_first_chunk": said}))
+    (called,) = [e for e in events if isinstance(e, ModelCalled)]
+    assert called.first_token_s is None
+    _reads_back(events)
+
+
+def test_a_time_to_first_chunk_is_kept(tracer: Tracer, events: list[Event]) -> None:
+    _one_call_run(tracer, _chat(**{"gen_ai.response.time_to_first_chunk": 0.25}))
+    (called,) = [e for e in events if isinstance(e, ModelCalled)]
+    assert called.first_token_s == 0.25
