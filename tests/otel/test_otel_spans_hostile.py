@@ -90,6 +90,41 @@ def _reads_back(events: list[Event]) -> None:
         assert parse_event(raw) == event
 
 
+# -- content nested too deep to parse -------------------------------------------------------
+
+DEEP = "[" * 10_000 + "]" * 10_000
+
+
+@pytest.mark.parametrize("name", ["gen_ai.input.messages", "gen_ai.output.messages"])
+def test_content_nested_too_deep_is_no_content_and_the_call_still_counts(
+    tracer: Tracer, events: list[Event], name: str
+) -> None:
+    _one_call_run(tracer, _chat(**{name: DEEP}))
+    (called,) = [e for e in events if isinstance(e, ModelCalled)]
+    assert called.usage == _priced(20, 4)
+    view = RunView.from_events(events)
+    assert (view.status, view.model_calls) == ("finished", 1)
+    assert view.usage == _priced(20, 4)
+    assert not any(row.calling for row in view.rounds)  # no call left open
+    _reads_back(events)
+
+
+def test_a_tool_call_argument_nested_too_deep_is_no_content(
+    tracer: Tracer, events: list[Event]
+) -> None:
+    with (
+        _span(tracer, "invoke_agent", AGENT),
+        _span(
+            tracer,
+            "execute_tool t",
+            {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.call.arguments": DEEP},
+        ),
+    ):
+        pass
+    assert [e.kind for e in events] == ["loop_start", "tool_start", "tool_dispatch", "loop_finish"]
+    _reads_back(events)
+
+
 # -- counts no event can hold -----------------------------------------------------------------
 
 PAST_THE_SCHEMA = {

@@ -170,10 +170,12 @@ def tool_result(attributes: Attributes) -> str | None:
 
 
 def parse_json(raw: str) -> Any:
-    """JSON text's value; ``None`` when it is not JSON."""
+    """JSON text's value; ``None`` when it is not JSON, or is nested too deep to read
+    (Python's parser then raises ``RecursionError``): a value that cannot be parsed is no
+    content, and whatever else its span says still counts."""
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 
