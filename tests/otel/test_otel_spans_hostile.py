@@ -9,6 +9,7 @@ source lets go is reported (logged, and counted on the source), never silently.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,6 +23,7 @@ from opentelemetry.trace import Span, Tracer
 from toolloop_lab.events import (
     Event,
     LoopFinished,
+    LoopStarted,
     ModelCalled,
     parse_event,
 )
@@ -195,3 +197,68 @@ def test_a_time_to_first_chunk_is_kept(tracer: Tracer, events: list[Event]) -> N
     _one_call_run(tracer, _chat(**{"gen_ai.response.time_to_first_chunk": 0.25}))
     (called,) = [e for e in events if isinstance(e, ModelCalled)]
     assert called.first_token_s == 0.25
+
+
+def _tool_call_reply(part: dict[str, object]) -> str:
+    return json.dumps([{"role": "assistant", "parts": [{"type": "tool_call", **part}]}])
+
+
+@pytest.mark.parametrize(
+    "part",
+    [
+        {"id": "c1", "name": {"x": 1}, "arguments": {"a": 1}},
+        {"id": "c1", "name": ["echo"], "arguments": {"a": 1}},
+        {"id": "c1", "name": 5, "arguments": {"a": 1}},
+        {"id": {"x": 1}, "name": "echo", "arguments": {"a": 1}},
+    ],
+)
+def test_a_tool_call_name_or_id_of_the_wrong_type_is_never_made_text(
+    tracer: Tracer, events: list[Event], part: dict[str, object]
+) -> None:
+    _one_call_run(tracer, _chat(**{"gen_ai.output.messages": _tool_call_reply(part)}))
+    (called,) = [e for e in events if isinstance(e, ModelCalled)]
+    (view,) = called.tool_calls
+    for said in (part["name"], part["id"]):
+        if not isinstance(said, str):
+            assert str(said) not in (view.name, view.id)
+    if isinstance(part["name"], str):  # an id that is no text is unknown
+        assert (view.name, view.id, view.valid) == (part["name"], "", True)
+    else:  # a call whose tool is named by no text can never run: an invalid call
+        assert (view.name, view.valid) == ("", False)
+        assert view.error
+    _reads_back(events)
+
+
+def test_an_openinference_tool_call_name_that_is_no_text_is_never_made_text(
+    tracer: Tracer, events: list[Event]
+) -> None:
+    prefix = "llm.output_messages.0.message."
+    call = f"{prefix}tool_calls.0.tool_call."
+    with (
+        _span(tracer, "agent", {"openinference.span.kind": "AGENT"}),
+        _span(
+            tracer,
+            "llm",
+            {
+                "openinference.span.kind": "LLM",
+                f"{prefix}role": "assistant",
+                f"{call}id": 7,
+                f"{call}function.name": 5,
+                f"{call}function.arguments": "{}",
+            },
+        ),
+    ):
+        pass
+    (called,) = [e for e in events if isinstance(e, ModelCalled)]
+    (view,) = called.tool_calls
+    assert (view.name, view.id, view.valid) == ("", "", False)
+
+
+def test_tags_and_tools_of_the_wrong_type_are_left_out(tracer: Tracer, events: list[Event]) -> None:
+    with _span(
+        tracer, "invoke_agent", {**AGENT, "toolloop.tags": (1, 2), "toolloop.tools": ("echo",)}
+    ):
+        pass
+    start = events[0]
+    assert isinstance(start, LoopStarted)
+    assert (start.tags, start.tools) == ((), ("echo",))

@@ -242,18 +242,33 @@ def _genai_message(item: Mapping[str, Any]) -> Iterator[BaseMessage]:
         elif kind == "tool_call":
             args = part.get("arguments")
             args = parse_json(args) if isinstance(args, str) else args
-            calls.append(
-                {
-                    "id": str(part.get("id") or ""),
-                    "name": str(part.get("name") or ""),
-                    "args": dict(args) if isinstance(args, Mapping) else {},
-                }
-            )
+            calls.append(_tool_call(part.get("id"), part.get("name"), args))
         elif kind == "tool_call_response":
             response = part.get("response", part.get("result", ""))
             content = response if isinstance(response, str) else json.dumps(response, default=str)
-            yield ToolMessage(content=content, tool_call_id=str(part.get("id") or ""))
-    yield from _message(role, "".join(texts), calls, str(item.get("tool_call_id") or ""))
+            yield ToolMessage(content=content, tool_call_id=_name(part.get("id")))
+    yield from _message(role, "".join(texts), calls, _name(item.get("tool_call_id")))
+
+
+def _name(value: Any) -> str:
+    """A name or an id a span gives as text; ``""`` (unknown) for any other type, never
+    its ``str()`` (an object's repr is no name)."""
+    return value if isinstance(value, str) else ""
+
+
+def _tool_call(call_id: Any, name: Any, args: Any) -> dict[str, Any]:
+    """One call of a recorded reply. A name that is not text names no tool: the call is
+    an invalid one (shown as such, never run), its arguments kept as their JSON text."""
+    if isinstance(name, str) and name:
+        known = dict(args) if isinstance(args, Mapping) else {}
+        return {"id": _name(call_id), "name": name, "args": known, "type": "tool_call"}
+    return {
+        "id": _name(call_id) or None,
+        "name": None,
+        "args": json.dumps(args, default=repr) if args is not None else None,
+        "error": "the span names this call's tool with something that is not text",
+        "type": "invalid_tool_call",
+    }
 
 
 def _message(
@@ -261,7 +276,9 @@ def _message(
 ) -> Iterator[BaseMessage]:
     """One message of a role (nothing for a role with no text of its own)."""
     if role == "assistant":
-        yield AIMessage(content=content, tool_calls=calls)
+        valid = [c for c in calls if c["type"] == "tool_call"]
+        invalid = [c for c in calls if c["type"] != "tool_call"]
+        yield AIMessage(content=content, tool_calls=valid, invalid_tool_calls=invalid)
     elif role == "system" and content:
         yield SystemMessage(content=content)
     elif role == "tool" and call_id:
@@ -286,14 +303,8 @@ def _flat(attributes: Attributes, prefix: str) -> list[BaseMessage] | None:
             if name is None:
                 break
             args = parse_json(str(attributes.get(f"{call}function.arguments", "{}")))
-            calls.append(
-                {
-                    "id": str(attributes.get(f"{call}id") or ""),
-                    "name": str(name),
-                    "args": dict(args) if isinstance(args, Mapping) else {},
-                }
-            )
+            calls.append(_tool_call(attributes.get(f"{call}id"), name, args))
         content = attributes.get(f"{base}content")
-        call_id = str(attributes.get(f"{base}tool_call_id") or "")
+        call_id = _name(attributes.get(f"{base}tool_call_id"))
         out.extend(_message(role, "" if content is None else str(content), calls, call_id))
     return out or None
