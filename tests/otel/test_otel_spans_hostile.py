@@ -9,7 +9,9 @@ source lets go is reported (logged, and counted on the source), never silently.
 
 from __future__ import annotations
 
+import gc
 import json
+import logging
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,16 +20,19 @@ from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.trace import Span, Tracer
+from opentelemetry.sdk.trace.id_generator import IdGenerator
+from opentelemetry.trace import Span, Tracer, set_span_in_context
 
 from toolloop_lab.events import (
     Event,
     LoopFinished,
     LoopStarted,
     ModelCalled,
+    by_run,
     parse_event,
 )
 from toolloop_lab.otel import SpanSource
+from toolloop_lab.otel.span_run import SpanRun
 from toolloop_lab.runview import RunView
 from toolloop_lab.spend.pricing import price_of
 from toolloop_lab.spend.usage import Usage
@@ -178,6 +183,145 @@ def test_every_count_a_span_gives_is_held_to_the_schema(
         pass
     assert events[-1].kind == "loop_finish"
     _reads_back(events)
+
+
+def test_a_span_time_no_event_can_hold_is_not_a_time(tracer: Tracer, events: list[Event]) -> None:
+    agent = tracer.start_span("invoke_agent", attributes=AGENT)
+    chat = tracer.start_span("chat", context=set_span_in_context(agent), attributes=_chat())
+    chat.end(end_time=math.inf)  # type: ignore[arg-type]
+    agent.end()
+    assert [e.kind for e in events][-2:] == ["model_call", "loop_finish"]
+    _reads_back(events)
+
+
+# -- a span after its run ended ---------------------------------------------------------------
+
+
+def test_a_span_that_starts_after_its_run_ended_adds_nothing(
+    tracer: Tracer, events: list[Event], source: SpanSource, caplog: pytest.LogCaptureFixture
+) -> None:
+    agent = tracer.start_span("invoke_agent", attributes=AGENT)
+    step = tracer.start_span("step", context=set_span_in_context(agent))  # of no kind we know
+    chat = tracer.start_span("chat", context=set_span_in_context(step), attributes=_chat())
+    chat.end()
+    agent.end()  # before its step span: the run has ended
+    ended = list(events)
+    with caplog.at_level(logging.WARNING, logger="toolloop_lab"):
+        for parent in (step, agent):  # under a span still open, and under the agent span
+            late = tracer.start_span(
+                "chat", context=set_span_in_context(parent), attributes=_chat()
+            )
+            late.end()
+        step.end()
+    assert events == ended  # nothing after the run's end
+    assert len(by_run(events)) == 1  # nor a run of their own
+    assert events[-1].kind == "loop_finish"
+    view = RunView.from_events(events)
+    assert (view.status, view.usage.input_tokens, view.model_calls) == ("finished", 20, 1)
+    assert source.dropped.late == 2
+    assert f"started after its run {events[0].run_id} ended" in caplog.text
+
+
+def test_a_sub_agent_ends_with_the_run_that_called_it(
+    tracer: Tracer, events: list[Event], source: SpanSource
+) -> None:
+    agent = tracer.start_span("invoke_agent outer", attributes=AGENT)
+    tool = tracer.start_span(
+        "execute_tool ask",
+        context=set_span_in_context(agent),
+        attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.call.id": "k1"},
+    )
+    inner = tracer.start_span(
+        "invoke_agent inner", context=set_span_in_context(tool), attributes=AGENT
+    )
+    agent.end()  # before the tool and the sub-agent it runs
+    ended = list(events)
+    late = tracer.start_span("chat", context=set_span_in_context(inner), attributes=_chat())
+    late.end()
+    inner.end()
+    tool.end()
+    assert events == ended
+    outer_id, inner_id = (e.run_id for e in events if isinstance(e, LoopStarted))
+    assert [(e.run_id, e.kind) for e in events if e.kind.startswith("loop_")][1:] == [
+        (inner_id, "loop_start"),
+        (inner_id, "loop_failure"),  # ended first: its caller's end cannot precede it
+        (outer_id, "loop_finish"),
+    ]
+    assert source.dropped.late == 1
+    assert source.open_runs == ()
+
+
+# -- span ids repeated across traces ----------------------------------------------------------
+
+
+class _SameSpanIds(IdGenerator):
+    """A deterministic generator: a new trace id each trace, span ids 1, 2, ... in each."""
+
+    def __init__(self) -> None:
+        self.trace = 0
+        self.span = 0
+
+    def generate_trace_id(self) -> int:
+        self.trace += 1
+        self.span = 0
+        return self.trace
+
+    def generate_span_id(self) -> int:
+        self.span += 1
+        return self.span
+
+
+def test_span_ids_repeated_across_traces_are_two_runs(events: list[Event]) -> None:
+    provider = TracerProvider(id_generator=_SameSpanIds())
+    provider.add_span_processor(SpanSource(events.append))
+    tracer = provider.get_tracer("test")
+    a = tracer.start_span("invoke_agent a", attributes=AGENT)
+    b = tracer.start_span("invoke_agent b", attributes=AGENT)
+    assert a.get_span_context().span_id == b.get_span_context().span_id
+    for agent, tokens in ((a, 20), (b, 7)):
+        chat = tracer.start_span(
+            "chat",
+            context=set_span_in_context(agent),
+            attributes=_chat(**{"gen_ai.usage.input_tokens": tokens}),
+        )
+        chat.end()
+    a.end()
+    b.end()
+    runs = by_run(events)
+    assert len(runs) == 2
+    for stream, name, tokens in zip(runs.values(), ("a", "b"), (20, 7), strict=True):
+        start, end = stream[0], stream[-1]
+        assert isinstance(start, LoopStarted)
+        assert isinstance(end, LoopFinished)
+        assert start.name == name
+        assert [e.kind for e in stream].count("loop_finish") == 1
+        assert end.usage.input_tokens == tokens
+    provider.shutdown()
+
+
+# -- child spans that never end -----------------------------------------------------------------
+
+
+def _runs_alive() -> int:
+    gc.collect()
+    return sum(isinstance(o, SpanRun) for o in gc.get_objects())
+
+
+def test_child_spans_that_never_end_are_bounded_and_reported(
+    tracer: Tracer, events: list[Event], source: SpanSource, caplog: pytest.LogCaptureFixture
+) -> None:
+    source.ended_spans_held = 50
+    before = _runs_alive()
+    with caplog.at_level(logging.WARNING, logger="toolloop_lab"):
+        for _ in range(200):
+            with _span(tracer, "invoke_agent", AGENT) as agent:
+                tracer.start_span("step", context=set_span_in_context(agent))  # never ends
+                with _span(tracer, "chat", _chat(**{"gen_ai.input.messages": "x" * 10_000})):
+                    pass
+    assert sum(e.kind == "loop_finish" for e in events) == 200
+    assert _runs_alive() == before  # a finished run is not kept for its open spans
+    assert source.dropped.never_ended >= 200 - source.ended_spans_held
+    assert "never ended" in caplog.text
 
 
 # -- times and names of the wrong type ----------------------------------------------------------
