@@ -186,6 +186,37 @@ def usd_stop_mid_run() -> list[Event]:
         return _run(script, [_tool("hostile", _hostile_text)], AgentConfig(tool_max_rounds=8))
 
 
+def _spans_past_the_schema() -> list[Event]:
+    """A run read from spans whose counts no event can hold (``2**62`` input tokens, a
+    cache read past it, ``2**60`` rounds): they are unknown, estimated and flagged so."""
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from toolloop_lab.otel import SpanSource
+
+    events: list[Event] = []
+    provider = TracerProvider()
+    provider.add_span_processor(SpanSource(events.append))
+    tracer = provider.get_tracer("jskit")
+    chat = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": MODEL,
+        "gen_ai.usage.input_tokens": 2**62,
+        "gen_ai.usage.output_tokens": 4,
+        "gen_ai.usage.cache_read.input_tokens": 2**60,
+    }
+    agent = {"gen_ai.operation.name": "invoke_agent", "toolloop.rounds": 2**60}
+    with tracer.start_as_current_span("invoke_agent", attributes=agent):
+        with tracer.start_as_current_span("chat", attributes=chat):
+            pass
+        tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "hostile"}
+        with tracer.start_as_current_span("execute_tool hostile", attributes=tool):
+            pass
+        with tracer.start_as_current_span("chat", attributes=chat):
+            pass
+    provider.shutdown()
+    return events
+
+
 LONG_ROUNDS = 200
 """Rounds of the long run: enough that what the page keeps a round shows."""
 
@@ -194,7 +225,8 @@ def hostile_cases() -> dict[str, list[Event]]:
     """Runs the catalog has not: hostile, huge and unicode strings from a tool and the
     model, a tool that raises, an unknown and an invalid call, a run stopped mid-tool, a
     model that runs out of replies (the run fails), a token budget tripped mid-run, a USD
-    limit that stops a run mid-round; and a long run (``LONG_ROUNDS`` rounds of one call)."""
+    limit that stops a run mid-round, a run read from spans whose counts no event can hold;
+    and a long run (``LONG_ROUNDS`` rounds of one call)."""
     stopped = _cancelled_tool()
     hostile = _tool("hostile", _hostile_text)
     boom = _tool("boom", _boom)
@@ -229,6 +261,7 @@ def hostile_cases() -> dict[str, list[Event]]:
         ),
         "cancelled_tool": stopped,
         "langgraph_interrupted": _interrupted(),
+        "spans_past_the_schema": _spans_past_the_schema(),
         "tool_result_missing": [
             e for e in stopped if not (isinstance(e, ToolDispatched) and e.tool_call_id == "h1")
         ],

@@ -67,6 +67,8 @@ UNUSABLE: dict[str, Any] = {
     "fractional": {"input_tokens": 12.5, "output_tokens": 3.2, "total_tokens": 15.7},
     "nan": {"input_tokens": math.nan, "output_tokens": math.inf, "total_tokens": 0},
     "zeros-for-real-text": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0},
+    # no event can hold a count past 2**53 (the trace reader refuses it): not a count
+    "past-the-schema": {"input_tokens": 2**62, "output_tokens": 2**53 + 1, "total_tokens": 0},
 }
 
 

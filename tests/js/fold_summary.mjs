@@ -31,6 +31,7 @@ function summary(run) {
     rounds_said: roundsSaid(run),
     input_tokens: t.input,
     output_tokens: t.output,
+    estimated: t.estimated,
     cost: t.cost,
     cost_text: usd(t.cost),
     per_round: run.rounds.map((r) => ({

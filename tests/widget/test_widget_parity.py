@@ -5,8 +5,8 @@ The widget's fold (``toolloop_lab/widget/src/fold.js``, run under Node) and
 catalog, the hostile cases of ``jskit`` and the browser tests' streams. The JS side gets
 exactly the wire payloads Python sends. Each side writes its summary explicitly (below,
 and in ``tests/js/fold_summary.mjs``), and both must agree on the status, outcome, number
-of rounds, tokens, cost, every call's status (model calls and tool calls alike) and the
-words a person reads for the run's status and ending.
+of rounds, tokens (and whether any is estimated), cost, every call's status (model calls
+and tool calls alike) and the words a person reads for the run's status and ending.
 """
 
 from __future__ import annotations
@@ -78,6 +78,7 @@ def python_summary(view: RunView) -> dict[str, Any]:
         "rounds_said": figures.rounds_said(view) or "",
         "input_tokens": view.usage.input_tokens,
         "output_tokens": view.usage.output_tokens,
+        "estimated": view.usage.estimated,
         "cost": None if cost is None else float(cost),
         "cost_text": format_usd(cost),
         "per_round": [

@@ -34,6 +34,8 @@ __all__ = [
     "checked",
     "dotted",
     "refused",
+    "reported_count",
+    "reported_seconds",
     "validation_text",
     "where_message",
 ]
@@ -70,6 +72,34 @@ JsonObject: TypeAlias = Annotated[Mapping[str, Any], AfterValidator(freeze)]
 @cache
 def _adapter(kind: Any) -> TypeAdapter[Any]:
     return TypeAdapter(kind)
+
+
+def _taken(kind: Any, value: Any) -> Any:
+    """``value`` as ``kind`` takes it, or ``None`` when it does not."""
+    try:
+        return _adapter(kind).validate_python(value)
+    except ValidationError:
+        return None
+
+
+def reported_count(value: Any) -> int | None:
+    """A count someone else reported (a provider's tokens, a span's attribute), read with
+    the event schema's own :data:`Count` bounds, the ones the trace reader applies; ``None``
+    (unknown) when it is no count an event can hold: a bool, text, a negative, NaN, or past
+    :data:`MAX_INT`. Every producer reads such numbers here, so nothing it emits is refused
+    when read back. An integral float (``12.0``, as some proxies send) is the int it spells."""
+    if type(value) is float and value.is_integer():
+        value = int(value)
+    taken: int | None = _taken(Count, value)
+    return taken
+
+
+def reported_seconds(value: Any) -> float | None:
+    """A duration someone else reported (a span's time to first chunk), read with the event
+    schema's :data:`Seconds` bounds; ``None`` (unknown) for a bool, text, a negative, NaN or
+    infinity."""
+    taken: float | None = _taken(Seconds, value)
+    return taken
 
 
 def checked(kind: Any, value: Any, *, field: str) -> Any:

@@ -29,6 +29,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from toolloop_lab._support.fields import reported_count, reported_seconds
 from toolloop_lab.otel.names import GEN_AI
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "output_messages",
     "parse_json",
     "role_of",
+    "seconds",
     "text",
     "tool_args",
     "tool_call_id",
@@ -110,16 +112,18 @@ def text(attributes: Attributes, *names: str) -> str | None:
 
 
 def count(attributes: Attributes, names: Sequence[str]) -> int | None:
-    """The first of ``names`` that holds a token count (a bool, a negative, text: none)."""
+    """The first of ``names`` that holds a count an event can hold (a bool, a negative,
+    text, one past the event schema's bound: none; :func:`reported_count`)."""
     for name in names:
-        value = attributes.get(name)
-        if isinstance(value, bool):
-            continue
-        if isinstance(value, int) and value >= 0:
+        value = reported_count(attributes.get(name))
+        if value is not None:
             return value
-        if isinstance(value, float) and value.is_integer() and value >= 0:
-            return int(value)
     return None
+
+
+def seconds(attributes: Attributes, name: str) -> float | None:
+    """A duration an event can hold (a bool, text, a negative, NaN, infinity: none)."""
+    return reported_seconds(attributes.get(name))
 
 
 def model_name(attributes: Attributes) -> str | None:
@@ -166,10 +170,12 @@ def tool_result(attributes: Attributes) -> str | None:
 
 
 def parse_json(raw: str) -> Any:
-    """JSON text's value; ``None`` when it is not JSON."""
+    """JSON text's value; ``None`` when it is not JSON, or is nested too deep to read
+    (Python's parser then raises ``RecursionError``): a value that cannot be parsed is no
+    content, and whatever else its span says still counts."""
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 
@@ -236,18 +242,33 @@ def _genai_message(item: Mapping[str, Any]) -> Iterator[BaseMessage]:
         elif kind == "tool_call":
             args = part.get("arguments")
             args = parse_json(args) if isinstance(args, str) else args
-            calls.append(
-                {
-                    "id": str(part.get("id") or ""),
-                    "name": str(part.get("name") or ""),
-                    "args": dict(args) if isinstance(args, Mapping) else {},
-                }
-            )
+            calls.append(_tool_call(part.get("id"), part.get("name"), args))
         elif kind == "tool_call_response":
             response = part.get("response", part.get("result", ""))
             content = response if isinstance(response, str) else json.dumps(response, default=str)
-            yield ToolMessage(content=content, tool_call_id=str(part.get("id") or ""))
-    yield from _message(role, "".join(texts), calls, str(item.get("tool_call_id") or ""))
+            yield ToolMessage(content=content, tool_call_id=_name(part.get("id")))
+    yield from _message(role, "".join(texts), calls, _name(item.get("tool_call_id")))
+
+
+def _name(value: Any) -> str:
+    """A name or an id a span gives as text; ``""`` (unknown) for any other type, never
+    its ``str()`` (an object's repr is no name)."""
+    return value if isinstance(value, str) else ""
+
+
+def _tool_call(call_id: Any, name: Any, args: Any) -> dict[str, Any]:
+    """One call of a recorded reply. A name that is not text names no tool: the call is
+    an invalid one (shown as such, never run), its arguments kept as their JSON text."""
+    if isinstance(name, str) and name:
+        known = dict(args) if isinstance(args, Mapping) else {}
+        return {"id": _name(call_id), "name": name, "args": known, "type": "tool_call"}
+    return {
+        "id": _name(call_id) or None,
+        "name": None,
+        "args": json.dumps(args, default=repr) if args is not None else None,
+        "error": "the span names this call's tool with something that is not text",
+        "type": "invalid_tool_call",
+    }
 
 
 def _message(
@@ -255,7 +276,9 @@ def _message(
 ) -> Iterator[BaseMessage]:
     """One message of a role (nothing for a role with no text of its own)."""
     if role == "assistant":
-        yield AIMessage(content=content, tool_calls=calls)
+        valid = [c for c in calls if c["type"] == "tool_call"]
+        invalid = [c for c in calls if c["type"] != "tool_call"]
+        yield AIMessage(content=content, tool_calls=valid, invalid_tool_calls=invalid)
     elif role == "system" and content:
         yield SystemMessage(content=content)
     elif role == "tool" and call_id:
@@ -280,14 +303,8 @@ def _flat(attributes: Attributes, prefix: str) -> list[BaseMessage] | None:
             if name is None:
                 break
             args = parse_json(str(attributes.get(f"{call}function.arguments", "{}")))
-            calls.append(
-                {
-                    "id": str(attributes.get(f"{call}id") or ""),
-                    "name": str(name),
-                    "args": dict(args) if isinstance(args, Mapping) else {},
-                }
-            )
+            calls.append(_tool_call(attributes.get(f"{call}id"), name, args))
         content = attributes.get(f"{base}content")
-        call_id = str(attributes.get(f"{base}tool_call_id") or "")
+        call_id = _name(attributes.get(f"{base}tool_call_id"))
         out.extend(_message(role, "" if content is None else str(content), calls, call_id))
     return out or None

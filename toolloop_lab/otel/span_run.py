@@ -243,12 +243,12 @@ class SpanRun:
         self.pending.extend(self._carried([*prompt, reply]))
         name, usage = _usage(reply, prompt, attributes, call.model_name, self.prices)
         self.usage = self.usage + usage
-        first = attributes.get(GEN_AI.RESPONSE_TIME_TO_FIRST_CHUNK)
+        first = cv.seconds(attributes, GEN_AI.RESPONSE_TIME_TO_FIRST_CHUNK)
         said = model_called(
             lambda kind, **fields: self.emit(kind, end_ns, round=call.round, **fields),
             reply,
             call.number,
-            CallTiming(latency, float(first) if isinstance(first, int | float) else None),
+            CallTiming(latency, first),
             self.repeats,
             purpose="synthesis" if call.purpose == "synthesis" else "round",
             model_name=name,
@@ -448,7 +448,12 @@ def _reply(attributes: cv.Attributes, fallback: str | None) -> AIMessage:
         meta["finish_reason"] = reason
     if attributes.get(TOOLLOOP.USAGE_ESTIMATED) is True:
         meta["usage_estimated"] = True
-    return AIMessage(content=base.content, tool_calls=base.tool_calls, response_metadata=meta)
+    return AIMessage(
+        content=base.content,
+        tool_calls=base.tool_calls,
+        invalid_tool_calls=base.invalid_tool_calls,
+        response_metadata=meta,
+    )
 
 
 def _usage(
@@ -507,8 +512,10 @@ def _tool_names(attributes: cv.Attributes) -> tuple[str, ...]:
 
 
 def _strings(value: Any) -> tuple[str, ...]:
+    """The texts of a list attribute (tags, tool names); items of another type are no
+    text, and are left out rather than made one by ``str()``."""
     if isinstance(value, Sequence) and not isinstance(value, str):
-        return tuple(str(v) for v in value)
+        return tuple(v for v in value if isinstance(v, str))
     return ()
 
 

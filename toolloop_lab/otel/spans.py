@@ -12,8 +12,9 @@ How spans become events (``LoopStarted.source == "otel"``):
 
 * an **agent span** (``gen_ai.operation.name = invoke_agent``, OpenInference ``AGENT``)
   starts a run at its start and ends it at its end: ``loop_finish``, or ``loop_failure``
-  when its status is an error. Its run id is the last 12 hex digits of the span's id (the
-  length of our loop's), or the ``toolloop.run_id`` our own export wrote;
+  when its status is an error. Its run id is 12 hex digits (the length of our loop's)
+  drawn from the span's trace id and span id together (span ids alone repeat across
+  traces), or the ``toolloop.run_id`` our own export wrote; spans are known by both ids;
 * a **chat span** (``chat``, ``text_completion``, ``generate_content``, OpenInference
   ``LLM``, or the older conventions' ``gen_ai.system``) is a model call: ``round_start`` and
   ``model_call_start`` at its start, ``model_call`` with usage, model, finish reason, cost
@@ -28,10 +29,20 @@ How spans become events (``LoopStarted.source == "otel"``):
   steps) pass their run on to their children, and so does a chat span inside another (an
   instrumented client under an instrumented framework: the call is counted once, by the
   outer span); a chat or tool span under no agent span (a bare client call) is a run of
-  its own, ended with it.
+  its own, ended with it;
+* **a run that ended stays ended**: its calls and tools still open are closed with it
+  (``cancelled``), and so are the sub-agents it started (a sub-agent cannot outlive the
+  tool call that ran it); a span that starts under it later adds nothing (its events would
+  follow the run's end). Such spans are passed over, and so is anything under them.
 
 What spans do not carry is never shown as known: a call span without usage has its tokens
-estimated from the prompt and reply it records and flagged ``estimated``; a model
+estimated from the prompt and reply it records and flagged ``estimated``, and so does one
+whose counts no event can hold (past the event schema's bounds, which the trace reader
+applies: unknown, never that number live and a refused line in the trace); a time no event
+can hold (a time to first chunk that is a bool, negative or infinite) is unknown; content
+that cannot be parsed (JSON nested too deep) is no content, and its call still counts with
+the usage its span gave; a name or id of another type than text is unknown (a tool call
+named by no text is an invalid call), never its ``str()``; a model
 genai-prices does not know (and ``prices`` does not name) is unpriced; a run has no round
 cap, budgets or gates (``None``: absent, not passed); messages are known only where the
 framework records content (pydantic-ai does; our own export with ``capture_content``); a
@@ -46,16 +57,25 @@ Spans start and end on any thread: every span takes one lock, which also keeps e
 events in order for its observers; an observer that raises is logged and skipped
 (:func:`~toolloop_lab.events.notify`), and a span this source cannot read is logged and
 passed over, never breaking the traced program.
+
+What a source holds is bounded: an ended run is let go at its end; it leaves only the ids
+of its spans (its agent span, and those still open) so that a span starting under one is
+known as late, at most :attr:`SpanSource.ended_spans_held` of them, the oldest forgotten
+first. Every span passed over or forgotten before it ended is counted in
+:attr:`SpanSource.dropped` and logged (at the 1st, 2nd, 4th, ... of its kind), never
+silently.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
@@ -68,9 +88,31 @@ from toolloop_lab.otel.names import GEN_AI, TOOLLOOP
 from toolloop_lab.otel.span_run import Failure, SpanRun
 from toolloop_lab.spend.pricing import PriceTable
 
-__all__ = ["SpanSource", "watch_spans"]
+__all__ = ["DroppedSpans", "SpanSource", "watch_spans"]
 
 _log = logging.getLogger("toolloop_lab")
+
+
+Key: TypeAlias = tuple[int, int]
+"""A span's trace id and span id: span ids alone repeat across traces (a deterministic id
+generator gives each trace the same ones)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DroppedSpans:
+    """What a source let go, counted (each kind is logged too, as it grows), so nothing is
+    passed over silently (:attr:`SpanSource.dropped`)."""
+
+    late: int = 0
+    """Spans that started under a run that had already ended: nothing is added to an
+    ended run (its events would follow its end, its totals change after it)."""
+    never_ended: int = 0
+    """Spans still open when their run ended, forgotten once more than
+    :attr:`SpanSource.ended_spans_held` spans of ended runs were held: a span that starts
+    under one later is no longer known as late (a call or a tool then reads as a run of its
+    own)."""
+    unreadable: int = 0
+    """Spans this source could not read (each logged with its error)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -80,20 +122,32 @@ class _Open:
 
     run: SpanRun
     role: cv.Role | None
+    name: str
     tool_call_id: str | None = None
     root: bool = False
     """Its end ends ``run`` (the agent span, or a lone call's span)."""
+    parent: SpanRun | None = None
+    """The run a sub-agent's run was started under (its root span only)."""
 
 
 class SpanSource(SpanProcessor):
     """A span processor that feeds ``observers`` the events of the agents it sees (module
     doc). ``prices`` overrides genai-prices per model name, as everywhere."""
 
+    ended_spans_held: int = 4_096
+    """Spans of ended runs kept (ended agent spans, and spans still open when their run
+    ended), so a span that starts under one is known as late; past this the oldest is
+    forgotten, and one that had not ended is counted in :attr:`dropped`."""
+
     def __init__(self, *observers: Observer, prices: PriceTable | None = None) -> None:
         self.observers = tuple(observers)
         self.prices = prices
         self._lock = threading.RLock()
-        self._open: dict[int, _Open] = {}
+        self._open: dict[Key, _Open] = {}
+        self._gone: dict[Key, tuple[str, str | None]] = {}
+        """Spans of ended runs, oldest first: the run's id, and the span's name while it
+        has not ended (``None`` once it has, or once it was reported as late)."""
+        self._dropped: Counter[str] = Counter()
         self._stopped = False
 
     # -- the SDK's calls ------------------------------------------------------------------
@@ -105,7 +159,7 @@ class SpanSource(SpanProcessor):
             with self._lock:
                 self._started(span)
         except Exception:  # noqa: BLE001 - never break the traced program
-            _log.warning("SpanSource could not read span %r", span.name, exc_info=True)
+            self._unreadable(span)
 
     def on_end(self, span: ReadableSpan) -> None:
         """A span ended: its call's reply, its tool's result, its run's outcome."""
@@ -113,15 +167,18 @@ class SpanSource(SpanProcessor):
             with self._lock:
                 self._ended(span)
         except Exception:  # noqa: BLE001 - never break the traced program
-            _log.warning("SpanSource could not read span %r", span.name, exc_info=True)
+            self._unreadable(span)
 
     def shutdown(self) -> None:
         """End every run still open (its spans never ended): nothing stays running."""
         with self._lock:
             for key, held in list(self._open.items()):
-                if held.root and not held.run.ended:
-                    held.run.finish({}, _last_ns(held.run), Failure("incomplete", "shut down"))
-                self._open.pop(key, None)
+                if held.root and key in self._open:
+                    self._end_run(
+                        key, held, {}, _last_ns(held.run), Failure("incomplete", "shut down")
+                    )
+            self._open.clear()
+            self._gone.clear()
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Nothing is buffered: every event was handed on when its span started or ended."""
@@ -139,46 +196,57 @@ class SpanSource(SpanProcessor):
         with self._lock:
             return tuple(h.run.run_id for h in self._open.values() if h.root)
 
+    @property
+    def dropped(self) -> DroppedSpans:
+        """The spans this source let go so far, by why (each kind is logged too)."""
+        with self._lock:
+            return DroppedSpans(**self._dropped)
+
     # -- routing --------------------------------------------------------------------------
     def _started(self, span: Span) -> None:
         context = span.get_span_context()
         if context is None:
             return
-        key = context.span_id
-        parent = self._open.get(span.parent.span_id) if span.parent is not None else None
+        key = (context.trace_id, context.span_id)
+        above = (span.parent.trace_id, span.parent.span_id) if span.parent is not None else None
+        if above is not None and above in self._gone:
+            self._late(key, span.name, self._gone[above][0])
+            return
+        parent = self._open.get(above) if above is not None else None
         attributes = span.attributes or {}
         role = cv.role_of(attributes)
         if role == "chat" and parent is not None and parent.role == "chat":
             role = None  # a wrapper's call around the real one (a fallback model): one call
         if role == "agent" and parent is not None and parent.tool_call_id is None:
             role = None  # an agent inside a workflow's agent span, not run by a tool: one run
-        start = span.start_time or 0
+        start = _ns(span.start_time, 0)
         if role == "agent" or (role is not None and parent is None):
             run = self._new_run(key, attributes, span.name, start, parent)
-            self._open[key] = _Open(run, "agent", root=True)
+            own = parent.run if parent is not None else None
+            self._open[key] = _Open(run, "agent", span.name, root=True, parent=own)
             if role == "agent":
                 return
             parent = self._open[key]
         if parent is None:
             return  # a span of no agent: not ours
-        held = _Open(parent.run, role, parent.tool_call_id, root=key in self._open)
+        held = _Open(parent.run, role, span.name, parent.tool_call_id, root=key in self._open)
         if role == "chat":
-            parent.run.call_started(key, attributes, start)
+            parent.run.call_started(key[1], attributes, start)
         elif role == "tool":
             name = cv.tool_name(attributes, span.name)
-            held.tool_call_id = parent.run.tool_started(key, attributes, name, start)
+            held.tool_call_id = parent.run.tool_started(key[1], attributes, name, start)
         self._open[key] = held
 
     def _new_run(
         self,
-        key: int,
+        key: Key,
         attributes: cv.Attributes,
         name: str,
         start: int,
         parent: _Open | None,
     ) -> SpanRun:
         said = attributes.get(TOOLLOOP.RUN_ID)  # our own export's run, read back
-        run_id = said if isinstance(said, str) and said else f"{key:016x}"[-12:]
+        run_id = said if isinstance(said, str) and said else _run_id(key)
         run = SpanRun(self.observers, run_id, start, prices=self.prices)
         run.start(
             attributes,
@@ -190,18 +258,87 @@ class SpanSource(SpanProcessor):
 
     def _ended(self, span: ReadableSpan) -> None:
         context = span.get_span_context()
-        held = self._open.pop(context.span_id, None) if context is not None else None
+        if context is None:
+            return
+        key = (context.trace_id, context.span_id)
+        held = self._open.pop(key, None)
         if held is None:
+            if key in self._gone:  # a span of an ended run ended: nothing to tell, or report
+                self._gone[key] = (self._gone[key][0], None)
             return
         attributes = span.attributes or {}
-        end = span.end_time or span.start_time or 0
+        end = _ns(span.end_time, _ns(span.start_time, 0))
         failure = _failure(span)
         if held.role == "chat":
-            held.run.call_ended(context.span_id, attributes, end, failure)  # type: ignore[union-attr]
+            held.run.call_ended(key[1], attributes, end, failure)
         elif held.role == "tool":
-            held.run.tool_ended(context.span_id, attributes, end, failure)  # type: ignore[union-attr]
+            held.run.tool_ended(key[1], attributes, end, failure)
         if held.root:
-            held.run.finish(attributes if held.role == "agent" else {}, end, failure)
+            self._end_run(key, held, attributes if held.role == "agent" else {}, end, failure)
+
+    # -- runs that end, and what they leave -------------------------------------------
+    def _end_run(
+        self,
+        key: Key,
+        held: _Open,
+        attributes: cv.Attributes,
+        end: int,
+        failure: Failure | None,
+    ) -> None:
+        """``held``'s run ends: first the runs it started that are still open (a sub-agent
+        cannot outlive the tool call that ran it), then it; then its spans still open are
+        held as spans of an ended run, so nothing that starts under them is added to it."""
+        self._open.pop(key, None)
+        for below, other in list(self._open.items()):
+            if other.root and other.parent is held.run and below in self._open:
+                ended_first = Failure("incomplete", "the run that called it ended first")
+                self._end_run(below, other, {}, end, ended_first)
+        held.run.finish(attributes, end, failure)
+        self._gone[key] = (held.run.run_id, None)
+        for left, other in list(self._open.items()):
+            if other.run is held.run:
+                del self._open[left]
+                self._gone[left] = (held.run.run_id, other.name)
+        self._trim()
+
+    def _late(self, key: Key, name: str, run_id: str) -> None:
+        """A span started under a run that ended: passed over, with its own children."""
+        self._gone[key] = (run_id, None)
+        self._report(
+            "late",
+            "SpanSource passed over span %r: it started after its run %s ended",
+            name,
+            run_id,
+        )
+        self._trim()
+
+    def _trim(self) -> None:
+        """Forget the oldest spans of ended runs past the bound, reporting the unended."""
+        while len(self._gone) > self.ended_spans_held:
+            oldest = next(iter(self._gone))
+            run_id, name = self._gone.pop(oldest)
+            if name is not None:
+                self._report(
+                    "never_ended",
+                    "SpanSource forgot span %r of run %s: it never ended, and spans of "
+                    "ended runs are held at most %d at a time",
+                    name,
+                    run_id,
+                    self.ended_spans_held,
+                )
+
+    def _unreadable(self, span: ReadableSpan) -> None:
+        with self._lock:
+            self._dropped["unreadable"] += 1
+        _log.warning("SpanSource could not read span %r", span.name, exc_info=True)
+
+    def _report(self, kind: str, message: str, *args: object) -> None:
+        """Count one span let go; log it at the 1st, 2nd, 4th, 8th, ... of its kind (a
+        program that leaves thousands gets a few lines, each with the count so far)."""
+        self._dropped[kind] += 1
+        count = self._dropped[kind]
+        if count & (count - 1) == 0:
+            _log.warning("%s (%d such so far: SpanSource.dropped)", message % args, count)
 
 
 def _failure(span: ReadableSpan) -> Failure | None:
@@ -218,6 +355,20 @@ def _failure(span: ReadableSpan) -> Failure | None:
             kind = kind or cv.text(found, "exception.type")
             message = cv.text(found, "exception.message")
     return Failure((kind or "error").rsplit(".", 1)[-1], message or span.status.description or "")
+
+
+def _ns(value: Any, fallback: int) -> int:
+    """A span's time as an event can hold it: nanoseconds since the epoch in OTLP's
+    unsigned 64 bits; anything else (a float, infinity, a bool) is no time: ``fallback``."""
+    return value if type(value) is int and 0 <= value < 2**64 else fallback
+
+
+def _run_id(key: Key) -> str:
+    """12 hex digits (the length of our loop's run ids) drawn from the span's trace id and
+    span id together: span ids alone repeat across traces."""
+    trace_id, span_id = key
+    said = f"{trace_id:x}/{span_id:x}".encode("ascii")
+    return hashlib.blake2b(said, digest_size=6).hexdigest()
 
 
 def _last_ns(run: SpanRun) -> int:

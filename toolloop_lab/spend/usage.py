@@ -10,25 +10,11 @@ from typing import Any, Final
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from toolloop_lab._support.fields import Count, FiniteDecimal, Flag
+from toolloop_lab._support.fields import MAX_INT, Count, FiniteDecimal, Flag, reported_count
 from toolloop_lab._support.jsonsafe import is_mapping
 from toolloop_lab._support.pickling import quick_pickle
 
 __all__ = ["Cost", "Usage", "estimate_tokens", "format_tokens", "format_usd"]
-
-
-def _count(value: Any) -> int | None:
-    """A reported token count, or ``None`` when it is not one (negative, bool, text, NaN).
-
-    Integral floats (``12.0``, as some proxies send) are the count they spell.
-    """
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if value >= 0 else None
-    if isinstance(value, float) and value.is_integer() and value >= 0:
-        return int(value)
-    return None
 
 
 _SIGNIFICANT: Final = 4
@@ -97,7 +83,8 @@ class Usage:
     """Model calls counted here."""
     estimated: Flag = False
     """True when any count here was estimated or corrected because the provider reported
-    none, or reported counts that cannot all be true."""
+    none, reported counts that cannot all be true, or counts no event can hold (past
+    ``MAX_INT``: unknown, never shown as the number given)."""
     cost_usd: FiniteDecimal | None = Decimal(0)
     """Cost in USD; ``None`` means unknown (unpriced), never zero."""
     input_cost_usd: FiniteDecimal | None = None
@@ -124,6 +111,8 @@ class Usage:
         return self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
+        """The sum; a total past what an event can hold (``MAX_INT``) is held at it and
+        marked estimated, so a run's totals always read back from its trace."""
         if not isinstance(other, Usage):
             return NotImplemented
         cost = (
@@ -133,16 +122,18 @@ class Usage:
         )
         a, b = self._input_part(), other._input_part()
         split = None if cost is None or a is None or b is None else a + b
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
-            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
-            requests=self.requests + other.requests,
-            estimated=self.estimated or other.estimated,
-            cost_usd=cost,
-            input_cost_usd=split,
-        )
+        counts = [
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            self.requests + other.requests,
+        ]
+        estimated = self.estimated or other.estimated
+        if max(counts) > MAX_INT:  # no event holds it: the most one can, and not exact
+            counts, estimated = [min(c, MAX_INT) for c in counts], True
+        inp, out, read, write, requests = counts
+        return Usage(inp, out, read, write, requests, estimated, cost, split)
 
     def with_cost(self, cost: Cost | Decimal | None) -> Usage:
         """The same counts with a cost attached (split into input and output when ``cost``
@@ -169,7 +160,8 @@ class Usage:
         Counts are never silently zero: a reply without usable usage is estimated from the
         prompt that produced it (``prompt``) and the reply itself, with langchain-core's
         approximate counter. A reported 0 for a non-empty prompt or reply is not usable
-        either (some providers and proxies send zeros when they did not count). Cache counts
+        either (some providers and proxies send zeros when they did not count), nor is one
+        no event can hold (:func:`~toolloop_lab._support.fields.reported_count`). Cache counts
         are parts of the input: one that is not a count, or does not fit in the input next
         to the others (reads first), is dropped and the usage is marked estimated, so a
         negative uncached share is never priced. ``total_tokens`` is not read: the total is
@@ -177,8 +169,8 @@ class Usage:
         """
         meta: Mapping[str, Any] | None = message.usage_metadata
         estimated = bool(message.response_metadata.get("usage_estimated", False))
-        raw_in = _count(meta.get("input_tokens")) if meta else None
-        raw_out = _count(meta.get("output_tokens")) if meta else None
+        raw_in = reported_count(meta.get("input_tokens")) if meta else None
+        raw_out = reported_count(meta.get("output_tokens")) if meta else None
         in_tok: int
         out_tok: int
         if raw_in is not None and (raw_in > 0 or not prompt):
@@ -233,7 +225,7 @@ def _cache_counts(raw_read: Any, raw_write: Any, input_tokens: int) -> tuple[int
     counts = []
     room = input_tokens
     for raw in (raw_read, raw_write):
-        count = 0 if raw is None else _count(raw)
+        count = 0 if raw is None else reported_count(raw)
         if count is None:
             count, fixed = 0, True
         if count > room:
