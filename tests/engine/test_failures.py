@@ -70,6 +70,9 @@ BAD_CONFIG: list[tuple[str, Any]] = [
     ("tool_timeout_s", "1"),
     ("system_prompt", 123),
     ("system_prompt", ["be brief"]),
+    ("system_prompt", "   "),  # some providers refuse whitespace-only text
+    ("system_prompt", ""),
+    ("system_prompt", "\n\t "),
     ("streaming", None),
     ("streaming", "yes"),
     ("streaming", 1),

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Final, TypeAlias
 
 from annotated_types import Ge, Gt, Le
 from pydantic import AfterValidator, AllowInfNan, Strict, TypeAdapter, ValidationError
+from pydantic_core import PydanticCustomError
 
 from toolloop_lab._support.jsonsafe import freeze
 from toolloop_lab.errors import ConfigurationError
@@ -29,6 +30,7 @@ __all__ = [
     "JsonObject",
     "JsonValue",
     "PositiveInt",
+    "Prompt",
     "Seconds",
     "Text",
     "checked",
@@ -44,6 +46,19 @@ arithmetic with it overflows or rounds (``10**400`` rounds is refused up front).
 
 Text: TypeAlias = Annotated[str, Strict()]
 """A string, never a number or bytes spelled as one."""
+
+
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise PydanticCustomError(
+            "blank_text", "should hold text, not only whitespace: providers refuse blank text"
+        )
+    return text
+
+
+Prompt: TypeAlias = Annotated[str, Strict(), AfterValidator(_not_blank)]
+"""Text a model is sent as it is (a prompt, a system prompt, a turn's message): something
+besides whitespace, since providers refuse blank text (``""`` and ``"   "`` alike)."""
 
 Count: TypeAlias = Annotated[int, Strict(), Ge(0), Le(MAX_INT)]
 """A non-negative int (never a bool): tokens, rounds, lengths."""

@@ -23,12 +23,11 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Strict,
-    StringConstraints,
     TypeAdapter,
     ValidationError,
 )
 
-from toolloop_lab._support.fields import Count, PositiveInt, refused
+from toolloop_lab._support.fields import Count, PositiveInt, Prompt, refused
 from toolloop_lab._support.pickling import quick_pickle
 from toolloop_lab.engine.pruning import DEFAULT_PRUNING_PROMPT
 
@@ -51,8 +50,6 @@ def _names(value: Any) -> Any:
     return value
 
 
-_Prompt = Annotated[str, Strict(), StringConstraints(pattern=r"\S")]
-"""Text with something in it besides whitespace."""
 _Percent = Annotated[float, AllowInfNan(False), Gt(0), Le(100)]
 _Timeout = Annotated[float, AllowInfNan(False), Gt(0), Le(MAX_TIMEOUT_S)]
 _ToolName = Annotated[str, Strict(), MinLen(1)]
@@ -74,15 +71,16 @@ class AgentConfig:
     """Tools whose large outputs the pruning model shortens."""
     prune_min_chars: Count = 2_000
     """Only outputs longer than this many characters are pruned."""
-    pruning_prompt: _Prompt = DEFAULT_PRUNING_PROMPT
-    synthesis_prompt: _Prompt = DEFAULT_SYNTHESIS_PROMPT
+    pruning_prompt: Prompt = DEFAULT_PRUNING_PROMPT
+    synthesis_prompt: Prompt = DEFAULT_SYNTHESIS_PROMPT
     max_stuck_rounds: PositiveInt | None = None
     """Stop early (synthesis, reason ``stuck``) once the model has repeated a round's exact
     tool calls, same names and arguments, this many times in a row; ``None``: never."""
     tool_timeout_s: _Timeout | None = None
     """Per-tool-call timeout; a call that takes longer gets an error ToolMessage."""
-    system_prompt: Annotated[str, Strict()] | None = None
-    """Prepended when :meth:`LLMAgent.arun` is given a plain prompt."""
+    system_prompt: Prompt | None = None
+    """Prepended when :meth:`LLMAgent.arun` is given a plain prompt; ``None``: none. Blank
+    text is refused, as for every prompt (providers refuse whitespace-only text)."""
     streaming: bool = False
     """Read replies as streams where the model implements streaming (``model_delta``
     events with the text as it arrives, time to first token). A streamed reply is the
