@@ -585,6 +585,37 @@ def test_a_lost_batch_sends_each_scenario_again_alone_at_no_attempts_cost(
     assert_same_frames(others, run_scenarios(normal, progress=False))
 
 
+class Locked:
+    """A model factory holding a lock: no pickler ships it (``cannot pickle
+    '_thread.lock' object``)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+    def __call__(self) -> ScriptedChatModel:
+        return ScriptedChatModel(["never"])
+
+
+@pytest.mark.parametrize("batch_size", [None, 4])
+def test_a_scenario_that_cannot_be_shipped_to_dask_is_a_row_naming_it(
+    client: Any, batch_size: int | None
+) -> None:
+    # One scenario that will not pickle, alone in its task or in a batch of good ones:
+    # the sweep still returns every good row, and the bad one is a failed row that says
+    # which scenario could not be sent and why, as on the process-pool path.
+    normal = generated(9)
+    scenarios = [*normal[:3], Scenario("holds_a_lock", Locked()), *normal[3:]]
+    results = run_scenarios_on_dask(scenarios, client, batch_size=batch_size, progress=False)
+    assert [r.scenario for r in results.records] == [s.name for s in scenarios]
+    row = results.runs.set_index("scenario").loc["holds_a_lock"]
+    assert (row["outcome"], row["error_kind"]) == ("failed", "executor")
+    assert "holds_a_lock" in row["error"]
+    assert "cannot pickle '_thread.lock' object" in row["error"]
+    assert row["total_tokens"] == 0
+    others = LabResults(tuple(r for r in results.records if r.scenario != "holds_a_lock"))
+    assert_same_frames(others, run_scenarios(normal, progress=False))
+
+
 def test_a_large_sweep_goes_out_in_batches_with_the_frames_of_a_local_run(
     client: Any, sweep: list[Scenario], local: LabResults
 ) -> None:

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from toolloop_lab._support.sync_runner import run_sync
-from toolloop_lab.errors import ConfigurationError
+from toolloop_lab.errors import ConfigurationError, describe
 from toolloop_lab.events import Observer
 from toolloop_lab.lab.record import ScenarioRun
 from toolloop_lab.lab.results import LabResults
@@ -304,13 +304,36 @@ class _Sweep:
             self._submit(_Attempt(indices, 1, started))
         return list(self.pending)
 
-    def _submit(self, attempt: _Attempt) -> Any:
-        packed = _pack([self.items[i] for i in attempt.indices])
+    def _submit(self, attempt: _Attempt) -> list[Any]:
+        """Send ``attempt``'s scenarios as one task; returns the futures sent. A batch that
+        will not pickle goes out one scenario a task instead, and a scenario that will not
+        pickle alone is a failed row at once, naming it (the rest of the sweep runs)."""
+        try:
+            packed = _pack([self.items[i] for i in attempt.indices])
+        except Exception as exc:  # noqa: BLE001 - any pickling failure is that scenario's row
+            if len(attempt.indices) == 1:
+                self._unshippable(attempt, exc)
+                return []
+            return [
+                future
+                for index in attempt.indices
+                for future in self._submit(_Attempt((index,), attempt.number, attempt.started))
+            ]
         future = self.client.submit(
             _run_packed, packed, attempt.indices, self.concurrency, pure=False
         )
         self.pending[future] = attempt
-        return future
+        return [future]
+
+    def _unshippable(self, attempt: _Attempt, exc: Exception) -> None:
+        (index,) = attempt.indices
+        scenario = self.items[index]
+        said = (
+            f"scenario {scenario.name!r} cannot be sent to a Dask worker, which needs it "
+            f"pickled: {type(exc).__name__}: {describe(exc)}"
+        )
+        failure = executor_failure(scenario, index, exc, started=attempt.started, said=said)
+        self.rows.put(index, failure)
 
     def take(self, batch: Sequence[Any]) -> list[Any]:
         """Settle a batch of finished tasks into rows; returns the tasks to wait for again:
@@ -336,7 +359,7 @@ class _Sweep:
             elif len(attempt.indices) > 1:  # whose fault is unknown: each goes again alone
                 again.extend(self._alone(attempt))
             elif executor_error_kind(outcome) == "worker_lost" and attempt.number <= self.retries:
-                again.append(self._resubmit(attempt))
+                again.extend(self._resubmit(attempt))
             else:
                 self._failed(attempt, outcome)
         return again
@@ -347,7 +370,9 @@ class _Sweep:
         for _ in attempt.indices:
             self.rows.retry()
         return [
-            self._submit(_Attempt((i,), attempt.number, attempt.started)) for i in attempt.indices
+            future
+            for i in attempt.indices
+            for future in self._submit(_Attempt((i,), attempt.number, attempt.started))
         ]
 
     def _failed(self, attempt: _Attempt, outcome: BaseException) -> None:
@@ -357,7 +382,7 @@ class _Sweep:
         )
         self.rows.put(index, failure)
 
-    def _resubmit(self, attempt: _Attempt) -> Any:
+    def _resubmit(self, attempt: _Attempt) -> list[Any]:
         self.rows.retry()
         return self._submit(_Attempt(attempt.indices, attempt.number + 1, attempt.started))
 

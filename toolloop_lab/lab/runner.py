@@ -34,7 +34,7 @@ from tqdm.auto import tqdm
 
 from toolloop_lab._support.sync_runner import parameters_of, run_sync
 from toolloop_lab._support.words import GATE_NAME
-from toolloop_lab.errors import ConfigurationError, ExecutionError, ToolLoopError
+from toolloop_lab.errors import ConfigurationError, ExecutionError, ToolLoopError, describe
 from toolloop_lab.events import Event, Observer, notify
 from toolloop_lab.lab.record import ScenarioRun, error_fields, outcome_of_events
 from toolloop_lab.lab.results import LabResults
@@ -182,12 +182,19 @@ def executor_error_kind(exc: BaseException) -> str:
 
 
 def executor_failure(
-    scenario: Scenario, index: int, exc: BaseException, *, started: float, attempts: int = 1
+    scenario: Scenario,
+    index: int,
+    exc: BaseException,
+    *,
+    started: float,
+    attempts: int = 1,
+    said: str | None = None,
 ) -> ScenarioRun:
     """The row of a scenario the executor never brought back: outcome ``error``, kind from
-    :func:`executor_error_kind`, reason the exception's type, and its text as the message."""
+    :func:`executor_error_kind`, reason the exception's type, and its text (or ``said``,
+    what the caller knows of it) as the message."""
     reason = type(exc).__name__
-    text = str(exc) or reason
+    text = said or describe(exc) or reason
     message = f"{text} (gave up after {attempts} attempts)" if attempts > 1 else text
     kind = executor_error_kind(exc)
     return _record(scenario, index, None, started, (), kind, reason, message)
