@@ -24,6 +24,7 @@ from toolloop_lab.errors import ConfigurationError
 
 __all__ = [
     "MAX_INT",
+    "MAX_TIMEOUT_S",
     "Count",
     "FiniteDecimal",
     "Flag",
@@ -33,6 +34,7 @@ __all__ = [
     "Prompt",
     "Seconds",
     "Text",
+    "TimeoutSeconds",
     "checked",
     "dotted",
     "refused",
@@ -65,6 +67,13 @@ Count: TypeAlias = Annotated[int, Strict(), Ge(0), Le(MAX_INT)]
 
 PositiveInt: TypeAlias = Annotated[int, Strict(), Gt(0), Le(MAX_INT)]
 """An int >= 1 (never a bool): round caps, context windows, concurrency."""
+
+MAX_TIMEOUT_S: Final = 7 * 24 * 3600.0
+"""Longest time limit accepted (a week): anything longer is a mistake, not a limit."""
+
+TimeoutSeconds: TypeAlias = Annotated[float, Strict(), AllowInfNan(False), Gt(0), Le(MAX_TIMEOUT_S)]
+"""A time limit in seconds: more than 0, finite, at most :data:`MAX_TIMEOUT_S` (``None``,
+where a setting takes it, is no limit)."""
 
 Flag: TypeAlias = Annotated[bool, Strict()]
 """``true`` or ``false``, never ``1`` or ``"yes"``."""
