@@ -9,19 +9,34 @@ so a test can tell how often a scenario was really started and which process to 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.tools import BaseTool
 
-from toolloop_lab import AgentConfig
-from toolloop_lab.lab import Reply, Scenario, ScenarioRun, ScriptedModel, ToolCallSpec, Turn
+from toolloop_lab import AgentConfig, ScriptedChatModel
+from toolloop_lab._support.words import time_limit_text
+from toolloop_lab.events import LoopFailed, ModelCallFailed
+from toolloop_lab.lab import (
+    LabResults,
+    Reply,
+    Scenario,
+    ScenarioRun,
+    ScriptedModel,
+    ToolCallSpec,
+    Turn,
+)
 from toolloop_lab.lab.builtin_scenarios import PRUNING_REPLY
 from toolloop_lab.tools.schema import tools_from_schema
 
@@ -30,8 +45,10 @@ __all__ = [
     "AlwaysDie",
     "BlockOnce",
     "DieOnce",
+    "HangsAfterOneRound",
     "Tally",
     "TallyBench",
+    "assert_timed_out_row",
     "attempts",
     "generated",
     "plain",
@@ -138,6 +155,81 @@ class BlockOnce:
         if _note_attempt(self.log) == 1:
             time.sleep(self.seconds)
         return plain(self.name)()
+
+
+class _Unanswering(ScriptedChatModel):
+    """Plays its script, then never answers (for at most ``hold_s``, then it fails)."""
+
+    hold_s: float = 60.0
+
+    async def _hold(self) -> None:
+        await asyncio.sleep(self.hold_s)
+        raise RuntimeError("nothing gave this call up")
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        if not self.remaining:
+            await self._hold()
+        return await super()._agenerate(messages, stop, run_manager, **kwargs)
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        if not self.remaining:
+            await self._hold()
+        async for chunk in super()._astream(messages, stop, run_manager, **kwargs):
+            yield chunk
+
+
+@dataclass(frozen=True)
+class HangsAfterOneRound:
+    """A model factory: one paid round (an ``echo`` call, 21 and 4 tokens), then a model
+    call that never answers (a sweep's time limit must end it)."""
+
+    name: str
+
+    def __call__(self) -> BaseChatModel:
+        script = plain(self.name)()
+        assert isinstance(script, ScriptedChatModel)
+        return _Unanswering(list(script.script[:1]), model_name=script.model_name)
+
+
+def assert_timed_out_row(results: LabResults, name: str, limit_s: float) -> None:
+    """The row of a scenario the sweep's time limit ended: failed (scenario, timeout), in
+    the words file's words, with its one paid round, and a run whose events end as timed
+    out with every call answered."""
+    row = results.runs.set_index("scenario").loc[name]
+    assert (row["outcome"], row["error_kind"], row["error_reason"]) == (
+        "failed",
+        "scenario",
+        "timeout",
+    )
+    assert row["error"] == time_limit_text("scenario", limit_s)
+    assert (row["model_calls"], row["tool_rounds"]) == (1, 1)
+    assert (row["prompt_tokens"], row["completion_tokens"]) == (21, 4)  # the paid round
+    from hostile.hostilekit import check_events  # only the tests need it, not the workers
+
+    record = results[name]
+    failed = check_events(record.events)
+    assert isinstance(failed, LoopFailed)
+    assert (failed.error_type, failed.error_kind, failed.reason) == (
+        "TimeLimitError",
+        "scenario",
+        "timeout",
+    )
+    assert (failed.outcome, failed.cancelled) == ("failed", False)
+    assert failed.message == time_limit_text("scenario", limit_s)
+    stopped = [e for e in record.events if isinstance(e, ModelCallFailed)]
+    assert [(e.call, e.error_type) for e in stopped] == [(2, "CancelledError")]
 
 
 # -- a stateful backend: one count per run, shared by that run's tools ---------------------

@@ -19,6 +19,7 @@ from toolloop_lab.errors import (
     PauseTimeoutError,
     RunStopped,
     ScriptError,
+    TimeLimitError,
     ToolLoopError,
     ToolLoopLabError,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "Scenario",
     "ScriptError",
     "ScriptedChatModel",
+    "TimeLimitError",
     "TokenPrice",
     "ToolLoopError",
     "ToolLoopLabError",

@@ -11,8 +11,11 @@ never have to match on message text. Constructing an error has no side effects.
     ├── ExecutionError               typed failure with ``kind`` and ``reason``
     │   │ kind="tool"  reason="not_available" | "invalid_call" | "tool_error" | "timeout" ...
     │   │ kind="cost"  reason="budget_exhausted" | "unpriced"
-    │   └── ConversationError        kind="input": given messages a provider would refuse
-    │                                (a call without its result, ...); ``position`` names one
+    │   ├── ConversationError        kind="input": given messages a provider would refuse
+    │   │                            (a call without its result, ...); ``position`` names one
+    │   └── TimeLimitError           reason="timeout": a model call kept silent too long
+    │                                (kind="model") or a scenario ran too long
+    │                                (kind="scenario"); also a TimeoutError
     ├── ToolLoopError (_ToolLoopError)   any other failure inside the loop; wraps ``cause``
     ├── RunStopped                   a person stopped the run (a debugger's Stop); no failure,
     │                                the partial counts are on it
@@ -70,6 +73,7 @@ __all__ = [
     "ReplayExhaustedError",
     "RunStopped",
     "ScriptError",
+    "TimeLimitError",
     "ToolLoopError",
     "ToolLoopLabError",
     "TraceError",
@@ -236,6 +240,28 @@ class ConversationError(ExecutionError):
 
 def _rebuild_conversation_error(message: str, state: dict[str, Any]) -> ConversationError:
     err = ConversationError(message, reason="", source="", index=0)
+    err.__dict__.update(state)
+    return err
+
+
+class TimeLimitError(ExecutionError, TimeoutError):
+    """A time limit ran out, so the run ended there with what it had: ``kind="model"``, a
+    model call sent nothing for ``AgentConfig.model_timeout_s`` seconds (the call's
+    ``model_call_failed`` and the run's ``loop_failure`` say so; the calls paid for before
+    it are counted); ``kind="scenario"``, a sweep's scenario ran past its
+    ``scenario_timeout_s`` and its run was cancelled (every open call answered). ``reason``
+    is ``"timeout"`` and ``limit_s`` the limit; a ``TimeoutError`` too."""
+
+    def __init__(self, message: str, *, kind: str, limit_s: float, **partial: Any) -> None:
+        super().__init__(message, kind=kind, reason="timeout", **partial)
+        self.limit_s = limit_s
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_time_limit_error, (str(self), self.__dict__))
+
+
+def _rebuild_time_limit_error(message: str, state: dict[str, Any]) -> TimeLimitError:
+    err = TimeLimitError(message, kind="", limit_s=0.0)
     err.__dict__.update(state)
     return err
 

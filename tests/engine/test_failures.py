@@ -70,11 +70,22 @@ BAD_CONFIG: list[tuple[str, Any]] = [
     ("tool_timeout_s", "1"),
     ("system_prompt", 123),
     ("system_prompt", ["be brief"]),
+    ("system_prompt", "   "),  # some providers refuse whitespace-only text
+    ("system_prompt", ""),
+    ("system_prompt", "\n\t "),
     ("streaming", None),
     ("streaming", "yes"),
     ("streaming", 1),
     ("parallel_tool_calls", None),
     ("parallel_tool_calls", 0),
+    ("model_timeout_s", 0),
+    ("model_timeout_s", -1.0),
+    ("model_timeout_s", math.nan),
+    ("model_timeout_s", math.inf),
+    ("model_timeout_s", True),
+    ("model_timeout_s", "600"),
+    ("model_timeout_s", 8 * 24 * 3600.0),  # past a week: a mistake, not a limit
+    ("model_timeout_s", 10**400),
     ("tool_timeout_s", 10**400),  # a huge int passes a type check, then overflows later
     ("context_window", 10**400),
     ("tool_max_rounds", 10**400),

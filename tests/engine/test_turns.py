@@ -15,7 +15,13 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.tools import BaseTool, tool
 from loopkit import IN_A_LOOP, MODEL, calls, final, reference_cost, tool_call
 
-from toolloop_lab import AgentConfig, ExecutionError, LLMAgent, ScriptedChatModel
+from toolloop_lab import (
+    AgentConfig,
+    ConfigurationError,
+    ExecutionError,
+    LLMAgent,
+    ScriptedChatModel,
+)
 from toolloop_lab.errors import ConversationError
 from toolloop_lab.events import (
     Event,
@@ -341,3 +347,23 @@ async def test_a_result_given_as_history_is_refused_with_its_messages_named(
     with pytest.raises(TypeError, match=r"history=result\.messages"):
         await agent.arun(first)  # type: ignore[arg-type]
     assert len(model.calls) == 1
+
+
+@pytest.mark.parametrize("prompt", ["", "   ", "\n\t"])
+@pytest.mark.parametrize("entry", ["run", "arun"])
+@pytest.mark.filterwarnings(IN_A_LOOP)
+async def test_a_blank_prompt_is_refused_at_the_call_as_blank_config_prompts_are(
+    prompt: str, entry: str, echo_tool: BaseTool
+) -> None:
+    # Providers refuse whitespace-only text (Anthropic: "text content blocks must contain
+    # non-whitespace text"): a paid call must never be the first to say so.
+    events: list[Event] = []
+    model = ScriptedChatModel([final("never")], model_name=MODEL)
+    agent = LLMAgent(model, [echo_tool], observers=[events.append])
+    with pytest.raises(ConfigurationError) as info:
+        await agent.arun(prompt) if entry == "arun" else agent.run(prompt)
+    assert info.value.field == "prompt"
+    assert str(info.value).startswith("prompt: ")
+    assert "whitespace" in str(info.value)
+    assert model.calls == ()
+    assert events == [], "refused at the call: no run started"

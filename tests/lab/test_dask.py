@@ -28,6 +28,8 @@ from dask_helpers import (
     AlwaysDie,
     BlockOnce,
     DieOnce,
+    HangsAfterOneRound,
+    assert_timed_out_row,
     attempts,
     generated,
     plain,
@@ -246,6 +248,16 @@ def test_a_scenario_that_cannot_be_shipped_is_a_row() -> None:
     assert "local object" in row["error"]
     assert "local_factory" in row["error"]
     assert (runs.drop(index="unshippable")["error_kind"].isna()).all()
+
+
+def test_a_scenario_past_its_time_limit_on_a_process_pool_is_a_row() -> None:
+    sweep = [*catalog()[:2], Scenario("hangs", HangsAfterOneRound("hangs")), catalog()[2]]
+    with spawn_pool(2) as pool:
+        results = run_scenarios(sweep, executor=pool, scenario_timeout_s=2.0, progress=False)
+    assert [r.scenario for r in results.records] == [s.name for s in sweep]
+    assert_timed_out_row(results, "hangs", 2.0)
+    good = LabResults(tuple(r for r in results.records if r.scenario != "hangs"))
+    assert_same_frames(good, run_scenarios([*catalog()[:3]], progress=False))
 
 
 class CancellingExecutor(Executor):
@@ -583,6 +595,57 @@ def test_a_lost_batch_sends_each_scenario_again_alone_at_no_attempts_cost(
     assert "gave up" not in row["error"]  # one attempt of its own, as retries=0 allows
     others = LabResults(tuple(r for r in results.records if r.scenario in {s.name for s in normal}))
     assert_same_frames(others, run_scenarios(normal, progress=False))
+
+
+class Locked:
+    """A model factory holding a lock: no pickler ships it (``cannot pickle
+    '_thread.lock' object``)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+    def __call__(self) -> ScriptedChatModel:
+        return ScriptedChatModel(["never"])
+
+
+@pytest.mark.parametrize("batch_size", [None, 4])
+def test_a_scenario_that_cannot_be_shipped_to_dask_is_a_row_naming_it(
+    client: Any, batch_size: int | None
+) -> None:
+    # One scenario that will not pickle, alone in its task or in a batch of good ones:
+    # the sweep still returns every good row, and the bad one is a failed row that says
+    # which scenario could not be sent and why, as on the process-pool path.
+    normal = generated(9)
+    scenarios = [*normal[:3], Scenario("holds_a_lock", Locked()), *normal[3:]]
+    results = run_scenarios_on_dask(scenarios, client, batch_size=batch_size, progress=False)
+    assert [r.scenario for r in results.records] == [s.name for s in scenarios]
+    row = results.runs.set_index("scenario").loc["holds_a_lock"]
+    assert (row["outcome"], row["error_kind"]) == ("failed", "executor")
+    assert "holds_a_lock" in row["error"]
+    assert "cannot pickle '_thread.lock' object" in row["error"]
+    assert row["total_tokens"] == 0
+    others = LabResults(tuple(r for r in results.records if r.scenario != "holds_a_lock"))
+    assert_same_frames(others, run_scenarios(normal, progress=False))
+
+
+@pytest.mark.parametrize("batch_size", [None, 4])
+def test_a_scenario_past_its_time_limit_on_dask_is_a_row(
+    client: Any, batch_size: int | None
+) -> None:
+    # Alone in its task or in a batch: the worker's own limit ends it, the task returns
+    # with its neighbours' rows, and the sweep never waits on it.
+    normal = generated(7)
+    sweep = [*normal[:2], Scenario("hangs", HangsAfterOneRound("hangs")), *normal[2:]]
+    results = run_scenarios_on_dask(
+        sweep, client, scenario_timeout_s=2.0, batch_size=batch_size, progress=False
+    )
+    assert [r.scenario for r in results.records] == [s.name for s in sweep]
+    assert_timed_out_row(results, "hangs", 2.0)
+    good = LabResults(tuple(r for r in results.records if r.scenario != "hangs"))
+    assert_same_frames(good, run_scenarios(normal, progress=False))
+    with pytest.raises(ConfigurationError) as limit:
+        run_scenarios_on_dask(sweep, client, scenario_timeout_s=0, progress=False)
+    assert limit.value.field == "scenario_timeout_s"
 
 
 def test_a_large_sweep_goes_out_in_batches_with_the_frames_of_a_local_run(

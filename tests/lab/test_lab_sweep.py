@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import math
 import multiprocessing
 import pickle
 import signal
@@ -18,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from dask_helpers import HangsAfterOneRound, assert_timed_out_row
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool, StructuredTool
 
@@ -34,6 +36,7 @@ from toolloop_lab.lab import (
     run_one,
     run_scenarios,
 )
+from toolloop_lab.lab.runner import DEFAULT_SCENARIO_TIMEOUT_S
 
 
 def stable(frame: pd.DataFrame) -> pd.DataFrame:
@@ -285,6 +288,29 @@ def test_sweep_level_mistakes_raise_before_anything_runs() -> None:
     assert zero.value.field == "concurrency"
     with pytest.raises(ConfigurationError):
         run_scenarios(["not a scenario"], progress=False)  # type: ignore[list-item]
+
+
+def test_a_scenario_past_its_time_limit_is_a_row_and_the_sweep_goes_on() -> None:
+    # One scenario's model never answers its second call: the sweep returns (the scenario's
+    # limit cancels it where it is) with every other row, and its row says it timed out,
+    # with the round it had paid for.
+    sweep = [ok("first"), Scenario("hangs", HangsAfterOneRound("hangs")), ok("second")]
+    results = run_scenarios(sweep, scenario_timeout_s=2.0, concurrency=1, progress=False)
+    assert_timed_out_row(results, "hangs", 2.0)
+    good = LabResults(tuple(r for r in results.records if r.scenario != "hangs"))
+    reference = run_scenarios([ok("first"), ok("second")], progress=False)
+    pd.testing.assert_frame_equal(stable(good.runs), stable(reference.runs))
+
+
+def test_the_scenario_time_limit_is_checked_before_anything_runs() -> None:
+    assert DEFAULT_SCENARIO_TIMEOUT_S == 3600.0
+    for bad in (0, -1.0, math.nan, math.inf, True, "60", 10**400):
+        with pytest.raises(ConfigurationError) as limit:
+            run_scenarios([ok("a")], scenario_timeout_s=bad, progress=False)  # type: ignore[arg-type]
+        assert limit.value.field == "scenario_timeout_s"
+        assert str(limit.value).startswith("scenario_timeout_s: ")
+    unlimited = run_scenarios([ok("a")], scenario_timeout_s=None, progress=False)
+    assert list(unlimited.runs["outcome"]) == ["final_answer"]
 
 
 def test_scenario_spec_validation() -> None:

@@ -266,6 +266,9 @@ def test_prompt_and_turns_are_given_one_at_a_time() -> None:
             lambda: Scenario("s", ScriptedModel(()), turns=(Turn("a", (answer("x", 1, 1),)),)),
             "turns",
         ),
+        # a blank prompt is refused as a blank turn is (providers refuse whitespace-only text)
+        (lambda: Scenario.scripted("s", [answer("x", 1, 1)], prompt="  "), "prompt"),
+        (lambda: Scenario.scripted("s", [answer("x", 1, 1)], prompt=""), "prompt"),
     ],
 )
 def test_bad_turns_are_refused_with_the_field(build: object, field: str) -> None:

@@ -17,20 +17,24 @@ from typing import Annotated, Any, Final, TypeAlias
 
 from annotated_types import Ge, Gt, Le
 from pydantic import AfterValidator, AllowInfNan, Strict, TypeAdapter, ValidationError
+from pydantic_core import PydanticCustomError
 
 from toolloop_lab._support.jsonsafe import freeze
 from toolloop_lab.errors import ConfigurationError
 
 __all__ = [
     "MAX_INT",
+    "MAX_TIMEOUT_S",
     "Count",
     "FiniteDecimal",
     "Flag",
     "JsonObject",
     "JsonValue",
     "PositiveInt",
+    "Prompt",
     "Seconds",
     "Text",
+    "TimeoutSeconds",
     "checked",
     "dotted",
     "refused",
@@ -47,11 +51,31 @@ arithmetic with it overflows or rounds (``10**400`` rounds is refused up front).
 Text: TypeAlias = Annotated[str, Strict()]
 """A string, never a number or bytes spelled as one."""
 
+
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise PydanticCustomError(
+            "blank_text", "should hold text, not only whitespace: providers refuse blank text"
+        )
+    return text
+
+
+Prompt: TypeAlias = Annotated[str, Strict(), AfterValidator(_not_blank)]
+"""Text a model is sent as it is (a prompt, a system prompt, a turn's message): something
+besides whitespace, since providers refuse blank text (``""`` and ``"   "`` alike)."""
+
 Count: TypeAlias = Annotated[int, Strict(), Ge(0), Le(MAX_INT)]
 """A non-negative int (never a bool): tokens, rounds, lengths."""
 
 PositiveInt: TypeAlias = Annotated[int, Strict(), Gt(0), Le(MAX_INT)]
 """An int >= 1 (never a bool): round caps, context windows, concurrency."""
+
+MAX_TIMEOUT_S: Final = 7 * 24 * 3600.0
+"""Longest time limit accepted (a week): anything longer is a mistake, not a limit."""
+
+TimeoutSeconds: TypeAlias = Annotated[float, Strict(), AllowInfNan(False), Gt(0), Le(MAX_TIMEOUT_S)]
+"""A time limit in seconds: more than 0, finite, at most :data:`MAX_TIMEOUT_S` (``None``,
+where a setting takes it, is no limit)."""
 
 Flag: TypeAlias = Annotated[bool, Strict()]
 """``true`` or ``false``, never ``1`` or ``"yes"``."""

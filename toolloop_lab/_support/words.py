@@ -36,10 +36,12 @@ __all__ = [
     "STATUS",
     "SYNTHESIS_REASON",
     "TABLES",
+    "TIME_LIMIT",
     "TOOL_OUTCOME",
     "outcome_text",
     "reason_words",
     "shown_status",
+    "time_limit_text",
     "tool_outcome",
     "word",
 ]
@@ -93,6 +95,15 @@ runs; once it ended, its tool rounds and its model calls, names that say what th
 BUDGET_STOP: Final = TABLES["budget_stop"]
 """How a run the USD limit stopped reads: templates whose ``{names}`` both sides fill in
 from the events (how many calls were paid for, what of the last round never happened)."""
+
+TIME_LIMIT: Final = TABLES["time_limit"]
+"""Why a run ended at a time limit, by the limit's kind (a model call's, a scenario's):
+templates filled with ``{limit}``, the message of its ``TimeLimitError`` and events."""
+
+
+def time_limit_text(kind: str, limit_s: float) -> str:
+    """The message of a time limit of ``kind`` that ran out after ``limit_s`` seconds."""
+    return word(TIME_LIMIT, kind).replace("{limit}", f"{limit_s:g} s")
 
 
 def word(table: Mapping[str, str], code: str) -> str:

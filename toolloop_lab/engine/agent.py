@@ -42,7 +42,7 @@ from toolloop_lab.engine.inputs import history_input, run_input
 from toolloop_lab.engine.loop import ToolLoop
 from toolloop_lab.engine.result import ToolLoopResult
 from toolloop_lab.engine.run_state import RunLabel, RunState
-from toolloop_lab.engine.stopping import claim_stop, running
+from toolloop_lab.engine.stopping import claim_stop, running, time_limit_reached
 from toolloop_lab.errors import (
     ConfigurationError,
     ConversationError,
@@ -492,6 +492,10 @@ class LLMAgent:
             exc.set_partial(**run.partial())
             raise
         except (asyncio.CancelledError, KeyboardInterrupt, SystemExit) as exc:
+            ran_out = time_limit_reached() if isinstance(exc, asyncio.CancelledError) else None
+            if ran_out is not None:  # a time limit around the run: it timed out, no stop
+                self._end(run, ran_out, "timeout", f"not run: {ran_out}", cancelled=False)
+                raise
             text = "the loop was stopped before this call ran"
             self._end(run, exc, "cancelled", text, cancelled=True)
             if isinstance(exc, asyncio.CancelledError) and claim_stop(run.run_id):

@@ -23,16 +23,22 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Strict,
-    StringConstraints,
     TypeAdapter,
     ValidationError,
 )
 
-from toolloop_lab._support.fields import Count, PositiveInt, refused
+from toolloop_lab._support.fields import (
+    MAX_TIMEOUT_S,
+    Count,
+    PositiveInt,
+    Prompt,
+    TimeoutSeconds,
+    refused,
+)
 from toolloop_lab._support.pickling import quick_pickle
 from toolloop_lab.engine.pruning import DEFAULT_PRUNING_PROMPT
 
-__all__ = ["DEFAULT_SYNTHESIS_PROMPT", "MAX_TIMEOUT_S", "AgentConfig"]
+__all__ = ["DEFAULT_MODEL_TIMEOUT_S", "DEFAULT_SYNTHESIS_PROMPT", "MAX_TIMEOUT_S", "AgentConfig"]
 
 DEFAULT_SYNTHESIS_PROMPT: Final = (
     "Stop calling tools now. Using only what the conversation above already contains, "
@@ -40,8 +46,11 @@ DEFAULT_SYNTHESIS_PROMPT: Final = (
     "missing, if anything."
 )
 
-MAX_TIMEOUT_S: Final = 7 * 24 * 3600.0
-"""Longest per-tool timeout accepted (a week): anything longer is a mistake, not a limit."""
+DEFAULT_MODEL_TIMEOUT_S: Final = 600.0
+"""How long a model call may keep silent by default: ten minutes, the default request
+timeout of the OpenAI and Anthropic SDKs (so it never gives up a call their clients would
+still wait for), long enough for a slow reasoning model's whole reply, yet a call that
+never answers no longer holds a notebook or a sweep for ever."""
 
 
 def _names(value: Any) -> Any:
@@ -51,10 +60,7 @@ def _names(value: Any) -> Any:
     return value
 
 
-_Prompt = Annotated[str, Strict(), StringConstraints(pattern=r"\S")]
-"""Text with something in it besides whitespace."""
 _Percent = Annotated[float, AllowInfNan(False), Gt(0), Le(100)]
-_Timeout = Annotated[float, AllowInfNan(False), Gt(0), Le(MAX_TIMEOUT_S)]
 _ToolName = Annotated[str, Strict(), MinLen(1)]
 
 
@@ -74,15 +80,16 @@ class AgentConfig:
     """Tools whose large outputs the pruning model shortens."""
     prune_min_chars: Count = 2_000
     """Only outputs longer than this many characters are pruned."""
-    pruning_prompt: _Prompt = DEFAULT_PRUNING_PROMPT
-    synthesis_prompt: _Prompt = DEFAULT_SYNTHESIS_PROMPT
+    pruning_prompt: Prompt = DEFAULT_PRUNING_PROMPT
+    synthesis_prompt: Prompt = DEFAULT_SYNTHESIS_PROMPT
     max_stuck_rounds: PositiveInt | None = None
     """Stop early (synthesis, reason ``stuck``) once the model has repeated a round's exact
     tool calls, same names and arguments, this many times in a row; ``None``: never."""
-    tool_timeout_s: _Timeout | None = None
+    tool_timeout_s: TimeoutSeconds | None = None
     """Per-tool-call timeout; a call that takes longer gets an error ToolMessage."""
-    system_prompt: Annotated[str, Strict()] | None = None
-    """Prepended when :meth:`LLMAgent.arun` is given a plain prompt."""
+    system_prompt: Prompt | None = None
+    """Prepended when :meth:`LLMAgent.arun` is given a plain prompt; ``None``: none. Blank
+    text is refused, as for every prompt (providers refuse whitespace-only text)."""
     streaming: bool = False
     """Read replies as streams where the model implements streaming (``model_delta``
     events with the text as it arrives, time to first token). A streamed reply is the
@@ -92,6 +99,16 @@ class AgentConfig:
     parallel_tool_calls: bool = True
     """Run the calls of one reply concurrently (results still in call order); ``False``
     runs them one after another, in order, for tools whose calls depend on each other."""
+    model_timeout_s: TimeoutSeconds | None = DEFAULT_MODEL_TIMEOUT_S
+    """The most seconds a model may keep silent in one call (round, final-answer and
+    pruning calls alike) before the call is given up: for an invoked call, the whole wait
+    for its reply; for a streamed one, the wait for its first chunk and then for each next
+    one (a stream that keeps sending is working and being billed, and its usage comes in
+    its last chunk: it is never cut for being long, only for going quiet). A call given
+    up raises :class:`~toolloop_lab.errors.TimeLimitError` (``kind="model"``,
+    ``reason="timeout"``) with the run's partial counts, after its ``model_call_failed``
+    and the run's ``loop_failure``. Default 600 s (see ``DEFAULT_MODEL_TIMEOUT_S``);
+    ``None``: no limit."""
 
     def __post_init__(self) -> None:
         # every field checked in declaration order; lists of names become tuples

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from langchain_core.messages import BaseMessage
 
+from toolloop_lab._support.fields import Prompt, checked
 from toolloop_lab.engine.result import ToolLoopResult
 
 __all__ = ["INPUT_SHAPE", "history_input", "run_input"]
@@ -63,9 +64,11 @@ def _not_messages(given: Any) -> str | None:
 
 def run_input(given: Any) -> str | Sequence[Any]:
     """A run's input as the loop reads it: a prompt, or messages (never a mapping's keys);
-    ``TypeError`` naming the shapes expected for a mapping that is not LangGraph's."""
+    ``TypeError`` naming the shapes expected for a mapping that is not LangGraph's, and
+    ``ConfigurationError(field="prompt")`` for a blank prompt, which providers refuse."""
     if isinstance(given, str):
-        return given
+        prompt: str = checked(Prompt, given, field="prompt")
+        return prompt
     if isinstance(given, Mapping):
         return _mapping_messages(given, INPUT_SHAPE)
     why = _not_messages(given)

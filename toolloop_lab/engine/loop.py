@@ -242,6 +242,7 @@ class ToolLoop:
                 stream=stream,
                 kwargs=stream_kwargs(agent.model) if stream else {},  # only a stream reads it
                 deltas=deltas,
+                limit_s=self.cfg.model_timeout_s,
             )
         except PaidCallError as exc:
             if isinstance(exc.reply, AIMessage):  # paid for: counted and kept, then raised
@@ -454,7 +455,10 @@ class ToolLoop:
         sent = time.perf_counter()
         try:
             results = await asyncio.gather(
-                *(prune_output(model, p, str(outcomes[i].message.content)) for i, _, p in calls),
+                *(
+                    prune_output(model, p, str(outcomes[i].message.content), cfg.model_timeout_s)
+                    for i, _, p in calls
+                ),
                 return_exceptions=True,
             )
         except BaseException as exc:  # stopped while the pruning calls ran: each one ends

@@ -9,9 +9,11 @@ event per token.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final, TypedDict
 
@@ -27,6 +29,8 @@ from langchain_core.messages.tool import invalid_tool_call, tool_call
 from langchain_core.messages.utils import message_chunk_to_message
 
 from toolloop_lab._support.jsonsafe import frozen_json, is_mapping
+from toolloop_lab._support.words import time_limit_text
+from toolloop_lab.errors import TimeLimitError
 from toolloop_lab.events import ToolCallDelta, ToolCallView
 
 __all__ = [
@@ -45,6 +49,7 @@ __all__ = [
     "is_truncated",
     "reply_fields",
     "should_stream",
+    "silence_limit",
     "stream_kwargs",
 ]
 
@@ -170,6 +175,33 @@ class CallTiming:
     first_token_s: float | None = None
 
 
+def _no_news() -> None:
+    """What :func:`silence_limit` hands a call without a limit: nothing to push back."""
+
+
+@asynccontextmanager
+async def silence_limit(
+    limit_s: float | None, *, streamed: bool = False
+) -> AsyncIterator[Callable[[], None]]:
+    """The most a model may keep silent in the block (``AgentConfig.model_timeout_s``):
+    past ``limit_s`` seconds the wait is cancelled and :class:`TimeLimitError`
+    (``kind="model"``) raised in its place. Yields the function a stream calls on each
+    chunk to give the model ``limit_s`` again; ``None`` is no limit."""
+    if limit_s is None:
+        yield _no_news
+        return
+    loop = asyncio.get_running_loop()
+    timer = asyncio.timeout(limit_s)
+    try:
+        async with timer:
+            yield lambda: timer.reschedule(loop.time() + limit_s)
+    except TimeoutError:
+        if not timer.expired():  # the model's own TimeoutError: its failure, as it is
+            raise
+        said = time_limit_text("model_stream" if streamed else "model", limit_s)
+        raise TimeLimitError(said, kind="model", limit_s=limit_s) from None
+
+
 async def invoke(
     runnable: Any,
     prompt: list[BaseMessage],
@@ -177,25 +209,30 @@ async def invoke(
     stream: bool,
     kwargs: Mapping[str, Any],
     deltas: DeltaBuffer | None,
+    limit_s: float | None = None,
 ) -> tuple[Any, CallTiming]:
-    """Call ``runnable`` once (``ainvoke``, or ``astream`` merged into one message).
+    """Call ``runnable`` once (``ainvoke``, or ``astream`` merged into one message), giving
+    it up once the model keeps silent ``limit_s`` seconds (:func:`silence_limit`).
 
     ``prompt`` is the caller's own copy of the transcript: it is sent as it is, so a long
     run does not copy its whole transcript twice per call."""
     started = time.perf_counter()
     if not stream or deltas is None:
-        reply = await runnable.ainvoke(prompt)
+        async with silence_limit(limit_s):
+            reply = await runnable.ainvoke(prompt)
         return reply, CallTiming(time.perf_counter() - started)
     merged: AIMessageChunk | None = None
     first: float | None = None
     try:
-        async for chunk in runnable.astream(prompt, **kwargs):
-            if first is None:
-                first = time.perf_counter() - started
-            if not isinstance(chunk, AIMessageChunk):
-                raise TypeError(f"model streamed {type(chunk).__name__}, not an AIMessageChunk")
-            deltas.feed(chunk)
-            merged = chunk if merged is None else merged + chunk
+        async with silence_limit(limit_s, streamed=True) as heard:
+            async for chunk in runnable.astream(prompt, **kwargs):
+                heard()
+                if first is None:
+                    first = time.perf_counter() - started
+                if not isinstance(chunk, AIMessageChunk):
+                    raise TypeError(f"model streamed {type(chunk).__name__}, not an AIMessageChunk")
+                deltas.feed(chunk)
+                merged = chunk if merged is None else merged + chunk
     finally:  # what arrived is kept and shown, however the stream ended
         deltas.reply = merged
         deltas.flush()

@@ -15,6 +15,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
+from toolloop_lab.engine.model_call import silence_limit
 from toolloop_lab.spend.usage import Usage
 
 __all__ = ["DEFAULT_PRUNING_PROMPT", "PruneResult", "prune_output", "pruning_prompt", "text_tokens"]
@@ -55,11 +56,18 @@ def pruning_prompt(
     ]
 
 
-async def prune_output(model: BaseChatModel, prompt: list[BaseMessage], output: str) -> PruneResult:
-    """Ask ``model`` to shorten ``output`` (sent as ``prompt``, see :func:`pruning_prompt`);
-    never returns a text longer than the original."""
+async def prune_output(
+    model: BaseChatModel,
+    prompt: list[BaseMessage],
+    output: str,
+    limit_s: float | None = None,
+) -> PruneResult:
+    """Ask ``model`` to shorten ``output`` (sent as ``prompt``, see :func:`pruning_prompt`),
+    giving up after ``limit_s`` seconds of silence as any model call does
+    (``TimeLimitError``); never returns a text longer than the original."""
     started = time.perf_counter()
-    reply: Any = await model.ainvoke(prompt)
+    async with silence_limit(limit_s):
+        reply: Any = await model.ainvoke(prompt)
     latency = time.perf_counter() - started
     if not isinstance(reply, AIMessage):
         raise TypeError(f"pruning model returned {type(reply).__name__}, not an AIMessage")

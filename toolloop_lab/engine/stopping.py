@@ -1,5 +1,7 @@
 """A stop asked for one run: the task running it is cancelled, and the run raises
-:class:`~toolloop_lab.errors.RunStopped` instead of ``CancelledError``.
+:class:`~toolloop_lab.errors.RunStopped` instead of ``CancelledError``. And a time limit
+around runs (:func:`time_limit`, a sweep's per-scenario limit): the task is cancelled when
+it runs out, and the runs it cancels end as timed out, not as stopped.
 
 A debugger can hold a run it did not start: ``await agent.arun(...)`` in a notebook cell
 runs in the kernel's own task, ``agent.run(...)`` in the sync runner's. Cancelling that
@@ -23,11 +25,23 @@ import asyncio
 import os
 import threading
 import weakref
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["STOP_MESSAGE", "claim_stop", "request_stop", "running"]
+from toolloop_lab._support.words import time_limit_text
+from toolloop_lab.errors import TimeLimitError
+
+__all__ = [
+    "STOP_MESSAGE",
+    "claim_stop",
+    "request_stop",
+    "running",
+    "time_limit",
+    "time_limit_reached",
+]
 
 STOP_MESSAGE: Final = "stopped by a person (Stop)"
 """The cancel message of a requested stop (the run's ``loop_failure`` message)."""
@@ -93,3 +107,51 @@ def claim_stop(run_id: str) -> bool:
         del _marked[task]
     task.uncancel()
     return task.cancelling() == 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Limit:
+    seconds: float
+    kind: str
+    timer: asyncio.Timeout
+
+    def error(self) -> TimeLimitError:
+        said = time_limit_text(self.kind, self.seconds)
+        return TimeLimitError(said, kind=self.kind, limit_s=self.seconds)
+
+
+_LIMIT: ContextVar[_Limit | None] = ContextVar("toolloop_lab_time_limit", default=None)
+"""The innermost :func:`time_limit` around the code running (tasks it starts, a tool's
+sub-agent, see the same one)."""
+
+
+@asynccontextmanager
+async def time_limit(seconds: float | None, *, kind: str) -> AsyncIterator[None]:
+    """Cancel the current task once the block has taken ``seconds`` (``None``: never), and
+    raise :class:`~toolloop_lab.errors.TimeLimitError` (``kind``, ``reason="timeout"``) in
+    place of that cancellation. A run it cancels ends as every cancelled run does (every
+    open call answered, its ``loop_failure`` last), but says why: its guard asks
+    :func:`time_limit_reached`. A cancellation somebody else asked for propagates as it is
+    (``asyncio.timeout`` tells them apart)."""
+    if seconds is None:
+        yield
+        return
+    timer = asyncio.timeout(seconds)
+    limit = _Limit(seconds, kind, timer)
+    token = _LIMIT.set(limit)
+    try:
+        async with timer:
+            yield
+    except TimeoutError:
+        if not timer.expired():  # raised in the block, not by this limit
+            raise
+        raise limit.error() from None
+    finally:
+        _LIMIT.reset(token)
+
+
+def time_limit_reached() -> TimeLimitError | None:
+    """In a run's guard, as ``CancelledError`` passes: the error of the :func:`time_limit`
+    that ran out and cancelled this task, or ``None`` when none did (a stop, a shutdown)."""
+    limit = _LIMIT.get()
+    return limit.error() if limit is not None and limit.timer.expired() else None

@@ -51,17 +51,19 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from toolloop_lab._support.sync_runner import run_sync
-from toolloop_lab.errors import ConfigurationError
+from toolloop_lab.errors import ConfigurationError, describe
 from toolloop_lab.events import Observer
 from toolloop_lab.lab.record import ScenarioRun
 from toolloop_lab.lab.results import LabResults
 from toolloop_lab.lab.runner import (
     DEFAULT_CONCURRENCY,
+    DEFAULT_SCENARIO_TIMEOUT_S,
     SweepRows,
     arun_batch,
     executor_error_kind,
     executor_failure,
     replay_events,
+    scenario_time_limit,
     validate_scenarios,
 )
 from toolloop_lab.lab.scenario import Scenario
@@ -143,11 +145,14 @@ def run_batch(
     scenarios: Sequence[Scenario],
     indices: Sequence[int],
     concurrency: int = DEFAULT_CONCURRENCY,
+    timeout_s: float | None = None,
 ) -> tuple[ScenarioRun, ...]:
     """What one Dask task runs: ``scenarios`` (``indices`` are their positions in the sweep)
-    ``concurrency`` at a time, as the local sweep runs them
+    ``concurrency`` at a time, each within ``timeout_s``, as the local sweep runs them
     (:func:`~toolloop_lab.lab.runner.arun_batch`), on the worker thread's one event loop."""
-    return run_sync(lambda: arun_batch(scenarios, indices, concurrency=concurrency))
+    return run_sync(
+        lambda: arun_batch(scenarios, indices, concurrency=concurrency, timeout_s=timeout_s)
+    )
 
 
 def _pack(scenarios: Sequence[Scenario]) -> bytes:
@@ -157,10 +162,12 @@ def _pack(scenarios: Sequence[Scenario]) -> bytes:
     return dumped
 
 
-def _run_packed(packed: bytes, indices: Sequence[int], concurrency: int) -> tuple[ScenarioRun, ...]:
+def _run_packed(
+    packed: bytes, indices: Sequence[int], concurrency: int, timeout_s: float | None
+) -> tuple[ScenarioRun, ...]:
     """The task itself: :func:`run_batch` on the scenarios :func:`_pack` shipped."""
     scenarios: list[Scenario] = _distributed_pickle().loads(packed)
-    return run_batch(scenarios, indices, concurrency)
+    return run_batch(scenarios, indices, concurrency, timeout_s)
 
 
 def _distributed_pickle() -> Any:
@@ -229,6 +236,7 @@ def run_scenarios_on_dask(
     observers: Iterable[Observer] = (),
     batch_size: int | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
+    scenario_timeout_s: float | None = DEFAULT_SCENARIO_TIMEOUT_S,
 ) -> LabResults:
     """Run a sweep on a Dask cluster, several scenarios a task; the frames equal a local run's.
 
@@ -241,13 +249,18 @@ def run_scenarios_on_dask(
     many scenarios one task runs (``None``: :func:`batch_size_for` the cluster's threads);
     see the module doc for what a lost task of several costs. ``concurrency`` is how many of
     a task's scenarios its worker thread runs at once (as the local sweep's).
+    ``scenario_timeout_s`` bounds each scenario on its worker, as the local sweep's does
+    (an hour by default; ``None``: no limit): one that runs out is a failed row (kind
+    ``scenario``, reason ``timeout``) with the counts it had, never a task that holds the
+    sweep.
     """
     items = validate_scenarios(scenarios)
     _check(client, retries, batch_size, concurrency)
+    limit = scenario_time_limit(scenario_timeout_s)
     distributed = _distributed()
     rows = SweepRows(len(items), progress, retries=True)
     size = batch_size if batch_size is not None else batch_size_for(len(items), _threads(client))
-    sweep = _Sweep(client, items, retries, tuple(observers), rows, size, concurrency)
+    sweep = _Sweep(client, items, retries, tuple(observers), rows, size, concurrency, limit)
     try:
         done = distributed.as_completed(sweep.submit_all(), loop=client.loop)
         for batch in done.batches():
@@ -293,6 +306,7 @@ class _Sweep:
     rows: SweepRows
     batch_size: int = 1
     concurrency: int = DEFAULT_CONCURRENCY
+    timeout_s: float | None = None
     pending: dict[Any, _Attempt] = field(default_factory=dict)
 
     def submit_all(self) -> list[Any]:
@@ -304,13 +318,36 @@ class _Sweep:
             self._submit(_Attempt(indices, 1, started))
         return list(self.pending)
 
-    def _submit(self, attempt: _Attempt) -> Any:
-        packed = _pack([self.items[i] for i in attempt.indices])
+    def _submit(self, attempt: _Attempt) -> list[Any]:
+        """Send ``attempt``'s scenarios as one task; returns the futures sent. A batch that
+        will not pickle goes out one scenario a task instead, and a scenario that will not
+        pickle alone is a failed row at once, naming it (the rest of the sweep runs)."""
+        try:
+            packed = _pack([self.items[i] for i in attempt.indices])
+        except Exception as exc:  # noqa: BLE001 - any pickling failure is that scenario's row
+            if len(attempt.indices) == 1:
+                self._unshippable(attempt, exc)
+                return []
+            return [
+                future
+                for index in attempt.indices
+                for future in self._submit(_Attempt((index,), attempt.number, attempt.started))
+            ]
         future = self.client.submit(
-            _run_packed, packed, attempt.indices, self.concurrency, pure=False
+            _run_packed, packed, attempt.indices, self.concurrency, self.timeout_s, pure=False
         )
         self.pending[future] = attempt
-        return future
+        return [future]
+
+    def _unshippable(self, attempt: _Attempt, exc: Exception) -> None:
+        (index,) = attempt.indices
+        scenario = self.items[index]
+        said = (
+            f"scenario {scenario.name!r} cannot be sent to a Dask worker, which needs it "
+            f"pickled: {type(exc).__name__}: {describe(exc)}"
+        )
+        failure = executor_failure(scenario, index, exc, started=attempt.started, said=said)
+        self.rows.put(index, failure)
 
     def take(self, batch: Sequence[Any]) -> list[Any]:
         """Settle a batch of finished tasks into rows; returns the tasks to wait for again:
@@ -336,7 +373,7 @@ class _Sweep:
             elif len(attempt.indices) > 1:  # whose fault is unknown: each goes again alone
                 again.extend(self._alone(attempt))
             elif executor_error_kind(outcome) == "worker_lost" and attempt.number <= self.retries:
-                again.append(self._resubmit(attempt))
+                again.extend(self._resubmit(attempt))
             else:
                 self._failed(attempt, outcome)
         return again
@@ -347,7 +384,9 @@ class _Sweep:
         for _ in attempt.indices:
             self.rows.retry()
         return [
-            self._submit(_Attempt((i,), attempt.number, attempt.started)) for i in attempt.indices
+            future
+            for i in attempt.indices
+            for future in self._submit(_Attempt((i,), attempt.number, attempt.started))
         ]
 
     def _failed(self, attempt: _Attempt, outcome: BaseException) -> None:
@@ -357,7 +396,7 @@ class _Sweep:
         )
         self.rows.put(index, failure)
 
-    def _resubmit(self, attempt: _Attempt) -> Any:
+    def _resubmit(self, attempt: _Attempt) -> list[Any]:
         self.rows.retry()
         return self._submit(_Attempt(attempt.indices, attempt.number + 1, attempt.started))
 

@@ -15,7 +15,10 @@ transcript the turn before it left, under what the scenario's USD limit has left
 
 A failing scenario is a result too: :func:`arun_one` turns every ``Exception`` into a row
 with its outcome, error kind and reason and the partial events, so one bad scenario never
-stops the others. A failed turn ends its scenario: the turns after it never run.
+stops the others. A failed turn ends its scenario: the turns after it never run. So does
+its time limit (``scenario_timeout_s``, an hour by default), wherever it runs: the run is
+cancelled where it is, ends timed out with every open call answered, and is a failed row
+(kind ``scenario``, reason ``timeout``) with the counts it had; the sweep goes on.
 Cancellation and ``KeyboardInterrupt`` still stop the sweep.
 """
 
@@ -32,10 +35,13 @@ from typing import Any, Final, TypeAlias
 from langchain_core.messages import BaseMessage
 from tqdm.auto import tqdm
 
+from toolloop_lab._support.fields import TimeoutSeconds, checked
 from toolloop_lab._support.sync_runner import parameters_of, run_sync
 from toolloop_lab._support.words import GATE_NAME
-from toolloop_lab.errors import ConfigurationError, ExecutionError, ToolLoopError
-from toolloop_lab.events import Event, Observer, notify
+from toolloop_lab.engine.agent import LLMAgent
+from toolloop_lab.engine.stopping import time_limit
+from toolloop_lab.errors import ConfigurationError, TimeLimitError, describe
+from toolloop_lab.events import Event, Observer, Outcome, notify
 from toolloop_lab.lab.record import ScenarioRun, error_fields, outcome_of_events
 from toolloop_lab.lab.results import LabResults
 from toolloop_lab.lab.scenario import Scenario
@@ -44,6 +50,7 @@ from toolloop_lab.spend.pricing import model_name_of
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
+    "DEFAULT_SCENARIO_TIMEOUT_S",
     "Backend",
     "SweepRows",
     "arun_batch",
@@ -55,6 +62,7 @@ __all__ = [
     "replay_events",
     "run_one",
     "run_scenarios",
+    "scenario_time_limit",
     "validate_scenarios",
 ]
 
@@ -62,6 +70,14 @@ _log = logging.getLogger("toolloop_lab")
 
 DEFAULT_CONCURRENCY: Final = 4
 """Scenarios run at once in this process when ``concurrency`` is not given."""
+
+DEFAULT_SCENARIO_TIMEOUT_S: Final = 3600.0
+"""How long one scenario of a sweep may run by default: an hour. A sweep is a batch nobody
+watches, and a scenario that takes an hour (six times the longest silence a model call is
+allowed by default, ``AgentConfig.model_timeout_s``) is stuck, on a hung tool or a model
+that streams for ever: its row says so, with the counts it had, instead of the sweep
+never returning. A sweep of longer scenarios says so: ``scenario_timeout_s=...`` or
+``None``."""
 
 Backend: TypeAlias = Callable[[Scenario, int], Awaitable[ScenarioRun]]
 """Runs one scenario (at its sweep position) to a :class:`ScenarioRun`; never raises for a
@@ -73,10 +89,17 @@ matched by name so this module never imports Dask)."""
 
 
 async def arun_one(
-    scenario: Scenario, *, index: int = 0, observers: Iterable[Observer] = ()
+    scenario: Scenario,
+    *,
+    index: int = 0,
+    observers: Iterable[Observer] = (),
+    timeout_s: float | None = None,
 ) -> ScenarioRun:
-    """Run one scenario, turn by turn, under exactly its own USD limit; failures become
-    the result."""
+    """Run one scenario, turn by turn, under exactly its own USD limit and, given
+    ``timeout_s``, within that many seconds; failures become the result. A scenario that
+    runs out of time is cancelled where it is (its run ends timed out, every open call
+    answered) and is a failed row (kind ``scenario``, reason ``timeout``) with the counts
+    it had."""
     started = time.perf_counter()
     events: list[Event] = []  # every run's, sub-agents' included (they feed the same list)
     try:
@@ -85,24 +108,33 @@ async def arun_one(
         kind, reason = error_fields(exc, building=True)
         return _record(scenario, index, None, started, (), kind, reason, str(exc))
     model_name = model_name_of(agent.model)
+    try:
+        async with time_limit(timeout_s, kind="scenario"):
+            await _turns(scenario, agent)
+    except TimeLimitError as exc:  # the scenario's limit, or a model call's: it failed
+        return _record(
+            scenario, index, model_name, started, events, *error_fields(exc), str(exc), "failed"
+        )
+    except Exception as exc:  # noqa: BLE001 - the loop wraps its errors; this is a guard
+        kind, reason = error_fields(exc)
+        return _record(scenario, index, model_name, started, events, kind, reason, str(exc))
+    return _record(scenario, index, model_name, started, events)
+
+
+async def _turns(scenario: Scenario, agent: LLMAgent) -> None:
+    """Run the scenario's turns one after another on ``agent``, each on the transcript the
+    turn before left, under what the scenario's USD limit has left; the first that fails
+    raises (the turns after it never run)."""
     history: Sequence[BaseMessage] = ()
     spent: Decimal | None = Decimal(0)
     for message in scenario.messages:
-        try:
-            with usd_budget(_left(scenario.usd_limit, spent), prices=scenario.prices):
-                result = await agent.arun(
-                    message, history=history, name=scenario.name, tags=scenario.tags
-                )
-        except (ExecutionError, ToolLoopError) as exc:
-            kind, reason = error_fields(exc)
-            return _record(scenario, index, model_name, started, events, kind, reason, str(exc))
-        except Exception as exc:  # noqa: BLE001 - the loop wraps its errors; this is a guard
-            kind, reason = error_fields(exc)
-            return _record(scenario, index, model_name, started, events, kind, reason, str(exc))
+        with usd_budget(_left(scenario.usd_limit, spent), prices=scenario.prices):
+            result = await agent.arun(
+                message, history=history, name=scenario.name, tags=scenario.tags
+            )
         history = result.messages
         cost = result.cost_usd
         spent = None if cost is None or spent is None else spent + cost
-    return _record(scenario, index, model_name, started, events)
 
 
 def _left(limit: Decimal | None, spent: Decimal | None) -> Decimal | None:
@@ -122,14 +154,17 @@ def _record(
     kind: str | None = None,
     reason: str | None = None,
     message: str | None = None,
+    outcome: Outcome | None = None,
 ) -> ScenarioRun:
+    """A scenario's row; its outcome is its last turn's (``outcome`` when the scenario
+    ended otherwise: a time limit between two turns still fails it)."""
     return ScenarioRun(
         scenario=scenario.name,
         index=index,
         tags=scenario.tags,
         description=scenario.description,
         model_name=model_name,
-        outcome=outcome_of_events(tuple(events)),
+        outcome=outcome or outcome_of_events(tuple(events)),
         error_kind=kind,
         error_reason=reason,
         error_message=message,
@@ -144,27 +179,37 @@ async def arun_batch(
     indices: Sequence[int],
     *,
     concurrency: int = DEFAULT_CONCURRENCY,
+    timeout_s: float | None = None,
 ) -> tuple[ScenarioRun, ...]:
     """Run ``scenarios`` (``indices`` are their positions in a larger sweep) as the local
-    sweep runs them, ``concurrency`` at a time on this event loop, with no observers; the
-    runs come back in the order given. What one Dask task runs: a worker running its batch
-    one scenario after another lost the overlap the local sweep gets (a scenario's tool
-    running in a thread while another's model call runs)."""
+    sweep runs them, ``concurrency`` at a time on this event loop, each within
+    ``timeout_s``, with no observers; the runs come back in the order given. What one Dask
+    task runs: a worker running its batch one scenario after another lost the overlap the
+    local sweep gets (a scenario's tool running in a thread while another's model call
+    runs)."""
     if len(scenarios) != len(indices):
         raise ValueError(f"{len(scenarios)} scenarios but {len(indices)} indices")
     runs: list[ScenarioRun | None] = [None] * len(scenarios)
 
     async def backend(scenario: Scenario, position: int) -> ScenarioRun:
-        return await arun_one(scenario, index=indices[position])
+        return await arun_one(scenario, index=indices[position], timeout_s=timeout_s)
 
     await _sweep(scenarios, backend, concurrency, runs.__setitem__)
     return tuple(run for run in runs if run is not None)
 
 
-def run_one(scenario: Scenario, index: int = 0) -> ScenarioRun:
+def run_one(scenario: Scenario, index: int = 0, timeout_s: float | None = None) -> ScenarioRun:
     """Synchronous :func:`arun_one` with no observers: what an executor worker runs (on
     the one sync bridge, so a reused worker keeps its event loop and its clients' pools)."""
-    return run_sync(lambda: arun_one(scenario, index=index))
+    return run_sync(lambda: arun_one(scenario, index=index, timeout_s=timeout_s))
+
+
+def scenario_time_limit(value: object) -> float | None:
+    """A sweep's ``scenario_timeout_s`` as checked: seconds (more than 0, finite, at most a
+    week) or ``None``; ``ConfigurationError(field="scenario_timeout_s")`` for anything
+    else, before anything runs."""
+    limit: float | None = checked(TimeoutSeconds | None, value, field="scenario_timeout_s")
+    return limit
 
 
 # -- pieces shared by the local sweep, the executor backend and the Dask sweep ----------
@@ -182,12 +227,19 @@ def executor_error_kind(exc: BaseException) -> str:
 
 
 def executor_failure(
-    scenario: Scenario, index: int, exc: BaseException, *, started: float, attempts: int = 1
+    scenario: Scenario,
+    index: int,
+    exc: BaseException,
+    *,
+    started: float,
+    attempts: int = 1,
+    said: str | None = None,
 ) -> ScenarioRun:
     """The row of a scenario the executor never brought back: outcome ``error``, kind from
-    :func:`executor_error_kind`, reason the exception's type, and its text as the message."""
+    :func:`executor_error_kind`, reason the exception's type, and its text (or ``said``,
+    what the caller knows of it) as the message."""
     reason = type(exc).__name__
-    text = str(exc) or reason
+    text = said or describe(exc) or reason
     message = f"{text} (gave up after {attempts} attempts)" if attempts > 1 else text
     kind = executor_error_kind(exc)
     return _record(scenario, index, None, started, (), kind, reason, message)
@@ -314,20 +366,22 @@ async def _sweep(
             group.create_task(worker())
 
 
-def _local_backend(observers: tuple[Observer, ...]) -> Backend:
+def _local_backend(observers: tuple[Observer, ...], timeout_s: float | None) -> Backend:
     async def backend(scenario: Scenario, index: int) -> ScenarioRun:
-        return await arun_one(scenario, index=index, observers=observers)
+        return await arun_one(scenario, index=index, observers=observers, timeout_s=timeout_s)
 
     return backend
 
 
 def _executor_backend(
-    executor: concurrent.futures.Executor, observers: tuple[Observer, ...]
+    executor: concurrent.futures.Executor,
+    observers: tuple[Observer, ...],
+    timeout_s: float | None,
 ) -> Backend:
     async def backend(scenario: Scenario, index: int) -> ScenarioRun:
         started = time.perf_counter()
         try:
-            future = executor.submit(run_one, scenario, index)
+            future = executor.submit(run_one, scenario, index, timeout_s)
             run = await asyncio.wrap_future(future)
         except asyncio.CancelledError:
             task = asyncio.current_task()
@@ -345,11 +399,15 @@ def _executor_backend(
 
 
 def _backend(
-    executor: concurrent.futures.Executor | None, observers: Iterable[Observer]
+    executor: concurrent.futures.Executor | None,
+    observers: Iterable[Observer],
+    timeout_s: float | None,
 ) -> Backend:
     _check_executor(executor)
     chosen = tuple(observers)
-    return _local_backend(chosen) if executor is None else _executor_backend(executor, chosen)
+    if executor is None:
+        return _local_backend(chosen, timeout_s)
+    return _executor_backend(executor, chosen, timeout_s)
 
 
 async def arun_scenarios(
@@ -359,6 +417,7 @@ async def arun_scenarios(
     observers: Iterable[Observer] = (),
     progress: bool = True,
     executor: concurrent.futures.Executor | None = None,
+    scenario_timeout_s: float | None = DEFAULT_SCENARIO_TIMEOUT_S,
 ) -> LabResults:
     """Run a sweep from this event loop, ``concurrency`` scenarios at a time.
 
@@ -368,10 +427,15 @@ async def arun_scenarios(
     and observers get its events, in order, when its result arrives. A scenario the executor
     loses is a row with outcome ``error`` and kind ``worker_lost`` (or ``executor``). Results
     keep the order of ``scenarios`` either way.
+
+    Each scenario has ``scenario_timeout_s`` seconds (an hour by default, see
+    :data:`DEFAULT_SCENARIO_TIMEOUT_S`; ``None``: no limit), wherever it runs: one that
+    runs out is cancelled where it is and becomes a failed row (kind ``scenario``, reason
+    ``timeout``) with the counts it had, and the sweep goes on.
     """
     items = validate_scenarios(scenarios)
     slots = _slots(concurrency, executor, len(items))
-    backend = _backend(executor, observers)
+    backend = _backend(executor, observers, scenario_time_limit(scenario_timeout_s))
     rows = SweepRows(len(items), progress)
     try:
         await _sweep(items, backend, slots, rows.put)

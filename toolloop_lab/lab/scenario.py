@@ -26,6 +26,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool
 
+from toolloop_lab._support.fields import Prompt, checked
 from toolloop_lab._support.pickling import quick_pickle
 from toolloop_lab.engine.agent import AgentConfig, LLMAgent
 from toolloop_lab.errors import ConfigurationError, ScriptError
@@ -326,8 +327,8 @@ class Scenario:
     def _check_turns(self) -> None:
         turns = (self.turns,) if isinstance(self.turns, str) else tuple(self.turns)
         object.__setattr__(self, "turns", turns)
-        if self.prompt is not None and not isinstance(self.prompt, str):
-            raise ConfigurationError("prompt must be text", field="prompt")
+        if self.prompt is not None:  # text, and not blank: what a run refuses anyway
+            checked(Prompt, self.prompt, field="prompt")
         if turns and self.prompt is not None:
             raise ConfigurationError(
                 "give turns or prompt, not both (to switch, set the other to None)",
