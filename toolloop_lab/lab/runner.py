@@ -35,7 +35,7 @@ from tqdm.auto import tqdm
 from toolloop_lab._support.sync_runner import parameters_of, run_sync
 from toolloop_lab._support.words import GATE_NAME
 from toolloop_lab.errors import ConfigurationError, ExecutionError, ToolLoopError
-from toolloop_lab.events import Event, Observer, notify
+from toolloop_lab.events import Event, Observer, checked_observers, notify
 from toolloop_lab.lab.record import ScenarioRun, error_fields, outcome_of_events
 from toolloop_lab.lab.results import LabResults
 from toolloop_lab.lab.scenario import Scenario
@@ -348,7 +348,7 @@ def _backend(
     executor: concurrent.futures.Executor | None, observers: Iterable[Observer]
 ) -> Backend:
     _check_executor(executor)
-    chosen = tuple(observers)
+    chosen = checked_observers(observers)
     return _local_backend(chosen) if executor is None else _executor_backend(executor, chosen)
 
 
