@@ -20,21 +20,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from toolloop_lab._support.escape import NAME_CHARS, clip
+from toolloop_lab._support.fields import shown
 
-__all__ = ["Role", "callables", "one_callable", "shown"]
-
-
-def shown(value: Any) -> str:
-    """A value as a refusal names it: its type, and its text when that is short."""
-    if value is None:
-        return "None"
-    kind = type(value).__name__
-    if isinstance(value, (str, int, float)):
-        return f"the {kind} {clip(repr(value), NAME_CHARS)}"
-    if isinstance(value, type):
-        return f"the class {clip(value.__name__, NAME_CHARS)}"
-    return f"a {kind}"
+__all__ = ["Role", "callables", "one_callable"]
 
 
 def _name(value: Any) -> str | None:

@@ -23,8 +23,8 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool, tool
 from pydantic import BaseModel
 
-from toolloop_lab._support.callables import shown
 from toolloop_lab._support.escape import NAME_CHARS, clip
+from toolloop_lab._support.fields import shown
 from toolloop_lab.engine.config import AgentConfig
 from toolloop_lab.errors import ConfigurationError, describe
 
