@@ -55,6 +55,7 @@ from langchain_core.messages import (
 from pydantic import Field, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
 
+from toolloop_lab._support.callables import Role, callables, one_callable
 from toolloop_lab._support.fields import (
     Count,
     FiniteDecimal,
@@ -75,6 +76,7 @@ __all__ = [
     "EVENT_ADAPTER",
     "EVENT_TYPES",
     "FAILED_OUTCOMES",
+    "OBSERVERS",
     "OUTCOMES",
     "BudgetGate",
     "CallPurpose",
@@ -102,6 +104,8 @@ __all__ = [
     "ToolStarted",
     "ToolStatus",
     "by_run",
+    "checked_observer",
+    "checked_observers",
     "event_from_dict",
     "failure_fields",
     "failure_outcome",
@@ -639,6 +643,23 @@ def __dir__() -> list[str]:
 
 Observer: TypeAlias = Callable[[Event], object]
 """A plain callable fed every event in order; one that raises never breaks the loop."""
+
+OBSERVERS: Final = Role("observers", "observer", "a callable given every event")
+"""What an observer is, as a refusal of one says it."""
+
+
+def checked_observers(value: Any, *, spread: str | None = None) -> tuple[Observer, ...]:
+    """``value`` as the observers of whatever takes them, checked where they are given (an
+    observer that cannot be called would record nothing, silently); a ``TypeError`` names
+    the argument and the fix. ``spread`` names a function taking them one per argument."""
+    return callables(value, OBSERVERS, spread=spread)
+
+
+def checked_observer(value: Any, *, where: str = "callback") -> Observer:
+    """One observer given on its own (``agent.subscribe(callback)``), checked likewise."""
+    observer: Observer = one_callable(value, OBSERVERS, where=where)
+    return observer
+
 
 _log = logging.getLogger("toolloop_lab")
 

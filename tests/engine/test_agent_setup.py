@@ -216,3 +216,155 @@ def test_a_model_set_later_is_checked_too() -> None:
         agent.model = "nonsense model name"
     assert agent.model is model, "a refused value changes nothing"
     assert agent.run("go").final_response.text == "done"
+
+
+# -- tools that share a name ---------------------------------------------------------------
+def _echo_named(name: str) -> BaseTool:
+    def other_echo(text: str) -> str:
+        """Echo the text, another way."""
+        return text
+
+    return StructuredTool.from_function(other_echo, name=name)
+
+
+def test_two_tools_with_one_name_are_refused_when_the_agent_is_built(echo_tool: BaseTool) -> None:
+    # they used to be accepted, and every run failed as "tool loop failed in round 0"
+    model = _script(final("never"))
+    with pytest.raises(ConfigurationError) as info:
+        LLMAgent(model, [add, echo_tool, _echo_named("echo")])
+    text = str(info.value)
+    assert info.value.field == "tools"
+    assert "tools[1] (the tool echo) and tools[2] (the function other_echo) are both named" in text
+    assert "'echo'" in text
+    assert "give one of them another name" in text
+    assert model.calls == ()
+
+
+def test_one_tool_given_twice_is_refused_with_pass_it_once(echo_tool: BaseTool) -> None:
+    with pytest.raises(ConfigurationError, match=r"tools\[0\] and tools\[1\] are the same tool"):
+        LLMAgent(_script(), [echo_tool, echo_tool])
+
+
+def test_tools_sharing_a_name_set_later_are_refused_and_the_tools_stay(
+    echo_tool: BaseTool,
+) -> None:
+    agent = LLMAgent(_script(final("done")), [echo_tool])
+    with pytest.raises(ConfigurationError, match="both named 'echo'"):
+        agent.tools = [echo_tool, _echo_named("echo")]
+    assert agent.tools == (echo_tool,), "a refused value changes nothing"
+    assert agent.run("go").final_response.text == "done"
+
+
+# -- observers and pause hooks ----------------------------------------------------------------
+def _observer(event: Any) -> None:
+    """An observer that keeps nothing."""
+
+
+async def _hook(point: Any) -> None:
+    """A pause hook that holds nothing."""
+
+
+REFUSED_OBSERVERS: list[tuple[str, str, Any, str]] = [
+    (
+        "observers",
+        "one function",
+        _observer,
+        "got the function _observer on its own: pass a list, observers=[_observer]",
+    ),
+    ("observers", "a string", "print", "got the str 'print'"),
+    (
+        "observers",
+        "a name in the list",
+        ["print"],
+        "observers[0] is the str 'print': pass the observer itself, not its name",
+    ),
+    (
+        "observers",
+        "None in the list",
+        [_observer, None],
+        "observers[1] is None, which cannot be called",
+    ),
+    ("observers", "a number in the list", [42], "observers[0] is the int 42"),
+    (
+        "observers",
+        "a class in the list",
+        [list],
+        "observers[0] is the class list: pass an instance",
+    ),
+    ("observers", "None", None, "got None: leave observers= out for none"),
+    ("pause_hooks", "one hook", _hook, "pass a list, pause_hooks=[_hook]"),
+    ("pause_hooks", "a number", [42], "pause_hooks[0] is the int 42, which cannot be called"),
+    ("pause_hooks", "a dict", {"hook": _hook}, "got a dict"),
+]
+
+
+@pytest.mark.parametrize(
+    ("field", "given", "fix"),
+    [c[0:1] + c[2:] for c in REFUSED_OBSERVERS],
+    ids=[f"{c[0]}-{c[1]}" for c in REFUSED_OBSERVERS],
+)
+def test_observers_and_pause_hooks_that_cannot_be_called_are_refused_when_built(
+    field: str, given: Any, fix: str, echo_tool: BaseTool
+) -> None:
+    model = _script(final("never"))
+    with pytest.raises(TypeError) as info:
+        LLMAgent(model, [echo_tool], **{field: given})
+    text = str(info.value)
+    assert text.startswith(f"{field}= takes a list of "), text
+    assert fix in text
+    assert model.calls == ()
+
+
+def test_an_observer_or_hook_added_later_is_checked_too(echo_tool: BaseTool) -> None:
+    agent = LLMAgent(_script(final("done")), [echo_tool])
+    with pytest.raises(TypeError, match=r"^callback takes one observer .*the str 'print'"):
+        agent.subscribe("print")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^hook takes one pause hook .*the int 42"):
+        agent.add_pause_hook(42)  # type: ignore[arg-type]
+    assert (agent.observers, agent.pause_hooks) == ((), ())
+
+
+def test_observers_and_hooks_of_every_collection_still_work(echo_tool: BaseTool) -> None:
+    seen: list[Any] = []
+    held: list[Any] = []
+
+    async def hook(point: Any) -> None:
+        held.append(point.stage)
+
+    model = _script(calls(tool_call("echo", {"text": "a"}, "c1")), final("done"))
+    agent = LLMAgent(model, [echo_tool], observers=(o for o in [seen.append]), pause_hooks={hook})
+    assert agent.run("go").final_response.text == "done"
+    assert [e.kind for e in seen][-1] == "loop_finish"
+    assert "tool_dispatch" in held
+
+
+# -- pruning without a pruning model ----------------------------------------------------------
+def test_prune_tools_without_a_pruning_model_is_refused_when_built(echo_tool: BaseTool) -> None:
+    # it used to be accepted, and nothing was ever pruned
+    from toolloop_lab import AgentConfig
+
+    model = _script(final("never"))
+    with pytest.raises(ConfigurationError) as info:
+        LLMAgent(model, [echo_tool], AgentConfig(prune_tools=("echo",)))
+    assert info.value.field == "prune_tools"
+    text = str(info.value)
+    assert "prune_tools names 'echo', but there is no pruning model" in text
+    assert "pass pruning_model=" in text
+    pruner = _script(final("short"))
+    LLMAgent(model, [echo_tool], AgentConfig(prune_tools=("echo",)), pruning_model=pruner)
+
+
+async def test_a_pruning_model_taken_away_later_fails_the_run_before_any_call(
+    echo_tool: BaseTool,
+) -> None:
+    from toolloop_lab import AgentConfig, ToolLoopError
+
+    model = _script(final("never"))
+    config = AgentConfig(prune_tools=("echo",))
+    agent = LLMAgent(model, [echo_tool], config, pruning_model=_script(final("short")))
+    agent.pruning_model = None
+    with pytest.raises(ToolLoopError) as info:
+        await agent.arun("go")
+    assert isinstance(info.value.cause, ConfigurationError)
+    assert info.value.cause.field == "prune_tools"
+    assert model.calls == ()

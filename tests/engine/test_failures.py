@@ -152,7 +152,8 @@ def test_prune_tools_naming_no_tool_of_the_agent_is_refused_when_it_is_built(
         LLMAgent(model, [echo_tool], config)
     assert info.value.field == "prune_tools"
     assert "'file_read' is not one of the agent's tools (echo)" in str(info.value)
-    LLMAgent(model, [echo_tool], AgentConfig(prune_tools=("echo",)))  # a bound tool: fine
+    pruner = ScriptedChatModel([final("short")], model_name=MODEL)
+    LLMAgent(model, [echo_tool], AgentConfig(prune_tools=("echo",)), pruning_model=pruner)
 
 
 async def test_prune_tools_left_naming_no_tool_after_the_tools_changed_fails_the_run(
@@ -164,7 +165,8 @@ async def test_prune_tools_left_naming_no_tool_after_the_tools_changed_fails_the
         return text.upper()
 
     model = ScriptedChatModel([final("never")], model_name=MODEL)
-    agent = LLMAgent(model, [echo_tool], AgentConfig(prune_tools=("echo",)))
+    pruner = ScriptedChatModel([final("short")], model_name=MODEL)
+    agent = LLMAgent(model, [echo_tool], AgentConfig(prune_tools=("echo",)), pruning_model=pruner)
     agent.tools = [shout]
     with pytest.raises(ToolLoopError) as info:
         await agent.arun("go")
@@ -235,8 +237,12 @@ def test_good_config_validates_and_is_frozen() -> None:
         config.tool_max_rounds = 5  # type: ignore[misc]
 
 
-async def test_duplicate_tool_names_are_a_configuration_error() -> None:
-    @tool("echo")
+async def test_a_tool_renamed_in_place_to_another_tools_name_fails_the_run_before_any_call() -> (
+    None
+):
+    # two tools with one name are refused when the agent is built (test_agent_setup); a
+    # tool renamed after that, past the setter, is still caught before any model call
+    @tool("other_echo")
     def other_echo(text: str) -> str:
         """Another echo."""
         return text
@@ -247,10 +253,13 @@ async def test_duplicate_tool_names_are_a_configuration_error() -> None:
         return text
 
     model = ScriptedChatModel([final("never")], model_name=MODEL)
+    agent = LLMAgent(model, [echo, other_echo])
+    other_echo.name = "echo"
     with pytest.raises(ToolLoopError) as info:
-        await LLMAgent(model, [echo, other_echo]).arun("hi")
+        await agent.arun("hi")
     assert isinstance(info.value.cause, ConfigurationError)
     assert info.value.cause.field == "tools"
+    assert "both named 'echo'" in str(info.value.cause)
     assert model.calls == ()
 
 

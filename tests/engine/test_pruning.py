@@ -10,7 +10,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import BaseTool, tool
 from loopkit import MODEL, calls, final, reference_cost, tool_call, usage
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopError
+from toolloop_lab import AgentConfig, ConfigurationError, LLMAgent, ScriptedChatModel, ToolLoopError
 from toolloop_lab.engine.pruning import DEFAULT_PRUNING_PROMPT
 from toolloop_lab.events import Event, Pruned, ToolDispatched
 
@@ -152,24 +152,18 @@ async def test_several_outputs_of_one_round_are_pruned_and_each_counted() -> Non
     assert result.accumulated_prompt == 10 + 900 + 800 + 10
 
 
-async def test_no_pruning_without_a_pruning_model_or_for_error_outputs() -> None:
+async def test_no_pruning_model_is_refused_and_error_outputs_are_never_pruned() -> None:
     @tool
     def broken(size: int) -> str:
         """Fails with a long message."""
         raise ValueError("e" * size)
 
-    model = ScriptedChatModel(
-        [
-            calls(
-                tool_call("fetch", {"size": 900}, "f1"), tool_call("broken", {"size": 900}, "b1")
-            ),
-            final("ok"),
-        ]
-    )
+    model = ScriptedChatModel([final("never")])
     config = AgentConfig(prune_tools=("fetch", "broken"), prune_min_chars=100)
-    result = await LLMAgent(model, [fetch, broken], config).arun("go")
-    assert _tool_message(result.messages, "f1").content == "x" * 900
-    assert not any(e.kind == "pruning" for e in result.events)
+    # without a pruning model nothing would ever be pruned: refused, not silently ignored
+    with pytest.raises(ConfigurationError, match="no pruning model") as info:
+        LLMAgent(model, [fetch, broken], config)
+    assert info.value.field == "prune_tools"
 
     model2 = ScriptedChatModel([calls(tool_call("broken", {"size": 900}, "b1")), final("ok")])
     pruner = ScriptedChatModel([])

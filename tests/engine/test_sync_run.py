@@ -249,6 +249,57 @@ def test_ctrl_c_while_run_waits_cancels_the_run_before_raising(inside_loop: bool
     assert len(model.calls) == 1
 
 
+class _Litter:
+    """Garbage an earlier test left behind: a cycle only the collector frees, whose
+    finalizer runs Python code (as a coroutine's, a generator's or an unclosed loop's do)."""
+
+    def __init__(self, inside: threading.Event, pressed: threading.Event) -> None:
+        self.inside, self.pressed, self.cycle = inside, pressed, self
+
+    def __del__(self) -> None:
+        self.inside.set()
+        self.pressed.wait(SAFETY_S)  # the Ctrl-C reaches the main thread in here
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="needs POSIX signals")
+def test_ctrl_c_while_a_finalizer_runs_still_stops_the_run() -> None:
+    # A Ctrl-C reaches Python as KeyboardInterrupt raised wherever the main thread is at
+    # that moment. When the collector is running a finalizer there (garbage of earlier
+    # tests, freed by a collection a tool's allocation triggers), Python can only print
+    # "Exception ignored in __del__" and go on: the Ctrl-C was lost, the run went on to its
+    # end, and the test waited for its tool's sleep (what timed out in the unit subset).
+    # A sync run takes Ctrl-C as asyncio.run does: it cancels the run, wherever it lands.
+    main = threading.main_thread().ident
+    events: list[Event] = []
+    inside, pressed = threading.Event(), threading.Event()
+
+    def press() -> None:
+        inside.wait(SAFETY_S)
+        signal.pthread_kill(main, signal.SIGINT)  # type: ignore[arg-type]
+        pressed.set()
+
+    @tool
+    async def busy() -> str:
+        """Works while the collector frees an earlier test's garbage."""
+        threading.Thread(target=press).start()
+        _Litter(inside, pressed)
+        gc.collect()  # as a collection the tool's own allocations trigger would
+        await asyncio.sleep(SAFETY_S)
+        return "the Ctrl-C was lost"
+
+    model = ScriptedChatModel([calls(tool_call("busy", {}, "b1")), final("never")])
+    agent = LLMAgent(model, [busy], observers=[events.append])
+    with pytest.raises(KeyboardInterrupt):
+        agent.run("go")
+    assert [e.kind for e in events][-2:] == ["tool_dispatch", "loop_failure"]
+    closed, failed = events[-2:]
+    assert isinstance(closed, ToolDispatched)
+    assert (closed.tool_call_id, closed.error_reason) == ("b1", "cancelled")
+    assert isinstance(failed, LoopFailed)
+    assert failed.cancelled is True
+    assert len(model.calls) == 1
+
+
 def test_a_job_interrupted_before_it_started_is_closed_and_never_started() -> None:
     from toolloop_lab._support.sync_runner import _background_runner, _Submitted
 

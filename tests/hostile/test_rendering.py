@@ -496,6 +496,12 @@ def _big_tool() -> BaseTool:
     return _tool("big", lambda: "quarterly figures " * 300)
 
 
+def _unreachable_tool() -> BaseTool:
+    """A tool factory that fails when a run builds it (a wrong field is refused when the
+    scenario is written; this only a run can find), its error naming hostile text."""
+    raise RuntimeError(f"tool backend 'builtin {ALL}' is unreachable")
+
+
 def report_sweep(root: Path) -> tuple[list[Scenario], str]:
     (root / "<img src=x onerror=alert(1)>.txt").write_text(f"file content {ALL}")
     scenarios = [
@@ -539,7 +545,7 @@ def report_sweep(root: Path) -> tuple[list[Scenario], str]:
             config=AgentConfig(prune_tools=("big",), prune_min_chars=100),
             pruning_replies=[Reply.final(f"pruned {ALL}", input_tokens=50, output_tokens=5)],
         ),
-        Scenario.scripted("bad tool name", [Reply.final("x")], tools=(f"builtin {ALL}",)),
+        Scenario.scripted("build error", [Reply.final("x")], tools=(_unreachable_tool,)),
     ]
     return scenarios, f"title {ALL}"
 
@@ -558,7 +564,7 @@ REPORT_FIELDS = {
     "file-path": "absolute paths are not allowed: '/",
     "file-content": "file content ",
     "pruned-text": "pruned ",
-    "build-error": "unknown built-in tool 'builtin ",
+    "build-error": "tool backend 'builtin ",
     "title": "title ",
 }
 """Each field of the report, and the words the report puts before its hostile value."""
@@ -661,8 +667,8 @@ def test_report_shows_every_payload_escaped_where_it_was_put(report: str) -> Non
     # the model error and the model name
     assert f"failure {first}" in report
     assert f"model model {first}" in report
-    # a bad built-in tool name lands in the scenario error
-    assert f"unknown built-in tool &#x27;builtin {first}" in report
+    # a tool that cannot be built lands in the scenario error
+    assert f"tool backend &#x27;builtin {first}" in report
     for payload, text in escaped.items():
         assert text in report, payload
 

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
 
 from toolloop_lab.errors import TraceError
 from toolloop_lab.lab import LabResults, Reply, Scenario, catalog, run_scenarios
+
+
+def not_a_tool() -> Any:
+    """A tool factory whose mistake only a run finds: its scenario is a failed row."""
+    return "not a tool"
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +32,7 @@ def results() -> LabResults:
     unpriced = Scenario.scripted(
         "unpriced", [Reply.final("x", input_tokens=1, output_tokens=1)], model_name="nobody"
     )
-    never_built = Scenario.scripted("never_built", [Reply.final("x")], tools=("missing",))
+    never_built = Scenario.scripted("never_built", [Reply.final("x")], tools=(not_a_tool,))
     return run_scenarios([*catalog(), odd, unpriced, never_built], progress=False)
 
 

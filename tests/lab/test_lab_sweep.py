@@ -70,6 +70,10 @@ def shout(text: str) -> str:
     return text.upper()
 
 
+def not_a_tool() -> BaseTool:
+    return "not a tool"  # type: ignore[return-value]
+
+
 def shout_tool() -> BaseTool:
     return StructuredTool.from_function(shout)
 
@@ -77,7 +81,9 @@ def shout_tool() -> BaseTool:
 def test_failing_scenarios_are_rows_and_never_stop_the_others() -> None:
     sweep = [
         ok("first"),
-        Scenario.scripted("bad_tool_name", [Reply.final("x")], tools=("no_such_tool",)),
+        # a wrong field is refused when written (test_lab_scenario_fields); a factory's
+        # result only a run can check
+        Scenario.scripted("tool_factory_returns_junk", [Reply.final("x")], tools=(not_a_tool,)),
         ok("second"),
         Scenario("factory_raises", exploding_factory),
         Scenario("factory_returns_junk", not_a_model_factory),
@@ -107,7 +113,7 @@ def test_failing_scenarios_are_rows_and_never_stop_the_others() -> None:
             assert runs.loc[name, "outcome"] == "final_answer"
             assert runs.loc[name, "prompt_tokens"] == 50
         expect = {
-            "bad_tool_name": ("scenario", "tools"),
+            "tool_factory_returns_junk": ("scenario", "tools"),
             "factory_raises": ("scenario", "OSError"),
             "factory_returns_junk": ("scenario", "model"),
             "provider_down": ("loop", "RuntimeError"),

@@ -9,6 +9,7 @@ import json
 import pickle
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import genai_prices
 import pandas as pd
@@ -184,10 +185,15 @@ def test_a_failed_turn_ends_the_scenario_and_later_turns_are_rows_that_never_ran
     assert "2 of 3 ran" in table.splitlines()[-1]
 
 
+def not_a_tool() -> Any:
+    """A tool factory whose mistake only shows when it is called, in a run."""
+    return "not a tool"
+
+
 def test_a_scenario_that_cannot_be_built_fails_on_its_first_turn() -> None:
-    broken = Scenario.scripted(
-        "broken", [answer("x", 1, 1)], turns=("a", "b"), tools=("no_such_tool",)
-    )
+    # a wrong field is refused when the scenario is written (test_lab_scenario_fields);
+    # what only a run can find (a factory's result) fails the first turn, the rest not run
+    broken = Scenario.scripted("broken", [answer("x", 1, 1)], turns=("a", "b"), tools=(not_a_tool,))
     turns = run_scenarios([broken], progress=False).turns
     assert turns["outcome"].iloc[0] == "failed"
     assert (turns["error_kind"].iloc[0], turns["error_reason"].iloc[0]) == ("scenario", "tools")
@@ -223,10 +229,14 @@ def test_observers_see_every_turn_in_order() -> None:
     assert len({e.run_id for e in seen}) == 2
 
 
-def test_scripted_turns_outside_their_conversation_fail_as_a_script_error() -> None:
-    stray = Scenario("stray", ScriptedTurns((Turn("hello", (answer("hi", 1, 1),)),)), prompt="bye")
-    run = run_one(stray)
-    assert (run.outcome, run.error_kind, run.error_reason) == ("failed", "loop", "ScriptError")
+def test_scripted_turns_for_other_messages_are_refused_when_built() -> None:
+    # they used to run and fail every time as a ScriptError, one failed row per scenario
+    script = ScriptedTurns((Turn("hello", (answer("hi", 1, 1),)),))
+    with pytest.raises(ConfigurationError, match="the model's script is for the turns") as info:
+        Scenario("stray", script, prompt="bye")
+    assert info.value.field == "turns"
+    run = run_one(Scenario("matched", script, turns=("hello",)))
+    assert run.outcome == "final_answer"
 
 
 def test_prompt_and_turns_are_given_one_at_a_time() -> None:
@@ -263,7 +273,9 @@ def test_prompt_and_turns_are_given_one_at_a_time() -> None:
             "replies",
         ),
         (
-            lambda: Scenario("s", ScriptedModel(()), turns=(Turn("a", (answer("x", 1, 1),)),)),
+            lambda: Scenario(
+                "s", ScriptedModel((answer("x", 1, 1),)), turns=(Turn("a", (answer("x", 1, 1),)),)
+            ),
             "turns",
         ),
         # a blank prompt is refused as a blank turn is (providers refuse whitespace-only text)

@@ -117,8 +117,12 @@ def test_exceptions_and_callables_in_the_script(echo_tool: BaseTool) -> None:
 
 
 def test_unplayable_items_are_script_errors() -> None:
+    with pytest.raises(ScriptError, match=r"script\[0\] is the int 42, which cannot be played"):
+        ScriptedChatModel([42])
+    model = ScriptedChatModel([])
+    model.script.append(42)  # past the constructor's check: refused when it is reached
     with pytest.raises(ScriptError, match="cannot play script item of type int"):
-        ScriptedChatModel([42]).invoke(PROMPT)
+        model.invoke(PROMPT)
     with pytest.raises(ScriptError, match="returned int, not AIMessage"):
         ScriptedChatModel([lambda m, t: 42]).invoke(PROMPT)
 
@@ -169,3 +173,27 @@ async def test_invalid_tool_calls_survive_streaming() -> None:
         ("x1", "echo", '{"text": oops}')
     ]
     assert [(c["id"], c["args"]) for c in invoked.invalid_tool_calls] == [("x1", '{"text": oops}')]
+
+
+@pytest.mark.parametrize(
+    ("script", "fix"),
+    [
+        ("abc", "script takes a list of replies, got the str 'abc': pass ['abc'] for one reply"),
+        (5, "script takes a list of replies, got the int 5"),
+        ([AIMessage("ok"), 42], "script[1] is the int 42, which cannot be played"),
+        ([ValueError], "script[0] is the class ValueError: pass an instance, ValueError(...)"),
+        ([None], "script[0] is None, which cannot be played"),
+    ],
+    ids=["a string", "a number", "a number in it", "an exception class", "None in it"],
+)
+def test_a_script_that_cannot_be_played_is_refused_when_the_model_is_built(
+    script: Any, fix: str
+) -> None:
+    # it used to be accepted and to fail at the call that reached the item ("abc" played
+    # as three replies, "a", "b" and "c")
+    with pytest.raises(ScriptError) as info:
+        ScriptedChatModel(script)
+    assert fix in str(info.value)
+    assert "a script item is an AIMessage, a str (a final answer), an exception to raise" in str(
+        info.value
+    )

@@ -19,6 +19,7 @@ from annotated_types import Ge, Gt, Le
 from pydantic import AfterValidator, AllowInfNan, Strict, TypeAdapter, ValidationError
 from pydantic_core import PydanticCustomError
 
+from toolloop_lab._support.escape import NAME_CHARS, clip
 from toolloop_lab._support.jsonsafe import freeze
 from toolloop_lab.errors import ConfigurationError
 
@@ -40,6 +41,7 @@ __all__ = [
     "refused",
     "reported_count",
     "reported_seconds",
+    "shown",
     "validation_text",
     "where_message",
 ]
@@ -134,6 +136,22 @@ def checked(kind: Any, value: Any, *, field: str) -> Any:
         return _adapter(kind).validate_python(value)
     except ValidationError as exc:
         raise refused(field, exc.errors()[0]["msg"], value) from None
+
+
+def shown(value: Any) -> str:
+    """A value as a refusal names it: its type, and its text when that is short."""
+    if value is None:
+        return "None"
+    kind = type(value).__name__
+    if isinstance(value, bool):
+        return f"the bool {value}"
+    if isinstance(value, int) and abs(value) >= 10**20:
+        return "a huge int"
+    if isinstance(value, (str, int, float)):
+        return f"the {kind} {clip(repr(value), NAME_CHARS)}"
+    if isinstance(value, type):
+        return f"the class {clip(value.__name__, NAME_CHARS)}"
+    return f"a {kind}"
 
 
 def refused(field: str | None, problem: str, value: Any) -> ConfigurationError:

@@ -37,14 +37,16 @@ import asyncio
 import atexit
 import contextlib
 import contextvars
+import functools
 import inspect
 import os
+import signal
 import sys
 import threading
 import weakref
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Final, ParamSpec, TypeVar
 
 __all__ = ["blocked_app_loop", "parameters_of", "run_sync"]
 
@@ -79,15 +81,70 @@ def _thread_loop() -> asyncio.AbstractEventLoop:
     return holder.loop
 
 
+_CTRL_C: Final = "interrupted by KeyboardInterrupt"
+"""The cancel message of a run a Ctrl-C stopped (its LoopFailed message)."""
+
+
+class _Presses:
+    """How many times Ctrl-C was pressed while a sync run waited."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+@contextlib.contextmanager
+def _ctrl_c_stops(stop: Callable[[], object]) -> Iterator[_Presses]:
+    """While the block runs, a first Ctrl-C calls ``stop`` (which only schedules the run's
+    cancellation) instead of raising ``KeyboardInterrupt`` wherever the main thread is;
+    a second one raises at once. Only in the main thread, under Python's default handler
+    (a handler of the caller's own is left alone), as ``asyncio.run`` does.
+
+    Python raises a Ctrl-C's ``KeyboardInterrupt`` at whatever line the main thread runs:
+    inside the event loop's own code it can drop a callback, so cancelling the run then
+    waits for ever; inside a finalizer the collector runs just then (garbage of earlier
+    work), Python can only print "Exception ignored" and the Ctrl-C is lost, the run
+    going on to its end. A handler that only schedules is safe wherever it runs.
+    """
+    presses = _Presses()
+    default = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    if threading.current_thread() is not threading.main_thread() or not default:
+        yield presses
+        return
+
+    def pressed(signum: int, frame: object) -> None:
+        presses.count += 1
+        if presses.count > 1:
+            raise KeyboardInterrupt
+        stop()
+
+    signal.signal(signal.SIGINT, pressed)
+    try:
+        yield presses
+    finally:
+        if signal.getsignal(signal.SIGINT) is pressed:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def _drive(
     loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T], ctx: contextvars.Context
 ) -> T:
     """Run ``coro`` on this thread's ``loop``; if the caller is interrupted, cancel the task
-    and let it finish (emitting its final event) before re-raising."""
+    and let it finish (emitting its final event) before re-raising. A Ctrl-C cancels it
+    from a loop callback (:func:`_ctrl_c_stops`), then raises ``KeyboardInterrupt``."""
     task: asyncio.Task[T] | None = None
     try:
         task = loop.create_task(coro, context=ctx)
-        return loop.run_until_complete(task)
+        cancel = functools.partial(loop.call_soon_threadsafe, task.cancel, _CTRL_C)
+        with _ctrl_c_stops(cancel) as presses:
+            try:
+                result = loop.run_until_complete(task)
+            except asyncio.CancelledError:
+                if not presses.count:
+                    raise
+                raise KeyboardInterrupt from None
+        if presses.count:
+            raise KeyboardInterrupt  # pressed as the run ended: the caller still hears it
+        return result
     except BaseException as exc:
         if task is None:
             coro.close()
@@ -173,10 +230,16 @@ class _Background:
 
     def run(self, coro: Coroutine[Any, Any, T], ctx: contextvars.Context) -> T:
         job = _Submitted(coro)
+
+        def stop() -> None:  # a Ctrl-C in the caller's (main) thread: see _ctrl_c_stops
+            job.interrupt = KeyboardInterrupt()
+            self.loop.call_soon_threadsafe(self._cancel, job)
+
         try:
-            # inside the try: the run may get far (even to a Ctrl-C) before this returns
-            self.loop.call_soon_threadsafe(self._start, job, context=ctx)
-            job.done.wait()
+            with _ctrl_c_stops(stop) as presses:
+                # inside the try: the run may get far (even to a Ctrl-C) before this returns
+                self.loop.call_soon_threadsafe(self._start, job, context=ctx)
+                job.done.wait()
         except BaseException:
             # the caller was interrupted: stop the run and let it emit its final event
             self.loop.call_soon_threadsafe(self._cancel, job)
@@ -187,6 +250,8 @@ class _Background:
             if job.interrupt is not None:
                 raise job.interrupt
             raise asyncio.CancelledError
+        if presses.count and task.exception() is None:
+            raise KeyboardInterrupt  # pressed as the run ended: the caller still hears it
         error = task.exception()
         if error is not None:
             raise error

@@ -42,7 +42,7 @@ from langchain_core.messages.utils import message_chunk_to_message
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, GenerationChunk, LLMResult
 
 from toolloop_lab._support.jsonsafe import frozen_json
-from toolloop_lab.events import Observer
+from toolloop_lab.events import Observer, checked_observers
 from toolloop_lab.spend.pricing import PriceTable
 
 from .conversation import bound_tool_names, configured_model_name, streaming_requested
@@ -82,7 +82,7 @@ class EventBridge(BaseCallbackHandler):
         prices: PriceTable | None = None,
         clock: Clock = time.perf_counter,
     ) -> None:
-        self.observers: tuple[Observer, ...] = tuple(observers)
+        self.observers: tuple[Observer, ...] = checked_observers(observers)
         self.prices = prices
         self.clock = clock
         self._lock = threading.RLock()

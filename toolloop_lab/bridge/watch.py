@@ -22,7 +22,7 @@ from typing import Final
 
 from langchain_core.tracers.context import register_configure_hook
 
-from toolloop_lab.events import Observer
+from toolloop_lab.events import Observer, checked_observers
 from toolloop_lab.spend.pricing import PriceTable
 
 from .handler import EventBridge
@@ -39,7 +39,7 @@ def callbacks(
 ) -> EventBridge:
     """A callback handler that feeds ``observers`` the events of every run it is passed to:
     ``graph.invoke(inputs, config={"callbacks": [callbacks(dbg)]})``."""
-    return EventBridge(observers, prices=prices, clock=clock)
+    return EventBridge(checked_observers(observers, spread="callbacks"), prices=prices, clock=clock)
 
 
 @contextmanager
@@ -53,7 +53,7 @@ def watch(
     the block's exception, else finished with its last reply.
     """
     outer = _ACTIVE.get()
-    joined = list(observers)
+    joined = list(checked_observers(observers, spread="watch"))
     if outer is not None:
         joined += [o for o in outer.observers if not any(o is mine for mine in observers)]
     bridge = EventBridge(joined, prices=prices, clock=clock)

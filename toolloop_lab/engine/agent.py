@@ -35,9 +35,10 @@ from toolloop_lab.engine.arguments import (
     agent_tools,
     chat_model,
     check_prune_tools,
+    check_tool_names,
 )
 from toolloop_lab.engine.config import DEFAULT_SYNTHESIS_PROMPT, AgentConfig
-from toolloop_lab.engine.hooks import PauseHook
+from toolloop_lab.engine.hooks import PauseHook, checked_pause_hook, checked_pause_hooks
 from toolloop_lab.engine.inputs import history_input, run_input
 from toolloop_lab.engine.loop import ToolLoop
 from toolloop_lab.engine.result import ToolLoopResult
@@ -51,7 +52,13 @@ from toolloop_lab.errors import (
     ToolLoopError,
     describe,
 )
-from toolloop_lab.events import LoopFailed, Observer, failure_fields
+from toolloop_lab.events import (
+    LoopFailed,
+    Observer,
+    checked_observer,
+    checked_observers,
+    failure_fields,
+)
 from toolloop_lab.spend import budget as _budget
 from toolloop_lab.spend.pricing import TokenPrice
 from toolloop_lab.spend.usage import format_tokens, format_usd
@@ -268,11 +275,13 @@ class LLMAgent:
     """Drives any langchain-core chat model through tool-call rounds, with events.
 
     What it is given is checked when it is built (and when ``model``, ``tools`` or
-    ``config`` is set later), so a mistake never reaches a run: ``model`` is a chat model
-    or a ``"provider:model"`` name; ``tools`` a list of tools or plain functions;
-    ``config`` an ``AgentConfig`` or a dict of its fields, its ``prune_tools`` naming
-    tools the agent has. Anything else raises ``TypeError`` (a wrong kind) or
-    ``ConfigurationError`` (a wrong value), naming the fix.
+    ``config`` is set later, or an observer or a pause hook added), so a mistake never
+    reaches a run: ``model`` is a chat model or a ``"provider:model"`` name; ``tools`` a
+    list of tools or plain functions, no two with one name; ``config`` an ``AgentConfig``
+    or a dict of its fields, its ``prune_tools`` naming tools the agent has, with a
+    ``pruning_model``; ``observers`` and ``pause_hooks`` lists of callables. Anything else
+    raises ``TypeError`` (a wrong kind) or ``ConfigurationError`` (a wrong value), naming
+    the fix.
     """
 
     def __init__(
@@ -290,10 +299,10 @@ class LLMAgent:
         self.prices = prices
         self.tools = tools
         self.config = config
-        check_prune_tools(self.config, self.tools)
         self.pruning_model = pruning_model
-        self._observers: tuple[Observer, ...] = tuple(observers)
-        self._pause_hooks: tuple[PauseHook, ...] = tuple(pause_hooks)
+        check_prune_tools(self.config, self.tools, pruning_model=self.pruning_model)
+        self._observers = checked_observers(observers)
+        self._pause_hooks = checked_pause_hooks(pause_hooks)
         self._bound: tuple[BaseChatModel, tuple[BaseTool, ...], Any] | None = None
         self._box: tuple[tuple[BaseTool, ...], ToolBox] | None = None
 
@@ -360,7 +369,7 @@ class LLMAgent:
 
     def subscribe(self, callback: Observer) -> Callable[[], None]:
         """Add an observer for later runs; returns a function that removes it again."""
-        self._observers = (*self._observers, callback)
+        self._observers = (*self._observers, checked_observer(callback))
         return _remover(lambda: self._observers, self._set_observers, callback)
 
     def _set_observers(self, value: tuple[Observer, ...]) -> None:
@@ -368,7 +377,7 @@ class LLMAgent:
 
     def add_pause_hook(self, hook: PauseHook) -> Callable[[], None]:
         """Add a step-mode hook awaited at every pause point; returns its remover."""
-        self._pause_hooks = (*self._pause_hooks, hook)
+        self._pause_hooks = (*self._pause_hooks, checked_pause_hook(hook))
         return _remover(lambda: self._pause_hooks, self._set_hooks, hook)
 
     def _set_hooks(self, value: tuple[PauseHook, ...]) -> None:
@@ -519,13 +528,10 @@ class LLMAgent:
             run.release()
 
     def _check_tools(self, config: AgentConfig) -> None:
-        check_prune_tools(config, self.tools)  # the tools may have changed since
-        names = [t.name for t in self.tools]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise ConfigurationError(
-                f"tool names must be unique; repeated: {', '.join(duplicates)}", field="tools"
-            )
+        # checked when they were given; again here, for what changed past the setters
+        # (a tool renamed in place, a config changed with object.__setattr__)
+        check_tool_names(self.tools)
+        check_prune_tools(config, self.tools, pruning_model=self.pruning_model)
 
     def _end(
         self, run: RunState, exc: BaseException, reason: str, text: str, *, cancelled: bool

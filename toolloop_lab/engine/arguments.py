@@ -24,6 +24,7 @@ from langchain_core.tools import BaseTool, tool
 from pydantic import BaseModel
 
 from toolloop_lab._support.escape import NAME_CHARS, clip
+from toolloop_lab._support.fields import shown
 from toolloop_lab.engine.config import AgentConfig
 from toolloop_lab.errors import ConfigurationError, describe
 
@@ -34,6 +35,7 @@ __all__ = [
     "agent_tools",
     "chat_model",
     "check_prune_tools",
+    "check_tool_names",
 ]
 
 ToolLike: TypeAlias = BaseTool | Callable[..., Any]
@@ -44,16 +46,6 @@ TOOLS_SHAPE: Final = (
     "tools= takes a list of tools (BaseTool, @tool functions or plain functions with a docstring)"
 )
 """The start of every refusal of ``tools=``: the shape expected."""
-
-
-def _shown(value: Any) -> str:
-    """A value as a refusal names it: its type, and its text when that is short."""
-    if value is None:
-        return "None"
-    kind = type(value).__name__
-    if isinstance(value, (str, int, float)):
-        return f"the {kind} {clip(repr(value), NAME_CHARS)}"
-    return f"a {kind}"
 
 
 def _named(value: Any) -> str:
@@ -69,11 +61,11 @@ def _whole_refusal(tools: Any) -> str | None:
     if isinstance(tools, BaseTool):
         return f"got the tool {tools.name!r} on its own: pass tools=[{_named(tools)}]"
     if isinstance(tools, Mapping):
-        return f"got {_shown(tools)}: pass its tools, tools=list(tools.values())"
+        return f"got {shown(tools)}: pass its tools, tools=list(tools.values())"
     if isinstance(tools, (str, bytes, BaseModel)) or not isinstance(tools, Iterable):
         if callable(tools) and not isinstance(tools, type):
             return f"got the function {_named(tools)} on its own: pass tools=[{_named(tools)}]"
-        return f"got {_shown(tools)}"
+        return f"got {shown(tools)}"
     return None
 
 
@@ -89,8 +81,8 @@ def _item_refusal(index: int, item: Any) -> str:
             "function docs become tools with toolloop_lab.schema_tools.tools_from_schema)"
         )
     if isinstance(item, str):
-        return f"{where} is {_shown(item)}: pass the tool itself, not its name"
-    return f"{where} is {_shown(item)}"
+        return f"{where} is {shown(item)}: pass the tool itself, not its name"
+    return f"{where} is {shown(item)}"
 
 
 def _tool_of(index: int, item: Any) -> BaseTool:
@@ -114,11 +106,49 @@ def _tool_of(index: int, item: Any) -> BaseTool:
 
 def agent_tools(tools: Any) -> tuple[BaseTool, ...]:
     """The tools an agent runs, from what was passed as ``tools=``; ``TypeError`` naming
-    the shape expected for anything but a collection of tools and functions."""
+    the shape expected for anything but a collection of tools and functions, and
+    ``ConfigurationError`` for two that share a name (:func:`check_tool_names`)."""
     why = _whole_refusal(tools)
     if why is not None:
         raise TypeError(f"{TOOLS_SHAPE}, {why}")
-    return tuple(_tool_of(i, item) for i, item in enumerate(tools))
+    made = tuple(_tool_of(i, item) for i, item in enumerate(tools))
+    check_tool_names(made)
+    return made
+
+
+def _origin(made: BaseTool) -> str:
+    """What a tool was made from, as a person wrote it: a function, or a tool class."""
+    func = getattr(made, "func", None) or getattr(made, "coroutine", None)
+    name = getattr(func, "__name__", None)
+    if isinstance(name, str) and name != made.name:
+        return f"the function {clip(name, NAME_CHARS)}"
+    if isinstance(name, str):
+        return f"the tool {clip(name, NAME_CHARS)}"
+    return f"a {type(made).__name__}"
+
+
+def check_tool_names(tools: tuple[BaseTool, ...]) -> None:
+    """Refuse two tools that share a name, naming both: the model calls a tool by its
+    name, so one of them could never be called (every run used to fail in round 0)."""
+    first: dict[str, int] = {}
+    for index, made in enumerate(tools):
+        earlier = first.setdefault(made.name, index)
+        if earlier == index:
+            continue
+        name = clip(repr(made.name), NAME_CHARS)
+        if tools[earlier] is made:
+            text = (
+                f"tools[{earlier}] and tools[{index}] are the same tool ({name}), given "
+                "twice: pass it once"
+            )
+        else:
+            text = (
+                f"tools[{earlier}] ({_origin(tools[earlier])}) and tools[{index}] "
+                f"({_origin(made)}) are both named {name}, and the model calls a tool by "
+                'its name: give one of them another name (@tool("other_name") or '
+                'StructuredTool.from_function(..., name="other_name")), or leave one out'
+            )
+        raise ConfigurationError(text, field="tools")
 
 
 _RUNNABLE_CONFIG_KEYS: Final = frozenset(
@@ -162,13 +192,35 @@ def agent_config(config: Any) -> AgentConfig:
         if why is not None:
             raise TypeError(why)
         return AgentConfig(**config)
-    raise TypeError(f"config= takes an AgentConfig (or a dict of its fields), got {_shown(config)}")
+    raise TypeError(f"config= takes an AgentConfig (or a dict of its fields), got {shown(config)}")
 
 
-def check_prune_tools(config: AgentConfig, tools: Iterable[BaseTool]) -> None:
-    """Refuse ``prune_tools`` naming a tool the agent does not have (its outputs would
-    never be pruned, silently). A ``prune_tools`` that is no tuple of names (a config
-    changed past its constructor) is left to the check a run makes of its config."""
+PRUNING_FIX: Final = "pass pruning_model= (a chat model, or a 'provider:model' name)"
+"""How to give an agent its pruning model, as a refusal says it."""
+
+
+def check_pruning(config: AgentConfig, pruning_model: object, *, fix: str) -> None:
+    """Refuse ``prune_tools`` with no pruning model: nothing would ever be pruned, and
+    nothing would say so. ``fix`` says how to give one where the mistake was made."""
+    given = config.prune_tools
+    if not given or pruning_model is not None:
+        return
+    names = ", ".join(clip(repr(n), NAME_CHARS) for n in given[:3])
+    more = f" and {len(given) - 3} more" if len(given) > 3 else ""
+    raise ConfigurationError(
+        f"prune_tools names {names}{more}, but there is no pruning model, so nothing would "
+        f"ever be pruned: {fix}, or leave prune_tools out",
+        field="prune_tools",
+    )
+
+
+def check_prune_tools(
+    config: AgentConfig, tools: Iterable[BaseTool], *, pruning_model: object
+) -> None:
+    """Refuse ``prune_tools`` naming a tool the agent does not have, or with no
+    ``pruning_model`` (either way its outputs would never be pruned, silently). A
+    ``prune_tools`` that is no tuple of names (a config changed past its constructor) is
+    left to the check a run makes of its config."""
     given = config.prune_tools
     if not isinstance(given, tuple) or not all(isinstance(n, str) and n for n in given):
         return
@@ -181,6 +233,7 @@ def check_prune_tools(config: AgentConfig, tools: Iterable[BaseTool]) -> None:
             "name tools the agent has, or give it the tool",
             field="prune_tools",
         )
+    check_pruning(config, pruning_model, fix=PRUNING_FIX)
 
 
 def _model_shape(field: str) -> str:
@@ -235,5 +288,5 @@ def chat_model(model: Any, *, field: str = "model") -> BaseChatModel:
             "its tools, and calls it as it is)"
         )
     else:
-        why = f"got {_shown(model)}"
+        why = f"got {shown(model)}"
     raise TypeError(f"{_model_shape(field)}, {why}")

@@ -28,14 +28,23 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import Any, Final, Literal, Protocol, TypeAlias
 
 from langchain_core.messages import BaseMessage
 
+from toolloop_lab._support.callables import Role, callables, one_callable
 from toolloop_lab.errors import InterventionError
 from toolloop_lab.events import ToolCallView
 
-__all__ = ["PauseEditor", "PauseHook", "PausePoint", "holding"]
+__all__ = [
+    "PAUSE_HOOKS",
+    "PauseEditor",
+    "PauseHook",
+    "PausePoint",
+    "checked_pause_hook",
+    "checked_pause_hooks",
+    "holding",
+]
 
 
 class PauseEditor(Protocol):
@@ -123,6 +132,24 @@ PauseHook: TypeAlias = Callable[[PausePoint], Awaitable[None]]
 A hook may also have a ``may_hold(stage) -> bool`` method: when it says ``False`` the loop
 does not build the point (nor its editor) for that hook, which keeps a debugger that is
 attached but not stepping this run nearly free."""
+
+
+PAUSE_HOOKS: Final = Role(
+    "pause_hooks", "pause hook", "an async function awaited at every pause point"
+)
+"""What a pause hook is, as a refusal of one says it."""
+
+
+def checked_pause_hooks(value: Any) -> tuple[PauseHook, ...]:
+    """``value`` as an agent's pause hooks, checked where they are given (a hook that
+    cannot be called used to fail the run in round 1); a ``TypeError`` names the fix."""
+    return callables(value, PAUSE_HOOKS)
+
+
+def checked_pause_hook(value: Any, *, where: str = "hook") -> PauseHook:
+    """One pause hook given on its own (``agent.add_pause_hook(hook)``), checked likewise."""
+    hook: PauseHook = one_callable(value, PAUSE_HOOKS, where=where)
+    return hook
 
 
 def holding(hooks: tuple[PauseHook, ...], stage: str) -> tuple[PauseHook, ...]:

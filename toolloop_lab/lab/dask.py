@@ -52,7 +52,7 @@ from typing import Any, Final, Protocol
 
 from toolloop_lab._support.sync_runner import run_sync
 from toolloop_lab.errors import ConfigurationError, describe
-from toolloop_lab.events import Observer
+from toolloop_lab.events import Observer, checked_observers
 from toolloop_lab.lab.record import ScenarioRun
 from toolloop_lab.lab.results import LabResults
 from toolloop_lab.lab.runner import (
@@ -255,12 +255,13 @@ def run_scenarios_on_dask(
     sweep.
     """
     items = validate_scenarios(scenarios)
+    chosen = checked_observers(observers)
     _check(client, retries, batch_size, concurrency)
     limit = scenario_time_limit(scenario_timeout_s)
     distributed = _distributed()
     rows = SweepRows(len(items), progress, retries=True)
     size = batch_size if batch_size is not None else batch_size_for(len(items), _threads(client))
-    sweep = _Sweep(client, items, retries, tuple(observers), rows, size, concurrency, limit)
+    sweep = _Sweep(client, items, retries, chosen, rows, size, concurrency, limit)
     try:
         done = distributed.as_completed(sweep.submit_all(), loop=client.loop)
         for batch in done.batches():

@@ -40,8 +40,12 @@ from toolloop_lab._support.sync_runner import parameters_of, run_sync
 from toolloop_lab._support.words import GATE_NAME
 from toolloop_lab.engine.agent import LLMAgent
 from toolloop_lab.engine.stopping import time_limit
-from toolloop_lab.errors import ConfigurationError, TimeLimitError, describe
-from toolloop_lab.events import Event, Observer, Outcome, notify
+from toolloop_lab.errors import (
+    ConfigurationError,
+    TimeLimitError,
+    describe,
+)
+from toolloop_lab.events import Event, Observer, Outcome, checked_observers, notify
 from toolloop_lab.lab.record import ScenarioRun, error_fields, outcome_of_events
 from toolloop_lab.lab.results import LabResults
 from toolloop_lab.lab.scenario import Scenario
@@ -404,7 +408,7 @@ def _backend(
     timeout_s: float | None,
 ) -> Backend:
     _check_executor(executor)
-    chosen = tuple(observers)
+    chosen = checked_observers(observers)
     if executor is None:
         return _local_backend(chosen, timeout_s)
     return _executor_backend(executor, chosen, timeout_s)

@@ -26,11 +26,24 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool
 
-from toolloop_lab._support.fields import Prompt, checked
+from toolloop_lab._support.escape import TEXT_CHARS, clip
+from toolloop_lab._support.fields import shown
 from toolloop_lab._support.pickling import quick_pickle
 from toolloop_lab.engine.agent import AgentConfig, LLMAgent
+from toolloop_lab.engine.arguments import check_pruning
 from toolloop_lab.errors import ConfigurationError, ScriptError
 from toolloop_lab.events import Observer
+from toolloop_lab.lab.checks import (
+    builtin_name,
+    config_of,
+    count,
+    data_dir_of,
+    factory,
+    items_of,
+    replies_of,
+    text,
+    unique_call_ids,
+)
 from toolloop_lab.models.scripted import ScriptedChatModel
 from toolloop_lab.spend.budget import checked_prices, to_decimal_usd
 from toolloop_lab.spend.pricing import TokenPrice
@@ -84,11 +97,6 @@ def _builtin_tool(name: str, root: Path) -> BaseTool:
     return echo_tool() if name == "echo" else file_read_tool(root)
 
 
-def _count(value: int | None, name: str) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-        raise ConfigurationError(f"{name} must be an int >= 0 or None, got {value!r}", field=name)
-
-
 @quick_pickle
 @dataclass(frozen=True, slots=True)
 class ToolCallSpec:
@@ -100,7 +108,24 @@ class ToolCallSpec:
     """``None`` gives ``call_<reply>_<n>``, unique within the run."""
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str):
+            raise ConfigurationError(
+                f"name takes the tool's name (text), got {shown(self.name)}", field="name"
+            )
+        text(self.name, "name", blank="name the tool the call is for")
+        if not isinstance(self.args, Mapping):
+            raise ConfigurationError(
+                f"args takes a dict of the call's arguments by name, got {shown(self.args)}",
+                field="args",
+            )
+        for key in self.args:
+            if not isinstance(key, str):
+                raise ConfigurationError(
+                    f"args keys are argument names (text), got {shown(key)}", field="args"
+                )
         object.__setattr__(self, "args", dict(self.args))
+        if self.id is not None:
+            text(self.id, "id", blank="give the call an id, or None to have one made")
 
 
 @quick_pickle
@@ -120,13 +145,29 @@ class Reply:
     """When set, this call raises ``RuntimeError(raises)`` instead of replying."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
-        _count(self.input_tokens, "input_tokens")
-        _count(self.output_tokens, "output_tokens")
+        text(self.text, "text")
+        calls = items_of(
+            self.tool_calls,
+            "tool_calls",
+            ToolCallSpec,
+            shape="a list of ToolCallSpec values",
+            fix="pass ToolCallSpec(name, args), or make the reply with Reply.call(name, args)",
+        )
+        object.__setattr__(self, "tool_calls", calls)
+        count(self.input_tokens, "input_tokens")
+        count(self.output_tokens, "output_tokens")
         if (self.input_tokens is None) != (self.output_tokens is None):
             raise ConfigurationError(
                 "give both input_tokens and output_tokens, or neither", field="input_tokens"
             )
+        if self.raises is not None:
+            text(self.raises, "raises", blank="say what the failing call raises")
+            if self.text or calls:
+                raise ConfigurationError(
+                    "a reply that raises has no text or tool calls (the call fails instead "
+                    "of replying): make it with Reply.failure(message)",
+                    field="raises",
+                )
 
     @classmethod
     def final(
@@ -176,6 +217,11 @@ class Reply:
         return AIMessage(content=self.text, tool_calls=calls, usage_metadata=usage)
 
 
+_MODEL_NAME_FIX: Final = (
+    "name the model the replies are priced as (the default is a real model's name)"
+)
+
+
 @quick_pickle
 @dataclass(frozen=True, slots=True)
 class ScriptedModel:
@@ -185,7 +231,10 @@ class ScriptedModel:
     model_name: str = DEFAULT_MODEL_NAME
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "replies", tuple(self.replies))
+        replies = replies_of(self.replies, "replies")
+        object.__setattr__(self, "replies", replies)
+        unique_call_ids(((f"replies[{i}]", r) for i, r in enumerate(replies)), "replies")
+        text(self.model_name, "model_name", blank=_MODEL_NAME_FIX)
 
     def __call__(self) -> ScriptedChatModel:
         items = [r.to_script_item(i) for i, r in enumerate(self.replies, start=1)]
@@ -203,11 +252,11 @@ class Turn:
     def __post_init__(self) -> None:
         if not isinstance(self.message, str) or not self.message.strip():
             raise ConfigurationError("a turn needs a non-empty message", field="turns")
-        object.__setattr__(self, "replies", tuple(self.replies))
-        if not self.replies or not all(isinstance(r, Reply) for r in self.replies):
-            raise ConfigurationError(
-                f"turn {self.message!r:.60} needs at least one Reply", field="turns"
-            )
+        try:
+            replies = replies_of(self.replies, "replies")
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"turn {self.message!r:.60}: {exc}", field="turns") from None
+        object.__setattr__(self, "replies", replies)
 
 
 @quick_pickle
@@ -225,7 +274,29 @@ class ScriptedTurns:
     model_name: str = DEFAULT_MODEL_NAME
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "turns", tuple(self.turns))
+        turns = items_of(
+            self.turns,
+            "turns",
+            Turn,
+            shape="a list of Turn values",
+            fix="pass Turn(message, replies)",
+        )
+        if not turns:
+            raise ConfigurationError(
+                "a scripted conversation needs at least one Turn: give "
+                "turns=[Turn(message, [Reply.final(...)])]",
+                field="turns",
+            )
+        object.__setattr__(self, "turns", turns)
+        unique_call_ids(
+            (
+                (f"turns[{t}].replies[{i}]", r)
+                for t, turn in enumerate(turns)
+                for i, r in enumerate(turn.replies)
+            ),
+            "turns",
+        )
+        text(self.model_name, "model_name", blank=_MODEL_NAME_FIX)
 
     def __call__(self) -> ScriptedChatModel:
         # At most every reply once plus one synthesis call per turn: a bounded script.
@@ -262,6 +333,20 @@ class ScriptedTurns:
         if isinstance(item, BaseException):
             raise item
         return item
+
+
+_MODEL_TAKES: Final = (
+    "a ScriptedModel, a ScriptedTurns or a zero-argument function returning a chat model"
+)
+_TOOL_TAKES: Final = "a built-in tool name or a zero-argument function returning the tool"
+_TOOLS_TAKES: Final = (
+    f"tools takes a list of built-in tool names ({', '.join(BUILTIN_TOOLS)}) and tool factories"
+)
+_PRUNING_FIX: Final = (
+    "give the scenario pruning_model= (a ScriptedModel or a factory; Scenario.scripted takes "
+    "pruning_replies=)"
+)
+_PROMPT_FIX: Final = "or leave prompt out for the default, " + repr(DEFAULT_PROMPT)
 
 
 @quick_pickle
@@ -301,34 +386,97 @@ class Scenario:
     one fresh backend that lives for every turn of the run."""
 
     def __post_init__(self) -> None:
+        # every field checked where it is written (module lab.checks): a mistake accepted
+        # here became one failed row per scenario, after the whole sweep had run
         if not isinstance(self.name, str) or not self.name.strip():
             raise ConfigurationError("a scenario needs a non-empty name", field="name")
-        if not callable(self.model):
-            raise ConfigurationError("model must be a ScriptedModel or a factory", field="model")
-        if self.pruning_model is not None and not callable(self.pruning_model):
-            raise ConfigurationError("pruning_model must be callable", field="pruning_model")
-        if self.tools_factory is not None and not callable(self.tools_factory):
-            raise ConfigurationError("tools_factory must be callable", field="tools_factory")
+        self._check_factories()
         self._check_turns()
-        given = self.tools
-        if given is None:
-            given = () if self.tools_factory is not None else ("echo",)
-        tools: Iterable[ToolSource] = (given,) if isinstance(given, str) else tuple(given)
-        object.__setattr__(self, "tools", tuple(tools))
-        tags = (self.tags,) if isinstance(self.tags, str) else tuple(self.tags)
-        object.__setattr__(self, "tags", tuple(str(t) for t in tags))
+        self._set("tools", self._checked_tools())
+        self._set("config", config_of(self.config))
+        self._check_pruning()
+        self._set("data_dir", data_dir_of(self.data_dir))
+        tags = (self.tags,) if isinstance(self.tags, str) else self.tags
+        self._set("tags", items_of(tags, "tags", str, shape="a list of str", fix="a tag is text"))
+        text(self.description, "description")
         if self.usd_limit is not None:
-            object.__setattr__(self, "usd_limit", to_decimal_usd(self.usd_limit, field="usd_limit"))
+            self._set("usd_limit", to_decimal_usd(self.usd_limit, field="usd_limit"))
         if self.prices is not None:
             # checked here, like the agent does, so a bad table fails when it is written
             checked = checked_prices(self.prices)
-            object.__setattr__(self, "prices", dict(checked) if checked else None)
+            self._set("prices", dict(checked) if checked else None)
+
+    def _set(self, name: str, value: Any) -> None:
+        """Keep a field's checked value (the dataclass is frozen)."""
+        object.__setattr__(self, name, value)
+
+    def _check_factories(self) -> None:
+        factory(
+            self.model,
+            "model",
+            field="model",
+            makes="chat model",
+            takes=_MODEL_TAKES,
+        )
+        if self.pruning_model is not None:
+            factory(
+                self.pruning_model,
+                "pruning_model",
+                field="pruning_model",
+                makes="chat model",
+                takes=_MODEL_TAKES,
+            )
+        if self.tools_factory is not None:
+            factory(
+                self.tools_factory,
+                "tools_factory",
+                field="tools_factory",
+                makes="set of tools",
+                takes="a zero-argument function returning the run's tools",
+            )
+
+    def _checked_tools(self) -> tuple[ToolSource, ...]:
+        """``tools`` as a tuple, each a built-in name (listed once) or a tool factory."""
+        given = self.tools
+        if given is None:
+            return () if self.tools_factory is not None else ("echo",)
+        if isinstance(given, str):
+            given = (given,)
+        if isinstance(given, (bytes, Mapping)) or not isinstance(given, Iterable):
+            raise ConfigurationError(f"{_TOOLS_TAKES}, got {shown(given)}", field="tools")
+        tools = tuple(given)
+        for index, source in enumerate(tools):
+            if not isinstance(source, str):
+                factory(source, f"tools[{index}]", field="tools", makes="tool", takes=_TOOL_TAKES)
+                continue
+            builtin_name(source, index, BUILTIN_TOOLS)
+            if (first := tools.index(source)) != index:
+                raise ConfigurationError(
+                    f"tools[{first}] and tools[{index}] are both {source!r}: list it once",
+                    field="tools",
+                )
+        return tools
+
+    def _check_pruning(self) -> None:
+        """``prune_tools`` with a pruning model, naming tools the scenario has (when its
+        tools are all built-in names, known before a run)."""
+        check_pruning(self.config, self.pruning_model, fix=_PRUNING_FIX)
+        names = self.tools or ()
+        if self.tools_factory is not None or not all(isinstance(n, str) for n in names):
+            return
+        missing = [n for n in self.config.prune_tools if n not in names]
+        if missing:
+            raise ConfigurationError(
+                f"prune_tools: {missing[0]!r} is not one of the scenario's tools "
+                f"({', '.join(map(str, names)) or 'none'}); name tools it has, or give it the tool",
+                field="prune_tools",
+            )
 
     def _check_turns(self) -> None:
         turns = (self.turns,) if isinstance(self.turns, str) else tuple(self.turns)
         object.__setattr__(self, "turns", turns)
-        if self.prompt is not None:  # text, and not blank: what a run refuses anyway
-            checked(Prompt, self.prompt, field="prompt")
+        if self.prompt is not None:
+            text(self.prompt, "prompt", blank=f"give the user's message ({_PROMPT_FIX})")
         if turns and self.prompt is not None:
             raise ConfigurationError(
                 "give turns or prompt, not both (to switch, set the other to None)",
@@ -338,6 +486,15 @@ class Scenario:
             if not isinstance(turn, str) or not turn.strip():
                 raise ConfigurationError(
                     "each turn is a non-empty user message (Turn objects go to Scenario.scripted)",
+                    field="turns",
+                )
+        if isinstance(self.model, ScriptedTurns):
+            scripted = tuple(t.message for t in self.model.turns)
+            if scripted != self.messages:
+                raise ConfigurationError(
+                    f"the model's script is for the turns {clip(repr(scripted), TEXT_CHARS)}, "
+                    f"and the scenario's messages are {clip(repr(self.messages), TEXT_CHARS)}: "
+                    "build it with Scenario.scripted(name, turns=[Turn(message, replies), ...])",
                     field="turns",
                 )
 
@@ -366,7 +523,7 @@ class Scenario:
         messages they share one script, ``replies``, played in order across the turns.
         """
         pruning = (
-            ScriptedModel(tuple(pruning_replies), model_name)
+            ScriptedModel(replies_of(pruning_replies, "pruning_replies"), model_name)
             if pruning_replies is not None
             else fields.pop("pruning_model", None)
         )
@@ -384,7 +541,7 @@ class Scenario:
         elif any(isinstance(t, Turn) for t in given):
             raise ConfigurationError("turns are all Turn values or all messages", field="turns")
         else:
-            model, messages = ScriptedModel(tuple(replies), model_name), given
+            model, messages = ScriptedModel(replies_of(replies, "replies"), model_name), given
         return cls(name, model, pruning_model=pruning, turns=messages, **fields)
 
     def build_tools(self) -> list[BaseTool]:

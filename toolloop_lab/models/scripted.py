@@ -14,9 +14,9 @@ models take it) is reported as the reply's ``model_name``, unless the item names
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
@@ -24,16 +24,54 @@ from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field, PrivateAttr
 
+from toolloop_lab._support.escape import NAME_CHARS, clip
+from toolloop_lab._support.fields import shown
 from toolloop_lab.errors import ScriptError
 from toolloop_lab.models.base import ChatCall, ChatModelBase
 from toolloop_lab.spend.usage import estimate_tokens
 
-__all__ = ["ScriptItem", "ScriptedCall", "ScriptedChatModel"]
+__all__ = ["ScriptItem", "ScriptedCall", "ScriptedChatModel", "playable"]
 
 ScriptItem = (
     AIMessage | str | BaseException | Callable[[list[BaseMessage], list[dict[str, Any]]], AIMessage]
 )
 """One scripted reply (see module doc)."""
+
+
+_ITEMS: Final = (
+    "a script item is an AIMessage, a str (a final answer), an exception to raise, or a "
+    "callable (messages, tools) -> AIMessage"
+)
+
+
+def _unplayable(index: int, item: Any) -> str | None:
+    """Why ``item`` (at ``script[index]``) cannot be played (``None`` when it can)."""
+    where = f"script[{index}]"
+    if isinstance(item, type):
+        return f"{where} is {shown(item)}: pass an instance, {item.__name__}(...)"
+    if isinstance(item, (AIMessage, str, BaseException)) or callable(item):
+        return None
+    return f"{where} is {shown(item)}, which cannot be played"
+
+
+def playable(script: Any) -> list[Any]:
+    """``script`` as the list of items a model plays, each one it can play; a
+    :class:`ScriptError` names the first that it cannot, when the model is built (it used
+    to fail at the call that reached it, and a string was played as one reply per
+    character)."""
+    if isinstance(script, (str, bytes, Mapping)) or not isinstance(script, Iterable):
+        fix = (
+            f": pass [{clip(repr(script), NAME_CHARS)}] for one reply"
+            if isinstance(script, str)
+            else ""
+        )
+        raise ScriptError(f"script takes a list of replies, got {shown(script)}{fix}; {_ITEMS}")
+    items = list(script)
+    for index, item in enumerate(items):
+        why = _unplayable(index, item)
+        if why is not None:
+            raise ScriptError(f"{why}; {_ITEMS}")
+    return items
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +99,7 @@ class ScriptedChatModel(ChatModelBase):
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     def __init__(self, script: Sequence[Any] = (), **kwargs: Any) -> None:
-        super().__init__(script=list(script), **kwargs)
+        super().__init__(script=playable(script), **kwargs)
 
     @property
     def _llm_type(self) -> str:

@@ -82,7 +82,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerPro
 from opentelemetry.trace import StatusCode
 
 from toolloop_lab.errors import ConfigurationError
-from toolloop_lab.events import Observer
+from toolloop_lab.events import Observer, checked_observers
 from toolloop_lab.otel import conventions as cv
 from toolloop_lab.otel.names import GEN_AI, TOOLLOOP
 from toolloop_lab.otel.span_run import Failure, SpanRun
@@ -140,7 +140,7 @@ class SpanSource(SpanProcessor):
     forgotten, and one that had not ended is counted in :attr:`dropped`."""
 
     def __init__(self, *observers: Observer, prices: PriceTable | None = None) -> None:
-        self.observers = tuple(observers)
+        self.observers = checked_observers(observers, spread="SpanSource")
         self.prices = prices
         self._lock = threading.RLock()
         self._open: dict[Key, _Open] = {}
@@ -390,7 +390,7 @@ def watch_spans(
             "(opentelemetry.sdk.trace.TracerProvider)",
             field="tracer_provider",
         )
-    source = SpanSource(*observers, prices=prices)
+    source = SpanSource(*checked_observers(observers, spread="watch_spans"), prices=prices)
     tracer_provider.add_span_processor(source)
     try:
         yield source

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import comm
 
 from toolloop_lab.engine.agent import AgentConfig
-from toolloop_lab.events import Event, LoopFailed, LoopFinished, Observer
+from toolloop_lab.events import Event, LoopFailed, LoopFinished, Observer, checked_observers
 from toolloop_lab.replay.fork import Fork, ForkResult
 from toolloop_lab.runview import RunView
 from toolloop_lab.spend.pricing import PriceTable
@@ -278,14 +278,14 @@ class LoopDebugger(RunList, Comparisons, StepMode, SyncedState):
         same events. See :func:`toolloop_lab.bridge.watch`."""
         from toolloop_lab.bridge import watch
 
-        return watch(self, *observers, prices=prices)
+        return watch(self, *checked_observers(observers, spread="dbg.watch"), prices=prices)
 
     def callbacks(self, *observers: Observer, prices: PriceTable | None = None) -> EventBridge:
         """A callback handler showing the runs it is passed to here (``graph.invoke(inputs,
         config={"callbacks": [dbg.callbacks()]})``). See :func:`toolloop_lab.bridge.callbacks`."""
         from toolloop_lab.bridge import callbacks
 
-        return callbacks(self, *observers, prices=prices)
+        return callbacks(self, *checked_observers(observers, spread="dbg.callbacks"), prices=prices)
 
     # -- any framework's OpenTelemetry spans ----------------------------------------------
     def watch_spans(
@@ -296,7 +296,8 @@ class LoopDebugger(RunList, Comparisons, StepMode, SyncedState):
         events. See :mod:`toolloop_lab.otel.spans` (needs the ``otel`` extra)."""
         from toolloop_lab.otel.spans import watch_spans
 
-        return watch_spans(tracer_provider, self, *observers, prices=prices)
+        mine = checked_observers(observers, spread="dbg.watch_spans")
+        return watch_spans(tracer_provider, self, *mine, prices=prices)
 
     # -- fork -------------------------------------------------------------------------
     def _update_can_fork(self) -> None:
