@@ -34,6 +34,7 @@ from loopkit import (
 )
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, compare, usd_budget
+from toolloop_lab._support.escape import BIDI_CONTROLS
 from toolloop_lab.events import Event, ToolDispatched
 from toolloop_lab.lab import catalog
 from toolloop_lab.widget.comparing import comparison_payload
@@ -186,6 +187,30 @@ def usd_stop_mid_run() -> list[Event]:
         return _run(script, [_tool("hostile", _hostile_text)], AgentConfig(tool_max_rounds=8))
 
 
+SPOOF = "invoice_\u202efdp.exe"
+"""A tool name that reads ``invoice_exe.pdf`` wherever its override is obeyed."""
+
+
+def _bidi_text() -> list[Event]:
+    """Every bidirectional control (``escape.BIDI_CONTROLS``) in a model's name, its text,
+    a tool's name (an unknown tool), arguments and output, and the final answer."""
+    every = f"all {BIDI_CONTROLS} end"
+    script = [
+        calls(
+            tool_call(SPOOF, {"text": every}, "b1"),
+            tool_call("hostile", {"text": every}, "b2"),
+            text=f"text {SPOOF} {every}",
+        ),
+        final(f"final {SPOOF} {every}"),
+    ]
+    events: list[Event] = []
+    model = ScriptedChatModel(script, model_name=f"model {SPOOF}")
+    agent = LLMAgent(model, [_tool("hostile", _hostile_text)], observers=[events.append])
+    with ThreadPoolExecutor(1) as pool:  # as _run does: never inside a running event loop
+        pool.submit(agent.run, f"go {SPOOF}", name=f"run {SPOOF}", tags=(f"tag {SPOOF}",)).result()
+    return events
+
+
 LONG_ROUNDS = 200
 """Rounds of the long run: enough that what the page keeps a round shows."""
 
@@ -194,7 +219,8 @@ def hostile_cases() -> dict[str, list[Event]]:
     """Runs the catalog has not: hostile, huge and unicode strings from a tool and the
     model, a tool that raises, an unknown and an invalid call, a run stopped mid-tool, a
     model that runs out of replies (the run fails), a token budget tripped mid-run, a USD
-    limit that stops a run mid-round; and a long run (``LONG_ROUNDS`` rounds of one call)."""
+    limit that stops a run mid-round, every bidirectional control in every field; and a
+    long run (``LONG_ROUNDS`` rounds of one call)."""
     stopped = _cancelled_tool()
     hostile = _tool("hostile", _hostile_text)
     boom = _tool("boom", _boom)
@@ -228,6 +254,7 @@ def hostile_cases() -> dict[str, list[Event]]:
             AgentConfig(tool_max_rounds=LONG_ROUNDS + 1),
         ),
         "cancelled_tool": stopped,
+        "bidi_text": _bidi_text(),
         "langgraph_interrupted": _interrupted(),
         "tool_result_missing": [
             e for e in stopped if not (isinstance(e, ToolDispatched) and e.tool_call_id == "h1")

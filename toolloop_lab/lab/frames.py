@@ -36,6 +36,7 @@ from typing import Any, Final
 
 import pandas as pd
 
+from toolloop_lab._support.escape import plain
 from toolloop_lab.events import EVENT_TYPES, BudgetGate, tool_rounds_of
 from toolloop_lab.lab.record import OUTCOMES, ScenarioRun, error_text, tally
 from toolloop_lab.runview import RoundRow, RunView
@@ -654,8 +655,10 @@ def turn_table(turns: pd.DataFrame) -> str:
 
 
 def _fixed_width(header: list[str], rows: list[list[Any]], right: set[int]) -> str:
-    """Plain text table: numbers right-aligned, text left-aligned, a rule under the header."""
-    cells = [[str(v) for v in row] for row in [header, *rows]]
+    """Plain text table: numbers right-aligned, text left-aligned, a rule under the header.
+    Every cell is :func:`plain` text (a scenario's name or error is untrusted: no control
+    character acts, no bidirectional one reorders a line), measured as shown."""
+    cells = [[plain(v) for v in row] for row in [header, *rows]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
 
     def line(row: list[str]) -> str:
