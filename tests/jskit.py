@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from loopkit import (
     ALL,
@@ -211,6 +212,11 @@ def _bidi_text() -> list[Event]:
     return events
 
 
+def _estimated() -> list[Event]:
+    """A run whose model reports no usage: its counts are estimated (``Usage.estimated``)."""
+    return _run([AIMessage("no usage reported")], [])
+
+
 LONG_ROUNDS = 200
 """Rounds of the long run: enough that what the page keeps a round shows."""
 
@@ -219,8 +225,9 @@ def hostile_cases() -> dict[str, list[Event]]:
     """Runs the catalog has not: hostile, huge and unicode strings from a tool and the
     model, a tool that raises, an unknown and an invalid call, a run stopped mid-tool, a
     model that runs out of replies (the run fails), a token budget tripped mid-run, a USD
-    limit that stops a run mid-round, every bidirectional control in every field; and a
-    long run (``LONG_ROUNDS`` rounds of one call)."""
+    limit that stops a run mid-round, every bidirectional control in every field, a model
+    that reports no usage (estimated counts); and a long run (``LONG_ROUNDS`` rounds of one
+    call)."""
     stopped = _cancelled_tool()
     hostile = _tool("hostile", _hostile_text)
     boom = _tool("boom", _boom)
@@ -255,6 +262,7 @@ def hostile_cases() -> dict[str, list[Event]]:
         ),
         "cancelled_tool": stopped,
         "bidi_text": _bidi_text(),
+        "estimated_counts": _estimated(),
         "langgraph_interrupted": _interrupted(),
         "tool_result_missing": [
             e for e in stopped if not (isinstance(e, ToolDispatched) and e.tool_call_id == "h1")

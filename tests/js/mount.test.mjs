@@ -102,3 +102,16 @@ test("a bidirectional control shows as its code in every text and tooltip, never
   assert.ok(JSON.stringify(events).includes("invoice_\u202efdp.exe"));
   dispose();
 });
+
+test("estimated counts say so in the words file's words", async () => {
+  const { el, events, dispose } = await mounted("estimated_counts");
+  const { USAGE } = await import(src("words.js"));
+  assert.equal(events[events.length - 1].usage.estimated, true);
+  assert.ok(USAGE.estimated, "the words file has the words");
+  assert.equal(text(el, ".tl-total-estimated"), USAGE.estimated);
+  assert.equal(el.querySelector(".tl-total-estimated").title, USAGE.estimated_hint);
+  const exact = await mounted("single_round");
+  assert.equal(exact.el.querySelector(".tl-total-estimated"), null);
+  exact.dispose();
+  dispose();
+});

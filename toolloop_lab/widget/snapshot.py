@@ -116,7 +116,8 @@ def _head(view: RunView, offset: int) -> str:
 
 
 def _spend(view: RunView) -> list[str]:
-    """Tokens and cost, the USD limit when there is one, and why spend passed it."""
+    """Tokens and cost (some estimated, when they were), the USD limit when there is one,
+    and why spend passed it."""
     usage = view.usage
     parts = [
         "<br>tokens: "
@@ -124,6 +125,9 @@ def _spend(view: RunView) -> list[str]:
         f"from cache), {fig.tokens(usage.output_tokens)} output · "
         f"cost {fig.usd(usage.cost_usd)}"
     ]
+    estimated = fig.estimated(usage.estimated)
+    if estimated is not None:  # where the browser's header says it: beside the totals
+        parts.append(f" · <i>{esc(estimated)}</i>")
     if view.usd_limit is not None:
         parts.append(f" of the {esc(GATE_NAME['usd'])} {fig.usd(view.usd_limit)}")
         over = fig.overshoot(usage.cost_usd, view.usd_limit)

@@ -137,16 +137,19 @@ def _head(view: RunView, offset: int) -> str:
 
 
 def _spend(view: RunView) -> str:
-    """Tokens and cost against their budgets, with the gates, and the context filled."""
+    """Tokens and cost against their budgets, with the gates, the context filled, and
+    whether some counts were estimated (as the browser's header says it)."""
     budget = view.token_budget
     spent = view.usage.total_tokens
     tok = f"tokens {fig.tokens(spent)}" + (f" / {fig.tokens(budget)}" if budget is not None else "")
     limit = view.usd_limit
     usd = f"cost {fig.usd(view.usage.cost_usd)}" + (f" / {fig.usd(limit)}" if limit else "")
     ctx = f"context {fig.pct(view.context_fill)} of {fig.tokens(view.context_window)}"
+    estimated = fig.estimated(view.usage.estimated)
     return (
         f"{tok} ({GATE['token']} gate {fig.gate_label(view.token_gate)}) · "
         f"{usd} ({GATE['usd']} gate {fig.gate_label(view.usd_gate)}) · {ctx}"
+        + (f" · {estimated}" if estimated else "")
     )
 
 

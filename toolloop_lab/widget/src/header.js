@@ -10,7 +10,7 @@ import { lastToolName } from "./rounds.js";
 import { nestedCount } from "./runlist.js";
 import { held, holdingNow, runNow } from "./store.js";
 import { budgetStop, overshoot } from "./budget.js";
-import { GATE_NAME, STATUS, statusCode, usd, word } from "./words.js";
+import { GATE_NAME, STATUS, USAGE, statusCode, usd, word } from "./words.js";
 
 /** @typedef {import("./context.js").ViewContext} ViewContext */
 
@@ -173,7 +173,12 @@ export function createHeader(ctx) {
       nestedItem.title = "This run's spend with every run it called (sub-agents), as far as this debugger kept them";
       totals.append(nestedItem);
     }
-    if (t.estimated) totals.append(h("span", "tl-muted", "some counts estimated"));
+    if (t.estimated) {
+      // the Python views say it on the same condition (figures.py's estimated)
+      const said = h("span", "tl-muted tl-total-estimated", USAGE.estimated);
+      said.title = USAGE.estimated_hint;
+      totals.append(said);
+    }
     gauges.textContent = "";
     const info = run.run;
     if (!info) return;
