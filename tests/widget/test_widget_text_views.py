@@ -106,3 +106,39 @@ async def test_a_scripted_run_without_usage_is_estimated_and_one_with_usage_is_n
             assert (ESTIMATED in debugger.snapshot_html()) is estimated
         finally:
             debugger.close()
+
+
+# -- a round of many tool calls -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("tools", [2_000, 12])
+def test_a_round_of_many_tool_calls_stays_a_few_lines(
+    tools: int, dbg: LoopDebugger, tracer: Tracer
+) -> None:
+    """One agent span with thousands of tool spans (the outside check had 10,000: a
+    120,000-character summary; 2,000 keep this test quick): the text summary and the snapshot list
+    the round's first few calls and say how many more there were and how many of those
+    failed, so a failure is never left out unsaid."""
+    failed = frozenset({tools - 1, tools - 3})  # among the last calls: left out of a long list
+    _agent_span(tracer, tools=tools, failed=failed)
+    (row,) = [r for r in dbg.view.rounds if r.tools]
+    assert len(row.tools) == tools
+    summary = dbg.summary()
+    line = next(line for line in summary.splitlines() if line.startswith("  round 1:"))
+    listed = line.count("check: ")
+    assert 0 < listed <= tools
+    left = tools - listed
+    if left:
+        hidden = sum(1 for i in failed if i >= listed)
+        assert line.endswith(f"… and {left:,} more tool calls ({hidden} failed)"), line
+    else:
+        assert "more tool call" not in line
+    assert len(summary) < 2_000
+    snapshot = dbg.snapshot_html()
+    cell = re.search(r"<tr><td>1</td>.*?</tr>", snapshot)
+    assert cell is not None
+    shown = cell.group().count("check: ")
+    assert 0 < shown <= tools
+    if tools - shown:
+        assert f"… and {tools - shown:,} more tool calls" in cell.group()
+    assert len(snapshot) < 6_000

@@ -91,7 +91,8 @@ GATE_TRIPPED: Final = TABLES["gate_tripped"]
 its job, never an error of the round."""
 COUNTS: Final = TABLES["counts"]
 """How a run's rounds and calls read in a header: the round under way of the cap while it
-runs; once it ended, its tool rounds and its model calls, names that say what they count."""
+runs; once it ended, its tool rounds and its model calls, names that say what they count;
+and how a round's tool calls a view leaves out are counted (``more_tool_calls``)."""
 USAGE: Final = TABLES["usage"]
 """What a run's token counts are, beside its totals: ``estimated`` when some call's were
 (a provider that reported none, a span without usage), on the one condition every view

@@ -3,7 +3,8 @@
 A notebook rendered on GitHub, or by nbviewer without widget state, shows the ``text/html``
 of an output instead of the live widget; this is that HTML. It is plain, escaped markup
 (no script, no style block: renderers strip them anyway) and bounded whatever the run's
-length: the newest :data:`SNAPSHOT_ROUNDS` rounds, the totals and the outcome.
+length: the newest :data:`SNAPSHOT_ROUNDS` rounds (each with its first tool calls, the rest
+counted), the totals and the outcome.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ def _row(row: RoundRow, offset: int) -> str:
     )
     text = esc_clip(row.text, _PREVIEW)
     reply = text or "<i>(no text)</i>"
-    tools = ", ".join(_tool(t) for t in row.tools)
+    shown, more = fig.tools_shown(row.tools)
+    tools = ", ".join([*(_tool(t) for t in shown), *([esc(more)] if more else [])])
     if row.interventions:
         tools += ("; " if tools else "") + "<i>changed by you</i>"
     held = fig.held(row.duration_s, row.paused_s if row.pauses else None)

@@ -3,7 +3,8 @@
 nbconvert, terminals and plain IPython show this instead of the widget. It is derived from
 the same :class:`RunView` as the static snapshot; untrusted text goes through
 :func:`toolloop_lab._support.escape.plain`, so a tool output cannot drive a terminal, and every
-field of it is clipped (with a ``… (N chars)`` marker) to keep the summary a few lines.
+field of it is clipped (with a ``… (N chars)`` marker), the newest rounds only and a round's
+first tool calls only (the rest counted), to keep the summary a few lines.
 """
 
 from __future__ import annotations
@@ -65,9 +66,10 @@ def _round_line(row: RoundRow, done: bool, offset: int) -> str:
     held = fig.held(row.duration_s, row.paused_s if row.pauses else None)
     if held:
         bits.append(held)
-    tools = []
-    for t in row.tools:
-        tools.append(f"{plain(t.name, NAME_PREVIEW)}: {_tool_status(t, done)}")
+    shown, more = fig.tools_shown(row.tools)
+    tools = [f"{plain(t.name, NAME_PREVIEW)}: {_tool_status(t, done)}" for t in shown]
+    if more:
+        tools.append(more)
     if tools:
         bits.append(", ".join(tools))
     if row.tokens_saved or any(t.pruning for t in row.tools):
