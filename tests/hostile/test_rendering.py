@@ -781,3 +781,20 @@ def test_report_writes_a_lone_surrogate_as_a_replacement_character(
         "<title>title \ufffd</title>",
     ):
         assert shown in text, shown
+
+
+def test_a_replay_divergence_describes_its_messages_with_the_codes_shown() -> None:
+    """A recording that diverges says which message differs, one line per side: the role,
+    the call's name and id are shown as every text view shows them (the content was
+    already quoted with ``repr``)."""
+    from toolloop_lab.replay.recording_file import describe_message
+
+    line = describe_message(
+        {
+            "role": "ai",
+            "content": f"text {SPOOF}",
+            "tool_calls": [{"name": SPOOF, "id": "c\u202e1\x1b", "args": {"p": SPOOF}}],
+        }
+    )
+    audit_text(line)
+    assert "calls invoice_\\u202efdp.exe#c\\u202e1\\x1b(" in line
