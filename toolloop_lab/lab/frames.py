@@ -578,9 +578,6 @@ def spend_table(runs: pd.DataFrame) -> str:
             strict=True,
         )
     ]
-    total_cost = _cost_text(float(runs["cost_usd"].fillna(0).sum()), True)
-    if not bool(runs["cost_known"].all()):
-        total_cost += " + unknown"
     rows.append(
         [
             "TOTAL",
@@ -591,12 +588,11 @@ def spend_table(runs: pd.DataFrame) -> str:
             int(runs["completion_tokens"].sum()),
             int(runs["pruning_tokens"].sum()),
             int(runs["tokens_saved_by_pruning"].sum()),
-            total_cost,
+            _total_cost(runs),
             tally(str(o) for o in runs["outcome"]),
         ]
     )
-    header = list(_TABLE.values())
-    _note_estimated(header, rows, [bool(e) for e in runs["usage_estimated"]])
+    header = _note_estimated(list(_TABLE.values()), rows, runs["usage_estimated"])
     return _fixed_width(header, rows, right={2, 3, 4, 5, 6, 7, 8})
 
 
@@ -640,9 +636,6 @@ def turn_table(turns: pd.DataFrame) -> str:
                 else "",
             ]
         )
-    total_cost = _cost_text(float(turns["cost_usd"].fillna(0).sum()), True)
-    if not bool(turns["cost_known"].all()):
-        total_cost += " + unknown"
     ran_count = int(turns["outcome"].notna().sum())
     rows.append(
         [
@@ -655,25 +648,32 @@ def turn_table(turns: pd.DataFrame) -> str:
             int(turns["tool_errors"].sum()),
             int(turns["prompt_tokens"].sum()),
             int(turns["completion_tokens"].sum()),
-            total_cost,
+            _total_cost(turns),
             "",
         ]
     )
-    header = list(_TURN_TABLE)
-    _note_estimated(header, rows, [bool(e) for e in turns["usage_estimated"]])
+    header = _note_estimated(list(_TURN_TABLE), rows, turns["usage_estimated"])
     return _fixed_width(header, rows, right={1, 3, 4, 5, 6, 7, 8, 9})
 
 
-def _note_estimated(header: list[str], rows: list[list[Any]], flags: list[bool]) -> None:
-    """A ``note`` column with the words for estimated counts on each row whose counts are
-    estimated (and on the total line when any is), as the debugger's header says it beside a
-    run's totals; a table whose counts are all a provider's has no such column. ``rows``
-    ends in the total line, ``flags`` has one per row before it."""
-    if not any(flags):
-        return
-    header.append("note")
-    for row, flag in zip(rows, [*flags, True], strict=True):
+def _total_cost(frame: pd.DataFrame) -> str:
+    """A table's total cost: its rows' priced costs, ``+ unknown`` when some are not."""
+    total = _cost_text(float(frame["cost_usd"].fillna(0).sum()), True)
+    return total if bool(frame["cost_known"].all()) else f"{total} + unknown"
+
+
+def _note_estimated(header: list[str], rows: list[list[Any]], flags: pd.Series) -> list[str]:
+    """``header`` with a ``note`` column added, and the words for estimated counts added to
+    each row whose counts are estimated (and to the total line when any is), as the
+    debugger's header says it beside a run's totals; a table whose counts are all a
+    provider's gets no such column. ``rows`` ends in the total line, ``flags`` (the frame's
+    ``usage_estimated``) has one per row before it."""
+    marked = [bool(flag) for flag in flags]
+    if not any(marked):
+        return header
+    for row, flag in zip(rows, [*marked, True], strict=True):
         row.append(estimated(flag) or "")
+    return [*header, "note"]
 
 
 def _fixed_width(header: list[str], rows: list[list[Any]], right: set[int]) -> str:
