@@ -22,7 +22,8 @@ What each view must do with them:
   element), every payload is shown escaped in every field, its only scripts are the ones
   its Content-Security-Policy allows (``tests/lab/test_report.py`` checks that policy), and the
   events its view draws from sit in JSON blocks that no string can close.
-* **The text repr** shows control characters as ``\\xNN``.
+* **The text repr** shows control characters as ``\\xNN`` and bidirectional controls as
+  ``\\uNNNN`` (the page shows those by the same rule: ``tests/js/mount.test.mjs``).
 
 Names, ids and finish reasons are clipped to a couple of hundred characters in every view
 (``tests/test_clipping.py``), so those fields get the payloads in groups that fit: each
