@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from loopkit import (
     ALL,
@@ -34,6 +35,7 @@ from loopkit import (
 )
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, compare, usd_budget
+from toolloop_lab._support.escape import BIDI_CONTROLS
 from toolloop_lab.events import Event, ToolDispatched
 from toolloop_lab.lab import catalog
 from toolloop_lab.widget.comparing import comparison_payload
@@ -217,6 +219,35 @@ def _spans_past_the_schema() -> list[Event]:
     return events
 
 
+SPOOF = "invoice_\u202efdp.exe"
+"""A tool name that reads ``invoice_exe.pdf`` wherever its override is obeyed."""
+
+
+def _bidi_text() -> list[Event]:
+    """Every bidirectional control (``escape.BIDI_CONTROLS``) in a model's name, its text,
+    a tool's name (an unknown tool), arguments and output, and the final answer."""
+    every = f"all {BIDI_CONTROLS} end"
+    script = [
+        calls(
+            tool_call(SPOOF, {"text": every}, "b1"),
+            tool_call("hostile", {"text": every}, "b2"),
+            text=f"text {SPOOF} {every}",
+        ),
+        final(f"final {SPOOF} {every}"),
+    ]
+    events: list[Event] = []
+    model = ScriptedChatModel(script, model_name=f"model {SPOOF}")
+    agent = LLMAgent(model, [_tool("hostile", _hostile_text)], observers=[events.append])
+    with ThreadPoolExecutor(1) as pool:  # as _run does: never inside a running event loop
+        pool.submit(agent.run, f"go {SPOOF}", name=f"run {SPOOF}", tags=(f"tag {SPOOF}",)).result()
+    return events
+
+
+def _estimated() -> list[Event]:
+    """A run whose model reports no usage: its counts are estimated (``Usage.estimated``)."""
+    return _run([AIMessage("no usage reported")], [])
+
+
 LONG_ROUNDS = 200
 """Rounds of the long run: enough that what the page keeps a round shows."""
 
@@ -225,8 +256,9 @@ def hostile_cases() -> dict[str, list[Event]]:
     """Runs the catalog has not: hostile, huge and unicode strings from a tool and the
     model, a tool that raises, an unknown and an invalid call, a run stopped mid-tool, a
     model that runs out of replies (the run fails), a token budget tripped mid-run, a USD
-    limit that stops a run mid-round, a run read from spans whose counts no event can hold;
-    and a long run (``LONG_ROUNDS`` rounds of one call)."""
+    limit that stops a run mid-round, a run read from spans whose counts no event can hold,
+    every bidirectional control in every field, a model that reports no usage (estimated
+    counts); and a long run (``LONG_ROUNDS`` rounds of one call)."""
     stopped = _cancelled_tool()
     hostile = _tool("hostile", _hostile_text)
     boom = _tool("boom", _boom)
@@ -260,6 +292,8 @@ def hostile_cases() -> dict[str, list[Event]]:
             AgentConfig(tool_max_rounds=LONG_ROUNDS + 1),
         ),
         "cancelled_tool": stopped,
+        "bidi_text": _bidi_text(),
+        "estimated_counts": _estimated(),
         "langgraph_interrupted": _interrupted(),
         "spans_past_the_schema": _spans_past_the_schema(),
         "tool_result_missing": [

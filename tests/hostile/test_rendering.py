@@ -22,7 +22,8 @@ What each view must do with them:
   element), every payload is shown escaped in every field, its only scripts are the ones
   its Content-Security-Policy allows (``tests/lab/test_report.py`` checks that policy), and the
   events its view draws from sit in JSON blocks that no string can close.
-* **The text repr** shows control characters as ``\\xNN``.
+* **The text repr** shows control characters as ``\\xNN`` and bidirectional controls as
+  ``\\uNNNN`` (the page shows those by the same rule: ``tests/js/mount.test.mjs``).
 
 Names, ids and finish reasons are clipped to a couple of hundred characters in every view
 (``tests/test_clipping.py``), so those fields get the payloads in groups that fit: each
@@ -49,7 +50,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from loopkit import ALL, MODEL, PAYLOADS, MockComm, channel, invalid_call, strings, usage
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopError
+from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopError, compare, fork
 from toolloop_lab.lab import LabResults, Reply, Scenario, run_scenarios
 from toolloop_lab.tools.builtin import echo_tool, file_read_tool
 from toolloop_lab.trace import write_trace
@@ -161,11 +162,19 @@ def audit_snapshot(page: str) -> str:
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+"""Every bidirectional control a text view shows as its code: the explicit embeddings,
+overrides and isolates (and what ends them), and the implicit marks LRM, RLM and ALM."""
+_BIDI = re.compile(f"[{BIDI}]")
+SPOOF = "invoice_\u202efdp.exe"
+"""A name that reads ``invoice_exe.pdf`` wherever the override is obeyed."""
 
 
 def audit_text(text: str) -> str:
-    """The text repr: no control character that could drive a terminal."""
+    """The text repr: no control character that could drive a terminal, no bidirectional
+    control that would reorder what a person reads."""
     assert not _CONTROL.search(text), repr(text[:300])
+    assert not _BIDI.search(text), ascii(text[:300])
     return text
 
 
@@ -478,6 +487,83 @@ async def test_lone_surrogates_reach_every_view_as_a_replacement_character(
         assert "end \ufffd" in text
 
 
+async def test_bidirectional_controls_show_as_codes_in_every_text_view(
+    dbg: LoopDebugger,
+) -> None:
+    """``invoice_\\u202efdp.exe`` reads ``invoice_exe.pdf`` wherever the override is
+    obeyed: the text repr, the snapshot and a comparison's text show every bidirectional
+    control as its code (``\\u202e``), as they show control characters, while the browser
+    gets the text as it was (the page shows them by the same rule, ``tests/js``)."""
+    every = f"all {BIDI} end"
+    script = [
+        _reply(
+            f"text {SPOOF}",
+            _call(SPOOF, {"text": every}, "c1"),
+            _call("echo", {"text": every}, "c2"),
+        ),
+        _reply(f"final {SPOOF} {every}"),
+    ]
+    model = ScriptedChatModel(script, model_name=f"model {SPOOF}")
+    first = await LLMAgent(model, [echo_tool()], observers=[dbg]).arun(f"go {SPOOF}")
+    other = ScriptedChatModel([_reply("other", _call("echo", {"text": "x"}, "c1")), _reply("x")])
+    second = await LLMAgent(other, [echo_tool()]).arun("go")
+    said = {
+        "summary": dbg.summary(),
+        "repr": repr(dbg),
+        "text/plain": dbg._repr_mimebundle_()[0]["text/plain"],
+        "snapshot": audit_snapshot(dbg.snapshot_html()),
+        "compare": compare(first, second).summary,
+    }
+    for where, text in said.items():
+        assert not _BIDI.search(text), (where, ascii(text[:400]))
+    for where in ("summary", "snapshot"):
+        assert "invoice_\\u202efdp.exe" in said[where], where  # the tool's name, its code shown
+        assert "model invoice_\\u202efdp.exe" in said[where], where
+    assert "final invoice_\\u202efdp.exe" in said["summary"]
+    assert "\\u200e\\u200f\\u061c" in said["compare"]  # the reply's diff
+    assert SPOOF in "\n".join(sent_strings(dbg))  # data stays as it was
+
+
+def test_a_comparison_says_why_its_rerun_stopped_with_the_codes_shown() -> None:
+    """The note under a fork's (or a what-if's) table quotes the error that stopped it:
+    its controls are shown as codes, as in every text view."""
+    reply = _reply("", _call("echo", {"text": "x"}))
+    source = LLMAgent(ScriptedChatModel([reply, _reply("done")]), [echo_tool()]).run("go")
+    broken = ScriptedChatModel([RuntimeError(f"{SPOOF} \x1b[2J")])
+    summary = fork(source, 2, model=broken, tools=[echo_tool()]).summary
+    audit_text(summary)
+    assert "RuntimeError: invoice_\\u202efdp.exe \\x1b[2J" in summary
+
+
+def test_bidirectional_controls_show_as_codes_in_the_lab_tables_and_report() -> None:
+    """A scenario name that reads backwards in a terminal or a page (and one that would
+    drive a terminal) is shown with its codes in the spend and turn tables the CLI prints and
+    in the report's text."""
+    name = f"{SPOOF} \x1b[2J"
+    sweep = [
+        Scenario.scripted(
+            name,
+            [
+                Reply.call(SPOOF, {"text": BIDI}, text=f"text {SPOOF}"),
+                Reply.final(f"final {SPOOF}"),
+            ],
+            tags=(f"tag {SPOOF}",),
+            model_name=f"model {SPOOF}",
+        )
+    ]
+    results = run_scenarios(sweep, progress=False)
+    for table in (results.spend_table(), results.turn_table()):
+        audit_text(table)
+        assert "invoice_\\u202efdp.exe \\x1b[2J" in table
+    page = results.report_html()
+    shown = "".join(parse(page).text)
+    assert not _BIDI.search(shown), ascii([m.start() for m in _BIDI.finditer(shown)][:5])
+    for field_text in ("text ", "final ", "tag ", "model ", ""):
+        assert f"{field_text}invoice_\\u202efdp.exe" in shown, field_text
+    ticks = [t.get_text() for t in results.plot_spend().axes[0].get_xticklabels()]
+    assert ticks == ["invoice_\\u202efdp.exe \\x1b[2J"]
+
+
 # -- the HTML report ----------------------------------------------------------------------
 
 REPORT_TAGS = {
@@ -702,3 +788,20 @@ def test_report_writes_a_lone_surrogate_as_a_replacement_character(
         "<title>title \ufffd</title>",
     ):
         assert shown in text, shown
+
+
+def test_a_replay_divergence_describes_its_messages_with_the_codes_shown() -> None:
+    """A recording that diverges says which message differs, one line per side: the role,
+    the call's name and id are shown as every text view shows them (the content was
+    already quoted with ``repr``)."""
+    from toolloop_lab.replay.recording_file import describe_message
+
+    line = describe_message(
+        {
+            "role": "ai",
+            "content": f"text {SPOOF}",
+            "tool_calls": [{"name": SPOOF, "id": "c\u202e1\x1b", "args": {"p": SPOOF}}],
+        }
+    )
+    audit_text(line)
+    assert "calls invoice_\\u202efdp.exe#c\\u202e1\\x1b(" in line

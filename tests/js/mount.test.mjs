@@ -76,3 +76,42 @@ test("a hostile string from a tool is text, never an element", async () => {
   );
   dispose();
 });
+
+// escape.py's BIDI_CONTROLS: the explicit embeddings, overrides and isolates, and the marks
+const BIDI = /[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]/;
+
+test("a bidirectional control shows as its code in every text and tooltip, never obeyed", async () => {
+  const { el, events, dispose } = await mounted("bidi_text");
+  el.querySelector(".tl-row[data-n]").dispatchEvent(new dom.window.MouseEvent("click", { bubbles: true }));
+  await frame();
+  for (const b of el.querySelectorAll(".tl-toggle")) if (b.textContent === "Show") b.click();
+  await frame();
+  const shown = el.textContent;
+  assert.ok(!BIDI.test(shown), JSON.stringify(shown.match(new RegExp(`.{0,30}${BIDI.source}.{0,30}`, "u"))));
+  for (const node of el.querySelectorAll("*")) {
+    for (const attr of ["title", "aria-label"]) {
+      const value = node.getAttribute(attr) || "";
+      assert.ok(!BIDI.test(value), `${node.tagName} ${attr}: ${JSON.stringify(value)}`);
+    }
+  }
+  // the name a person reads is the one the run used, its override shown
+  assert.ok(shown.includes("invoice_\\u202efdp.exe"), "the tool's name, its code shown");
+  assert.ok(shown.includes("model invoice_\\u202efdp.exe"), "the model's name");
+  assert.ok(shown.includes("all \\u202a\\u202b\\u202c\\u202d\\u202e\\u2066\\u2067\\u2068\\u2069\\u200e\\u200f\\u061c end"));
+  // the data keeps them: the fold (and what Copy copies) has the text as it was
+  assert.ok(JSON.stringify(events).includes("invoice_\u202efdp.exe"));
+  dispose();
+});
+
+test("estimated counts say so in the words file's words", async () => {
+  const { el, events, dispose } = await mounted("estimated_counts");
+  const { USAGE } = await import(src("words.js"));
+  assert.equal(events[events.length - 1].usage.estimated, true);
+  assert.ok(USAGE.estimated, "the words file has the words");
+  assert.equal(text(el, ".tl-total-estimated"), USAGE.estimated);
+  assert.equal(el.querySelector(".tl-total-estimated").title, USAGE.estimated_hint);
+  const exact = await mounted("single_round");
+  assert.equal(exact.el.querySelector(".tl-total-estimated"), null);
+  exact.dispose();
+  dispose();
+});

@@ -19,6 +19,7 @@ from langchain_core.tools import BaseTool
 from loopkit import calls, final, tool_call
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
+from toolloop_lab._support.words import USAGE
 from toolloop_lab.engine.hooks import PausePoint
 from toolloop_lab.events import Event, Paused
 from toolloop_lab.lab import (
@@ -516,3 +517,33 @@ def test_a_named_run_has_its_name_in_the_runs_and_turns_frames(echo_tool: BaseTo
     assert results.runs["name"].dtype == "string"
     assert results.runs["name"].tolist() == ["triage", pd.NA]
     assert results.turns["name"].tolist() == ["triage", pd.NA]
+
+
+def test_estimated_counts_are_flagged_wherever_counts_are_shown() -> None:
+    """Each frame and table that shows token counts says which are estimated: the rounds
+    frame per round, the spend and turn tables (what the CLI prints) in a ``note`` column
+    with the words the debugger's header uses, and the sweep's one-line repr."""
+    said = USAGE["estimated"]
+    sweep = [
+        Scenario.scripted(
+            "guessed",
+            [Reply.call("echo", {"text": "x"}, input_tokens=4, output_tokens=2), Reply.final("?")],
+        ),
+        Scenario.scripted("counted", [Reply.final("ok", input_tokens=3, output_tokens=2)]),
+    ]
+    results = run_scenarios(sweep, progress=False)
+    assert results.rounds["usage_estimated"].tolist() == [False, True, False]
+    for table in (results.spend_table(), results.turn_table()):
+        lines = table.splitlines()
+        assert lines[0].rstrip().endswith("  note")
+        guessed = next(line for line in lines if line.startswith("guessed"))
+        counted = next(line for line in lines if line.startswith("counted"))
+        total = next(line for line in lines if line.startswith("TOTAL"))
+        assert guessed.endswith(f"  {said}")
+        assert said not in counted
+        assert total.endswith(f"  {said}")
+    assert f"tokens ({said})" in repr(results)
+    exact = run_scenarios(sweep[1:], progress=False)
+    assert "note" not in exact.spend_table().splitlines()[0]
+    assert said not in exact.spend_table() + exact.turn_table() + repr(exact)
+    assert not exact.rounds["usage_estimated"].any()

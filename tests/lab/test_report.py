@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from toolloop_lab._support.words import OUTCOME, SYNTHESIS_REASON, word
+from toolloop_lab._support.words import OUTCOME, SYNTHESIS_REASON, USAGE, word
 from toolloop_lab.lab import LabResults, Reply, Scenario, catalog, run_scenarios
 from toolloop_lab.lab.report import CSP, TEXT_LIMIT
 from toolloop_lab.widget.page import LOADER
@@ -187,3 +187,28 @@ def test_write_report(results: LabResults, tmp_path: Path) -> None:
     assert text.startswith("<!doctype html>")
     assert f"<title>lab {html.escape(TITLE)}</title>" in text
     assert TITLE not in text
+
+
+def test_estimated_counts_are_marked_where_the_report_shows_counts() -> None:
+    """A scenario whose model reported no usage: its row of the summary table, the total
+    line and its timeline say ``some counts estimated`` (the words the debugger's header
+    shows beside a run's totals), and a scenario with reported counts says nothing."""
+    said = USAGE["estimated"]
+    sweep = [
+        Scenario.scripted("guessed", [Reply.final("no usage reported")]),
+        Scenario.scripted("counted", [Reply.final("ok", input_tokens=3, output_tokens=2)]),
+    ]
+    results = run_scenarios(sweep, progress=False)
+    assert results.runs["usage_estimated"].tolist() == [True, False]
+    report = results.report_html()
+    rows = re.findall(r"<tr>.*?</tr>", report.split("<h2>Summary</h2>", 1)[1].split("</table>")[0])
+    guessed, counted = (r for r in rows if "#scenario-" in r)
+    assert said in guessed
+    assert said not in counted
+    total = re.search(r'<tr class="total">.*?</tr>', report)
+    assert total is not None
+    assert said in total.group()
+    sections = report.split('<section class="scenario"')[1:]
+    assert [said in s.split("</p>", 1)[0] for s in sections] == [True, False]
+    exact = run_scenarios(sweep[1:], progress=False).report_html()
+    assert said not in re.sub(r"<script.*?</script>", "", exact, flags=re.S)  # the bundle has it

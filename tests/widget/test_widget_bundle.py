@@ -116,3 +116,21 @@ def test_the_package_writes_each_outcome_in_words_in_one_file_only() -> None:
             if any(quoted in text for quoted in literal)
         }
         assert holders == {"toolloop_lab/words.json"}, (code, holders)
+
+
+def test_estimated_counts_are_said_in_the_words_files_words_only() -> None:
+    """Every view marks estimated counts with ``usage.estimated`` of the words file (the
+    browser's header once wrote its own copy): no hand-written file of the package holds
+    the words but the words file."""
+    package = ROOT / "toolloop_lab"
+    bundle = STATIC / "debugger.js"
+    said = words.USAGE["estimated"]
+    holders = {
+        str(path.relative_to(ROOT))
+        for path in package.rglob("*")
+        if path.is_file()
+        and path != bundle
+        and path.suffix in {".py", ".js", ".json"}
+        and said in path.read_text(encoding="utf-8", errors="replace")
+    }
+    assert holders == {"toolloop_lab/words.json"}

@@ -17,6 +17,11 @@ report:
   entity.
 * :func:`plain` is the plain-text counterpart for terminals: control characters (ANSI
   escapes, say) are shown as ``\\xNN`` instead of acting.
+* :func:`visible` shows every bidirectional control (:data:`BIDI_CONTROLS`) as its code,
+  ``\\u202e``, so ``invoice_\\u202efdp.exe`` never reads ``invoice_exe.pdf``: both
+  :func:`plain` and :func:`esc` apply it, and the browser's ``visible`` (``widget/src/
+  format.js``) applies the same rule to the page. The data itself (a trace, the events the
+  browser folds, an argument a person edits) keeps them: only what a person reads changes.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import re
 from typing import Any, Final
 
 __all__ = [
+    "BIDI_CONTROLS",
     "ID_CHARS",
     "NAME_CHARS",
     "TEXT_CHARS",
@@ -34,6 +40,7 @@ __all__ = [
     "esc_clip",
     "plain",
     "scrub",
+    "visible",
 ]
 
 ID_CHARS: Final = 100
@@ -46,7 +53,18 @@ TEXT_CHARS: Final = 2_000
 error, a note, a scenario description. Content (model text, tool output, arguments) has its
 own preview length, and a "show all" in the widget."""
 
+BIDI_CONTROLS: Final = (
+    "\u202a\u202b\u202c\u202d\u202e"  # embeddings, the overrides, and the end of either
+    "\u2066\u2067\u2068\u2069"  # the isolates, and the end of one
+    "\u200e\u200f\u061c"  # the marks LRM, RLM and ALM
+)
+"""The characters that change the order a person reads text in without being seen: the
+explicit embeddings, overrides and isolates, which reorder letters (Trojan Source), and the
+implicit marks, which are invisible and move the digits and punctuation beside them
+(``\\u200f12 34`` reads ``34 12``). Right-to-left letters themselves are shown as they are."""
+
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
+_BIDI: Final = re.compile(f"[{BIDI_CONTROLS}]")
 _CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
@@ -75,9 +93,18 @@ def clip(value: Any, limit: int | None) -> str:
     return scrub(text)
 
 
+def visible(value: Any) -> str:
+    """:func:`scrub` of ``value`` with every bidirectional control shown as its code
+    (``\\u202e``), so nothing reorders what a person reads (see :data:`BIDI_CONTROLS`)."""
+    text = scrub(value)
+    if _BIDI.search(text) is None:
+        return text
+    return _BIDI.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def esc(value: Any) -> str:
-    """HTML-escape :func:`scrub` of ``value`` (quotes included); ``None`` becomes ``""``."""
-    return html.escape(scrub(value), quote=True)
+    """HTML-escape :func:`visible` of ``value`` (quotes included); ``None`` becomes ``""``."""
+    return html.escape(visible(value), quote=True)
 
 
 def esc_clip(value: Any, limit: int | None) -> str:
@@ -86,9 +113,10 @@ def esc_clip(value: Any, limit: int | None) -> str:
 
 
 def plain(value: Any, limit: int | None = None) -> str:
-    """Untrusted text for a plain-text repr: clipped, control characters shown as ``\\xNN``.
+    """Untrusted text for a plain-text repr: clipped, control characters shown as ``\\xNN``
+    and bidirectional ones as ``\\uNNNN`` (:func:`visible`).
 
     Newlines and tabs stay; everything else below U+0020 (and DEL, C1) is made visible so a
     tool output cannot move a terminal's cursor or change its colours.
     """
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", clip(value, limit))
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", visible(clip(value, limit)))

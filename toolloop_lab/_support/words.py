@@ -38,6 +38,8 @@ __all__ = [
     "TABLES",
     "TIME_LIMIT",
     "TOOL_OUTCOME",
+    "USAGE",
+    "estimated",
     "outcome_text",
     "reason_words",
     "shown_status",
@@ -91,7 +93,13 @@ GATE_TRIPPED: Final = TABLES["gate_tripped"]
 its job, never an error of the round."""
 COUNTS: Final = TABLES["counts"]
 """How a run's rounds and calls read in a header: the round under way of the cap while it
-runs; once it ended, its tool rounds and its model calls, names that say what they count."""
+runs; once it ended, its tool rounds and its model calls, names that say what they count;
+and how a round's tool calls a view leaves out are counted (``more_tool_calls``)."""
+USAGE: Final = TABLES["usage"]
+"""What a run's token counts are, beside its totals: ``estimated`` when some call's were
+(a provider that reported none, a span without usage), on the one condition every view
+uses (the run's total ``Usage.estimated``); ``estimated_hint`` says why, where a tooltip
+can."""
 BUDGET_STOP: Final = TABLES["budget_stop"]
 """How a run the USD limit stopped reads: templates whose ``{names}`` both sides fill in
 from the events (how many calls were paid for, what of the last round never happened)."""
@@ -141,6 +149,16 @@ def tool_outcome(
             return f"{TOOL_OUTCOME['raised']} {error_type}"
         return reason_words(error_reason) or TOOL_OUTCOME["error"]
     return word(TOOL_OUTCOME, "queued" if status == "pending" else status)
+
+
+def estimated(flag: bool) -> str | None:
+    """The words for estimated counts (the file's ``usage.estimated``), said beside a run's
+    totals when ``flag``: its total usage's ``Usage.estimated`` (some call's provider or
+    span reported no counts; the lab's ``usage_estimated`` column); ``None`` when every
+    count is a provider's. The text view,
+    the snapshot, the lab's tables and report say it from here, and the browser's header
+    on the same condition from the same table (``header.js``)."""
+    return USAGE["estimated"] if flag else None
 
 
 def outcome_text(outcome: str, synthesis_reason: str | None = None) -> str:

@@ -36,6 +36,8 @@ from typing import Any, Final
 
 import pandas as pd
 
+from toolloop_lab._support.escape import plain
+from toolloop_lab._support.words import estimated
 from toolloop_lab.events import EVENT_TYPES, BudgetGate, tool_rounds_of
 from toolloop_lab.lab.record import OUTCOMES, ScenarioRun, error_text, tally
 from toolloop_lab.runview import RoundRow, RunView
@@ -158,6 +160,7 @@ ROUND_DTYPES: Final[dict[str, Any]] = {
     "total_tokens": "int64",
     "cost_usd": "float64",
     "cost_known": "bool",
+    "usage_estimated": "bool",
     "cumulative_tokens": "int64",
     "cumulative_cost_usd": "float64",
     "tool_calls": "int64",
@@ -180,9 +183,11 @@ ROUND_DTYPES: Final[dict[str, Any]] = {
     "synthesis_reason": "string",
 }
 """Columns of :attr:`LabResults.rounds`: one row per round (or synthesis) per turn per
-scenario. Gate columns hold the last check of that gate in the round; ``off`` means none
-ran. ``cumulative_*`` run over the whole scenario, turns included. ``failed_calls`` counts
-the round's model calls that raised (``latency_s`` is then the time until the failure).
+scenario. ``usage_estimated`` is true when a count of the round's calls (its model call,
+its pruning calls) was estimated, as in :data:`RUN_DTYPES`. Gate columns hold the last
+check of that gate in the round; ``off`` means none ran. ``cumulative_*`` run over the
+whole scenario, turns included. ``failed_calls`` counts the round's model calls that
+raised (``latency_s`` is then the time until the failure).
 ``duration_s`` is the round's own time, from its first event to its last less ``paused_s``,
 the time pauses held it (a person's, drawn as its own segment by the debugger).
 ``first_token_s`` is NaN unless the call streamed; ``tool_time_s`` is the wall time from the
@@ -428,6 +433,7 @@ def _round_cells(row: RoundRow) -> dict[str, Any]:
         "total_tokens": spent.total_tokens,
         "cost_usd": _usd(cost),
         "cost_known": cost is not None,
+        "usage_estimated": spent.estimated,
         "tool_calls": len(row.tools),
         "tool_errors": sum(1 for t in row.tools if t.status == "error"),
         "tokens_saved_by_pruning": row.tokens_saved,
@@ -545,7 +551,8 @@ def spend_table(runs: pd.DataFrame) -> str:
     Token columns are the agent model's prompt and completion tokens, the pruning calls'
     tokens and the tokens pruning saved; ``error`` is ``kind: reason``, or for a run the
     USD limit stopped its outcome's words; the total line counts the runs that answered,
-    that the USD limit stopped and that failed apart (:func:`~.record.tally`).
+    that the USD limit stopped and that failed apart (:func:`~.record.tally`). When some
+    run's counts were estimated, a last ``note`` column says so on its row.
     """
     names = [str(n) for n in runs["scenario"]]
     errors = [
@@ -571,9 +578,6 @@ def spend_table(runs: pd.DataFrame) -> str:
             strict=True,
         )
     ]
-    total_cost = _cost_text(float(runs["cost_usd"].fillna(0).sum()), True)
-    if not bool(runs["cost_known"].all()):
-        total_cost += " + unknown"
     rows.append(
         [
             "TOTAL",
@@ -584,11 +588,12 @@ def spend_table(runs: pd.DataFrame) -> str:
             int(runs["completion_tokens"].sum()),
             int(runs["pruning_tokens"].sum()),
             int(runs["tokens_saved_by_pruning"].sum()),
-            total_cost,
+            _total_cost(runs),
             tally(str(o) for o in runs["outcome"]),
         ]
     )
-    return _fixed_width(list(_TABLE.values()), rows, right={2, 3, 4, 5, 6, 7, 8})
+    header = _note_estimated(list(_TABLE.values()), rows, runs["usage_estimated"])
+    return _fixed_width(header, rows, right={2, 3, 4, 5, 6, 7, 8})
 
 
 _TURN_TABLE: Final = (
@@ -631,9 +636,6 @@ def turn_table(turns: pd.DataFrame) -> str:
                 else "",
             ]
         )
-    total_cost = _cost_text(float(turns["cost_usd"].fillna(0).sum()), True)
-    if not bool(turns["cost_known"].all()):
-        total_cost += " + unknown"
     ran_count = int(turns["outcome"].notna().sum())
     rows.append(
         [
@@ -646,16 +648,39 @@ def turn_table(turns: pd.DataFrame) -> str:
             int(turns["tool_errors"].sum()),
             int(turns["prompt_tokens"].sum()),
             int(turns["completion_tokens"].sum()),
-            total_cost,
+            _total_cost(turns),
             "",
         ]
     )
-    return _fixed_width(list(_TURN_TABLE), rows, right={1, 3, 4, 5, 6, 7, 8, 9})
+    header = _note_estimated(list(_TURN_TABLE), rows, turns["usage_estimated"])
+    return _fixed_width(header, rows, right={1, 3, 4, 5, 6, 7, 8, 9})
+
+
+def _total_cost(frame: pd.DataFrame) -> str:
+    """A table's total cost: its rows' priced costs, ``+ unknown`` when some are not."""
+    total = _cost_text(float(frame["cost_usd"].fillna(0).sum()), True)
+    return total if bool(frame["cost_known"].all()) else f"{total} + unknown"
+
+
+def _note_estimated(header: list[str], rows: list[list[Any]], flags: pd.Series) -> list[str]:
+    """``header`` with a ``note`` column added, and the words for estimated counts added to
+    each row whose counts are estimated (and to the total line when any is), as the
+    debugger's header says it beside a run's totals; a table whose counts are all a
+    provider's gets no such column. ``rows`` ends in the total line, ``flags`` (the frame's
+    ``usage_estimated``) has one per row before it."""
+    marked = [bool(flag) for flag in flags]
+    if not any(marked):
+        return header
+    for row, flag in zip(rows, [*marked, True], strict=True):
+        row.append(estimated(flag) or "")
+    return [*header, "note"]
 
 
 def _fixed_width(header: list[str], rows: list[list[Any]], right: set[int]) -> str:
-    """Plain text table: numbers right-aligned, text left-aligned, a rule under the header."""
-    cells = [[str(v) for v in row] for row in [header, *rows]]
+    """Plain text table: numbers right-aligned, text left-aligned, a rule under the header.
+    Every cell is :func:`plain` text (a scenario's name or error is untrusted: no control
+    character acts, no bidirectional one reorders a line), measured as shown."""
+    cells = [[plain(v) for v in row] for row in [header, *rows]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
 
     def line(row: list[str]) -> str:

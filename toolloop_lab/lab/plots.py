@@ -7,7 +7,8 @@ Agg). Each figure has a title, axis labels with units, and a legend when it has 
 Scenario names are the only text from outside: each goes through :func:`_label`, so a
 name is never read as mathtext (``$x_$`` would raise while drawing), a lone surrogate
 never reaches the font code (which takes no such string), and a long name is clipped
-(with a ``… (N chars)`` marker) instead of squeezing the axes away.
+(with a ``… (N chars)`` marker) instead of squeezing the axes away; control and
+bidirectional characters show as their codes, as in every text view (``plain``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from toolloop_lab._support.escape import clip
+from toolloop_lab._support.escape import plain
 
 __all__ = [
     "LabFigure",
@@ -44,8 +45,9 @@ _COLORS: Final = {"prompt": "#4C72B0", "completion": "#55A868", "pruning": "#C44
 
 def _label(name: object) -> str:
     """A scenario name as matplotlib shows it literally: clipped, lone surrogates replaced
-    by U+FFFD, dollar signs escaped for mathtext."""
-    return clip(name, _LABEL_CHARS).replace("$", r"\$")
+    by U+FFFD, control and bidirectional characters shown as codes, dollar signs escaped
+    for mathtext."""
+    return plain(name, _LABEL_CHARS).replace("$", r"\$")
 
 
 def _width(n: int) -> float:

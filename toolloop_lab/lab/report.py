@@ -30,6 +30,7 @@ from toolloop_lab._support.jsonsafe import dumps
 from toolloop_lab._support.words import (
     ROUND_KIND,
     SYNTHESIS_REASON,
+    estimated,
     reason_words,
     word,
 )
@@ -154,7 +155,8 @@ def _summary_row(i: int, record: ScenarioRun, row: Mapping[Hashable, Any]) -> st
     )
     return (
         "<tr>"
-        f'<td><a href="#scenario-{i}">{_name(row["scenario"])}</a></td>'
+        f'<td><a href="#scenario-{i}">{_name(row["scenario"])}</a>'
+        f"{_estimated(bool(row['usage_estimated']))}</td>"
         f"<td>{esc(_tags(record.tags))}</td>"
         f'<td><span class="o o-{esc(row["outcome"])}">{esc(row["outcome"])}</span></td>'
         + _cells(
@@ -179,9 +181,9 @@ def _total_row(records: Sequence[ScenarioRun], runs: pd.DataFrame) -> str:
     )
     return (
         '<tr class="total">'
+        + f"<td>total{_estimated(bool(runs['usage_estimated'].any()))}</td>"
         + _cells(
             (
-                "total",
                 "",
                 f"{len(runs)} scenarios",
                 f"{int(runs['tool_rounds'].sum()):,}",
@@ -196,6 +198,14 @@ def _total_row(records: Sequence[ScenarioRun], runs: pd.DataFrame) -> str:
         )
         + "</tr>"
     )
+
+
+def _estimated(flag: bool) -> str:
+    """The words for estimated counts under a row's name when its counts are estimated
+    (``usage_estimated``, the flag every view reads), as the debugger's header says it
+    beside a run's totals."""
+    said = estimated(flag)
+    return f'<div class="meta">{esc(said)}</div>' if said else ""
 
 
 def _plots(figures: Sequence[tuple[str, Figure]]) -> str:
@@ -298,6 +308,7 @@ def _timeline(i: int, record: ScenarioRun) -> str:
             f"tags {tags}" if tags else "",
             f"{record.duration_s * 1000:.1f} ms",
             f"{len(record.events)} event{'s' if len(record.events) != 1 else ''}",
+            estimated(any(v.usage.estimated for v in record.views())) or "",
         )
         if part
     )

@@ -26,6 +26,7 @@ from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError
 from toolloop_lab._support.fields import Count, JsonObject, Seconds, Text, validation_text
 from toolloop_lab._support.jsonl import Line, dump_line, load_line, read_lines
 from toolloop_lab._support.jsonsafe import thaw
+from toolloop_lab._support.words import estimated
 from toolloop_lab.errors import TraceError
 from toolloop_lab.events import Event, Outcome, event_from_dict
 from toolloop_lab.lab.frames import (
@@ -75,7 +76,9 @@ class LabResults:
         unknown = "" if bool(runs["cost_known"].all()) else " + unpriced calls"
         scenarios = f"{len(runs)} scenario{'s' if len(runs) != 1 else ''}"
         tokens = int(runs["total_tokens"].sum())
-        return f"{scenarios} ({ended or 'none'}), {tokens:,} tokens, {cost}{unknown}"
+        note = estimated(bool(runs["usage_estimated"].any()))
+        said = f" ({note})" if note else ""
+        return f"{scenarios} ({ended or 'none'}), {tokens:,} tokens{said}, {cost}{unknown}"
 
     def _repr_html_(self) -> str:
         """The summary line and one row per scenario (every value escaped by pandas)."""

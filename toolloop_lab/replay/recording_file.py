@@ -71,7 +71,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_core.utils.json import parse_partial_json
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
-from toolloop_lab._support.escape import clip
+from toolloop_lab._support.escape import clip, plain
 from toolloop_lab._support.fields import dotted, where_message
 from toolloop_lab._support.jsonl import Line, dump_line, load_line, read_lines
 from toolloop_lab._support.jsonsafe import json_safe
@@ -560,7 +560,8 @@ def request_fingerprint(messages: Sequence[BaseMessage]) -> str:
 
 
 def describe_message(sig: Mapping[str, Any] | None, *, limit: int = 160) -> str:
-    """One line for an error message: role, ids, names and the start of the content."""
+    """One line for an error message: role, ids, names and the start of the content (the
+    content quoted with ``repr``; the rest :func:`plain`, as every text view shows it)."""
     if sig is None:
         return "(no message)"
     parts = [str(sig["role"])]
@@ -572,7 +573,7 @@ def describe_message(sig: Mapping[str, Any] | None, *, limit: int = 160) -> str:
             "calls " + ", ".join(f"{c['name']}#{c['id']}({_short(c['args'], 40)})" for c in calls)
         )
     parts.append(_short(sig.get("content"), limit))
-    return " ".join(parts)
+    return plain(" ".join(parts))
 
 
 def _short(value: Any, limit: int) -> str:

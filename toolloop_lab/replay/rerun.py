@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from langchain_core.messages import BaseMessage
 
+from toolloop_lab._support.escape import TEXT_CHARS, plain
 from toolloop_lab.engine.agent import LLMAgent, ToolLoopResult
 from toolloop_lab.errors import (
     ConfigurationError,
@@ -66,14 +67,14 @@ def stop_notes(
 ) -> list[str]:
     """The note a comparison prints under its table when the re-run (``run``, with these
     ``figures``) did not finish: it needed a reply beyond ``recording``, or ``error``
-    stopped it."""
+    stopped it (its first line, untrusted: :func:`plain`, as every text view)."""
     if figures.detail == "beyond_recording":
         return [f"* The {run} needed a reply beyond {recording}; figures are up to there."]
     if error is None:
         return []
     text = str(error)
     first_line = text.splitlines()[0] if text else ""
-    return [f"* The {run} stopped: {type(error).__name__}: {first_line}"]
+    return [f"* The {run} stopped: {type(error).__name__}: {plain(first_line, TEXT_CHARS)}"]
 
 
 async def rerun(agent: LLMAgent, messages: Sequence[BaseMessage]) -> Rerun:

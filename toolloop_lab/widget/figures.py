@@ -8,6 +8,7 @@ return plain text made of digits and our own words only, never untrusted content
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Final
 
@@ -19,6 +20,7 @@ from toolloop_lab._support.words import (
     GATE_STATE,
     NOT_RUN,
     ROUND_KIND,
+    estimated,
     outcome_text,
     reason_words,
     word,
@@ -26,14 +28,16 @@ from toolloop_lab._support.words import (
 from toolloop_lab.spend.usage import format_tokens, format_usd
 
 if TYPE_CHECKING:
-    from toolloop_lab.runview import RoundRow, RunView
+    from toolloop_lab.runview import RoundRow, RunView, ToolRow
 
 __all__ = [
     "CUT_SHORT",
     "FAILED",
     "NOT_RUN",
+    "TOOLS_SHOWN",
     "budget_stop",
     "cut_short",
+    "estimated",
     "final_label",
     "gate_label",
     "held",
@@ -45,6 +49,7 @@ __all__ = [
     "seconds",
     "share",
     "tokens",
+    "tools_shown",
     "usd",
 ]
 
@@ -53,6 +58,26 @@ usd: Final = format_usd
 :func:`toolloop_lab.spend.usage.format_usd`)."""
 tokens: Final = format_tokens
 """``12,345``; ``—`` when unknown."""
+
+
+TOOLS_SHOWN: Final = 8
+"""Tool calls of one round a text view lists; the rest are counted (:func:`tools_shown`)."""
+
+
+def tools_shown(tools: Sequence[ToolRow]) -> tuple[Sequence[ToolRow], str | None]:
+    """The first :data:`TOOLS_SHOWN` of a round's tool calls, and ``… and 9,990 more tool
+    calls (3 failed)`` for the rest (``None`` when none is left out): a round of thousands
+    of calls stays a line, and a failure among those left out is still said."""
+    shown, left = tools[:TOOLS_SHOWN], tools[TOOLS_SHOWN:]
+    if not left:
+        return shown, None
+    said = COUNTS["more_tool_call" if len(left) == 1 else "more_tool_calls"].format(
+        n=f"{len(left):,}"
+    )
+    failed = sum(1 for t in left if t.status == "error")
+    if failed:
+        said += " " + COUNTS["more_failed"].format(n=f"{failed:,}")
+    return shown, said
 
 
 def seconds(value: float | None) -> str:

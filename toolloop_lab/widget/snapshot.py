@@ -3,7 +3,8 @@
 A notebook rendered on GitHub, or by nbviewer without widget state, shows the ``text/html``
 of an output instead of the live widget; this is that HTML. It is plain, escaped markup
 (no script, no style block: renderers strip them anyway) and bounded whatever the run's
-length: the newest :data:`SNAPSHOT_ROUNDS` rounds, the totals and the outcome.
+length: the newest :data:`SNAPSHOT_ROUNDS` rounds (each with its first tool calls, the rest
+counted), the totals and the outcome.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ def _row(row: RoundRow, offset: int) -> str:
     )
     text = esc_clip(row.text, _PREVIEW)
     reply = text or "<i>(no text)</i>"
-    tools = ", ".join(_tool(t) for t in row.tools)
+    shown, more = fig.tools_shown(row.tools)
+    tools = ", ".join([*(_tool(t) for t in shown), *([esc(more)] if more else [])])
     if row.interventions:
         tools += ("; " if tools else "") + "<i>changed by you</i>"
     held = fig.held(row.duration_s, row.paused_s if row.pauses else None)
@@ -116,7 +118,8 @@ def _head(view: RunView, offset: int) -> str:
 
 
 def _spend(view: RunView) -> list[str]:
-    """Tokens and cost, the USD limit when there is one, and why spend passed it."""
+    """Tokens and cost (some estimated, when they were), the USD limit when there is one,
+    and why spend passed it."""
     usage = view.usage
     parts = [
         "<br>tokens: "
@@ -124,6 +127,9 @@ def _spend(view: RunView) -> list[str]:
         f"from cache), {fig.tokens(usage.output_tokens)} output · "
         f"cost {fig.usd(usage.cost_usd)}"
     ]
+    estimated = fig.estimated(usage.estimated)
+    if estimated is not None:  # where the browser's header says it: beside the totals
+        parts.append(f" · <i>{esc(estimated)}</i>")
     if view.usd_limit is not None:
         parts.append(f" of the {esc(GATE_NAME['usd'])} {fig.usd(view.usd_limit)}")
         over = fig.overshoot(usage.cost_usd, view.usd_limit)

@@ -3,7 +3,8 @@
 nbconvert, terminals and plain IPython show this instead of the widget. It is derived from
 the same :class:`RunView` as the static snapshot; untrusted text goes through
 :func:`toolloop_lab._support.escape.plain`, so a tool output cannot drive a terminal, and every
-field of it is clipped (with a ``… (N chars)`` marker) to keep the summary a few lines.
+field of it is clipped (with a ``… (N chars)`` marker), the newest rounds only and a round's
+first tool calls only (the rest counted), to keep the summary a few lines.
 """
 
 from __future__ import annotations
@@ -65,9 +66,10 @@ def _round_line(row: RoundRow, done: bool, offset: int) -> str:
     held = fig.held(row.duration_s, row.paused_s if row.pauses else None)
     if held:
         bits.append(held)
-    tools = []
-    for t in row.tools:
-        tools.append(f"{plain(t.name, NAME_PREVIEW)}: {_tool_status(t, done)}")
+    shown, more = fig.tools_shown(row.tools)
+    tools = [f"{plain(t.name, NAME_PREVIEW)}: {_tool_status(t, done)}" for t in shown]
+    if more:
+        tools.append(more)
     if tools:
         bits.append(", ".join(tools))
     if row.tokens_saved or any(t.pruning for t in row.tools):
@@ -137,16 +139,19 @@ def _head(view: RunView, offset: int) -> str:
 
 
 def _spend(view: RunView) -> str:
-    """Tokens and cost against their budgets, with the gates, and the context filled."""
+    """Tokens and cost against their budgets, with the gates, the context filled, and
+    whether some counts were estimated (as the browser's header says it)."""
     budget = view.token_budget
     spent = view.usage.total_tokens
     tok = f"tokens {fig.tokens(spent)}" + (f" / {fig.tokens(budget)}" if budget is not None else "")
     limit = view.usd_limit
     usd = f"cost {fig.usd(view.usage.cost_usd)}" + (f" / {fig.usd(limit)}" if limit else "")
     ctx = f"context {fig.pct(view.context_fill)} of {fig.tokens(view.context_window)}"
+    estimated = fig.estimated(view.usage.estimated)
     return (
         f"{tok} ({GATE['token']} gate {fig.gate_label(view.token_gate)}) · "
         f"{usd} ({GATE['usd']} gate {fig.gate_label(view.usd_gate)}) · {ctx}"
+        + (f" · {estimated}" if estimated else "")
     )
 
 

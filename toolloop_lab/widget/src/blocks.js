@@ -6,7 +6,7 @@ import { overshoot } from "./budget.js";
 import { beforeAfter } from "./sidebyside.js";
 import { chatMessage } from "./chat.js";
 import { block, button, dot, h, longText } from "./dom.js";
-import { clip, duration, plural, tokens } from "./format.js";
+import { clip, duration, plural, tokens, visible } from "./format.js";
 import { jsonView, resultView } from "./json.js";
 import { textView } from "./prose.js";
 import { cutShortLabel, notRunLabel, toolDot, toolSaid } from "./rounds.js";
@@ -172,7 +172,7 @@ export function toolBlock(ctx, r, t) {
   const s = ctx.s;
   const st = t.status === "not_run" ? "idle" : toolDot(t);
   const extra = h("span", `tl-chip tl-chip-${t.status}`, dot(st), t.status === "not_run" ? notRunLabel(t) : t.status === "queued" ? "waiting" : t.status === "cancelled" ? cutShortLabel(t) : t.status);
-  extra.title = toolSaid(t);
+  extra.title = visible(toolSaid(t));
   if (t.status === "running") {
     const timer = h("span", "tl-meta tl-num");
     /** @param {HTMLElement} node */

@@ -6,7 +6,7 @@
 // that did the same collapsed to one line. Every text from a run is a text node.
 
 import { button, dot, h } from "./dom.js";
-import { capitalized, count, plural, tokens } from "./format.js";
+import { capitalized, count, plural, tokens, visible } from "./format.js";
 import { CALL_CHANGE, CALL_CHANGE_PART, ROUND_KIND, outcomeWords, usd, word } from "./words.js";
 
 /** @typedef {import("./context.js").ViewContext} ViewContext */
@@ -45,7 +45,7 @@ export function diffText(ops, side) {
   for (const [tag, a, b] of ops) {
     const part = side === "a" ? a : b;
     if (!part) continue;
-    if (tag === "equal") pre.append(document.createTextNode(part));
+    if (tag === "equal") pre.append(document.createTextNode(visible(part)));
     else pre.append(h("span", side === "a" ? "tl-del" : "tl-ins", part));
   }
   return pre;
@@ -214,7 +214,7 @@ function totals(c, labels) {
   /** @type {(text: string, cls: string) => HTMLElement} */
   const cut = (text, cls) => {
     const n = h("span", `tl-cmp-name ${cls}`, text);
-    n.title = text; // the whole of a long name or id, cut with an ellipsis in the table
+    n.title = visible(text); // the whole of a long name or id, cut with an ellipsis in the table
     return n;
   };
   /** @param {any} x */

@@ -1,8 +1,9 @@
 // @ts-check
 // Building the page, text only: every string reaches the DOM through createTextNode or
-// textContent; no HTML is ever parsed from data.
+// textContent; no HTML is ever parsed from data. Strings pass format.js's `visible` on the
+// way (a bidirectional control is shown as its code, never obeyed).
 
-import { count } from "./format.js";
+import { count, visible } from "./format.js";
 
 const PREVIEW_CHARS = 4000; // text shown before "show all"
 
@@ -21,7 +22,7 @@ export function h(tag, cls, ...kids) {
   if (cls) n.className = cls;
   for (const k of kids) {
     if (k === null || k === undefined || k === false) continue;
-    n.append(typeof k === "string" ? document.createTextNode(k) : k);
+    n.append(typeof k === "string" ? document.createTextNode(visible(k)) : k);
   }
   return n;
 }
@@ -36,7 +37,7 @@ export function h(tag, cls, ...kids) {
 export function button(label, cls, onClick, title) {
   const b = h("button", "tl-btn" + (cls ? " " + cls : ""), label);
   b.type = "button";
-  if (title) b.title = title;
+  if (title) b.title = visible(title);
   b.addEventListener("click", onClick);
   return b;
 }
@@ -152,12 +153,12 @@ export function block(collapsedState, key, title, body, { copy, open = true, ext
 export function longText(text, cls) {
   const pre = h("pre", "tl-text" + (cls ? " " + cls : ""));
   if (text.length <= PREVIEW_CHARS) {
-    pre.textContent = text;
+    pre.textContent = visible(text);
     return pre;
   }
-  pre.textContent = text.slice(0, PREVIEW_CHARS);
+  pre.textContent = visible(text.slice(0, PREVIEW_CHARS));
   const more = button(`Show all ${count(text.length)} characters`, "tl-more", () => {
-    pre.textContent = text;
+    pre.textContent = visible(text);
     more.remove();
   });
   return h("div", null, pre, more);

@@ -7,6 +7,7 @@
 // reaches the notebook (keys.js keepFieldKeys).
 
 import { button, dot, dropdown, h } from "./dom.js";
+import { visible } from "./format.js";
 
 /** @typedef {import("./context.js").ViewContext} ViewContext */
 
@@ -156,7 +157,7 @@ export function createEditor(ctx) {
     const kind = EDITORS[e.kind];
     const box = h("div", "tl-editor");
     box.setAttribute("role", "group");
-    box.setAttribute("aria-label", kind.title(e));
+    box.setAttribute("aria-label", visible(kind.title(e)));
     box.append(h("div", "tl-sub", kind.title(e)));
     const area = h("textarea", "tl-textarea" + (e.kind === "args" ? " tl-code" : ""));
     area.value = e.text;
@@ -178,7 +179,7 @@ export function createEditor(ctx) {
       if (text) status.append(dot(state === "error" ? "error" : state === "ok" ? "answer" : "idle"), h("span", null, text));
       // arguments the live check refused cannot be sent: the reason is the line above
       apply.disabled = !!e.sending || !!e.invalid || !!e.checking; // sent: waiting for Python's answer
-      apply.title = e.invalid ? `Fix the arguments first: ${e.invalid}` : e.checking ? CHECKING : "";
+      apply.title = visible(e.invalid ? `Fix the arguments first: ${e.invalid}` : e.checking ? CHECKING : "");
     };
     e.show(e.msgKind || "idle", e.msg || "");
     area.addEventListener("input", () => {

@@ -36,6 +36,22 @@ export function clip(text, limit) {
   return points.length > limit ? `${points.slice(0, limit).join("")}… (${nf.format(points.length)} chars)` : text;
 }
 
+const BIDI = /[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]/g;
+
+/**
+ * `text` with every bidirectional control shown as its code (`\u202e`), so a name like
+ * `invoice_\u202efdp.exe` never reads `invoice_exe.pdf`: the rule and the characters of
+ * `_support/escape.py`'s `visible` (embeddings, overrides, isolates, and the marks LRM, RLM
+ * and ALM). The DOM obeys them in text nodes, attributes and canvas text alike, so every
+ * string the page shows passes here (dom.js's `h` and `longText` do it for their text);
+ * the data itself (the fold, what Copy copies, an argument being edited) keeps them.
+ * @param {string} text
+ * @returns {string}
+ */
+export function visible(text) {
+  return text.replace(BIDI, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
 /**
  * A token count, or a dash when unknown.
  * @param {number | null | undefined} n

@@ -7,7 +7,7 @@
 // above it say where the time went, which round was slowest and what failed.
 
 import { dot, h } from "./dom.js";
-import { duration, plural } from "./format.js";
+import { duration, plural, visible } from "./format.js";
 import { createCache, runItems, slowestRound, timeSplit } from "./gantt_cache.js";
 import { LANES, nestedRuns, roundIndexAt, splitText } from "./gantt_data.js";
 import { hitCell, pack, scaleOf, tracksOf } from "./gantt_pack.js";
@@ -95,8 +95,8 @@ export function createGantt(ctx, open) {
 
   /** The words on where the time went (DOM text: drawn with the rest of the page). */
   function words() {
-    sum.textContent = splitText(s, timeSplit(cache, s));
-    marks.textContent = markText(slowestRound(cache, s));
+    sum.textContent = visible(splitText(s, timeSplit(cache, s)));
+    marks.textContent = visible(markText(slowestRound(cache, s)));
   }
 
   /** The picture, after the page's text is written (painting text on a canvas makes the
@@ -155,7 +155,7 @@ export function createGantt(ctx, open) {
     const state = n.running ? "running" : n.status === "failed" ? "error" : n.status === "cancelled" ? "stopped" : "answer";
     const el = showRun ? h("button", "tl-gantt-label tl-gantt-run", dot(state), n.label) : h("span", "tl-gantt-label tl-gantt-run", dot(state), n.label);
     el.style.paddingLeft = `${(n.depth - 1) * 10}px`;
-    el.title = `${n.label}: a run nested under this one (${n.status || "running"})${showRun ? "; click to show it" : ""}`;
+    el.title = visible(`${n.label}: a run nested under this one (${n.status || "running"})${showRun ? "; click to show it" : ""}`);
     if (showRun) {
       el.setAttribute("type", "button");
       el.addEventListener("click", () => showRun(n.id));
@@ -296,7 +296,7 @@ export function createGantt(ctx, open) {
     tip.hidden = !at;
     canvas.style.cursor = at ? "pointer" : "";
     if (!at) return;
-    tip.textContent = at.text;
+    tip.textContent = visible(at.text);
     const left = x < width / 2;
     tip.style.left = left ? `${x + 12}px` : "";
     tip.style.right = left ? "" : `${width - x + 12}px`;

@@ -3,14 +3,14 @@
 // happens now (or how the run ended), Python's note, the totals and the budget gauges.
 
 import { dot, h } from "./dom.js";
-import { capitalized, clip, count, duration, pct, plural, tokens } from "./format.js";
+import { capitalized, clip, count, duration, pct, plural, tokens, visible } from "./format.js";
 import { isDone, outcomeText } from "./run.js";
 import { roundsRun, roundsSaid } from "./counts.js";
 import { lastToolName } from "./rounds.js";
 import { nestedCount } from "./runlist.js";
 import { held, holdingNow, runNow } from "./store.js";
 import { budgetStop, overshoot } from "./budget.js";
-import { GATE_NAME, STATUS, statusCode, usd, word } from "./words.js";
+import { GATE_NAME, STATUS, USAGE, statusCode, usd, word } from "./words.js";
 
 /** @typedef {import("./context.js").ViewContext} ViewContext */
 
@@ -43,7 +43,7 @@ export function createHeader(ctx) {
     badge.append(dot(badgeState), h("span", null, capitalized(word(STATUS, state))));
     badge.className = `tl-badge tl-b-${badgeState}`;
     const info = run.run;
-    title.textContent = info ? [info.name, info.model].filter(Boolean).join(" · ") || "agent run" : "";
+    title.textContent = info ? visible([info.name, info.model].filter(Boolean).join(" · ")) || "agent run" : "";
     const rounds = run.rounds;
     let ri = roundsSaid(run, s.offset || 0) || (rounds.length ? plural(roundsRun(run) + s.omitted, "round") : "");
     if (!isDone(run) && rounds.length && rounds[rounds.length - 1].purpose === "synthesis") ri += " + final answer call";
@@ -62,7 +62,7 @@ export function createHeader(ctx) {
     activity.title = "";
     activity.className = "tl-activity";
     drawActivity();
-    note.textContent = s.control.note || "";
+    note.textContent = visible(s.control.note || "");
     note.hidden = !s.control.note;
     drawTotals();
   }
@@ -84,7 +84,7 @@ export function createHeader(ctx) {
       } else {
         activity.append(h("span", "tl-strong", text));
       }
-      activity.title = text; // the line is two rows high: all of it on hover
+      activity.title = visible(text); // the line is two rows high: all of it on hover
       return;
     }
     const last = run.rounds[run.rounds.length - 1];
@@ -173,7 +173,12 @@ export function createHeader(ctx) {
       nestedItem.title = "This run's spend with every run it called (sub-agents), as far as this debugger kept them";
       totals.append(nestedItem);
     }
-    if (t.estimated) totals.append(h("span", "tl-muted", "some counts estimated"));
+    if (t.estimated) {
+      // the Python views say it on the same condition (figures.py's estimated)
+      const said = h("span", "tl-muted tl-total-estimated", USAGE.estimated);
+      said.title = USAGE.estimated_hint;
+      totals.append(said);
+    }
     gauges.textContent = "";
     const info = run.run;
     if (!info) return;

@@ -6,7 +6,7 @@
 // (host.compare, where the page offers it).
 
 import { button, dot, h } from "./dom.js";
-import { count, duration, plural, tokens } from "./format.js";
+import { count, duration, plural, tokens, visible } from "./format.js";
 import { calledBy, orderRuns, runDot, runName, runOutcome, runsTitle, startTime } from "./runlist.js";
 import { usd } from "./words.js";
 
@@ -135,7 +135,7 @@ export function createRuns(ctx) {
       ticked = ticked.filter((id) => s.runs.has(id));
     }
     title.textContent = runsTitle(s.runs.size, s.runsLeftOut);
-    note.textContent = s.runsNote || (host.compare ? (ticked.length === 1 ? "tick one more run to compare" : "") : "");
+    note.textContent = visible(s.runsNote || "") || (host.compare ? (ticked.length === 1 ? "tick one more run to compare" : "") : "");
     newest.hidden = !host.showRun;
     newest.disabled = s.runsPinned === null;
     newest.setAttribute("aria-pressed", String(s.runsPinned === null));
@@ -190,7 +190,7 @@ export function createRuns(ctx) {
       const check = h("input", null);
       check.type = "checkbox";
       check.checked = ticked.includes(id);
-      check.setAttribute("aria-label", `Compare ${runName(entry)}`);
+      check.setAttribute("aria-label", visible(`Compare ${runName(entry)}`));
       box.append(check);
     }
     const name = h("span", "tl-r-name");
@@ -208,7 +208,7 @@ export function createRuns(ctx) {
     const under = nested.get(id) || 0;
     if (under) cost.title = `this run alone; ${withNested(row, under)}`;
     const start = h("span", "tl-r-start tl-num", startTime(row.started_at));
-    if (row.started_at) start.title = row.started_at;
+    if (row.started_at) start.title = visible(String(row.started_at));
     const tok = h("span", "tl-r-num tl-r-tok", tokens(row.input_tokens + row.output_tokens));
     tok.title = `${tokens(row.input_tokens)} in · ${tokens(row.output_tokens)} out`;
     el.append(
@@ -221,7 +221,7 @@ export function createRuns(ctx) {
       h("span", "tl-r-num tl-r-dur", duration(row.duration_s)),
       start,
     );
-    el.title = [runName(entry), by, row.tags.length ? `tags: ${row.tags.join(", ")}` : ""].filter(Boolean).join(" · ");
+    el.title = visible([runName(entry), by, row.tags.length ? `tags: ${row.tags.join(", ")}` : ""].filter(Boolean).join(" · "));
     return el;
   }
 

@@ -5,7 +5,7 @@
 // the reply's preview shrinks and the chips that do not fit go out of sight, never them.
 
 import { dot, h } from "./dom.js";
-import { duration, tokens } from "./format.js";
+import { duration, tokens, visible } from "./format.js";
 import { trippedGates } from "./budget.js";
 import { isDone } from "./run.js";
 import { roundCost, roundLabel, roundState, roundTime, toolDot, toolSaid } from "./rounds.js";
@@ -187,7 +187,7 @@ export function createRows(ctx, spacer, timeline, roundAt) {
       const tl = h("span", "tl-sum-tools");
       for (const t of r.tools.slice(0, 6)) {
         const chip = h("span", `tl-chip tl-chip-${t.status}`, dot(toolDot(t)), h("span", "tl-chip-name", t.name));
-        chip.title = toolSaid(t);
+        chip.title = visible(toolSaid(t));
         tl.append(chip);
       }
       if (r.tools.length > 6) tl.append(h("span", "tl-meta", `+${r.tools.length - 6}`));

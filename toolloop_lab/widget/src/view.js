@@ -9,6 +9,7 @@ import { numbered } from "./control.js";
 import { createControls } from "./controls.js";
 import { createDetail } from "./detail.js";
 import { h } from "./dom.js";
+import { visible } from "./format.js";
 import { createFork } from "./fork.js";
 import { createGantt } from "./gantt.js";
 import { createHeader } from "./header.js";
@@ -191,8 +192,9 @@ export function createView(el, s, host) {
     }
   }
   function tickNow() {
-    for (const [node, fn] of ctx.live) node.textContent = fn();
-    for (const [node, fn] of ctx.liveRows) node.textContent = fn();
+    // a ticking line names a model or a tool: shown by the rule every text of the page follows
+    for (const [node, fn] of ctx.live) node.textContent = visible(fn());
+    for (const [node, fn] of ctx.liveRows) node.textContent = visible(fn());
     for (const [node, fn] of ctx.liveDetail) fn(node);
     gantt.tick();
   }
