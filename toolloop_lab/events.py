@@ -67,7 +67,7 @@ from toolloop_lab._support.fields import (
 from toolloop_lab._support.jsonl import load_line
 from toolloop_lab._support.jsonsafe import FrozenDict, frozen_json, json_safe, thaw
 from toolloop_lab._support.pickling import quick_pickle
-from toolloop_lab.errors import UnknownRunError, describe
+from toolloop_lab.errors import UnknownRunError, describe, error_name, unwrap
 from toolloop_lab.spend.usage import Usage
 
 __all__ = [
@@ -205,13 +205,15 @@ def failure_fields(
     error: BaseException, *, kind: str | None, reason: str | None, cancelled: bool
 ) -> dict[str, Any]:
     """The fields of a :class:`LoopFailed` that say what ended the run, so the loop and
-    the bridge describe an error the same way (the run's counts are theirs to add)."""
+    the bridge describe an error the same way (the run's counts are theirs to add): a
+    group of one as the exception it holds (:func:`~toolloop_lab.errors.unwrap`)."""
+    cause = unwrap(error).__cause__
     return {
-        "error_type": type(error).__name__,
+        "error_type": error_name(error),
         "error_kind": kind,
         "reason": reason,
         "message": describe(error),
-        "cause_type": type(error.__cause__).__name__ if error.__cause__ else None,
+        "cause_type": type(cause).__name__ if cause is not None else None,
         "cancelled": cancelled,
         "outcome": failure_outcome(cancelled=cancelled, error_kind=kind, reason=reason),
     }

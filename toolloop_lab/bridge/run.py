@@ -64,7 +64,7 @@ from toolloop_lab.engine.model_call import (
     is_empty,
     is_truncated,
 )
-from toolloop_lab.errors import describe
+from toolloop_lab.errors import error_name, explain
 from toolloop_lab.spend.pricing import PriceTable
 from toolloop_lab.spend.usage import Usage
 
@@ -408,9 +408,8 @@ class BridgedRun:
             tool.duration_s = self.clock() - tool.started
             tool.error_reason = _error_reason(error)
             if tool.error_reason == "tool_error":
-                tool.error_type = type(error).__name__
-            text = describe(error)
-            tool.error_text = f"{type(error).__name__}: {text}" if text else type(error).__name__
+                tool.error_type = error_name(error)
+            tool.error_text = explain(error)
             self._raised[tool.call_id] = tool
         self._settle()
 

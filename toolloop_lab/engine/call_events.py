@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from toolloop_lab import events as ev
 from toolloop_lab._support.escape import clip
 from toolloop_lab.engine.model_call import CallTiming, DeltaSink, RepeatedCalls, reply_fields
-from toolloop_lab.errors import describe
+from toolloop_lab.errors import describe, error_name, explain
 from toolloop_lab.spend.pricing import PriceTable, call_price, model_name_of
 from toolloop_lab.spend.usage import Usage
 
@@ -151,7 +151,7 @@ def model_call_failed(
         ev.ModelCallFailed,
         call=number,
         purpose=purpose,
-        error_type=type(error).__name__,
+        error_type=error_name(error),
         message=describe(error),
         latency_s=latency_s,
         partial_text=partial_text,
@@ -171,7 +171,7 @@ def _traceback(error: BaseException) -> str | None:
             type(error), error, error.__traceback__, limit=-TRACEBACK_FRAMES
         )
     except Exception:  # noqa: BLE001 - a hostile __str__ somewhere in the chain
-        return f"{type(error).__name__}: {describe(error)}"
+        return explain(error)
     return clip("".join(lines), TRACEBACK_CHARS)
 
 

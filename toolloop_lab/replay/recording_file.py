@@ -84,6 +84,8 @@ from toolloop_lab.errors import (
     RecordingWriteError,
     ReplayDivergedError,
     ReplayExhaustedError,
+    describe,
+    unwrap,
 )
 from toolloop_lab.spend.pricing import PriceTable, model_name_of, price_of
 from toolloop_lab.spend.usage import Usage
@@ -126,12 +128,15 @@ class RecordedError:
 
     @classmethod
     def of(cls, exc: BaseException) -> RecordedError:
-        """Describe ``exc`` (class path, message and HTTP status when it has one)."""
+        """Describe ``exc`` (class path, message and HTTP status when it has one): a group
+        of one as the exception it holds, whose message is never empty (see
+        :func:`~toolloop_lab.errors.describe`)."""
+        exc = unwrap(exc)
         kind = type(exc)
         status = getattr(exc, "status_code", None)
         return cls(
             f"{kind.__module__}.{kind.__qualname__}",
-            str(exc),
+            describe(exc),
             status if isinstance(status, int) and not isinstance(status, bool) else None,
         )
 

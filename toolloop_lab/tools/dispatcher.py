@@ -49,7 +49,7 @@ from pydantic import ValidationError
 
 from toolloop_lab._support.fields import validation_text
 from toolloop_lab._support.jsonsafe import dumps, frozen_json, is_mapping, thaw
-from toolloop_lab.errors import ConfigurationError, ExecutionError, describe
+from toolloop_lab.errors import ConfigurationError, ExecutionError, error_name, explain
 from toolloop_lab.events import Observer, ToolStatus
 
 __all__ = [
@@ -380,8 +380,8 @@ def _output(raw: Any) -> _Output:
     try:
         return _Output(serialize_output(raw), artifact)
     except Exception as exc:  # noqa: BLE001 - a result with no text form is the tool's failure
-        why = f"a {type(raw).__name__} that cannot be turned into text: {type(exc).__name__}: "
-        return _Output(None, artifact, why + describe(exc))
+        why = f"a {type(raw).__name__} that cannot be turned into text: {explain(exc)}"
+        return _Output(None, artifact, why)
 
 
 @dataclass(frozen=True, slots=True)
@@ -405,7 +405,7 @@ def _snapshot(value: Any, *, with_artifact: bool = False) -> Any:
     try:
         return serialize_output(value)
     except Exception as exc:  # noqa: BLE001 - reported as the tool's bad_output
-        return _NoText(type(value).__name__, f"{type(exc).__name__}: {describe(exc)}")
+        return _NoText(type(value).__name__, explain(exc))
 
 
 def _snapshotting(func: Callable[..., Any], with_artifact: bool) -> Callable[..., Any]:
@@ -447,8 +447,7 @@ def _check_schema(name: str, tool: BaseTool) -> None:
         convert_to_openai_tool(tool)
     except Exception as exc:  # whatever the tool's own schema code raises
         raise ConfigurationError(
-            f"tool {name!r}: its argument schema cannot be built "
-            f"({type(exc).__name__}: {describe(exc)})",
+            f"tool {name!r}: its argument schema cannot be built ({explain(exc)})",
             field="tools",
         ) from exc
 
@@ -690,8 +689,8 @@ def _ended(
         why = validation_text(exc, whole="(arguments)", every=True)
         text = f"invalid arguments for tool {name!r}: {why}"
         return _error_outcome(call_id, name, args, "invalid_arguments", text, started)
-    text = f"tool {name!r} raised {type(exc).__name__}: {describe(exc)}"
-    raised = type(exc).__name__
+    text = f"tool {name!r} raised {explain(exc)}"
+    raised = error_name(exc)
     return _error_outcome(call_id, name, args, "tool_error", text, started, error_type=raised)
 
 
