@@ -19,6 +19,7 @@ __all__ = [
     "BUDGET_STOP",
     "CALL_CHANGE",
     "CALL_CHANGE_PART",
+    "CONTENT_BLOCK",
     "COUNTS",
     "CUT_SHORT",
     "FAILED",
@@ -90,6 +91,9 @@ its job, never an error of the round."""
 COUNTS: Final = TABLES["counts"]
 """How a run's rounds and calls read in a header: the round under way of the cap while it
 runs; once it ended, its tool rounds and its model calls, names that say what they count."""
+CONTENT_BLOCK: Final = TABLES["content_block"]
+"""How a content block that is no text reads (an image a tool returned, say): templates
+filled in with its kind and details (MIME type, size, where it is)."""
 BUDGET_STOP: Final = TABLES["budget_stop"]
 """How a run the USD limit stopped reads: templates whose ``{names}`` both sides fill in
 from the events (how many calls were paid for, what of the last round never happened)."""
