@@ -9,6 +9,7 @@ under ``tests/js/``.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import contextvars
 import json
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages.content import create_image_block, create_text_block
 from langchain_core.tools import BaseTool, StructuredTool
 from loopkit import (
     ALL,
@@ -89,6 +91,22 @@ def _tool(name: str, fn: Callable[..., Any]) -> BaseTool:
 def _hostile_text(text: str) -> str:
     """Returns hostile markup, unicode and a long line."""
     return f"{ALL} · 日本語 · 🙂 · \u202e{text}\u202c · " + "x" * 50_000
+
+
+IMAGE_B64 = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(12_000)).decode("ascii")
+"""A 12 KB image a tool returns (an MCP screenshot, say)."""
+
+
+def _shot(page: str) -> tuple[list[Any], None]:
+    """Answers as an MCP tool does: content blocks, each with an id langchain-core made up."""
+    text = create_text_block(text=f"screenshot of {page} {HOSTILE}")
+    return [text, create_image_block(base64=IMAGE_B64, mime_type="image/png")], None
+
+
+def _blocks_tool() -> BaseTool:
+    return StructuredTool.from_function(
+        func=_shot, name="shot", description="shot.", response_format="content_and_artifact"
+    )
 
 
 def _count(n: int) -> str:
@@ -194,7 +212,8 @@ def hostile_cases() -> dict[str, list[Event]]:
     """Runs the catalog has not: hostile, huge and unicode strings from a tool and the
     model, a tool that raises, an unknown and an invalid call, a run stopped mid-tool, a
     model that runs out of replies (the run fails), a token budget tripped mid-run, a USD
-    limit that stops a run mid-round; and a long run (``LONG_ROUNDS`` rounds of one call)."""
+    limit that stops a run mid-round, a tool that answers with content blocks (a text and
+    an image, as an MCP tool does); and a long run (``LONG_ROUNDS`` rounds of one call)."""
     stopped = _cancelled_tool()
     hostile = _tool("hostile", _hostile_text)
     boom = _tool("boom", _boom)
@@ -228,6 +247,10 @@ def hostile_cases() -> dict[str, list[Event]]:
             AgentConfig(tool_max_rounds=LONG_ROUNDS + 1),
         ),
         "cancelled_tool": stopped,
+        "tool_blocks": _run(
+            [calls(tool_call("shot", {"page": "home"}, "s1")), final("A blank page.")],
+            [_blocks_tool()],
+        ),
         "langgraph_interrupted": _interrupted(),
         "tool_result_missing": [
             e for e in stopped if not (isinstance(e, ToolDispatched) and e.tool_call_id == "h1")

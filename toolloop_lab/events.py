@@ -440,7 +440,9 @@ class ToolDispatched(_Base):
     held the loop before it."""
     output_chars: Count
     content: Text
-    """The tool's output text (a later ``Pruned`` event with this id may shorten it)."""
+    """The tool's output text (a later ``Pruned`` event with this id may shorten it); a
+    result of content blocks in words, as every view shows it: its text, an image as
+    ``[image: image/png, 12 KB]`` (see ``blocks``)."""
     ran: Flag = True
     """False for a call the loop answered without running it (a spent budget, a stop
     before it began, a cut-off reply, a person's skip): it has no duration and no size of
@@ -448,6 +450,10 @@ class ToolDispatched(_Base):
     error_type: Text | None = None
     """The class name of the exception the tool raised (``ValueError``), for a
     ``tool_error`` that was one; ``None`` otherwise, and in traces written before it."""
+    blocks: tuple[JsonObject, ...] | None = None
+    """A result of content blocks (an MCP tool's, say), as the model was sent them: text,
+    images, files, without the ids langchain-core made up for them; ``None`` for a result
+    that is text, and in traces written before it."""
     kind: Literal["tool_dispatch"] = "tool_dispatch"
 
 

@@ -89,6 +89,7 @@ from toolloop_lab.errors import (
 )
 from toolloop_lab.spend.pricing import PriceTable, model_name_of, price_of
 from toolloop_lab.spend.usage import Usage
+from toolloop_lab.tools.content import without_made_ids
 
 __all__ = [
     "FORMAT",
@@ -536,10 +537,12 @@ def message_signature(message: BaseMessage) -> dict[str, Any]:
 
     Role, content, tool calls (id, name, arguments, invalid ones included) and, for tool
     results, the call id and status. Not compared: message ids, usage, response metadata,
-    artifacts and other provider extras, which legitimately change between runs.
+    artifacts and other provider extras, which legitimately change between runs, nor the
+    ids langchain-core makes up for content blocks (a new one on every run: a LangGraph
+    ``ToolNode`` keeps them on an MCP tool's result).
     """
     role = message.role if isinstance(message, ChatMessage) else message.type
-    sig: dict[str, Any] = {"role": role, "content": json_safe(message.content)}
+    sig: dict[str, Any] = {"role": role, "content": json_safe(without_made_ids(message.content))}
     if isinstance(message, AIMessage):
         sig["tool_calls"] = _call_sig(message.tool_calls)
         sig["invalid_tool_calls"] = _call_sig(message.invalid_tool_calls)

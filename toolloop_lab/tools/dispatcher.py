@@ -17,7 +17,8 @@ event loop.
 A tool gets its own deep copy of its arguments, so a tool that changes them can never
 reach back into the transcript, the next request or the events. Its result is turned into
 text in the tool's own worker right after it returns, before a sibling call can change an
-object the tool handed back.
+object the tool handed back; a result of content blocks (an MCP tool's: text, images) is
+copied there instead, and goes to the model as blocks (:mod:`toolloop_lab.tools.content`).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from toolloop_lab._support.fields import validation_text
 from toolloop_lab._support.jsonsafe import dumps, frozen_json, is_mapping, thaw
 from toolloop_lab.errors import ConfigurationError, ExecutionError, error_name, explain
 from toolloop_lab.events import Observer, ToolStatus
+from toolloop_lab.tools.content import blocks_of, content_text, is_blocks
 
 __all__ = [
     "STOPPED_TEXT",
@@ -349,31 +351,38 @@ class _HandledToolError(Exception):
 
 
 def _handled_text(flag: Any, exc: ToolException) -> str:
-    """The text langchain-core's ``handle_tool_error`` would give the model."""
+    """The text langchain-core's ``handle_tool_error`` would give the model (a handler
+    that answers with content blocks, as an MCP tool's does, in their words)."""
     if isinstance(flag, str):
         return flag
     if callable(flag):
-        return serialize_output(flag(exc))
+        answer = flag(exc)
+        return content_text(answer) if is_blocks(answer) else serialize_output(answer)
     return str(exc.args[0]) if exc.args else "Tool execution error"
 
 
 @dataclass(frozen=True, slots=True)
 class _Output:
-    """A tool's result as text (made in the tool's worker), or why it has no text form."""
+    """A tool's result as text or content blocks (made in the tool's worker), or why it
+    has no text form."""
 
-    content: str | None
+    content: str | list[str | dict[Any, Any]] | None
+    """Text, or content blocks (``ToolMessage`` content's own type)."""
     artifact: Any = None
     unserialisable: str | None = None
 
 
 def _output(raw: Any) -> _Output:
-    """Turn what a tool returned into text at once; a ``ToolMessage`` it built says itself
+    """Turn what a tool returned into text (or content blocks, see
+    :mod:`toolloop_lab.tools.content`) at once; a ``ToolMessage`` it built says itself
     whether it failed."""
     artifact = None
     if isinstance(raw, ToolMessage):
         if raw.status == "error":  # the tool said it failed: never a success
-            raise _HandledToolError(serialize_output(raw.content))
+            raise _HandledToolError(content_text(raw.content))
         raw, artifact = raw.content, raw.artifact
+    if is_blocks(raw):
+        return _Output([*blocks_of(raw)], artifact)
     if isinstance(raw, _NoText):
         why = f"a {raw.type_name} that cannot be turned into text: {raw.why}"
         return _Output(None, artifact, why)
@@ -402,6 +411,8 @@ def _snapshot(value: Any, *, with_artifact: bool = False) -> Any:
         content, artifact = value
         snap = _snapshot(content)
         return (content if isinstance(snap, _NoText) else snap, artifact)
+    if is_blocks(value):
+        return blocks_of(value)  # a copy, as the model is sent it (see tools.content)
     try:
         return serialize_output(value)
     except Exception as exc:  # noqa: BLE001 - reported as the tool's bad_output
