@@ -69,7 +69,7 @@ from toolloop_lab._support.fields import (
 from toolloop_lab._support.jsonl import load_line
 from toolloop_lab._support.jsonsafe import FrozenDict, frozen_json, json_safe, thaw
 from toolloop_lab._support.pickling import quick_pickle
-from toolloop_lab.errors import ConfigurationError, UnknownRunError, describe
+from toolloop_lab.errors import ConfigurationError, UnknownRunError, describe, error_name, unwrap
 from toolloop_lab.spend.usage import Usage
 
 __all__ = [
@@ -210,13 +210,15 @@ def failure_fields(
     error: BaseException, *, kind: str | None, reason: str | None, cancelled: bool
 ) -> dict[str, Any]:
     """The fields of a :class:`LoopFailed` that say what ended the run, so the loop and
-    the bridge describe an error the same way (the run's counts are theirs to add)."""
+    the bridge describe an error the same way (the run's counts are theirs to add): a
+    group of one as the exception it holds (:func:`~toolloop_lab.errors.unwrap`)."""
+    cause = unwrap(error).__cause__
     return {
-        "error_type": type(error).__name__,
+        "error_type": error_name(error),
         "error_kind": kind,
         "reason": reason,
         "message": describe(error),
-        "cause_type": type(error.__cause__).__name__ if error.__cause__ else None,
+        "cause_type": type(cause).__name__ if cause is not None else None,
         "cancelled": cancelled,
         "outcome": failure_outcome(cancelled=cancelled, error_kind=kind, reason=reason),
     }
@@ -443,7 +445,9 @@ class ToolDispatched(_Base):
     held the loop before it."""
     output_chars: Count
     content: Text
-    """The tool's output text (a later ``Pruned`` event with this id may shorten it)."""
+    """The tool's output text (a later ``Pruned`` event with this id may shorten it); a
+    result of content blocks in words, as every view shows it: its text, an image as
+    ``[image: image/png, 12 KB]`` (see ``blocks``)."""
     ran: Flag = True
     """False for a call the loop answered without running it (a spent budget, a stop
     before it began, a cut-off reply, a person's skip): it has no duration and no size of
@@ -451,6 +455,10 @@ class ToolDispatched(_Base):
     error_type: Text | None = None
     """The class name of the exception the tool raised (``ValueError``), for a
     ``tool_error`` that was one; ``None`` otherwise, and in traces written before it."""
+    blocks: tuple[JsonObject, ...] | None = None
+    """A result of content blocks (an MCP tool's, say), as the model was sent them: text,
+    images, files, without the ids langchain-core made up for them; ``None`` for a result
+    that is text, and in traces written before it."""
     kind: Literal["tool_dispatch"] = "tool_dispatch"
 
 

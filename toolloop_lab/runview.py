@@ -65,6 +65,9 @@ class ToolRow:
     duration_s: float | None = None
     output_chars: int = 0
     content: str = ""
+    """Its result as text (content blocks in words, see ``blocks``)."""
+    blocks: tuple[Any, ...] | None = None
+    """Its result's content blocks as the model was sent them, when it was blocks."""
     pruning: ev.Pruned | None = None
     started_t: float | None = None
     """Run time its tool began (``tool_start``), for a live timer."""
@@ -339,6 +342,7 @@ class RunView:
         tool.duration_s = event.duration_s
         tool.output_chars = event.output_chars
         tool.content = event.content
+        tool.blocks = event.blocks
 
     @_folds(ev.Pruned)
     def _pruned(self, event: ev.Pruned) -> None:

@@ -19,6 +19,7 @@ __all__ = [
     "BUDGET_STOP",
     "CALL_CHANGE",
     "CALL_CHANGE_PART",
+    "CONTENT_BLOCK",
     "COUNTS",
     "CUT_SHORT",
     "FAILED",
@@ -100,6 +101,9 @@ USAGE: Final = TABLES["usage"]
 (a provider that reported none, a span without usage), on the one condition every view
 uses (the run's total ``Usage.estimated``); ``estimated_hint`` says why, where a tooltip
 can."""
+CONTENT_BLOCK: Final = TABLES["content_block"]
+"""How a content block that is no text reads (an image a tool returned, say): templates
+filled in with its kind and details (MIME type, size, where it is)."""
 BUDGET_STOP: Final = TABLES["budget_stop"]
 """How a run the USD limit stopped reads: templates whose ``{names}`` both sides fill in
 from the events (how many calls were paid for, what of the last round never happened)."""

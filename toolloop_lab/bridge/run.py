@@ -64,9 +64,10 @@ from toolloop_lab.engine.model_call import (
     is_empty,
     is_truncated,
 )
-from toolloop_lab.errors import describe
+from toolloop_lab.errors import error_name, explain
 from toolloop_lab.spend.pricing import PriceTable
 from toolloop_lab.spend.usage import Usage
+from toolloop_lab.tools.content import is_blocks
 
 from .conversation import Conversation, messages_in
 
@@ -373,12 +374,14 @@ class BridgedRun:
             return
         message = _tool_message(output, tool.call_id)
         status: Literal["success", "error"]
+        content: str | list[Any]
         if message is not None:
             self.pending.append(message)
             status = "error" if message.status == "error" else "success"
-            content = str(message.content)
+            content = message.content
         else:
-            status, content = "success", output if isinstance(output, str) else dumps(output)
+            status = "success"
+            content = output if isinstance(output, str) or is_blocks(output) else dumps(output)
         if tool.stand_in:  # the call named a tool nobody has: the loop's own error for it
             self._dispatch(
                 tool,
@@ -408,9 +411,8 @@ class BridgedRun:
             tool.duration_s = self.clock() - tool.started
             tool.error_reason = _error_reason(error)
             if tool.error_reason == "tool_error":
-                tool.error_type = type(error).__name__
-            text = describe(error)
-            tool.error_text = f"{type(error).__name__}: {text}" if text else type(error).__name__
+                tool.error_type = error_name(error)
+            tool.error_text = explain(error)
             self._raised[tool.call_id] = tool
         self._settle()
 
@@ -435,7 +437,7 @@ class BridgedRun:
                     raised,
                     status=status,
                     error_reason=raised.error_reason if status == "error" else None,
-                    content=str(message.content),
+                    content=message.content,
                     duration_s=raised.duration_s,
                     error_type=raised.error_type if status == "error" else None,
                 )
@@ -451,7 +453,7 @@ class BridgedRun:
                 _Tool(call_id, name, args, round, 0.0),
                 status=status,
                 error_reason=reason,
-                content=str(message.content),
+                content=message.content,
                 duration_s=0.0,
                 ran=reason == "not_available",  # a call to no tool is an error of the call
             )
@@ -475,7 +477,7 @@ class BridgedRun:
         *,
         status: Literal["success", "error"],
         error_reason: str | None,
-        content: str,
+        content: str | list[Any],
         duration_s: float,
         ran: bool = True,
         error_type: str | None = None,

@@ -50,7 +50,7 @@ from toolloop_lab.errors import (
     ExecutionError,
     RunStopped,
     ToolLoopError,
-    describe,
+    explain,
 )
 from toolloop_lab.events import (
     LoopFailed,
@@ -120,8 +120,7 @@ def _bind(model: BaseChatModel, tools: tuple[BaseTool, ...]) -> Any:
         return model.bind_tools(list(tools))
     except Exception as exc:
         raise ConfigurationError(
-            f"{type(model).__name__} could not take the tools "
-            f"({type(exc).__name__}: {describe(exc)})",
+            f"{type(model).__name__} could not take the tools ({explain(exc)})",
             field="tools",
         ) from exc
 
@@ -513,7 +512,7 @@ class LLMAgent:
         except Exception as exc:
             self._end(run, exc, "loop_failed", "not run: the loop failed", cancelled=False)
             raise ToolLoopError(
-                f"tool loop failed in round {run.round}: {type(exc).__name__}: {describe(exc)}",
+                f"tool loop failed in round {run.round}: {explain(exc)}",
                 cause=exc,
                 **run.partial(),
             ) from exc

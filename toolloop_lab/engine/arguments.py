@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from toolloop_lab._support.escape import NAME_CHARS, clip
 from toolloop_lab._support.fields import shown
 from toolloop_lab.engine.config import AgentConfig
-from toolloop_lab.errors import ConfigurationError, describe
+from toolloop_lab.errors import ConfigurationError, describe, explain
 
 __all__ = [
     "TOOLS_SHAPE",
@@ -258,7 +258,7 @@ def _from_name(name: str, field: str) -> BaseChatModel:
     except Exception as exc:  # its own words say why; we add where and how
         raise ConfigurationError(
             f"{field}={clip(repr(name), NAME_CHARS)}: init_chat_model could not make a chat "
-            f"model ({type(exc).__name__}: {describe(exc)}); name it as 'provider:model' "
+            f"model ({explain(exc)}); name it as 'provider:model' "
             "(say 'openai:gpt-4o-mini'), with that provider's package and credentials, or "
             "pass the chat model itself",
             field=field,

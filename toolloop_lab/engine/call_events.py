@@ -20,10 +20,12 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from toolloop_lab import events as ev
 from toolloop_lab._support.escape import clip
+from toolloop_lab._support.jsonsafe import frozen_json
 from toolloop_lab.engine.model_call import CallTiming, DeltaSink, RepeatedCalls, reply_fields
-from toolloop_lab.errors import describe
+from toolloop_lab.errors import describe, error_name, explain
 from toolloop_lab.spend.pricing import PriceTable, call_price, model_name_of
 from toolloop_lab.spend.usage import Usage
+from toolloop_lab.tools.content import blocks_of, content_text
 
 __all__ = [
     "Answer",
@@ -151,7 +153,7 @@ def model_call_failed(
         ev.ModelCallFailed,
         call=number,
         purpose=purpose,
-        error_type=type(error).__name__,
+        error_type=error_name(error),
         message=describe(error),
         latency_s=latency_s,
         partial_text=partial_text,
@@ -171,7 +173,7 @@ def _traceback(error: BaseException) -> str | None:
             type(error), error, error.__traceback__, limit=-TRACEBACK_FRAMES
         )
     except Exception:  # noqa: BLE001 - a hostile __str__ somewhere in the chain
-        return f"{type(error).__name__}: {describe(error)}"
+        return explain(error)
     return clip("".join(lines), TRACEBACK_CHARS)
 
 
@@ -194,12 +196,26 @@ class Answer(TypedDict):
     """The class name of the exception the tool raised (a ``tool_error`` that was one)."""
 
 
-def tool_dispatched(emit: Emit, call_id: str, content: str, **answer: Unpack[Answer]) -> None:
-    """``tool_dispatch``: call ``call_id`` got its answer, ``content`` (run or not)."""
+def tool_dispatched(
+    emit: Emit, call_id: str, content: str | Sequence[Any], **answer: Unpack[Answer]
+) -> None:
+    """``tool_dispatch``: call ``call_id`` got its answer, ``content`` (run or not): the
+    answer's message content, text or content blocks (said in words, and kept as the
+    blocks the model was sent, see :mod:`toolloop_lab.tools.content`)."""
+    if type(content) is str:
+        text, blocks = content, None
+    else:
+        text = content_text(content)
+        blocks = (
+            tuple(frozen_json(b) for b in blocks_of(content))
+            if isinstance(content, (list, tuple)) and content
+            else None
+        )
     emit(
         ev.ToolDispatched,
         tool_call_id=call_id,
-        output_chars=len(content),
-        content=content,
+        output_chars=len(text),
+        content=text,
+        blocks=blocks,
         **answer,
     )

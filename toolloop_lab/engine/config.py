@@ -77,7 +77,8 @@ class AgentConfig:
     context_window: PositiveInt | None = None
     """Overrides the model profile's ``max_input_tokens`` (default 128,000 if neither)."""
     prune_tools: Annotated[tuple[_ToolName, ...], BeforeValidator(_names)] = ()
-    """Tools whose large outputs the pruning model shortens."""
+    """Tools whose large outputs the pruning model shortens (outputs of text: one that
+    holds an image or a file, content blocks an MCP tool returned, is sent as it is)."""
     prune_min_chars: Count = 2_000
     """Only outputs longer than this many characters are pruned."""
     pruning_prompt: Prompt = DEFAULT_PRUNING_PROMPT

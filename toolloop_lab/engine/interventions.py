@@ -29,7 +29,7 @@ from langchain_core.tools import BaseTool
 from toolloop_lab._support.jsonsafe import freeze, thaw
 from toolloop_lab.engine.model_call import call_views
 from toolloop_lab.engine.run_state import RunState
-from toolloop_lab.errors import InterventionError, describe
+from toolloop_lab.errors import InterventionError, explain
 from toolloop_lab.events import Intervention, ToolCallView, message_dicts
 from toolloop_lab.tools.dispatcher import DispatchOutcome, written_outcome
 
@@ -355,7 +355,7 @@ class MessageEdits(_Edits):
             except KeyError as exc:  # ("tool", "x"): langchain-core wants a field it lacks
                 self._refuse("append_message", "not_allowed", f"not a message: no {exc!s:.100}")
             except Exception as exc:  # noqa: BLE001 - any failure to convert: not a message
-                why = f"{type(exc).__name__}: {describe(exc)}"
+                why = explain(exc)
                 self._refuse("append_message", "not_allowed", f"not a message ({why:.300})")
             answered = {m.tool_call_id for m in self._run.messages if isinstance(m, ToolMessage)}
             problem = _message_problem(converted, answered)

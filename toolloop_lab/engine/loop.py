@@ -50,6 +50,7 @@ from toolloop_lab.errors import PaidCallError
 from toolloop_lab.spend.budget import GateCheck, RunBudget
 from toolloop_lab.spend.pricing import TokenPrice, model_name_of
 from toolloop_lab.spend.usage import Usage
+from toolloop_lab.tools.content import text_only
 from toolloop_lab.tools.dispatcher import (
     DispatchHooks,
     DispatchOutcome,
@@ -441,7 +442,7 @@ class ToolLoop:
             for i, o in enumerate(outcomes)
             if o.status == "success"
             and o.name in cfg.prune_tools
-            and len(str(o.message.content)) > cfg.prune_min_chars
+            and len(text_only(o.message.content) or "") > cfg.prune_min_chars
         ]
         if not todo:
             return
@@ -456,7 +457,7 @@ class ToolLoop:
         try:
             results = await asyncio.gather(
                 *(
-                    prune_output(model, p, str(outcomes[i].message.content), cfg.model_timeout_s)
+                    prune_output(model, p, _text(outcomes[i]), cfg.model_timeout_s)
                     for i, _, p in calls
                 ),
                 return_exceptions=True,
@@ -481,7 +482,7 @@ class ToolLoop:
         run = self.run
         prompt = pruning_prompt(
             outcome.name,
-            str(outcome.message.content),
+            _text(outcome),
             instruction=self.cfg.pruning_prompt,
             request=self.request,
         )
@@ -522,13 +523,19 @@ class ToolLoop:
             tokens_after=res.tokens_after,
             usage=usage,
             latency_s=res.latency_s,
-            original=str(original.content),
+            original=_text(outcome),
             pruned=res.pruned,
         )
         artifact = {"original": original.content, "artifact": original.artifact, "pruned": True}
         run.messages[index] = original.model_copy(
             update={"content": res.pruned, "artifact": artifact}
         )
+
+
+def _text(outcome: DispatchOutcome) -> str:
+    """The text of a result pruning shortens (text alone: a result holding an image or a
+    file is never pruned, its words are not all of it)."""
+    return text_only(outcome.message.content) or ""
 
 
 def _request_of(messages: Sequence[BaseMessage]) -> str:

@@ -111,7 +111,7 @@ class RunState:
         tool_dispatched(
             self.emit,
             outcome.message.tool_call_id,
-            str(outcome.message.content),
+            outcome.message.content,
             name=outcome.name,
             args=outcome.args,
             status=outcome.status,

@@ -20,7 +20,7 @@ from opentelemetry.trace import Span, SpanContext, Status, StatusCode
 from opentelemetry.util import types
 
 from toolloop_lab._support.escape import scrub
-from toolloop_lab.errors import describe
+from toolloop_lab.errors import describe, explain, unwrap
 
 __all__ = ["CleanSpan", "clean", "clean_attributes"]
 
@@ -90,9 +90,12 @@ class CleanSpan(Span):
         timestamp: int | None = None,
         escaped: bool = False,
     ) -> None:
-        """The exception's own texts, as the SDK would record them, cleaned too."""
+        """The exception's own texts, as the SDK would record them, cleaned too; the
+        message of a group of one names the exception inside (the type stays the group's)."""
+        inner = unwrap(exception)
+        message = describe(exception) if inner is exception else explain(inner)
         texts = {
-            "exception.message": scrub(describe(exception)),
+            "exception.message": scrub(message),
             "exception.stacktrace": scrub(_stacktrace(exception)),
         }
         cleaned = {**texts, **(clean_attributes(attributes) or {})}
@@ -111,4 +114,4 @@ def _stacktrace(exception: BaseException) -> str:
     try:
         return "".join(traceback.format_exception(exception))
     except Exception:  # noqa: BLE001 - a hostile __str__ inside the chain
-        return f"{type(exception).__name__}: {describe(exception)}"
+        return explain(exception)

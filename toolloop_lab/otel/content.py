@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from toolloop_lab._support.escape import clip
 from toolloop_lab.events import ToolCallView
+from toolloop_lab.tools.content import content_text
 
 __all__ = [
     "DEFAULT_CONTENT_LIMIT",
@@ -74,7 +75,7 @@ def _tool_call_part(call: Mapping[str, Any], limit: int) -> dict[str, Any]:
 def _message(data: Mapping[str, Any], kind: str, limit: int) -> dict[str, Any]:
     role = _ROLES.get(kind, kind)
     if role == "tool":
-        result = clip(str(data.get("content", "")), limit)
+        result = clip(content_text(data.get("content", "")), limit)  # blocks in words
         part = {"type": "tool_call_response", "id": data.get("tool_call_id"), "response": result}
         return {"role": "tool", "parts": [part]}
     parts = _text_parts(data.get("content", ""), limit)

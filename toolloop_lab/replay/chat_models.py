@@ -29,6 +29,7 @@ from toolloop_lab._support.detached import (
     iter_detached,
     run_detached,
 )
+from toolloop_lab.errors import explain
 from toolloop_lab.models.base import ChatCall, ChatModelBase, chunks_of
 from toolloop_lab.replay.recording_file import (
     RecordedCall,
@@ -187,7 +188,7 @@ class RecordingChatModel(ChatModelBase):
             index = self._next_index
             raise RecordingWriteError(
                 f"the reply to call {index} came back but could not be recorded to "
-                f"{self.path}: {type(exc).__name__}: {exc}",
+                f"{self.path}: {explain(exc)}",
                 path=str(self.path),
                 call_index=index,
                 reply=reply,
@@ -201,7 +202,7 @@ class RecordingChatModel(ChatModelBase):
         except Exception as write_exc:  # noqa: BLE001 - the call's own error matters more
             exc.add_note(
                 f"toolloop_lab: recording this failure to {self.path} failed too: "
-                f"{type(write_exc).__name__}: {write_exc}"
+                f"{explain(write_exc)}"
             )
 
 

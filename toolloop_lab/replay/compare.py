@@ -30,6 +30,7 @@ what-if's are; a stream of several runs is narrowed by the one rule
 from __future__ import annotations
 
 import difflib
+import hashlib
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeGuard, cast
 
 from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS, TEXT_CHARS, esc, esc_clip, plain
-from toolloop_lab._support.jsonsafe import thaw
+from toolloop_lab._support.jsonsafe import dumps, thaw
 from toolloop_lab._support.words import (
     CUT_SHORT,
     INTERVENTION,
@@ -52,6 +53,7 @@ from toolloop_lab.replay.figures import ComparedRuns, RunFigures, comparison_lin
 from toolloop_lab.replay.fork.compare import ForkResult
 from toolloop_lab.runview import RoundRow, RunView, ToolRow
 from toolloop_lab.spend.usage import Usage, format_usd
+from toolloop_lab.tools.content import is_data_block
 from toolloop_lab.trace import TraceRead, read_trace
 
 if TYPE_CHECKING:
@@ -95,6 +97,8 @@ list; the rest is counted (the frame holds them all)."""
 DIFF_INPUT_LINES: Final = 2_000
 """Lines of each text the diff reads (difflib's time grows with their product); a
 difference further down is still reported, as such."""
+DATA_DIFFERS: Final = "(the same words; the data of an image or file differs)"
+"""What a results diff says when the results read the same and their data does not."""
 
 _EVENT_CLASSES: Final = tuple(EVENT_TYPES.values())
 _SIDES: Final = ("a", "b")
@@ -112,9 +116,12 @@ class CallSide:
     error_reason: str | None
     ran: bool
     content: str
-    """The result the model read."""
+    """The result the model read (content blocks in words: ``[image: image/png, 12 KB]``)."""
     changed: tuple[str, ...] = ()
     """What a person changed of this call at a pause, in words (``edited the arguments``)."""
+    data: tuple[str, ...] = field(default=(), repr=False)
+    """A fingerprint of each block of its result that is more than its words (an image, a
+    file): two images of one size read alike, and still differ."""
 
     @property
     def call_text(self) -> str:
@@ -147,7 +154,7 @@ class CallSide:
         return (self.name, self.args)
 
     def _result_key(self) -> tuple[Any, ...]:
-        return (self.status, self.error_reason, self.ran, self.content)
+        return (self.status, self.error_reason, self.ran, self.content, self.data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -425,6 +432,8 @@ def _pair_lines(pair: RoundPair) -> list[str]:
         lines += _diff_block("reply", _text(a, "text"), _text(b, "text"))
     if a is None or b is None or a.results_text != b.results_text:
         lines += _diff_block("results", _text(a, "results_text"), _text(b, "results_text"))
+    elif not a.same_results(b):
+        lines += ["    results:", f"      {DATA_DIFFERS}"]
     lines.append(f"    spend    {_spend_text(pair)}")
     return lines
 
@@ -544,10 +553,16 @@ def _html_diffs(pair: RoundPair) -> str:
     for title, attr in (("reply", "text"), ("results", "results_text")):
         a, b = _text(pair.a, attr), _text(pair.b, attr)
         if a == b:
+            if attr == "results_text" and not _same_results(pair):
+                out.append(f"<div>{title}:</div><pre>{esc(DATA_DIFFERS)}</pre>")
             continue
         lines = "\n".join(_html_diff_line(line) for line in text_diff(a, b))
         out.append(f"<div>{title}:</div><pre>{lines}</pre>")
     return "".join(out)
+
+
+def _same_results(pair: RoundPair) -> bool:
+    return pair.a is None or pair.b is None or pair.a.same_results(pair.b)
 
 
 def _html_diff_line(line: str) -> str:
@@ -638,6 +653,17 @@ def _call_side(tool: ToolRow, row: RoundRow) -> CallSide:
         ran=tool.ran,
         content=tool.content,
         changed=tuple(word(INTERVENTION, a) for a in dict.fromkeys(actions) if a != "skip"),
+        data=_fingerprints(tool.blocks),
+    )
+
+
+def _fingerprints(blocks: Sequence[Any] | None) -> tuple[str, ...]:
+    """A short hash of each data block (an image, a file) of a result: its words say its
+    kind and size, not its bytes."""
+    return tuple(
+        hashlib.sha256(dumps(b).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        for b in blocks or ()
+        if is_data_block(b)
     )
 
 

@@ -84,9 +84,12 @@ from toolloop_lab.errors import (
     RecordingWriteError,
     ReplayDivergedError,
     ReplayExhaustedError,
+    describe,
+    unwrap,
 )
 from toolloop_lab.spend.pricing import PriceTable, model_name_of, price_of
 from toolloop_lab.spend.usage import Usage
+from toolloop_lab.tools.content import without_made_ids
 
 __all__ = [
     "FORMAT",
@@ -126,12 +129,15 @@ class RecordedError:
 
     @classmethod
     def of(cls, exc: BaseException) -> RecordedError:
-        """Describe ``exc`` (class path, message and HTTP status when it has one)."""
+        """Describe ``exc`` (class path, message and HTTP status when it has one): a group
+        of one as the exception it holds, whose message is never empty (see
+        :func:`~toolloop_lab.errors.describe`)."""
+        exc = unwrap(exc)
         kind = type(exc)
         status = getattr(exc, "status_code", None)
         return cls(
             f"{kind.__module__}.{kind.__qualname__}",
-            str(exc),
+            describe(exc),
             status if isinstance(status, int) and not isinstance(status, bool) else None,
         )
 
@@ -531,10 +537,12 @@ def message_signature(message: BaseMessage) -> dict[str, Any]:
 
     Role, content, tool calls (id, name, arguments, invalid ones included) and, for tool
     results, the call id and status. Not compared: message ids, usage, response metadata,
-    artifacts and other provider extras, which legitimately change between runs.
+    artifacts and other provider extras, which legitimately change between runs, nor the
+    ids langchain-core makes up for content blocks (a new one on every run: a LangGraph
+    ``ToolNode`` keeps them on an MCP tool's result).
     """
     role = message.role if isinstance(message, ChatMessage) else message.type
-    sig: dict[str, Any] = {"role": role, "content": json_safe(message.content)}
+    sig: dict[str, Any] = {"role": role, "content": json_safe(without_made_ids(message.content))}
     if isinstance(message, AIMessage):
         sig["tool_calls"] = _call_sig(message.tool_calls)
         sig["invalid_tool_calls"] = _call_sig(message.invalid_tool_calls)

@@ -28,6 +28,7 @@ from toolloop_lab.errors import (
     ExecutionError,
     ToolLoopError,
     ToolLoopLabError,
+    describe,
 )
 from toolloop_lab.events import Event
 from toolloop_lab.replay.figures import RunFigures, error_spend
@@ -72,8 +73,7 @@ def stop_notes(
         return [f"* The {run} needed a reply beyond {recording}; figures are up to there."]
     if error is None:
         return []
-    text = str(error)
-    first_line = text.splitlines()[0] if text else ""
+    first_line = describe(error).splitlines()[0]
     return [f"* The {run} stopped: {type(error).__name__}: {plain(first_line, TEXT_CHARS)}"]
 
 

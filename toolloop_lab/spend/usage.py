@@ -14,7 +14,7 @@ from toolloop_lab._support.fields import MAX_INT, Count, FiniteDecimal, Flag, re
 from toolloop_lab._support.jsonsafe import is_mapping
 from toolloop_lab._support.pickling import quick_pickle
 
-__all__ = ["Cost", "Usage", "estimate_tokens", "format_tokens", "format_usd"]
+__all__ = ["Cost", "Usage", "estimate_tokens", "format_bytes", "format_tokens", "format_usd"]
 
 
 _SIGNIFICANT: Final = 4
@@ -50,6 +50,16 @@ def format_usd(amount: Decimal | float | int | None, *, exact: bool = False) -> 
 def format_tokens(n: int | Decimal | None) -> str:
     """``12,345``; ``—`` when unknown."""
     return "—" if n is None else f"{int(n):,}"
+
+
+def format_bytes(n: int) -> str:
+    """A size as a person reads it: ``900 bytes``, ``12 KB``, ``3.4 MB`` (a KB is 1,024
+    bytes; an image a tool returned reads as ``[image: image/png, 12 KB]``)."""
+    if n < 1024:
+        return f"{n:,} byte" if n == 1 else f"{n:,} bytes"
+    if n < 1024 * 1024:
+        return f"{round(n / 1024):,} KB"
+    return f"{n / (1024 * 1024):,.1f} MB"
 
 
 @dataclass(frozen=True, slots=True)

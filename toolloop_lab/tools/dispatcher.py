@@ -17,7 +17,8 @@ event loop.
 A tool gets its own deep copy of its arguments, so a tool that changes them can never
 reach back into the transcript, the next request or the events. Its result is turned into
 text in the tool's own worker right after it returns, before a sibling call can change an
-object the tool handed back.
+object the tool handed back; a result of content blocks (an MCP tool's: text, images) is
+copied there instead, and goes to the model as blocks (:mod:`toolloop_lab.tools.content`).
 """
 
 from __future__ import annotations
@@ -49,8 +50,9 @@ from pydantic import ValidationError
 
 from toolloop_lab._support.fields import validation_text
 from toolloop_lab._support.jsonsafe import dumps, frozen_json, is_mapping, thaw
-from toolloop_lab.errors import ConfigurationError, ExecutionError, describe
+from toolloop_lab.errors import ConfigurationError, ExecutionError, error_name, explain
 from toolloop_lab.events import Observer, ToolStatus
+from toolloop_lab.tools.content import blocks_of, content_text, is_blocks
 
 __all__ = [
     "STOPPED_TEXT",
@@ -349,39 +351,46 @@ class _HandledToolError(Exception):
 
 
 def _handled_text(flag: Any, exc: ToolException) -> str:
-    """The text langchain-core's ``handle_tool_error`` would give the model."""
+    """The text langchain-core's ``handle_tool_error`` would give the model (a handler
+    that answers with content blocks, as an MCP tool's does, in their words)."""
     if isinstance(flag, str):
         return flag
     if callable(flag):
-        return serialize_output(flag(exc))
+        answer = flag(exc)
+        return content_text(answer) if is_blocks(answer) else serialize_output(answer)
     return str(exc.args[0]) if exc.args else "Tool execution error"
 
 
 @dataclass(frozen=True, slots=True)
 class _Output:
-    """A tool's result as text (made in the tool's worker), or why it has no text form."""
+    """A tool's result as text or content blocks (made in the tool's worker), or why it
+    has no text form."""
 
-    content: str | None
+    content: str | list[str | dict[Any, Any]] | None
+    """Text, or content blocks (``ToolMessage`` content's own type)."""
     artifact: Any = None
     unserialisable: str | None = None
 
 
 def _output(raw: Any) -> _Output:
-    """Turn what a tool returned into text at once; a ``ToolMessage`` it built says itself
+    """Turn what a tool returned into text (or content blocks, see
+    :mod:`toolloop_lab.tools.content`) at once; a ``ToolMessage`` it built says itself
     whether it failed."""
     artifact = None
     if isinstance(raw, ToolMessage):
         if raw.status == "error":  # the tool said it failed: never a success
-            raise _HandledToolError(serialize_output(raw.content))
+            raise _HandledToolError(content_text(raw.content))
         raw, artifact = raw.content, raw.artifact
+    if is_blocks(raw):
+        return _Output([*blocks_of(raw)], artifact)
     if isinstance(raw, _NoText):
         why = f"a {raw.type_name} that cannot be turned into text: {raw.why}"
         return _Output(None, artifact, why)
     try:
         return _Output(serialize_output(raw), artifact)
     except Exception as exc:  # noqa: BLE001 - a result with no text form is the tool's failure
-        why = f"a {type(raw).__name__} that cannot be turned into text: {type(exc).__name__}: "
-        return _Output(None, artifact, why + describe(exc))
+        why = f"a {type(raw).__name__} that cannot be turned into text: {explain(exc)}"
+        return _Output(None, artifact, why)
 
 
 @dataclass(frozen=True, slots=True)
@@ -402,10 +411,12 @@ def _snapshot(value: Any, *, with_artifact: bool = False) -> Any:
         content, artifact = value
         snap = _snapshot(content)
         return (content if isinstance(snap, _NoText) else snap, artifact)
+    if is_blocks(value):
+        return blocks_of(value)  # a copy, as the model is sent it (see tools.content)
     try:
         return serialize_output(value)
     except Exception as exc:  # noqa: BLE001 - reported as the tool's bad_output
-        return _NoText(type(value).__name__, f"{type(exc).__name__}: {describe(exc)}")
+        return _NoText(type(value).__name__, explain(exc))
 
 
 def _snapshotting(func: Callable[..., Any], with_artifact: bool) -> Callable[..., Any]:
@@ -447,8 +458,7 @@ def _check_schema(name: str, tool: BaseTool) -> None:
         convert_to_openai_tool(tool)
     except Exception as exc:  # whatever the tool's own schema code raises
         raise ConfigurationError(
-            f"tool {name!r}: its argument schema cannot be built "
-            f"({type(exc).__name__}: {describe(exc)})",
+            f"tool {name!r}: its argument schema cannot be built ({explain(exc)})",
             field="tools",
         ) from exc
 
@@ -690,8 +700,8 @@ def _ended(
         why = validation_text(exc, whole="(arguments)", every=True)
         text = f"invalid arguments for tool {name!r}: {why}"
         return _error_outcome(call_id, name, args, "invalid_arguments", text, started)
-    text = f"tool {name!r} raised {type(exc).__name__}: {describe(exc)}"
-    raised = type(exc).__name__
+    text = f"tool {name!r} raised {explain(exc)}"
+    raised = error_name(exc)
     return _error_outcome(call_id, name, args, "tool_error", text, started, error_type=raised)
 
 

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from toolloop_lab.errors import describe
+from toolloop_lab.errors import explain
 from toolloop_lab.widget.coalesce import Coalescer, Scheduler
 from toolloop_lab.widget.requests import Answer
 from toolloop_lab.widget.runrows import RowFeed
@@ -195,7 +195,7 @@ class Channel:
                     action if isinstance(action, str) else str(kind),
                     False,
                     "failed",
-                    f"{type(exc).__name__}: {describe(exc)}",
+                    explain(exc),
                 )
             self.reply(answer)
 

@@ -124,7 +124,7 @@ def _parts(a: CallSide, b: CallSide) -> list[str]:
     parts = []
     if a.args != b.args:
         parts.append("arguments")
-    if a.content != b.content:
+    if (a.content, a.data) != (b.content, b.data):  # an image's words hide its bytes
         parts.append("result")
     if (a.status, a.error_reason, a.ran) != (b.status, b.error_reason, b.ran):
         parts.append("status")

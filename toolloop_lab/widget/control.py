@@ -20,7 +20,7 @@ from langchain_core.tools import BaseTool
 
 from toolloop_lab._support.words import outcome_text
 from toolloop_lab.engine.hooks import PauseHook, PausePoint
-from toolloop_lab.errors import describe
+from toolloop_lab.errors import explain
 from toolloop_lab.events import Event, LoopFailed, LoopFinished, LoopStarted, Observer
 from toolloop_lab.widget.holding import Holder
 from toolloop_lab.widget.pausing import apply_request, point_dict
@@ -211,7 +211,7 @@ class Control:
         else:
             exc = finished.exception()  # marks it retrieved; the task still raises it
             if exc is not None and run.view.failure is None:
-                run.note = f"the run raised {type(exc).__name__}: {describe(exc)}"
+                run.note = f"the run raised {explain(exc)}"
             elif exc is None:
                 self._on_result(finished.result())
         self._request()

@@ -42,6 +42,7 @@ from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS
 from toolloop_lab._support.escape import clip as clip_text
 from toolloop_lab._support.jsonsafe import thaw
 from toolloop_lab.events import Event, LoopFailed, LoopFinished, LoopStarted, ModelCallStarted
+from toolloop_lab.tools.content import DATA_BLOCK_TYPES, block_text, is_data_block
 
 __all__ = [
     "MAX_BATCH_EVENTS",
@@ -107,6 +108,8 @@ def _clip(value: Any, max_chars: int, limit: int, structural: bool) -> Any:
     if isinstance(value, str):
         return clip_text(value, limit)
     if isinstance(value, dict):
+        if value.get("type") in DATA_BLOCK_TYPES and is_data_block(value):
+            value = _said(value)
         out: dict[str, Any] = {}
         for key, item in value.items():
             name = clip_text(key, NAME_CHARS)  # a key is a name, whoever chose it
@@ -124,10 +127,22 @@ def _clip(value: Any, max_chars: int, limit: int, structural: bool) -> Any:
     return value
 
 
+def _said(block: dict[str, Any]) -> dict[str, Any]:
+    """A data block (an image a tool returned, say) as the page gets it: its type, its
+    MIME type and its words (``text``, which the page shows as a text block's), never
+    its bytes, which the page has no use for and would only cut."""
+    said = {"type": block["type"], "text": block_text(block)}
+    if isinstance(block.get("mime_type"), str):
+        said["mime_type"] = block["mime_type"]
+    return said
+
+
 def clip(value: Any, max_chars: int) -> Any:
     """``value`` (JSON data) with every string cut as its key says (ids, names, content;
     see the module doc), each cut saying how long the string was, and lone surrogates
-    replaced (U+FFFD, so the message can be sent as UTF-8)."""
+    replaced (U+FFFD, so the message can be sent as UTF-8); a data block (an image, a
+    file: ``{"type": "image", "base64": ...}``) becomes its words, as the text views say
+    it (``{"type": "image", "mime_type": "image/png", "text": "[image: image/png, 12 KB]"}``)."""
     return _clip(value, max_chars, max_chars, True)
 
 
@@ -144,8 +159,11 @@ def _compact(value: Any) -> Any:
 
 def event_payload(event: Event, max_chars: int) -> dict[str, Any]:
     """One event as the browser gets it: JSON-safe, clipped, the message dicts it carries
-    without their empty fields."""
-    data: dict[str, Any] = clip(event.to_dict(), max_chars)
+    without their empty fields, a data block (an image) said in words (see ``clip``); a
+    tool result's ``blocks`` are left out (the page reads its ``content``, their words)."""
+    raw = event.to_dict()
+    raw.pop("blocks", None)
+    data: dict[str, Any] = clip(raw, max_chars)
     if data.get("messages"):
         data["messages"] = [_compact(m) for m in data["messages"]]
     return data
