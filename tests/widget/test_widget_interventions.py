@@ -298,6 +298,72 @@ async def test_a_click_meant_for_an_earlier_pause_changes_nothing() -> None:
     dbg.close()
 
 
+# -- Step and Continue with an edit open on the page -------------------------------------
+def release(action: str, point: dict[str, Any], request: int) -> dict[str, Any]:
+    """Step or Continue clicked at ``point`` with an edit open: the page sends the edit
+    with the click (``change``, as its own button would have sent it)."""
+    edit = {"type": "intervene", "pause": point["pause"], "call_id": "c1"}
+    return {
+        "type": "control",
+        "action": action,
+        "pause": point["pause"],
+        "request": request,
+        "change": edit,
+    }
+
+
+@pytest.mark.parametrize("action", ["step", "continue"])
+async def test_step_or_continue_with_an_edit_open_applies_it_then_goes_on(action: str) -> None:
+    dbg = LoopDebugger(pause_on="tools")
+    task = dbg.start(agent(), "Check the backups.")
+    point = await paused(dbg, "tool_dispatch")
+    asked = release(action, point, 21)
+    asked["change"] |= {"action": "edit_args", "args": {"database": "users"}}
+    channel(dbg).from_browser(asked)
+    result = await task
+    assert ran == ["users"]  # the tool ran with the arguments the person set up
+    assert result.final_response.text == "answer: users: OK"
+    answer = control(dbg)["answer"]
+    assert (answer["request"], answer["action"], answer["ok"]) == (21, action, True)
+    (event,) = interventions(dbg)
+    assert (event["action"], event["after"]) == ("edit_args", {"database": "users"})
+    dbg.close()
+
+
+@pytest.mark.parametrize("action", ["step", "continue"])
+async def test_step_or_continue_with_an_invalid_edit_open_is_refused_and_the_pause_holds(
+    action: str,
+) -> None:
+    dbg = LoopDebugger(pause_on="tools")
+    task = dbg.start(agent(), "Check the backups.")
+    point = await paused(dbg, "tool_dispatch")
+    asked = release(action, point, 22)
+    asked["change"] |= {"action": "edit_args", "args": {"database": 7}}
+    answer = ask(dbg, asked)
+    assert (answer["request"], answer["ok"], answer["reason"]) == (22, False, "invalid_args")
+    assert "database" in answer["message"]  # the schema's words, shown next to the edit
+    # nothing ran, nothing changed, and the loop still waits at the same pause
+    assert ran == []
+    assert interventions(dbg) == []
+    assert dbg.paused_at is not None
+    assert control(dbg)["paused_at"]["pause"] == point["pause"]
+    # a change of a kind no release takes, or at another pause, is refused the same way
+    for bad, reason in (
+        ({"action": "check_args", "args": {"database": "users"}}, "bad_request"),
+        ({"action": "skip", "content": "x", "pause": point["pause"] - 1}, "stale"),
+    ):
+        asked = release(action, point, 23)
+        asked["change"] |= bad
+        refused = ask(dbg, asked)
+        assert (refused["request"], refused["ok"], refused["reason"]) == (23, False, reason)
+    assert dbg.paused_at is not None
+    assert ran == []
+    dbg.continue_()
+    await task
+    assert ran == ["orders"]
+    dbg.close()
+
+
 def test_a_change_with_nothing_paused_is_refused() -> None:
     dbg = LoopDebugger()
     answer = ask(

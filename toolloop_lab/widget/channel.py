@@ -19,7 +19,10 @@ the widget once (``keep``), in their own paced slot after the last batch.
 What the page sends: ``hello``; ``control`` (Continue, Step, Stop: ``on_control``); and
 ``intervene``, ``fork``, ``show_run`` or ``compare`` requests (``on_request``), whose
 :class:`~.requests.Answer`, a refusal or a failure included, goes back with the next
-message. A click never raises in the kernel.
+message. Every answer carries the number the page gave its request (a request of a type
+the debugger does not take, and one whose handler raised, are answered too), and every
+answer given since the last message goes with the next one (``answers``): the page waits
+for each. A click never raises in the kernel.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from typing import Any
 
 from toolloop_lab.errors import explain
 from toolloop_lab.widget.coalesce import Coalescer, Scheduler
-from toolloop_lab.widget.requests import Answer
+from toolloop_lab.widget.requests import REQUEST_TYPES, Answer, refusal, request_id, unknown_type
 from toolloop_lab.widget.runrows import RowFeed
 from toolloop_lab.widget.shown import ShownRun
 from toolloop_lab.widget.wire import (
@@ -40,7 +43,11 @@ from toolloop_lab.widget.wire import (
     saved_tail,
 )
 
-__all__ = ["Channel", "Endpoints"]
+__all__ = ["MAX_ANSWERS", "Channel", "Endpoints"]
+
+MAX_ANSWERS = 64
+"""The most answers one message carries (the newest): more requests than that between two
+messages is no page's doing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +63,8 @@ class Endpoints:
     keep: Callable[[list[Any], int, int, list[Any], int], None]
     """Keep the end of a finished run (its events, and the rounds left out) and the newest
     rows of the run list (and the runs left out) as saved state."""
-    on_control: Callable[[dict[Any, Any]], None]
-    """Continue, Step or Stop, as the page sent it."""
+    on_control: Callable[[dict[Any, Any]], Answer]
+    """Continue, Step or Stop, as the page sent it (answered when the page numbered it)."""
     on_request: Callable[[dict[Any, Any]], Answer]
     """Carry out a change, a fork, a run to show or a comparison the page asked for;
     refusals are answers."""
@@ -88,6 +95,9 @@ class Channel:
         self.frontend = False
         """True once a page said hello (only then is the static snapshot worth updating)."""
         self._answer: dict[str, Any] | None = None
+        """The newest answer (every message carries it, as ``answer``)."""
+        self._answers: list[dict[str, Any]] = []
+        """The answers no message carried yet (the next one carries them, as ``answers``)."""
         self._answer_due = False
         """An answer no message carried yet."""
         self.rows = RowFeed(max_text_chars)
@@ -161,8 +171,9 @@ class Channel:
             "reset": first == 0,
             "events": [event_payload(e, self.max_text_chars) for e in batch],
             "now": run.now(),
-            "control": {**self._ends.state(), "answer": self._answer},
+            "control": {**self._ends.state(), "answer": self._answer, "answers": self._answers},
         }
+        self._answers = []
         session = run.session
         runs = self.rows.next(session.summaries(), session.left_out, run.pinned)
         if runs is not None:
@@ -180,28 +191,27 @@ class Channel:
             with self._run.lock:
                 self.frontend = True
                 self._sent = 0
-                self._answer = None  # answers were for the requests of an earlier page
+                # the newest answer was for a request of an earlier page, maybe; those not
+                # sent yet go all the same (a page that missed a batch still waits for them;
+                # another page ignores a number it did not give)
+                self._answer = None
                 self.rows.hello()
             self.request()
-        elif kind == "control":
-            self._ends.on_control(content)
-        elif kind in ("intervene", "fork", "show_run", "compare"):
+        elif kind in REQUEST_TYPES:
+            handle = self._ends.on_control if kind == "control" else self._ends.on_request
             try:
-                answer = self._ends.on_request(content)
+                answer = handle(content)
             except Exception as exc:  # noqa: BLE001 - a click must never raise in the kernel
-                action = content.get("action")
-                answer = Answer(
-                    None,
-                    action if isinstance(action, str) else str(kind),
-                    False,
-                    "failed",
-                    explain(exc),
-                )
-            self.reply(answer)
+                answer = refusal(content, "failed", explain(exc))
+            if kind != "control" or answer.request is not None:  # a plain click: no one waits
+                self.reply(answer)
+        elif request_id(content) is not None:  # numbered: a page waits for its answer
+            self.reply(unknown_type(content))
 
     def reply(self, answer: Answer) -> None:
         """Send the answer to a request with the next message (with the step state)."""
         with self._run.lock:
             self._answer = answer.to_dict()
+            self._answers = [*self._answers[-(MAX_ANSWERS - 1) :], self._answer]
             self._answer_due = True
         self.request()

@@ -24,7 +24,15 @@ from toolloop_lab.errors import explain
 from toolloop_lab.events import Event, LoopFailed, LoopFinished, LoopStarted, Observer
 from toolloop_lab.widget.holding import Holder
 from toolloop_lab.widget.pausing import apply_request, point_dict
-from toolloop_lab.widget.requests import Answer, ForkHere, parse_request
+from toolloop_lab.widget.requests import (
+    Answer,
+    Change,
+    ForkHere,
+    Release,
+    StopRun,
+    parse_control,
+    parse_request,
+)
 from toolloop_lab.widget.shown import ShownRun
 from toolloop_lab.widget.step import PauseMode, StepController
 from toolloop_lab.widget.waiting import PauseWaiters
@@ -247,22 +255,53 @@ class Control:
         self._request()
         return released
 
-    def on_control(self, content: dict[Any, Any]) -> None:
-        """Continue, Step or Stop from the browser. A Continue or Step that names the pause
-        it was clicked at (``pause``) acts only while the loop still waits there: a double
-        click or a late message never releases a later pause."""
-        action = content.get("action")
-        if action == "stop":
-            self.stop()
-            return
-        if action not in ("continue", "step"):
-            return
-        pause = content.get("pause")
-        at = pause if isinstance(pause, int) and not isinstance(pause, bool) else None
-        if action == "step":
-            self.steps.step(at=at)
-        elif self.steps.continue_(at=at):
+    def on_control(self, content: dict[Any, Any]) -> Answer:
+        """Continue, Step or Stop from the browser, checked first. A Continue or Step that
+        names the pause it was clicked at (``pause``) acts only while the loop still waits
+        there: a double click or a late message never releases a later pause. One that
+        carries the edit open on the page makes it first, and holds the pause when it is
+        refused: the run never goes on other than as the person set it up."""
+        request = parse_control(content)
+        if isinstance(request, Answer):
+            return request
+        if isinstance(request, StopRun):
+            if self.stop():
+                return Answer(request.request, "stop", True)
+            return Answer(request.request, "stop", False, "not_running", "no run to stop")
+        return self._release(request)
+
+    def _release(self, request: Release) -> Answer:
+        """Step or Continue, after the change that goes with it (if any) is made."""
+        action, at = request.action, request.pause
+        if request.change is not None:
+            refused = self._change_first(request, request.change)
+            if refused is not None:
+                return refused
+        steps = self.steps
+        released = steps.step(at=at) if action == "step" else steps.continue_(at=at)
+        if not released:
+            said = "the loop no longer waits at the pause this click was meant for"
+            return Answer(request.request, action, False, "not_paused", said)
+        if action == "continue":
             self._request()
+        return Answer(request.request, action, True)
+
+    def _change_first(self, request: Release, change: Change) -> Answer | None:
+        """Make ``change`` at the pause the loop waits at; the refusal to send (the pause
+        holds) when it cannot be made, ``None`` once it is."""
+        point = self.steps.waiting_at  # not a pause already let go
+        serial = self.steps.pauses
+        action = request.action
+        if point is None:
+            said = "not paused: your edit was not applied"
+            return Answer(request.request, action, False, "not_paused", said)
+        if change.pause != serial or request.pause not in (None, serial):
+            said = "the run has moved on to another pause since: your edit was not applied"
+            return Answer(request.request, action, False, "stale", said)
+        made = apply_request(point, change, self._tool_named)
+        if made.ok:
+            return None
+        return Answer(request.request, action, False, made.reason, made.message)
 
     def carry_out(self, content: dict[Any, Any], fork_here: Callable[[ForkHere], Answer]) -> Answer:
         """Check a request from the browser, then act on it; refusals are answers."""

@@ -2,8 +2,11 @@
 
 A front end sends requests as comm messages: a change at a pause (``{"type":
 "intervene"}``), "Fork from here" (``{"type": "fork"}``), a run picked in the run list
-(``{"type": "show_run"}``) or two of the debugger's runs to compare (``{"type": "compare",
-"a", "b"}``; ``"action": "close"`` closes the comparison).
+(``{"type": "show_run"}``), two of the debugger's runs to compare (``{"type": "compare",
+"a", "b"}``; ``"action": "close"`` closes the comparison), or Continue, Step and Stop
+(``{"type": "control"}``). Step and Continue clicked while an edit is open on the page
+carry that edit (``change``, the change its own button would send): it is checked and
+applied first, and a change refused holds the pause (:class:`Release`).
 Anything on the page (a script in another output, an extension, a hand-edited notebook)
 can send such a message, so each is untrusted input: it is parsed with pydantic in strict
 mode against one declared shape per action (no extra fields, bounded sizes), and only a
@@ -30,20 +33,28 @@ from toolloop_lab._support.fields import validation_text
 
 __all__ = [
     "MAX_REQUEST_CHARS",
+    "REQUEST_TYPES",
     "AddMessage",
     "Answer",
+    "Change",
     "CheckArgs",
     "CloseComparison",
     "CompareRuns",
     "EditArgs",
     "EditResult",
     "ForkHere",
+    "Release",
     "Request",
     "ShowRun",
     "Skip",
+    "StopRun",
     "parse_compare",
+    "parse_control",
     "parse_request",
     "parse_show_run",
+    "refusal",
+    "request_id",
+    "unknown_type",
 ]
 
 MAX_REQUEST_CHARS: Final = 1_000_000
@@ -146,6 +157,31 @@ class CloseComparison(_Strict):
     action: Literal["close"]
 
 
+Change: TypeAlias = EditArgs | Skip | AddMessage | EditResult
+"""A change a pause takes (a live check of arguments is none)."""
+_Change = Annotated[Change, Field(discriminator="action")]
+
+
+class Release(_Strict):
+    """Step or Continue, clicked at pause ``pause`` (``None``: whichever the loop waits
+    at). ``change``: the edit open on the page when it was clicked, made first; the pause
+    is released only once it is made (a change refused holds it: the answer says why)."""
+
+    type: Literal["control"]
+    action: Literal["step", "continue"]
+    pause: _Id | None = None
+    change: _Change | None = None
+
+
+class StopRun(_Strict):
+    """Stop the run (at pause ``pause``, or while it runs): nothing runs after it, so
+    an edit open on the page is moot and none is sent."""
+
+    type: Literal["control"]
+    action: Literal["stop"]
+    pause: _Id | None = None
+
+
 _Intervene = Annotated[
     CheckArgs | EditArgs | Skip | AddMessage | EditResult, Field(discriminator="action")
 ]
@@ -157,12 +193,18 @@ _FORK: Final = TypeAdapter(ForkHere)
 _SHOW: Final = TypeAdapter(ShowRun)
 _COMPARE: Final = TypeAdapter(CompareRuns)
 _CLOSE: Final = TypeAdapter(CloseComparison)
+_CONTROL: Final[TypeAdapter[Any]] = TypeAdapter(
+    Annotated[Release | StopRun, Field(discriminator="action")]
+)
 _ACTIONS: Final = frozenset(
     {
         *("check_args", "edit_args", "skip", "append_message", "edit_result"),
         *("fork", "show_run", "compare", "close"),
+        *("step", "continue", "stop"),
     }
 )
+REQUEST_TYPES: Final = ("intervene", "fork", "show_run", "compare", "control")
+"""The requests a page may send (besides ``hello``); any other is answered as unknown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +217,8 @@ class Answer:
     reason: str | None = None
     """Why it was refused: an :class:`~toolloop_lab.errors.InterventionError` reason, a
     config field a fork was refused on, or ``bad_request`` / ``too_large`` /
-    ``not_paused`` / ``stale`` / ``no_agent`` / ``unknown_run``."""
+    ``not_paused`` / ``stale`` / ``no_agent`` / ``unknown_run`` / ``unknown_request``
+    (a type the debugger does not take) / ``failed`` (its handler raised)."""
     message: str = ""
     """Words for the person (the schema's complaint, say); clipped."""
 
@@ -189,7 +232,11 @@ class Answer:
         }
 
 
-def _request_id(content: dict[Any, Any]) -> int | None:
+def request_id(content: Any) -> int | None:
+    """The page's number for request ``content``, when it gave a good one (the answer
+    carries it, so the page can tell which of its requests it answers)."""
+    if not isinstance(content, dict):
+        return None
     value = content.get("request")
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2**53:
         return value
@@ -201,11 +248,28 @@ def _action(content: dict[Any, Any]) -> str:
     return value if isinstance(value, str) and value in _ACTIONS else "unknown"
 
 
+def refusal(content: Any, reason: str, message: str) -> Answer:
+    """``content`` refused for ``reason``, answered with its request number (when it has
+    a good one): every answer reaches the control that is waiting for it."""
+    if not isinstance(content, dict):
+        return Answer(None, "unknown", False, reason, message)
+    return Answer(request_id(content), _action(content), False, reason, message)
+
+
+def unknown_type(content: dict[Any, Any]) -> Answer:
+    """The answer to a numbered request of a type the debugger does not take."""
+    kind = content.get("type")
+    named = repr(clip(kind, NAME_CHARS)) if isinstance(kind, str) else "untyped"
+    takes = ", ".join(REQUEST_TYPES)
+    message = f"the debugger takes no {named} request; it takes {takes}"
+    return refusal(content, "unknown_request", message)
+
+
 def _parse(content: Any, pick: Callable[[Any], TypeAdapter[Any]]) -> Any:
     """``content`` parsed by the adapter ``pick`` gives for it, or the refusal to send."""
     if not isinstance(content, dict):
         return Answer(None, "unknown", False, "bad_request", "a request must be a JSON object")
-    request, action = _request_id(content), _action(content)
+    request, action = request_id(content), _action(content)
     try:
         size = len(json.dumps(content))
     except (TypeError, ValueError, RecursionError):
@@ -244,4 +308,11 @@ def parse_compare(content: Any) -> CompareRuns | CloseComparison | Answer:
     parsed: CompareRuns | CloseComparison | Answer = _parse(
         content, lambda data: _CLOSE if data.get("action") == "close" else _COMPARE
     )
+    return parsed
+
+
+def parse_control(content: Any) -> Release | StopRun | Answer:
+    """Continue, Step or Stop as the page sent it (with the edit it applies first), or
+    the refusal to send back when it is no such click."""
+    parsed: Release | StopRun | Answer = _parse(content, lambda _data: _CONTROL)
     return parsed

@@ -1,8 +1,10 @@
 // @ts-check
 // Python's control state, as the last batch carried it: where the loop waits (paused_at),
-// since when, whether a task runs, a note, and the answer to this page's last request.
+// since when, whether a task runs, a note, and the answers to this page's requests.
 // Requests (an edit at a pause, a fork) go to Python numbered; Python checks them and
-// answers with the next message's control.answer.
+// answers with the next message: control.answers holds every answer given since the last
+// message (control.answer, the newest). Each carries its request's number, refusals and
+// failures included, and its words are shown where the request was made.
 
 /**
  * @typedef {object} Control
@@ -13,7 +15,16 @@
  * @property {boolean} stopped_by_user
  * @property {Reach} [reach] what Continue, Step, Stop and the pause selector can do for the run shown
  * @property {boolean} [continued] Continue let this run go on: it will not pause again
- * @property {{request: number, ok: boolean, reason?: string, message?: string} | null} [answer]
+ * @property {Answer | null} [answer] the newest answer
+ * @property {Answer[]} [answers] every answer given since the message before
+ */
+
+/**
+ * @typedef {object} Answer Python's answer to a numbered request
+ * @property {number | null} request the request's number (null: it gave none that could be read)
+ * @property {boolean} ok
+ * @property {string | null} [reason] why it was refused (a code)
+ * @property {string} [message] words for the person
  */
 
 /**
@@ -68,13 +79,14 @@ export const ANSWER_WAIT_MS = 20_000;
 export const NO_ANSWER = "No answer from the kernel in 20 s: it is not running (a saved notebook), or busy.";
 
 /**
- * Hand the answer a control state carries to the request waiting for it (once).
+ * Hand every answer a control state carries to the request waiting for it (each once).
  * @param {Requests} req
  * @param {Control} control
  */
 export function settle(req, control) {
-  const answer = control.answer;
-  if (answer && req.pending.has(answer.request)) {
+  const all = Array.isArray(control.answers) ? [...control.answers, control.answer] : [control.answer];
+  for (const answer of all) {
+    if (!answer || typeof answer.request !== "number" || !req.pending.has(answer.request)) continue;
     const done = /** @type {(answer: any) => void} */ (req.pending.get(answer.request));
     req.pending.delete(answer.request);
     done(answer);

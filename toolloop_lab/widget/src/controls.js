@@ -12,11 +12,13 @@ import { shown } from "./rounds.js";
 import { OUTCOME } from "./words.js";
 
 /** @typedef {import("./context.js").ViewContext} ViewContext */
+/** @typedef {ReturnType<typeof import("./editor.js").createEditor>} Editor */
 
 /**
  * @param {ViewContext} ctx
+ * @param {Editor} editor the pause's editor: Step and Continue apply the change it holds first
  */
-export function createControls(ctx) {
+export function createControls(ctx, editor) {
   const { s, host } = ctx;
   const pauseSel = dropdown([
     ["off", "never"],
@@ -31,11 +33,15 @@ export function createControls(ctx) {
     continue: "Let the run go on to its end without pausing again",
     step: "Go on to the next pause point",
     stop: "Stop the run; the partial counts stay",
+    continueEdit: "Apply the edit you have open, then let the run go on to its end without pausing again",
+    stepEdit: "Apply the edit you have open, then go on to the next pause",
   };
   const pauseNote = h("span", "tl-meta tl-pause-note"); // after Continue: this run pauses no more
   pauseNote.setAttribute("aria-live", "polite");
-  const bContinue = button("Continue", "tl-primary", () => host.control("continue"), tips.continue);
-  const bStep = button("Step", null, () => host.control("step"), tips.step);
+  /** @param {"continue" | "step"} action */
+  const release = (action) => editor.release(action) || host.control(action);
+  const bContinue = button("Continue", "tl-primary", () => release("continue"), tips.continue);
+  const bStep = button("Step", null, () => release("step"), tips.step);
   const bStop = button("Stop", null, () => host.control("stop"), tips.stop);
   const reachHint = h("span", "tl-reach-hint");
   const controls = h("div", "tl-controls", pauseLbl, pauseNote, bContinue, bStep, bStop, reachHint);
@@ -56,8 +62,9 @@ export function createControls(ctx) {
     bStep.disabled = !paused || !reach.pause;
     bStop.disabled = !(paused || running) || !reach.stop;
     pauseSel.disabled = !reach.pause;
-    bContinue.title = reach.pause ? tips.continue : why;
-    bStep.title = reach.pause ? tips.step : why;
+    const editing = paused && !!s.ui.edit && s.ui.edit.pause === s.control.paused_at.pause; // Step and Continue apply it first
+    bContinue.title = reach.pause ? (editing ? tips.continueEdit : tips.continue) : why;
+    bStep.title = reach.pause ? (editing ? tips.stepEdit : tips.step) : why;
     pauseLbl.title = reach.pause ? tips.pause : why;
     bStop.title = reach.stop ? tips.stop : why;
     reachHint.hidden = !why;

@@ -112,7 +112,12 @@ function modelHost(model, s) {
     },
     closeComparison() {
       s.ui.cmpMsg = null;
-      model.send(numbered(s.requests, { type: "compare", action: "close" }, () => {}));
+      const ask = numbered(s.requests, { type: "compare", action: "close" }, (answer) => {
+        if (answer.ok) return;
+        s.ui.cmpMsg = { state: "error", text: `Cannot close the comparison (${answer.reason}): ${answer.message}` };
+        changed(s);
+      });
+      model.send(ask);
     },
   };
 }

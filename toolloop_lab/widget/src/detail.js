@@ -7,7 +7,6 @@
 
 import { callInput } from "./chat.js";
 import { block, button, h } from "./dom.js";
-import { createEditor } from "./editor.js";
 import { count, plural } from "./format.js";
 import { prettyJson } from "./json.js";
 import { textView } from "./prose.js";
@@ -19,15 +18,16 @@ import { waterfall } from "./waterfall.js";
 import { SYNTH } from "./words.js";
 
 /** @typedef {import("./context.js").ViewContext} ViewContext */
+/** @typedef {ReturnType<typeof import("./editor.js").createEditor>} Editor */
 
 /**
  * @param {ViewContext} ctx
  * @param {{forkBtn: HTMLElement, forkMsg: HTMLElement}} fork the fork's button and message, in the pane's head
  * @param {() => void} drawFork
+ * @param {Editor} editor the pause's editor (shared with Step and Continue)
  */
-export function createDetail(ctx, fork, drawFork) {
+export function createDetail(ctx, fork, drawFork, editor) {
   const s = ctx.s;
-  const editor = createEditor(ctx);
   const followBtn = button("Follow newest", null, () => {
     s.ui.selected = null;
     s.ui.follow = true;

@@ -5,6 +5,12 @@
 // answers; a refused change leaves the run unchanged and still paused. Ctrl+Enter (Cmd+Enter)
 // applies an editor, Escape closes it and shows what was there; neither, nor Shift+Enter,
 // reaches the notebook (keys.js keepFieldKeys).
+//
+// Step or Continue clicked while an editor holds a change apply it first, as its own button
+// would: the change goes with the click, Python makes it and only then lets the loop go on,
+// or holds the pause and says why, next to the edit. The run never goes on other than as
+// the person set it up. An editor left as it opened holds no change: it closes, and the
+// click goes as it is. Stop ends the run: nothing runs after it, so no change goes with it.
 
 import { button, dot, dropdown, h } from "./dom.js";
 import { visible } from "./format.js";
@@ -18,6 +24,7 @@ import { visible } from "./format.js";
  * @property {string} [callId]
  * @property {string} [name]
  * @property {string} text
+ * @property {{text: string, status?: string, role?: string}} [from] what it opened with (a change is what differs)
  * @property {string} [status] success or error (skip, result)
  * @property {string} [role] user or assistant (message)
  * @property {string} [msg] what the editor says now
@@ -25,6 +32,8 @@ import { visible } from "./format.js";
  * @property {string} [invalid] why the arguments do not fit the tool (the live check's words); "" when they do
  * @property {boolean} [checking] typed since the last verdict: the live check has not said yet
  * @property {boolean} [sending] applied: sent to Python, waiting for its answer
+ * @property {boolean} [releasing] sent with Step or Continue, waiting for Python's answer
+ * @property {"step" | "continue" | null} [then] Step or Continue clicked while it was being applied: sent once it is
  * @property {boolean} [focus]
  * @property {(state: string, text: string) => void} [show]
  */
@@ -107,6 +116,37 @@ const MAC = typeof navigator !== "undefined" && /Mac|iPhone|iPad/.test(navigator
 /** What the editor says about its keys. */
 export const EDITOR_KEYS = `${MAC ? "⌘" : "Ctrl"}+Enter applies · Esc cancels`;
 
+/** What the editor says about Step and Continue. */
+export const EDITOR_RELEASE = "Step and Continue apply it first";
+
+/**
+ * The change an open editor holds, as its own button sends it (`msg`); `error`: words
+ * saying why it cannot be sent as it is; neither: it holds no change (as it opened).
+ * `asIs`: its own button was pressed, so it goes as it is, changed or not.
+ * @param {Edit} e
+ * @param {boolean} [asIs]
+ * @returns {{msg?: Record<string, any>, error?: string}}
+ */
+export function changeOf(e, asIs = false) {
+  const from = e.from || { text: e.text };
+  const same = !asIs && e.text === from.text && (e.status || "success") === (from.status || "success") && (e.role || "user") === (from.role || "user");
+  /** @type {Record<string, any>} */
+  const msg = { type: "intervene", pause: e.pause };
+  if (e.kind === "args") {
+    const parsed = parseArgs(e.text);
+    if (parsed.error) return { error: parsed.error };
+    const was = parseArgs(from.text);
+    if (same || (!asIs && was.value && JSON.stringify(was.value) === JSON.stringify(parsed.value))) return {}; // laid out anew, not changed
+    if (e.invalid) return { error: e.invalid };
+    return { msg: Object.assign(msg, { action: "edit_args", call_id: e.callId, args: parsed.value }) };
+  }
+  if (same) return {};
+  if (e.kind === "skip") return { msg: Object.assign(msg, { action: "skip", call_id: e.callId, content: e.text, status: e.status || "success" }) };
+  if (e.kind === "result") return { msg: Object.assign(msg, { action: "edit_result", call_id: e.callId, content: e.text, status: e.status || "success" }) };
+  if (!e.text.trim()) return { error: "Write the message first." };
+  return { msg: Object.assign(msg, { action: "append_message", role: e.role || "user", content: e.text }) };
+}
+
 /**
  * The mark of the button that opens an editor (focus goes back to it when it closes).
  * @param {string} kind
@@ -127,7 +167,7 @@ export function createEditor(ctx) {
 
   /** @param {Edit} edit */
   function open(edit) {
-    s.ui.edit = { ...edit, msg: "", msgKind: "idle", focus: true };
+    s.ui.edit = { ...edit, from: { text: edit.text, status: edit.status, role: edit.role }, msg: "", msgKind: "idle", focus: true };
     ctx.redraw(true);
   }
   /** Close the open editor; when the focus was in it, it goes back to the button that opened it. */
@@ -146,8 +186,17 @@ export function createEditor(ctx) {
     });
   }
 
-  /** @param {Edit} e */
-  const say = (e) => /** @type {(state: string, text: string) => void} */ (e.show);
+  /**
+   * What shows `e`'s words (kept on it too: a view drawn later shows them).
+   * @param {Edit} e
+   * @returns {(state: string, text: string) => void}
+   */
+  const say = (e) =>
+    e.show ||
+    ((state, text) => {
+      e.msgKind = state;
+      e.msg = text;
+    });
 
   /**
    * @param {Edit} e
@@ -195,7 +244,7 @@ export function createEditor(ctx) {
     const choice = CHOICES[e.kind];
     if (choice) extras.append(choiceField(e, choice));
     const cancel = button("Cancel", null, close, "Esc");
-    extras.append(h("span", "tl-meta tl-edit-keys", EDITOR_KEYS), h("span", "tl-grow"), apply, cancel);
+    extras.append(h("span", "tl-meta tl-edit-keys", EDITOR_KEYS), h("span", "tl-meta tl-edit-release", EDITOR_RELEASE), h("span", "tl-grow"), apply, cancel);
     box.append(area, status, extras);
     box.addEventListener("keydown", (ev) => {
       if (ev.key === "Escape") {
@@ -239,23 +288,12 @@ export function createEditor(ctx) {
    * @param {HTMLButtonElement} btn
    */
   function submit(e, btn) {
-    /** @type {Record<string, any>} */
-    const msg = { type: "intervene", pause: e.pause };
-    if (e.kind === "args") {
-      const parsed = parseArgs(e.text);
-      if (parsed.error) {
-        e.invalid = parsed.error;
-        return say(e)("error", parsed.error);
-      }
-      Object.assign(msg, { action: "edit_args", call_id: e.callId, args: parsed.value });
-    } else if (e.kind === "skip") {
-      Object.assign(msg, { action: "skip", call_id: e.callId, content: e.text, status: e.status || "success" });
-    } else if (e.kind === "result") {
-      Object.assign(msg, { action: "edit_result", call_id: e.callId, content: e.text, status: e.status || "success" });
-    } else {
-      if (!e.text.trim()) return say(e)("error", "Write the message first.");
-      Object.assign(msg, { action: "append_message", role: e.role || "user", content: e.text });
+    const made = changeOf(e, true);
+    if (made.error) {
+      if (e.kind === "args") e.invalid = made.error;
+      return say(e)("error", made.error);
     }
+    const msg = /** @type {Record<string, any>} */ (made.msg);
     clearTimeout(checkTimer);
     e.sending = true;
     btn.disabled = true;
@@ -263,12 +301,77 @@ export function createEditor(ctx) {
     ctx.ask(msg, (a) => {
       e.sending = false;
       btn.disabled = false;
+      const then = e.then;
+      e.then = null;
       if (s.ui.edit !== e) return;
-      if (a.ok) return close(); // the change comes back as an intervention event
+      if (a.ok) {
+        close(); // the change comes back as an intervention event
+        if (then) ctx.host.control(then); // clicked while it was being applied: now it is
+        return;
+      }
       if (a.reason === "invalid_args") e.invalid = a.message || a.reason;
-      say(e)("error", `Refused (${a.reason}): ${a.message} — the run is unchanged and still paused.`);
+      const held = then ? ` ${then === "step" ? "Step" : "Continue"} was not done.` : "";
+      say(e)("error", `Refused (${a.reason}): ${a.message} — the run is unchanged and still paused.${held}`);
     });
   }
 
-  return { open, view };
+  /**
+   * Step or Continue clicked (`action`): the change the open editor holds goes with the
+   * click, made by Python before the loop goes on; a refusal holds the pause and says why
+   * next to the edit. Returns false when no change goes (none open, or it holds none: it
+   * closes), so the click is sent as it is.
+   * @param {"step" | "continue"} action
+   * @returns {boolean}
+   */
+  function release(action) {
+    const e = s.ui.edit;
+    const p = s.control.paused_at;
+    if (!e || !p || e.pause !== p.pause) return false;
+    const verb = action === "step" ? "Step" : "Continue";
+    const going = `Applying your edit, then ${action === "step" ? "stepping" : "continuing"}…`;
+    if (e.releasing) return true; // sent with a click already: its answer comes
+    if (e.sending) {
+      e.then = action; // its own button sent it: the click follows once it is made
+      say(e)("idle", going);
+      return true;
+    }
+    const made = changeOf(e);
+    if (!made.error && !made.msg) {
+      s.ui.edit = null; // nothing set up: nothing to apply
+      ctx.redraw(true);
+      return false;
+    }
+    clearTimeout(checkTimer);
+    inView();
+    if (made.error) {
+      if (e.kind === "args") e.invalid = made.error;
+      say(e)("error", `${verb} waits for your edit: ${made.error} Fix it or cancel it (Esc); the run is still paused.`);
+      return true;
+    }
+    e.sending = e.releasing = true;
+    say(e)("idle", going);
+    ctx.ask({ type: "control", action, pause: p.pause, change: made.msg }, (a) => {
+      e.sending = e.releasing = false;
+      if (s.ui.edit !== e) return;
+      if (a.ok) {
+        s.ui.edit = null; // made: it comes back as an intervention event
+        return ctx.redraw(true);
+      }
+      if (a.reason === "invalid_args") e.invalid = a.message || a.reason;
+      inView();
+      say(e)("error", `${verb} refused (${a.reason}): ${a.message || "no reason given"} — your edit was not applied; the run is unchanged and still paused. Fix it or cancel it (Esc), then ${verb} again.`);
+    });
+    return true;
+  }
+
+  /** Bring the open editor into view (it belongs to the newest round) when another round is shown. */
+  function inView() {
+    const last = s.run.rounds[s.run.rounds.length - 1];
+    if (s.ui.selected === null || !last || s.ui.selected === last.n) return;
+    s.ui.selected = null;
+    s.ui.follow = true;
+    ctx.redraw(true);
+  }
+
+  return { open, view, release };
 }

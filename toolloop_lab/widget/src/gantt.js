@@ -8,7 +8,7 @@
 
 import { dot, h } from "./dom.js";
 import { duration, plural, visible } from "./format.js";
-import { createCache, runItems, slowestRound, timeSplit } from "./gantt_cache.js";
+import { createCache, current, runItems, slowestRound, timeSplit } from "./gantt_cache.js";
 import { LANES, nestedRuns, roundIndexAt, splitText } from "./gantt_data.js";
 import { hitCell, pack, scaleOf, tracksOf } from "./gantt_pack.js";
 import { LANE_H, STRIP_H, colours, heightFor, paint, trackAt } from "./gantt_paint.js";
@@ -99,10 +99,23 @@ export function createGantt(ctx, open) {
     marks.textContent = visible(markText(slowestRound(cache, s)));
   }
 
+  /**
+   * Whether what draw() built is of the run the store shows now. A run switch starts the
+   * fold over between two draws, and a paint, a resize, a theme switch or a tick can come
+   * before the next draw: they ask for that draw instead, and nothing is painted or said
+   * from the rounds of the run shown before.
+   * @returns {boolean}
+   */
+  function upToDate() {
+    if (current(cache, s)) return true;
+    ctx.redraw();
+    return false;
+  }
+
   /** The picture, after the page's text is written (painting text on a canvas makes the
    * page work out its styles: done once, when nothing else changes them any more). */
   function paintNow() {
-    if (!stale || gantt.hidden) return;
+    if (!stale || gantt.hidden || !upToDate()) return;
     stale = false;
     painted = performance.now();
     repaint(slowestRound(cache, s));
@@ -110,6 +123,7 @@ export function createGantt(ctx, open) {
 
   /** What time changes: the words and the picture (a live run's tick). */
   function refresh() {
+    if (!upToDate()) return;
     words();
     stale = true;
     paintNow();
@@ -328,14 +342,14 @@ export function createGantt(ctx, open) {
     const w = Math.floor(entries[entries.length - 1].contentRect.width);
     if (w === width || gantt.hidden) return;
     width = w;
-    repaint(slowestRound(cache, s));
+    if (upToDate()) repaint(slowestRound(cache, s));
   }) : null;
   if (resized) resized.observe(plot);
   // a theme switch changes the colours the canvas was painted with
   const themed = typeof MutationObserver === "function" && document.body ? new MutationObserver(() => {
     const again = () => {
       palette = null;
-      if (!gantt.hidden) repaint(slowestRound(cache, s));
+      if (!gantt.hidden && upToDate()) repaint(slowestRound(cache, s));
     };
     again();
     clearTimeout(themeLater);

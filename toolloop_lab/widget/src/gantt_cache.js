@@ -170,7 +170,21 @@ export function runItems(cache, s) {
 }
 
 /**
- * Where the run's time went (as of the last runItems): its whole time on its clock, and
+ * Whether the cache describes the run the store shows now: what the last runItems built,
+ * of the same run, with no round it holds gone. A run switch (or a replay) starts the fold
+ * over between two draws; until the next runItems the cache holds the places of the run
+ * shown before, which the readers below must not be asked about (a resize, a theme switch or
+ * a tick comes in between: they ask for a draw instead).
+ * @param {Cache} cache
+ * @param {Store} s
+ * @returns {boolean}
+ */
+export function current(cache, s) {
+  return cache.runId === s.run.runId && cache.rounds.length <= s.run.rounds.length;
+}
+
+/**
+ * Where the run's time went (as of the last runItems; only while `current`): its whole time on its clock, and
  * the time of its model calls, tools, pruning and pauses. Rounds with bars still growing
  * are measured now; the others were summed when they were built.
  * @param {Cache} cache
@@ -187,7 +201,8 @@ export function timeSplit(cache, s) {
 }
 
 /**
- * The round that took longest (its own time, pauses left out), or null before any did.
+ * The round that took longest (its own time, pauses left out), or null before any did
+ * (as of the last runItems; only while `current`).
  * @param {Cache} cache
  * @param {Store} s
  * @returns {{round: Round, time: number, t0: number, t1: number} | null}

@@ -164,8 +164,9 @@ export function enqueue(s, events) {
 /**
  * One message from Python: {type: "events", epoch, first, reset, events, now, control,
  * runs?}. Returns false when a gap shows events were missed (the caller asks for a
- * replay). The run list's rows are folded whatever the verdict: they follow the order of
- * the messages, not the epochs of the run shown.
+ * replay). The run list's rows and the answers to this page's requests are taken whatever
+ * the verdict: they follow the order of the messages, not the epochs of the run shown (an
+ * answer dropped with a batch would leave its request waiting until it says none came).
  * @param {Store} s
  * @param {any} msg
  * @returns {boolean}
@@ -176,6 +177,7 @@ export function receive(s, msg) {
     s.version++;
   }
   const verdict = accept(s.link, msg);
+  if (verdict !== "take" && verdict !== "restart" && msg && msg.type === "events" && msg.control) settle(s.requests, msg.control);
   if (verdict === "gap") return false;
   if (verdict !== "take" && verdict !== "restart") {
     if (msg && msg.runs) notify(s); // the rows changed all the same

@@ -101,6 +101,7 @@ export function createTimeline(ctx) {
    * @param {boolean} scroll bring it into view (clearing a filter that hides it)
    */
   function select(r, scroll) {
+    prepare(); // the list's rounds are the run's now, not those of a run shown before
     s.ui.selected = r.n;
     s.ui.follow = false;
     if (scroll) {
@@ -127,6 +128,7 @@ export function createTimeline(ctx) {
   }
 
   scroller.addEventListener("scroll", () => {
+    prepare(); // a run switch since the last draw: the list holds the new run's rounds
     const top = scroller.scrollTop;
     if (programmatic) {
       programmatic = false;
@@ -147,6 +149,7 @@ export function createTimeline(ctx) {
   scroller.title = KEY_HINT;
   scroller.setAttribute("aria-keyshortcuts", KEY_ARIA);
   scroller.addEventListener("keydown", (ev) => {
+    prepare(); // a run switch since the last draw: the keys move through the new run's rounds
     const n = listLength();
     const move = keyMove(ev, s.ui.selected === null ? n - 1 : indexOfSelected(), n, TIMELINE_ROWS - 1);
     if (!move) return;
