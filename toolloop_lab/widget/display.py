@@ -20,6 +20,7 @@ import ipywidgets
 from toolloop_lab.widget.shown import ShownRun
 from toolloop_lab.widget.snapshot import snapshot_html
 from toolloop_lab.widget.text import summary_text
+from toolloop_lab.widget.updates import update_output, watch_cells
 
 if TYPE_CHECKING:
     from toolloop_lab.widget.debugger import LoopDebugger
@@ -80,7 +81,9 @@ class Display:
     hello), the output is updated at the end of each run, leaving the widget's view out:
     the file then shows the finished run as a snapshot, in JupyterLab, Notebook 7, GitHub
     and an exported page alike, never a widget whose state no page can draw. A page that
-    says hello later gets the view back.
+    says hello later gets the view back. Updates go out under the cell the kernel runs now
+    (:mod:`.updates`), so a run started with ``dbg.start`` that ends after its cell still
+    reaches the file.
 
     Where a page draws the widget, its output is never updated: a page redraws a widget's
     view from scratch when its output changes, losing what a person had open and scrolled.
@@ -121,6 +124,7 @@ class Display:
         cell displayed."""
         from IPython import display
 
+        watch_cells()
         self.widgets_seen = self.widgets_seen or _cell_of_request() is not None
         _forget_earlier_in_cell(dbg)
         if fork_slot and self.box is None:
@@ -145,12 +149,9 @@ class Display:
             self._send(dbg, view=False)
 
     def _send(self, dbg: LoopDebugger, view: bool) -> None:
-        from IPython import display
-
         data, metadata = self.bundle(dbg, view=view)
         self.view_left_out = not view
-        update: Any = display.update_display
-        update(data, raw=True, metadata=metadata, display_id=self.display_id)
+        update_output(data, metadata, self.display_id)
 
     def close(self) -> None:
         """Close the widgets this output made."""
