@@ -26,6 +26,7 @@ from widget.test_widget_saved_notebook import executed_notebook
 
 from browser.jupyterkit import (
     KERNEL,
+    REPO,
     Jupyter,
     install_kernel,
     looks,
@@ -277,4 +278,28 @@ def test_a_notebook_saved_without_widget_state_reopens_showing_its_runs(
         shot(page, f"{ui}_default_saved_failure")
         print("\n".join(page.errors))
         print(jupyter.log_tail())
+        raise
+
+
+@pytest.mark.parametrize("ui", ["lab", "notebook"])
+@pytest.mark.parametrize("tutorial", ["01_quickstart.ipynb", "12_many_runs.ipynb"])
+def test_a_tutorial_opened_without_running_shows_its_finished_runs(
+    page_for: Any, jupyter: Jupyter, ui: str, tutorial: str
+) -> None:
+    """A Binder visitor opens a tutorial as stored and runs nothing: each debugger shows
+    the finished run the tutorial makes, never an idle one."""
+    name = f"{ui}_{tutorial}"
+    (jupyter.root / name).write_bytes((REPO / "notebooks" / tutorial).read_bytes())
+    page = page_for(name, ui, width=1100)
+    try:
+        snapshots = page.locator(".jp-OutputArea-output", has_text="Agent loop debugger:")
+        snapshots.first.wait_for()
+        text = _page_text(page)
+        assert not ERRORS.search(text), ERRORS.search(text)
+        assert "Agent loop debugger: finished" in text
+        assert "Agent loop debugger: waiting" not in text
+        snapshots.first.scroll_into_view_if_needed()
+        shot(page, f"{ui}_tutorial_{tutorial.split('_')[0]}_as_stored")
+    except BaseException:
+        shot(page, f"{ui}_tutorial_as_stored_failure")
         raise
