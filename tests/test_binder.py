@@ -44,7 +44,8 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "01_quickstart.ipynb": (
         "Final answer: revenue grew 12% quarter on quarter and churn fell to 2.1%.",
         "input tokens:     6000",
-        "LoopDebugger: idle",
+        # the debugger displayed before the run ends showing it (dbg.start, awaited later)
+        "LoopDebugger: finished · 2 tool rounds, 4 model calls (at most 6 rounds)",
     ),
     "02_budgets_and_synthesis.ipynb": (
         "reason=round_cap",

@@ -101,6 +101,19 @@ def test_assert_complete() -> None:
     assert model.remaining == 0
 
 
+def test_answering_from_plays_the_script_again_from_an_item_on_a_copy() -> None:
+    model = ScriptedChatModel(["a", "b", "c"], model_name=MODEL)
+    for _ in range(3):
+        model.invoke(PROMPT)
+    again = model.answering_from(1)
+    assert (again.model_name, again.remaining, again.calls) == (MODEL, 2, ())
+    assert [again.invoke(PROMPT).content for _ in range(2)] == ["b", "c"]
+    assert (model.remaining, len(model.calls)) == (0, 3)  # the model itself is unchanged
+    for bad in (-1, 4, True, "1"):
+        with pytest.raises(ScriptError, match="answering_from"):
+            model.answering_from(bad)  # type: ignore[arg-type]
+
+
 def test_exceptions_and_callables_in_the_script(echo_tool: BaseTool) -> None:
     seen: list[tuple[int, list[str]]] = []
 

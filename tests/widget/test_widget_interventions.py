@@ -523,6 +523,55 @@ async def test_a_fork_that_cannot_be_made_is_refused_with_its_field() -> None:
     dbg.close()
 
 
+async def test_fork_from_here_of_a_run_that_played_its_whole_script_runs_the_fork() -> None:
+    """A tutorial's model plays a script of fixed replies, and its run plays all of them:
+    "Fork from here" still runs the fork on it, from the reply the original got at the
+    fork's round, and it ends as the original did (not "Failed, 0 model calls")."""
+    script = [
+        calls(tool_call("read_log", {"database": "orders"}, "c1")),
+        calls(tool_call("read_log", {"database": "users"}, "c2")),
+        final("orders failed, users ok"),
+    ]
+    model = ScriptedChatModel(script, model_name="gpt-4o-mini")
+    dbg = LoopDebugger()
+    await dbg.start(LLMAgent(model, [read_log]), "Check the backups.")
+    assert model.remaining == 0
+    answer = ask(dbg, {"type": "fork", "request": 1, "round": 2})
+    assert (answer["ok"], answer["action"]) == (True, "fork")
+    (child,) = dbg.forks
+    await until(lambda: child.paused_at is not None)
+    child.continue_()
+    result = await child.task  # type: ignore[misc]
+    assert isinstance(result, ForkResult)
+    assert result.error is None
+    assert result.forked == result.original
+    assert child.view.final_text == "orders failed, users ok"
+    assert model.remaining == 0  # the agent's model is unchanged
+    assert len(model.calls) == 3
+    child.close()
+    dbg.close()
+
+
+async def test_a_fork_whose_model_cannot_answer_is_refused_where_it_was_asked() -> None:
+    """A model with no reply left for the fork: the page's request is refused with the
+    reason (beside the button), and ``dbg.fork`` raises it, before any call."""
+    spent = ScriptedChatModel([final("elsewhere")], model_name="gpt-4o-mini")
+    spent.invoke("Something else.")
+    dbg = LoopDebugger(fork_with=LLMAgent(spent, [read_log]))
+    await finished(dbg)
+    answer = ask(dbg, {"type": "fork", "request": 1, "round": 2})
+    assert (answer["ok"], answer["reason"]) == (False, "model")
+    assert "has no reply for the fork" in answer["message"]
+    assert "fork with a model that can answer" in answer["message"]
+    assert dbg.forks == ()
+    with pytest.raises(ConfigurationError) as caught:
+        dbg.fork(2)
+    assert caught.value.field == "model"
+    assert dbg.forks == ()
+    assert len(spent.calls) == 1  # no call was made for the fork
+    dbg.close()
+
+
 async def test_a_replayed_trace_forks_only_with_an_agent(tmp_path: Path) -> None:
     source = LoopDebugger()
     await finished(source)

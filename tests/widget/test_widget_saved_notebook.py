@@ -109,3 +109,45 @@ def test_the_html_export_shows_the_finished_runs_not_the_empty_debugger(
     assert body.count(OUTCOME["final_answer"]) >= 2
     assert "LoopDebugger: idle" not in body
     assert "waiting for a run" not in body
+
+
+STARTED = [
+    SETUP,
+    "dbg = LoopDebugger()\ndbg",
+    "task = dbg.start(agent('three'), 'add 1 and 2')",
+    "result = await task",
+    "dbg2 = LoopDebugger()\ndbg2",
+    "task2 = dbg2.start(agent('also three'), 'add 1 and 2 again')",
+    "import asyncio\nawait asyncio.wait_for(asyncio.shield(task2), 60)\nlen(dbg2.events) > 0",
+    "result2 = await task2",
+]
+
+
+@pytest.fixture(scope="module")
+def started(tmp_path_factory: pytest.TempPathFactory) -> nbformat.NotebookNode:
+    """Runs started with ``dbg.start`` in one cell and awaited in a later one (the
+    tutorials' way), executed as ``nbconvert --execute`` does."""
+    folder = tmp_path_factory.mktemp("started")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("JUPYTER_PATH", str(install_kernel(folder / "prefix")))
+        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in STARTED])
+        NotebookClient(
+            notebook, kernel_name=KERNEL, timeout=180, resources={"metadata": {"path": str(folder)}}
+        ).execute()
+    return notebook
+
+
+@pytest.mark.parametrize("cell", [1, 4])
+def test_a_run_started_with_dbg_start_is_kept_in_the_stored_output(
+    started: nbformat.NotebookNode, cell: int
+) -> None:
+    """The output of the cell that displayed the debugger ends as the finished run, though
+    the run went on in a background task after that cell (and the next) had ended."""
+    (output,) = outputs(started, cell)
+    data = output["data"]
+    assert WIDGET_VIEW not in data
+    assert OUTCOME["final_answer"] in data["text/plain"]
+    assert "idle" not in data["text/plain"]
+    assert "waiting for a run" not in data["text/html"]
+    assert "Agent loop debugger: finished" in data["text/html"]
+    assert "120 input" in data["text/html"]

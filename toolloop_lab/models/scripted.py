@@ -125,6 +125,24 @@ class ScriptedChatModel(ChatModelBase):
         """Script items not played yet."""
         return len(self.script) - self._index
 
+    def answering_from(self, index: int) -> ScriptedChatModel:
+        """A new model with this one's name and settings that plays the script from item
+        ``index`` on (0 is the first), none of it played yet: the replies this model gave
+        from its call ``index + 1`` on, again. A fork of a run this model made answers so
+        from the fork's round (:mod:`toolloop_lab.replay.fork`); this model is unchanged."""
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise ScriptError(f"answering_from takes a script index, got {index!r}")
+        if not 0 <= index <= len(self.script):
+            raise ScriptError(
+                f"answering_from({index}): the script has items 0 to {len(self.script) - 1}"
+            )
+        copy = self.model_copy(update={"script": list(self.script[index:])})
+        copy._index = 0
+        copy._calls = []
+        copy._bindings = []
+        copy._lock = threading.Lock()
+        return copy
+
     def assert_complete(self) -> None:
         """Raise :class:`ScriptError` unless every script item was played."""
         if self.remaining:

@@ -359,6 +359,19 @@ class ReplayChatModel(ChatModelBase):
         with self._lock:
             return len(self._recording.calls) - len(self._used)
 
+    def answering_from(self, index: int = 0) -> ReplayChatModel:
+        """A new replay of the same recording, nothing served yet, whose relaxed matching
+        starts at recorded call ``index`` (strict mode finds each request wherever it is):
+        a fork of a run this model replayed answers so (:mod:`toolloop_lab.replay.fork`);
+        this model is unchanged."""
+        copy = self.model_copy()
+        copy._recording = self._recording
+        copy._lock = threading.Lock()
+        copy._served = []
+        copy._used = set()
+        copy._next_round = copy._next_synthesis = index
+        return copy
+
     def reset(self) -> None:
         """Start again from the first recorded call (to replay the session once more)."""
         with self._lock:

@@ -17,13 +17,16 @@ and their tokens and cost are the source's own figures.
 
 **How it runs.** The rest is an ordinary :class:`~toolloop_lab.engine.agent.LLMAgent` run on that
 conversation, so its events, pauses and budgets are the real loop's, and what a person
-changes at its pauses is recorded as usual. That run is given what the whole run would have
-left at round ``at_round``: the round cap less the rounds taken, the token budget less the
-tokens taken, and the USD limit of the ``usd_budget`` in force less the cost taken. Each
-gate therefore trips exactly where it would have in one uninterrupted run, and a fork at
-round *k* with the same replies reproduces the original's rounds, tokens and cost exactly:
-the fork's figures are the taken rounds' plus its own run's. The fork's own events number
-its rounds from 1 (its round 1 is round ``at_round``); :class:`ForkResult` renumbers them.
+changes at its pauses is recorded as usual. It runs on the model given: a scripted model or
+a replay that made the run answers from where the original got its reply at that round (on
+a copy), and one that cannot answer at all is refused before any call (:mod:`.answering`).
+That run is given what the whole run would have left at round ``at_round``: the round cap
+less the rounds taken, the token budget less the tokens taken, and the USD limit of the
+``usd_budget`` in force less the cost taken. Each gate therefore trips exactly where it
+would have in one uninterrupted run, and a fork at round *k* with the same replies
+reproduces the original's rounds, tokens and cost exactly: the fork's figures are the taken
+rounds' plus its own run's. The fork's own events number its rounds from 1 (its round 1 is
+round ``at_round``); :class:`ForkResult` renumbers them.
 
 **How it is built.** :mod:`.source` reads the source (the conversation the fork's first
 call is sent, the figures of the rounds taken), :mod:`.remaining` works out what the fork's
@@ -66,6 +69,7 @@ from toolloop_lab.engine.agent import AgentConfig, LLMAgent
 from toolloop_lab.engine.hooks import PauseHook
 from toolloop_lab.events import Observer
 from toolloop_lab.replay.figures import RunFigures
+from toolloop_lab.replay.fork.answering import fork_model
 from toolloop_lab.replay.fork.compare import (
     COMPARISON_DTYPES,
     ForkResult,
@@ -76,7 +80,7 @@ from toolloop_lab.replay.fork.compare import (
     rows_of_view,
 )
 from toolloop_lab.replay.fork.remaining import derived_config, remaining
-from toolloop_lab.replay.fork.source import ForkSource, read_source
+from toolloop_lab.replay.fork.source import ForkSource, Taken, read_source
 from toolloop_lab.replay.rerun import Rerun, rerun
 from toolloop_lab.runview import RunView
 from toolloop_lab.spend.budget import (
@@ -220,13 +224,15 @@ def prepare_fork(
 
     Raises :class:`~toolloop_lab.errors.ConfigurationError` naming the field for a round
     the source does not have (``at_round``), a config the run could never have reached
-    that round under (``tool_max_rounds``, ``token_budget_percent``) or a bad config;
+    that round under (``tool_max_rounds``, ``token_budget_percent``), a model that cannot
+    answer the fork (``model``, ``pruning_model``: see :mod:`.answering`) or a bad config;
     a missing or unreadable file raises the trace's or the recording's own error, and so
     does a trace whose rounds taken touch lines :func:`read_trace` had to skip
     (:class:`~toolloop_lab.errors.TraceError`, its ``lines`` naming them).
     """
     merged = {**(prices or {}), **(current_prices() or {})} or None
     taken = read_source(source, at_round, run_id, merged)
+    model, pruning_model = _answering(model, pruning_model, taken, at_round)
     chosen = (config if config is not None else derived_config(taken.started)).validated()
     run_config = remaining(chosen, model, at_round, taken.taken)
     agent = LLMAgent(
@@ -248,6 +254,16 @@ def prepare_fork(
         chosen,
         agent,
     )
+
+
+def _answering(
+    model: BaseChatModel, pruning_model: BaseChatModel | None, taken: Taken, at_round: int
+) -> tuple[BaseChatModel, BaseChatModel | None]:
+    """The models the fork's own run calls, in place of those given (:mod:`.answering`)."""
+    main = fork_model(model, taken.asked, field="model", at_round=at_round)
+    if pruning_model is None:
+        return main, None
+    return main, fork_model(pruning_model, taken.pruned, field="pruning_model", at_round=at_round)
 
 
 @parameters_of(prepare_fork)

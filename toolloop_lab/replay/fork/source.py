@@ -52,6 +52,9 @@ too), a trace (path or :class:`~toolloop_lab.trace.TraceRead`) or a recording (p
 
 _SYNTHESIS: Final = "synthesis"
 _EVENT_CLASSES: Final = tuple(EVENT_TYPES.values())
+ASKED: Final = 3
+"""Requests of the original kept from the fork's call on, per model (enough to tell apart
+runs that sent the same first request)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +69,11 @@ class Taken:
     started: LoopStarted | None = None
     at: ModelCallStarted | None = None
     """The event of the call the fork makes again (events and traces only)."""
+    asked: tuple[tuple[BaseMessage, ...], ...] = ()
+    """What the original sent its model from the fork's call on (the first few requests,
+    whole): a model that made the run is found where it answered them."""
+    pruned: tuple[tuple[BaseMessage, ...], ...] = ()
+    """What the original sent its pruning model from the fork's round on (the first few)."""
 
 
 def _bad_round(at_round: int, available: int) -> ConfigurationError:
@@ -170,7 +178,35 @@ def _from_events(
         if row.round < at_round:
             taken = taken + row.usage
     started = view.started
-    return Taken(kind, prefix, taken, rows, figures, started, target)
+    asked, pruned = _requests_from(run, at_round)
+    return Taken(kind, prefix, taken, rows, figures, started, target, asked, pruned)
+
+
+def _requests_from(
+    run: Sequence[Event], at_round: int
+) -> tuple[tuple[tuple[BaseMessage, ...], ...], tuple[tuple[BaseMessage, ...], ...]]:
+    """The first :data:`ASKED` requests the run sent its model, and its pruning model,
+    from round ``at_round`` on, whole (a call's event holds only what is new to it)."""
+    carried: list[Any] = []
+    asked: list[tuple[Any, ...]] = []
+    pruned: list[tuple[Any, ...]] = []
+    for event in run:
+        if not isinstance(event, ModelCallStarted):
+            continue
+        if event.purpose == "pruning":
+            if event.round >= at_round and len(pruned) < ASKED:
+                pruned.append(tuple(event.messages))
+        else:
+            carried.extend(event.messages)
+            if event.round >= at_round and len(asked) < ASKED:
+                asked.append(tuple(carried))
+        if len(asked) == len(pruned) == ASKED:
+            break
+
+    def rebuilt(requests: list[tuple[Any, ...]]) -> tuple[tuple[BaseMessage, ...], ...]:
+        return tuple(tuple(message_from_dict(d) for d in thaw(r)) for r in requests)
+
+    return rebuilt(asked), rebuilt(pruned)
 
 
 def _from_trace(trace: TraceRead, at_round: int, run_id: str | None) -> Taken:
@@ -257,4 +293,5 @@ def _from_recording(rec: Recording, at_round: int, prices: PriceTable | None) ->
     taken = Usage()
     for call in rec.calls[:target]:
         taken = taken + call.usage(prices)
-    return Taken("recording", tuple(request), taken, tuple(rows), figures)
+    asked = tuple(tuple(call.request) for call in rec.calls[target : target + ASKED])
+    return Taken("recording", tuple(request), taken, tuple(rows), figures, asked=asked)
