@@ -40,7 +40,7 @@ from toolloop_lab._support.words import OUTCOME
 
 pytestmark = pytest.mark.browser
 
-ERRORS = re.compile(r"Error displaying widget|model not found|waiting for a run|LoopDebugger: waiting for a run")
+ERRORS = re.compile(r"Error displaying widget|model not found|waiting for a run")
 
 
 @pytest.fixture(scope="module")
