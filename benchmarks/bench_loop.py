@@ -1,7 +1,8 @@
 """Per-round cost of LLMAgent against the bare langchain-core loop (the floor).
 
-Run: ``python benchmarks/bench_loop.py`` (about 6 minutes on a 2-core machine; ``--quick``,
-about a minute, for a smoke run; ``--loops-only`` skips the debugger's throughput). Every
+Run: ``python benchmarks/bench_loop.py`` (about 2 minutes on a quiet 2-core machine, longer
+on a busy one; ``--quick``, about a minute, for a smoke run; ``--loops-only`` skips the
+debugger's throughput). Every
 loop drives the same instant chat model, ``benchkit.InstantChatModel`` (written in the
 benchmark, not the package, so no model of ours can move the floor), making one ``echo``
 tool call per round, in one process and one event loop, the variants interleaved repeat by
