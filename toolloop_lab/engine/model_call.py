@@ -179,27 +179,59 @@ def _no_news() -> None:
     """What :func:`silence_limit` hands a call without a limit: nothing to push back."""
 
 
+class _Watch:
+    """The silence a model keeps, watched lazily: a chunk only notes the time it came
+    (:meth:`heard`, a clock read and a store), and the one timer looks again when the
+    silence since the last chunk could have run out, re-arming itself for the new end if
+    a chunk came meanwhile. Moving an ``asyncio.timeout`` on every chunk instead cost a
+    streamed round a tenth of its time (a timer cancelled and pushed on the heap per chunk)."""
+
+    __slots__ = ("clock", "handle", "last", "limit_s", "loop", "timer")
+
+    def __init__(self, limit_s: float, timer: asyncio.Timeout) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.clock = self.loop.time
+        self.limit_s = limit_s
+        self.timer = timer
+        self.last = self.clock()
+        self.handle = self.loop.call_at(self.last + limit_s, self.look)
+
+    def heard(self) -> None:
+        """A chunk came: the model has ``limit_s`` again from now."""
+        self.last = self.clock()
+
+    def look(self) -> None:
+        """The silence may have run out: expire the timeout now, or look again later."""
+        until = self.last + self.limit_s
+        if self.clock() >= until:
+            self.timer.reschedule(self.clock())  # asyncio's timeout cancels and says so
+        else:
+            self.handle = self.loop.call_at(until, self.look)
+
+
 @asynccontextmanager
 async def silence_limit(
     limit_s: float | None, *, streamed: bool = False
 ) -> AsyncIterator[Callable[[], None]]:
     """The most a model may keep silent in the block (``AgentConfig.model_timeout_s``):
-    past ``limit_s`` seconds the wait is cancelled and :class:`TimeLimitError`
-    (``kind="model"``) raised in its place. Yields the function a stream calls on each
-    chunk to give the model ``limit_s`` again; ``None`` is no limit."""
+    past ``limit_s`` seconds with no news the wait is cancelled and
+    :class:`TimeLimitError` (``kind="model"``) raised in its place. Yields the function a
+    stream calls on each chunk to give the model ``limit_s`` again; ``None`` is no limit."""
     if limit_s is None:
         yield _no_news
         return
-    loop = asyncio.get_running_loop()
-    timer = asyncio.timeout(limit_s)
+    timer = asyncio.timeout(None)
+    watch = _Watch(limit_s, timer)
     try:
         async with timer:
-            yield lambda: timer.reschedule(loop.time() + limit_s)
+            yield watch.heard
     except TimeoutError:
         if not timer.expired():  # the model's own TimeoutError: its failure, as it is
             raise
         said = time_limit_text("model_stream" if streamed else "model", limit_s)
         raise TimeLimitError(said, kind="model", limit_s=limit_s) from None
+    finally:
+        watch.handle.cancel()
 
 
 async def invoke(
