@@ -51,10 +51,10 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import HumanMessage
 
 from toolloop_lab import ScriptedChatModel
-from toolloop_lab.bridge import watch
+from toolloop_lab._bridge import watch
+from toolloop_lab._runview import RunView
+from toolloop_lab._tools.builtin import echo_tool
 from toolloop_lab.events import Event, LoopFinished
-from toolloop_lab.runview import RunView
-from toolloop_lab.tools.builtin import echo_tool
 
 Variant = Callable[[Any, int], Coroutine[Any, Any, None]]
 """One run of an already built agent: ``variant(agent, rounds)``."""
@@ -130,7 +130,7 @@ _TRACES = itertools.count()
 
 
 async def bridge_trace(agent: Any, rounds: int) -> None:
-    from toolloop_lab.trace import TraceWriter
+    from toolloop_lab._trace import TraceWriter
 
     path = Path(_TRACE_DIR.name) / f"trace{next(_TRACES)}.jsonl"
     writer = TraceWriter(path)
@@ -145,7 +145,7 @@ _DEBUGGER: list[Any] = []
 
 
 async def bridge_debugger(agent: Any, rounds: int) -> None:
-    from toolloop_lab.widget import LoopDebugger
+    from toolloop_lab._widget import LoopDebugger
 
     if not _DEBUGGER:
         _DEBUGGER.append(LoopDebugger())
@@ -269,7 +269,7 @@ def measure_inside(sizes: Sequence[int], repeats: int) -> dict[tuple[str, int], 
     """µs per round spent inside the bridge's callbacks (its observers included), timed
     around each callback: a direct figure, unlike the end-to-end ratios, which other
     processes' load blurs on a shared machine. Median of ``repeats`` runs."""
-    from toolloop_lab.bridge import EventBridge
+    from toolloop_lab._bridge import EventBridge
 
     spent = [0.0]
     originals = {name: getattr(EventBridge, name) for name in _CALLBACKS}

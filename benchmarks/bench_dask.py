@@ -46,8 +46,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool, StructuredTool
 
 from toolloop_lab.lab import LabResults, Scenario, ScriptedModel, run_scenarios
-from toolloop_lab.lab.dask import run_scenarios_on_dask
-from toolloop_lab.lab.frames import drop_volatile
+from toolloop_lab.lab._dask import run_scenarios_on_dask
+from toolloop_lab.lab._frames import drop_volatile
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ def _batch_size(scenarios: int, threads: int) -> int:
     """The Dask sweep's automatic batch size (1 for a version that sent one task each, so
     the benchmark also measures the sweep before batching)."""
     try:
-        from toolloop_lab.lab.dask import batch_size_for
+        from toolloop_lab.lab._dask import batch_size_for
     except ImportError:
         return 1
     return batch_size_for(scenarios, threads)

@@ -20,8 +20,8 @@ from functools import partial
 from benchkit import RUNNER, InstantChatModel, load, script
 
 from toolloop_lab import AgentConfig, LLMAgent
+from toolloop_lab._tools.builtin import echo_tool
 from toolloop_lab.events import EVENT_ADAPTER, Event
-from toolloop_lab.tools.builtin import echo_tool
 
 ROUND = ("round_start", "model_call_start", "model_call", "tool_start", "tool_dispatch")
 CALLS = 2_000

@@ -44,8 +44,8 @@ from benchkit import RUNNER, Cell, InstantChatModel, load, peak_per_round, scrip
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from toolloop_lab import AgentConfig, LLMAgent
+from toolloop_lab._tools.builtin import echo_tool
 from toolloop_lab.events import Event, LoopFinished, LoopStarted, RoundStarted
-from toolloop_lab.tools.builtin import echo_tool
 
 Variant = Callable[[int], Coroutine[Any, Any, None]]
 
@@ -91,7 +91,7 @@ _TRACES = itertools.count()
 
 async def agent_trace(rounds: int) -> None:
     """LLMAgent writing a JSONL trace (``TraceWriter`` defaults: no fsync)."""
-    from toolloop_lab.trace import TraceWriter
+    from toolloop_lab._trace import TraceWriter
 
     path = Path(_TRACE_DIR.name) / f"trace{next(_TRACES)}.jsonl"
     writer = TraceWriter(path)
@@ -107,7 +107,7 @@ _DEBUGGER: list[Any] = []
 
 
 def _debugger() -> Any:
-    from toolloop_lab.widget import LoopDebugger
+    from toolloop_lab._widget import LoopDebugger
 
     if not _DEBUGGER:
         _DEBUGGER.append(LoopDebugger())
@@ -210,8 +210,8 @@ def _stream(events: Sequence[Event], rounds: int) -> list[Event]:
 
 def measure_widget(events_wanted: int, repeats: int) -> dict[str, float]:
     """Events per second a fresh headless LoopDebugger (and a bare RunView) fold in."""
-    from toolloop_lab.runview import RunView
-    from toolloop_lab.widget import LoopDebugger
+    from toolloop_lab._runview import RunView
+    from toolloop_lab._widget import LoopDebugger
 
     recorded = RUNNER.run(_agent(3).arun("go")).events
     per_round = sum(1 for e in recorded if e.round == 1)

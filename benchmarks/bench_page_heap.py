@@ -1,7 +1,7 @@
 """What the page keeps of a long run: a yardstick for its garbage collector's pauses.
 
 Run: ``python benchmarks/bench_page_heap.py`` (Node 20; a few seconds), or with
-``--against DIR`` (another checkout's ``toolloop_lab/widget/src``) to put its figures beside
+``--against DIR`` (another checkout's ``toolloop_lab/_widget/src``) to put its figures beside
 this checkout's, alternated ``--repeats`` times. It feeds the 10,000-round run the throttled
 browser test streams (``tests/browser/streams.py``'s ``long_run``, as wire payloads) to the
 page's fold and the timeline's cache in Node (``page_heap.mjs``), and prints the heap they
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-SRC = ROOT / "toolloop_lab" / "widget" / "src"
+SRC = ROOT / "toolloop_lab" / "_widget" / "src"
 SCRIPT = Path(__file__).resolve().parent / "page_heap.mjs"
 
 
@@ -36,7 +36,7 @@ def write_payloads(folder: Path, rounds: int) -> Path:
     sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
     from browser.streams import long_run
 
-    from toolloop_lab.widget.wire import event_payload
+    from toolloop_lab._widget.wire import event_payload
 
     path = folder / "long_run.json"
     payloads = [event_payload(e, 4_000) for e in long_run(rounds)]

@@ -88,10 +88,10 @@ from benchkit import browser_figures  # noqa: E402
 from browser.streams import session_runs  # noqa: E402
 from loopkit import FakeTime, MockComm, channel  # noqa: E402
 
-from toolloop_lab.runview import summaries  # noqa: E402
-from toolloop_lab.widget import LoopDebugger  # noqa: E402
-from toolloop_lab.widget.runrows import RowFeed  # noqa: E402
-from toolloop_lab.widget.session import Session  # noqa: E402
+from toolloop_lab._runview import summaries  # noqa: E402
+from toolloop_lab._widget import LoopDebugger  # noqa: E402
+from toolloop_lab._widget.runrows import RowFeed  # noqa: E402
+from toolloop_lab._widget.session import Session  # noqa: E402
 
 RUNS = 1_000
 LONG = 10_000

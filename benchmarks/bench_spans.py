@@ -34,9 +34,9 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.trace import Tracer
 
+from toolloop_lab._runview import RunView
 from toolloop_lab.events import Event
 from toolloop_lab.otel import SpanSource
-from toolloop_lab.runview import RunView
 
 SIZES = (10, 100)
 REPEATS = {10: 41, 100: 11}
@@ -99,7 +99,7 @@ def _variants() -> dict[str, Callable[[], TracerProvider]]:
 
         return build
 
-    from toolloop_lab.widget import LoopDebugger
+    from toolloop_lab._widget import LoopDebugger
 
     dbg = LoopDebugger()
     sink: list[Event] = []

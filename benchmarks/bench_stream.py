@@ -24,8 +24,8 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
+from toolloop_lab._tools.builtin import echo_tool
 from toolloop_lab.events import Event
-from toolloop_lab.tools.builtin import echo_tool
 
 ROUNDS = 10
 CHUNKS = 1_000

@@ -33,8 +33,8 @@ from stubs.openai_stub import OpenAIStub, OpenAIToolCall, OpenAIUsage
 from stubs.prices import openai_cost
 
 from toolloop_lab import ScriptedChatModel
+from toolloop_lab._runview import RunView
 from toolloop_lab.events import Event, ModelCalled, ToolDispatched
-from toolloop_lab.runview import RunView
 
 __all__ = [
     "AGENTS",

@@ -27,8 +27,9 @@ from toolloop_lab import (
     Usage,
     usd_budget,
 )
+from toolloop_lab._engine.hooks import PausePoint
 from toolloop_lab._support.jsonsafe import FrozenDict, frozen_json
-from toolloop_lab.engine.hooks import PausePoint
+from toolloop_lab._tools.builtin import file_read_tool
 from toolloop_lab.events import (
     EVENT_TYPES,
     BudgetGate,
@@ -49,7 +50,6 @@ from toolloop_lab.events import (
     transcript,
 )
 from toolloop_lab.lab import Scenario, catalog
-from toolloop_lab.tools.builtin import file_read_tool
 
 
 def _two_round_model() -> ScriptedChatModel:

@@ -17,12 +17,12 @@ from loopkit import final
 from opentelemetry.sdk.trace import TracerProvider
 
 from toolloop_lab import LLMAgent, LoopDebugger, ScriptedChatModel
-from toolloop_lab.bridge import EventBridge, callbacks, watch
+from toolloop_lab._bridge import EventBridge, callbacks, watch
 from toolloop_lab.events import Event
 from toolloop_lab.lab import Reply, Scenario, run_scenarios
-from toolloop_lab.lab.dask import run_scenarios_on_dask
+from toolloop_lab.lab._dask import run_scenarios_on_dask
 from toolloop_lab.otel import SpanSource
-from toolloop_lab.otel.spans import watch_spans
+from toolloop_lab.otel._spans import watch_spans
 
 
 def _observer(event: Event) -> None:

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from toolloop_lab._engine.agent import AgentConfig, LLMAgent, ToolLoopResult
+from toolloop_lab._models.scripted import ScriptedChatModel
+from toolloop_lab._spend.budget import usd_budget
+from toolloop_lab._spend.pricing import TokenPrice
+from toolloop_lab._spend.usage import Usage
 from toolloop_lab._support.deferred import deferred_class as _deferred_class
 from toolloop_lab._support.lazy import lazy_getattr as _lazy_getattr
-from toolloop_lab.engine.agent import AgentConfig, LLMAgent, ToolLoopResult
 from toolloop_lab.errors import (
     ConfigurationError,
     ExecutionError,
@@ -23,21 +27,18 @@ from toolloop_lab.errors import (
     ToolLoopError,
     ToolLoopLabError,
 )
-from toolloop_lab.models.scripted import ScriptedChatModel
-from toolloop_lab.spend.budget import usd_budget
-from toolloop_lab.spend.pricing import TokenPrice
-from toolloop_lab.spend.usage import Usage
 
 if TYPE_CHECKING:
+    from toolloop_lab._replay.chat_models import RecordingChatModel, ReplayChatModel
+    from toolloop_lab._replay.compare import compare
+    from toolloop_lab._replay.fork import fork
+    from toolloop_lab._replay.whatif import WhatIfResult, what_if
+    from toolloop_lab._widget import LoopDebugger
     from toolloop_lab.lab import LabResults, Scenario, arun_scenarios, catalog, run_scenarios
-    from toolloop_lab.recording import RecordingChatModel, ReplayChatModel, WhatIfResult, what_if
-    from toolloop_lab.replay.compare import compare
-    from toolloop_lab.replay.fork import fork
-    from toolloop_lab.widget import LoopDebugger
 else:
     # ``from toolloop_lab import LoopDebugger`` loads no widget library: the class is a
-    # stand-in that loads the widget (``toolloop_lab.widget.LoopDebugger``) on first use
-    LoopDebugger = _deferred_class("toolloop_lab.widget.debugger", "LoopDebugger", home=__name__)
+    # stand-in that loads the widget (``toolloop_lab._widget.LoopDebugger``) on first use
+    LoopDebugger = _deferred_class("toolloop_lab._widget.debugger", "LoopDebugger", home=__name__)
 
 __all__ = [
     "AgentConfig",
@@ -76,12 +77,12 @@ _LAZY = {
     "arun_scenarios": "toolloop_lab.lab",
     "catalog": "toolloop_lab.lab",
     "run_scenarios": "toolloop_lab.lab",
-    "RecordingChatModel": "toolloop_lab.recording",
-    "ReplayChatModel": "toolloop_lab.recording",
-    "WhatIfResult": "toolloop_lab.recording",
-    "what_if": "toolloop_lab.recording",
-    "fork": "toolloop_lab.replay.fork",
-    "compare": "toolloop_lab.replay.compare",
+    "RecordingChatModel": "toolloop_lab._replay.chat_models",
+    "ReplayChatModel": "toolloop_lab._replay.chat_models",
+    "WhatIfResult": "toolloop_lab._replay.whatif",
+    "what_if": "toolloop_lab._replay.whatif",
+    "fork": "toolloop_lab._replay.fork",
+    "compare": "toolloop_lab._replay.compare",
 }
 
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Final
 from toolloop_lab._support.paths import resolved
 
 if TYPE_CHECKING:
-    from toolloop_lab.lab.scenario import Scenario
+    from toolloop_lab.lab._scenario import Scenario
 
 __all__ = ["DEFAULT_REPORT", "WORKLOADS", "main"]
 
@@ -37,7 +37,7 @@ WORKLOADS: Final = ("catalog", "files")
 def _workload(name: str) -> tuple[tuple[Scenario, ...], str]:
     """The scenarios of a workload and its report's title (imported only when run)."""
     if name == "files":
-        from toolloop_lab.workloads.files import sweep
+        from toolloop_lab.workloads._files import sweep
 
         return sweep(), "toolloop_lab demo: the files workload (roomy vs tight)"
     from toolloop_lab.lab import catalog

@@ -22,10 +22,10 @@ from itertools import islice
 from typing import Any, Final, Literal, NamedTuple, TypeVar
 
 from toolloop_lab import events as ev
+from toolloop_lab._engine.hooks import PausePoint
+from toolloop_lab._spend.usage import Usage
 from toolloop_lab._support.derived import Derived
 from toolloop_lab._support.words import shown_status
-from toolloop_lab.engine.hooks import PausePoint
-from toolloop_lab.spend.usage import Usage
 
 __all__ = [
     "MAX_SPANS",

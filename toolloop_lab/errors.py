@@ -42,7 +42,7 @@ never have to match on message text. Constructing an error has no side effects.
 
 This is the one drawing of the tree; other modules and the docs point here. The record and
 replay errors are importable from :mod:`toolloop_lab.recording` (and
-:mod:`toolloop_lab.replay.recording_file`) too, where users have always found them.
+:mod:`toolloop_lab._replay.recording_file`) too, where users have always found them.
 """
 
 from __future__ import annotations

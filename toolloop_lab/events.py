@@ -55,6 +55,7 @@ from langchain_core.messages import (
 from pydantic import Field, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
 
+from toolloop_lab._spend.usage import Usage
 from toolloop_lab._support.callables import Role, callables, one_callable
 from toolloop_lab._support.fields import (
     Count,
@@ -70,7 +71,6 @@ from toolloop_lab._support.jsonl import load_line
 from toolloop_lab._support.jsonsafe import FrozenDict, frozen_json, json_safe, thaw
 from toolloop_lab._support.pickling import quick_pickle
 from toolloop_lab.errors import ConfigurationError, UnknownRunError, describe, error_name, unwrap
-from toolloop_lab.spend.usage import Usage
 
 __all__ = [
     "EVENT_ADAPTER",
@@ -540,7 +540,7 @@ class Paused(_Base):
     stage: PauseStage
     purpose: Text
     """``round``, ``synthesis`` or ``pruning`` before a model call; ``tools`` before
-    dispatch (as :class:`~toolloop_lab.engine.hooks.PausePoint` says)."""
+    dispatch (as :class:`~toolloop_lab._engine.hooks.PausePoint` says)."""
     paused_s: Seconds
     """How long the hooks held the loop here."""
     kind: Literal["pause"] = "pause"

@@ -8,8 +8,8 @@ from behave import then
 from hostile.hostilekit import check_messages
 from langchain_core.messages import AIMessage, ToolMessage
 
+from toolloop_lab._tools.dispatcher import STOPPED_TEXT
 from toolloop_lab.events import ToolDispatched
-from toolloop_lab.tools.dispatcher import STOPPED_TEXT
 
 
 def _messages(context: Any) -> list[Any]:

@@ -28,8 +28,8 @@ from toolloop_lab import (
     ToolLoopError,
     usd_budget,
 )
+from toolloop_lab._tools.builtin import echo_tool, file_read_tool
 from toolloop_lab.errors import _ToolLoopError
-from toolloop_lab.tools.builtin import echo_tool, file_read_tool
 
 MODEL_NAME = MODEL
 PRUNING_MODEL_NAME = MODEL

@@ -35,7 +35,8 @@ from stubs.openai_stub import OpenAIStub, OpenAIToolCall, OpenAIUsage
 from stubs.prices import openai_cost
 from stubs.sse import StreamFault, StreamPlan
 
-from toolloop_lab.bridge import callbacks, watch
+from toolloop_lab._bridge import callbacks, watch
+from toolloop_lab._widget import LoopDebugger
 from toolloop_lab.events import (
     BudgetGate,
     LoopFailed,
@@ -47,7 +48,6 @@ from toolloop_lab.events import (
     ToolStarted,
     transcript,
 )
-from toolloop_lab.widget import LoopDebugger
 
 Provider = Literal["scripted", "openai"]
 

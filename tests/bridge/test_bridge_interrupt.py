@@ -24,13 +24,13 @@ from loopkit import MODEL, calls, final, tool_call
 from opentelemetry.trace import StatusCode
 
 from toolloop_lab import ScriptedChatModel
-from toolloop_lab.bridge import watch
+from toolloop_lab._bridge import watch
+from toolloop_lab._runview import RunSummary, RunView
+from toolloop_lab._widget import LoopDebugger
+from toolloop_lab._widget.text import summary_text
 from toolloop_lab.events import FAILED_OUTCOMES, Event, LoopFinished, LoopStarted, ToolDispatched
 from toolloop_lab.otel import OTelObserver
-from toolloop_lab.otel.names import TOOLLOOP
-from toolloop_lab.runview import RunSummary, RunView
-from toolloop_lab.widget import LoopDebugger
-from toolloop_lab.widget.text import summary_text
+from toolloop_lab.otel._names import TOOLLOOP
 
 pytest_plugins = ("otelkit",)
 

@@ -41,13 +41,15 @@ from loopkit import MODEL, calls, final, reference_cost, tool_call, wait_until
 from stubs.openai_stub import OpenAIStub, OpenAIUsage
 
 from toolloop_lab import ScriptedChatModel
-from toolloop_lab.bridge import EventBridge, callbacks, watch
-from toolloop_lab.bridge.conversation import (
+from toolloop_lab._bridge import EventBridge, callbacks, watch
+from toolloop_lab._bridge.conversation import (
     Conversation,
     bound_tool_names,
     configured_model_name,
     messages_in,
 )
+from toolloop_lab._runview import RunView
+from toolloop_lab._widget import LoopDebugger
 from toolloop_lab.events import (
     Event,
     LoopFailed,
@@ -62,8 +64,6 @@ from toolloop_lab.events import (
     ToolStarted,
     transcript,
 )
-from toolloop_lab.runview import RunView
-from toolloop_lab.widget import LoopDebugger
 
 _WAIT_S = 10.0
 """Longest wait for a thread a test holds (a safety net: tests release them at once)."""

@@ -25,6 +25,7 @@ from langchain_core.messages import (
 )
 from loopkit import ALL, PAYLOADS
 
+from toolloop_lab._spend.usage import Usage
 from toolloop_lab._support.jsonsafe import thaw
 from toolloop_lab.events import (
     BudgetGate,
@@ -46,7 +47,6 @@ from toolloop_lab.events import (
     ToolStarted,
     message_dicts,
 )
-from toolloop_lab.spend.usage import Usage
 
 __all__ = ["Stream", "ToolSpec", "four_round_run", "hostile_run", "long_run", "sample_run"]
 
@@ -561,7 +561,7 @@ class PlaybackAgent:
         import asyncio
         import dataclasses
 
-        from toolloop_lab.engine.hooks import PausePoint
+        from toolloop_lab._engine.hooks import PausePoint
 
         loop = asyncio.get_running_loop()
         start = loop.time()

@@ -26,7 +26,7 @@ from toolloop_lab import (
     ToolLoopError,
     usd_budget,
 )
-from toolloop_lab.engine.hooks import PausePoint
+from toolloop_lab._engine.hooks import PausePoint
 from toolloop_lab.errors import _ToolLoopError
 from toolloop_lab.events import Event, LoopFailed, ModelCallFailed, ToolDispatched, event_from_dict
 

@@ -26,7 +26,10 @@ from loopkit import MODEL, calls, final, invalid_call, tool_call, until
 from pydantic import BaseModel, Field
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopResult
-from toolloop_lab.engine.hooks import PausePoint
+from toolloop_lab._engine.hooks import PausePoint
+from toolloop_lab._runview import RunView
+from toolloop_lab._trace import read_trace, write_trace
+from toolloop_lab._widget.step import StepController
 from toolloop_lab.errors import InterventionError
 from toolloop_lab.events import (
     Event,
@@ -37,9 +40,6 @@ from toolloop_lab.events import (
     ToolStarted,
     transcript,
 )
-from toolloop_lab.runview import RunView
-from toolloop_lab.trace import read_trace, write_trace
-from toolloop_lab.widget.step import StepController
 
 Step = Callable[[PausePoint], None]
 

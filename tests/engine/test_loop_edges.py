@@ -25,10 +25,10 @@ from toolloop_lab import (
     TokenPrice,
     ToolLoopError,
 )
+from toolloop_lab._engine.hooks import PausePoint
+from toolloop_lab._spend.pricing import cost_of, known_price
+from toolloop_lab._spend.usage import Usage
 from toolloop_lab._support.jsonsafe import dumps, json_safe
-from toolloop_lab.engine.hooks import PausePoint
-from toolloop_lab.spend.pricing import cost_of, known_price
-from toolloop_lab.spend.usage import Usage
 
 
 async def test_pause_hooks_see_every_model_call_and_dispatch_in_order() -> None:

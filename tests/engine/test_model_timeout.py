@@ -26,8 +26,8 @@ from toolloop_lab import (
     TimeLimitError,
     ToolLoopError,
 )
+from toolloop_lab._engine.config import DEFAULT_MODEL_TIMEOUT_S
 from toolloop_lab._support.words import TIME_LIMIT, time_limit_text
-from toolloop_lab.engine.config import DEFAULT_MODEL_TIMEOUT_S
 from toolloop_lab.events import Event, LoopFailed, ModelCalled, ModelCallFailed
 
 SAFETY_S = 30.0

@@ -27,7 +27,9 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
 from toolloop_lab import LLMAgent, ToolLoopResult
+from toolloop_lab._spend.usage import Usage
 from toolloop_lab._support.jsonsafe import thaw
+from toolloop_lab._trace import encode_event
 from toolloop_lab.errors import PartialRun
 from toolloop_lab.events import (
     Event,
@@ -46,8 +48,6 @@ from toolloop_lab.events import (
     parse_event,
     transcript,
 )
-from toolloop_lab.spend.usage import Usage
-from toolloop_lab.trace import encode_event
 
 __all__ = [
     "SAFETY_S",

@@ -32,8 +32,8 @@ from toolloop_lab import (
     TokenPrice,
     usd_budget,
 )
+from toolloop_lab._spend.budget import UsdBudget, current_usd_budget
 from toolloop_lab.events import BudgetGate, Event, LoopFailed, LoopStarted
-from toolloop_lab.spend.budget import UsdBudget, current_usd_budget
 
 SPEND = (1000, 100)
 """Tokens of every call below; ``reference_cost`` prices them independently."""

@@ -24,7 +24,7 @@ from langchain_core.messages import ToolMessage
 from loopkit import MODEL, calls, final, tool_call
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopResult
-from toolloop_lab.tools.builtin import file_read_tool
+from toolloop_lab._tools.builtin import file_read_tool
 
 SECRET = "TOP-SECRET-0xC0FFEE"
 LIMIT = 64

@@ -33,9 +33,9 @@ from toolloop_lab import (
     ToolLoopResult,
     usd_budget,
 )
+from toolloop_lab._spend.pricing import call_cost, cost_of, known_price
+from toolloop_lab._spend.usage import Usage
 from toolloop_lab.events import BudgetGate, ModelCalled
-from toolloop_lab.spend.pricing import call_cost, cost_of, known_price
-from toolloop_lab.spend.usage import Usage
 
 PROMPT = [HumanMessage("go")]
 ANSWER = "The figures are in."

@@ -49,8 +49,8 @@ from toolloop_lab.lab import (
     drop_volatile,
     run_scenarios,
 )
-from toolloop_lab.lab.dask import EXTRA, run_batch, run_scenarios_on_dask
-from toolloop_lab.workloads.files import sweep as files_sweep
+from toolloop_lab.lab._dask import EXTRA, run_batch, run_scenarios_on_dask
+from toolloop_lab.workloads._files import sweep as files_sweep
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -339,7 +339,7 @@ def test_the_package_and_the_lab_never_import_dask() -> None:
     code = """
         import sys
         from concurrent.futures import ThreadPoolExecutor
-        import toolloop_lab, toolloop_lab.lab, toolloop_lab.lab.dask
+        import toolloop_lab, toolloop_lab.lab, toolloop_lab.lab._dask
         from toolloop_lab import catalog, run_scenarios
         with ThreadPoolExecutor(2) as pool:
             run_scenarios(catalog(), executor=pool, progress=False)
@@ -651,7 +651,7 @@ def test_a_scenario_past_its_time_limit_on_dask_is_a_row(
 def test_a_large_sweep_goes_out_in_batches_with_the_frames_of_a_local_run(
     client: Any, sweep: list[Scenario], local: LabResults
 ) -> None:
-    from toolloop_lab.lab.dask import MAX_BATCH, batch_size_for
+    from toolloop_lab.lab._dask import MAX_BATCH, batch_size_for
 
     assert batch_size_for(len(sweep), 2) > 1  # the fixture's sweep is batched
     assert batch_size_for(10, 2) == 1  # a small sweep: one scenario a task

@@ -19,8 +19,8 @@ from langchain_core.tools import BaseTool
 from loopkit import calls, final, tool_call
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
+from toolloop_lab._engine.hooks import PausePoint
 from toolloop_lab._support.words import USAGE
-from toolloop_lab.engine.hooks import PausePoint
 from toolloop_lab.events import Event, Paused
 from toolloop_lab.lab import (
     VOLATILE_COLUMNS,
@@ -33,8 +33,8 @@ from toolloop_lab.lab import (
     drop_volatile,
     run_scenarios,
 )
-from toolloop_lab.lab.builtin_scenarios import PRUNING_REPLY
-from toolloop_lab.lab.scenario import sample_data_dir
+from toolloop_lab.lab._builtin_scenarios import PRUNING_REPLY
+from toolloop_lab.lab._scenario import sample_data_dir
 
 MODEL = "gpt-4o-mini"
 

@@ -1,6 +1,6 @@
 """Layering: the core loop never loads the lab, and the lab never loads a widget library.
 
-The lab's report draws each run with the debugger's ES module (``toolloop_lab.widget.page``
+The lab's report draws each run with the debugger's ES module (``toolloop_lab._widget.page``
 and the event format in ``.wire``), which are plain Python; ipywidgets, anywidget and the
 ``LoopDebugger`` widget itself stay unloaded, so a sweep and its report work (and import
 fast) where no widget front end exists.
@@ -40,7 +40,7 @@ def test_a_core_run_loads_no_lab_pandas_or_matplotlib() -> None:
     assert out.strip() == "[]"
 
 
-WIDGET_LIBRARIES = ("ipywidgets", "anywidget", "toolloop_lab.widget.debugger")
+WIDGET_LIBRARIES = ("ipywidgets", "anywidget", "toolloop_lab._widget.debugger")
 
 
 def test_a_whole_lab_session_loads_no_widget_library() -> None:
@@ -51,7 +51,7 @@ def test_a_whole_lab_session_loads_no_widget_library() -> None:
         import sys
         from toolloop_lab import catalog, run_scenarios
         def loaded():
-            prefixes = ("toolloop_lab.widget", "ipywidgets", "anywidget")
+            prefixes = ("toolloop_lab._widget", "ipywidgets", "anywidget")
             return sorted(m for m in sys.modules if m.startswith(prefixes))
         results = run_scenarios(catalog(), progress=False)
         results.runs, results.turns, results.rounds, results.tools, results.events

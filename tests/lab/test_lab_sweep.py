@@ -36,7 +36,7 @@ from toolloop_lab.lab import (
     run_one,
     run_scenarios,
 )
-from toolloop_lab.lab.runner import DEFAULT_SCENARIO_TIMEOUT_S
+from toolloop_lab.lab._runner import DEFAULT_SCENARIO_TIMEOUT_S
 
 
 def stable(frame: pd.DataFrame) -> pd.DataFrame:

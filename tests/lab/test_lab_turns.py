@@ -28,7 +28,7 @@ from toolloop_lab.lab import (
     run_one,
     run_scenarios,
 )
-from toolloop_lab.lab.scenario import DEFAULT_PROMPT
+from toolloop_lab.lab._scenario import DEFAULT_PROMPT
 
 MODEL = "gpt-4o-mini"
 

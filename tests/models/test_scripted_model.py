@@ -12,7 +12,7 @@ from langchain_core.tools import BaseTool
 from loopkit import MODEL, invalid_call, tool_call, usage
 
 from toolloop_lab import ScriptedChatModel, ScriptError
-from toolloop_lab.spend.usage import estimate_tokens
+from toolloop_lab._spend.usage import estimate_tokens
 
 PROMPT = [HumanMessage("Please echo hello.")]
 

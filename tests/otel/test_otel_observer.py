@@ -30,6 +30,8 @@ from otelkit import (
     usage,
 )
 
+from toolloop_lab._spend.usage import Usage
+from toolloop_lab._trace import write_trace
 from toolloop_lab.errors import ConfigurationError, TraceError
 from toolloop_lab.events import (
     LoopFinished,
@@ -39,8 +41,6 @@ from toolloop_lab.events import (
     parse_event,
 )
 from toolloop_lab.otel import OTelObserver, export_events, export_trace, provider_for_model
-from toolloop_lab.spend.usage import Usage
-from toolloop_lab.trace import write_trace
 
 NS = 1_000_000_000
 

@@ -15,6 +15,9 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Span, Status, StatusCode, Tracer, set_span_in_context
 
+from toolloop_lab._runview import RunView
+from toolloop_lab._spend.pricing import price_of
+from toolloop_lab._spend.usage import Usage
 from toolloop_lab.events import (
     Event,
     LoopFailed,
@@ -27,9 +30,6 @@ from toolloop_lab.events import (
     transcript,
 )
 from toolloop_lab.otel import SpanSource
-from toolloop_lab.runview import RunView
-from toolloop_lab.spend.pricing import price_of
-from toolloop_lab.spend.usage import Usage
 
 
 @pytest.fixture

@@ -27,11 +27,11 @@ from toolloop_lab import (
     ToolLoopResult,
     compare,
 )
-from toolloop_lab.engine.hooks import PausePoint
+from toolloop_lab._engine.hooks import PausePoint
+from toolloop_lab._replay.compare import COMPARE_DTYPES, RunComparison
+from toolloop_lab._replay.fork import ForkResult, fork
+from toolloop_lab._trace import TraceWriter, read_trace
 from toolloop_lab.errors import ToolLoopError, TraceError, UnknownRunError
-from toolloop_lab.replay.compare import COMPARE_DTYPES, RunComparison
-from toolloop_lab.replay.fork import ForkResult, fork
-from toolloop_lab.trace import TraceWriter, read_trace
 
 
 @tool

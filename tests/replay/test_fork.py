@@ -34,12 +34,9 @@ from toolloop_lab import (
     ToolLoopResult,
     usd_budget,
 )
-from toolloop_lab._support.words import outcome_text
-from toolloop_lab.engine.hooks import PausePoint
-from toolloop_lab.errors import TraceError
-from toolloop_lab.events import Event, Intervention, LoopStarted, transcript
-from toolloop_lab.recording import Recording, RecordingChatModel, ReplayChatModel, RunFigures
-from toolloop_lab.replay.fork import (
+from toolloop_lab._engine.hooks import PausePoint
+from toolloop_lab._replay.chat_models import RecordingChatModel, ReplayChatModel
+from toolloop_lab._replay.fork import (
     COMPARISON_DTYPES,
     ForkResult,
     RoundFigures,
@@ -47,7 +44,12 @@ from toolloop_lab.replay.fork import (
     fork,
     prepare_fork,
 )
-from toolloop_lab.trace import TraceWriter, read_trace
+from toolloop_lab._replay.recording_file import Recording
+from toolloop_lab._replay.whatif import RunFigures
+from toolloop_lab._support.words import outcome_text
+from toolloop_lab._trace import TraceWriter, read_trace
+from toolloop_lab.errors import TraceError
+from toolloop_lab.events import Event, Intervention, LoopStarted, transcript
 
 
 class Adder:
@@ -576,7 +578,7 @@ def test_added_messages_follow_the_prefix() -> None:
 
 
 async def test_a_prepared_fork_runs_under_the_debugger_in_step_mode() -> None:
-    from toolloop_lab.widget import LoopDebugger
+    from toolloop_lab._widget import LoopDebugger
 
     script = replies(3)
     result, _ = original(script)

@@ -18,15 +18,14 @@ from langchain_core.tools import BaseTool, tool
 from loopkit import MODEL, tool_call, usage
 
 from toolloop_lab import LLMAgent, ScriptedChatModel, ToolLoopError, ToolLoopLabError
-from toolloop_lab.errors import PaidCallError
-from toolloop_lab.recording import (
+from toolloop_lab._replay.chat_models import RecordingChatModel, ReplayChatModel
+from toolloop_lab._replay.recording_file import (
     Recording,
-    RecordingChatModel,
     RecordingError,
     RecordingFormatError,
     RecordingWriteError,
-    ReplayChatModel,
 )
+from toolloop_lab.errors import PaidCallError
 
 ODD_TEXT = "line\u2028separator\u2029paragraph\x85next-line and caf\u00e9"
 LONE_SURROGATE = "half a pair: \ud800 (a lone surrogate)"

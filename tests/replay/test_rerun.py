@@ -18,8 +18,8 @@ from toolloop_lab import (
     ToolLoopError,
     usd_budget,
 )
-from toolloop_lab.replay.figures import RunFigures
-from toolloop_lab.replay.rerun import Rerun, rerun, stop_notes
+from toolloop_lab._replay.figures import RunFigures
+from toolloop_lab._replay.rerun import Rerun, rerun, stop_notes
 
 
 @tool

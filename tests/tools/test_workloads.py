@@ -9,8 +9,8 @@ import json
 import pandas as pd
 import pytest
 
+from toolloop_lab._tools.schema import tools_from_schema
 from toolloop_lab.lab import LabResults, ScenarioRun, drop_volatile, run_scenarios
-from toolloop_lab.tools.schema import tools_from_schema
 from toolloop_lab.workloads import (
     FILE_FUNCTIONS,
     TICKET_FUNCTIONS,
@@ -19,7 +19,7 @@ from toolloop_lab.workloads import (
     TicketError,
     TicketTracker,
 )
-from toolloop_lab.workloads.files import CONFIGS, SEED_FILES, Workbench, scenarios, sweep
+from toolloop_lab.workloads._files import CONFIGS, SEED_FILES, Workbench, scenarios, sweep
 
 
 # -- the backends ------------------------------------------------------------------------

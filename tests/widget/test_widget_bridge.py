@@ -15,9 +15,9 @@ from langchain_core.tools import tool
 from loopkit import MODEL, MockComm, calls, final, received, tool_call
 
 from toolloop_lab import ScriptedChatModel
+from toolloop_lab._widget import LoopDebugger
+from toolloop_lab._widget.wire import event_payload
 from toolloop_lab.events import Event, LoopStarted
-from toolloop_lab.widget import LoopDebugger
-from toolloop_lab.widget.wire import event_payload
 
 
 @pytest.fixture(autouse=True)

@@ -9,25 +9,25 @@ import pytest
 
 MODULES = [
     "toolloop_lab._support.escape",
-    "toolloop_lab.runview",
-    "toolloop_lab.trace",
-    "toolloop_lab.widget",
-    "toolloop_lab.widget.channel",
-    "toolloop_lab.widget.coalesce",
-    "toolloop_lab.widget.construct",
-    "toolloop_lab.widget.control",
-    "toolloop_lab.widget.debugger",
-    "toolloop_lab.widget.display",
-    "toolloop_lab.widget.figures",
-    "toolloop_lab.widget.forks",
-    "toolloop_lab.widget.page",
-    "toolloop_lab.widget.pausing",
-    "toolloop_lab.widget.requests",
-    "toolloop_lab.widget.shown",
-    "toolloop_lab.widget.snapshot",
-    "toolloop_lab.widget.step",
-    "toolloop_lab.widget.text",
-    "toolloop_lab.widget.wire",
+    "toolloop_lab._runview",
+    "toolloop_lab._trace",
+    "toolloop_lab._widget",
+    "toolloop_lab._widget.channel",
+    "toolloop_lab._widget.coalesce",
+    "toolloop_lab._widget.construct",
+    "toolloop_lab._widget.control",
+    "toolloop_lab._widget.debugger",
+    "toolloop_lab._widget.display",
+    "toolloop_lab._widget.figures",
+    "toolloop_lab._widget.forks",
+    "toolloop_lab._widget.page",
+    "toolloop_lab._widget.pausing",
+    "toolloop_lab._widget.requests",
+    "toolloop_lab._widget.shown",
+    "toolloop_lab._widget.snapshot",
+    "toolloop_lab._widget.step",
+    "toolloop_lab._widget.text",
+    "toolloop_lab._widget.wire",
 ]
 
 
@@ -60,7 +60,7 @@ def test_the_package_exports_the_debugger() -> None:
     import inspect
 
     import toolloop_lab
-    from toolloop_lab.widget import LoopDebugger
+    from toolloop_lab._widget import LoopDebugger
 
     dbg = toolloop_lab.LoopDebugger(max_runs=3)
     assert isinstance(dbg, LoopDebugger)
@@ -74,7 +74,7 @@ def test_the_package_exports_the_debugger() -> None:
 
 def test_a_class_may_build_on_the_exported_debugger() -> None:
     import toolloop_lab
-    from toolloop_lab.widget import LoopDebugger
+    from toolloop_lab._widget import LoopDebugger
 
     class Mine(toolloop_lab.LoopDebugger):  # type: ignore[misc]
         """A debugger of a user's own."""
@@ -87,9 +87,9 @@ def test_each_widget_module_does_one_job_in_under_400_lines() -> None:
     import ast
     from pathlib import Path
 
-    import toolloop_lab.widget
+    import toolloop_lab._widget
 
-    folder = Path(toolloop_lab.widget.__file__).parent
+    folder = Path(toolloop_lab._widget.__file__).parent
     for path in sorted(folder.glob("*.py")):
         text = path.read_text(encoding="utf-8")
         assert len(text.splitlines()) < 400, path.name

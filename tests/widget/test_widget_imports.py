@@ -14,12 +14,12 @@ import sys
 import pytest
 
 RENDERERS = [
-    "toolloop_lab.widget.text",
-    "toolloop_lab.widget.snapshot",
-    "toolloop_lab.widget.wire",
-    "toolloop_lab.widget.page",
-    "toolloop_lab.widget.requests",
-    "toolloop_lab.lab.report",
+    "toolloop_lab._widget.text",
+    "toolloop_lab._widget.snapshot",
+    "toolloop_lab._widget.wire",
+    "toolloop_lab._widget.page",
+    "toolloop_lab._widget.requests",
+    "toolloop_lab.lab._report",
 ]
 
 
@@ -44,10 +44,10 @@ def test_importing_a_renderer_loads_no_widget_library(module: str) -> None:
 def test_the_debugger_is_still_importable_from_the_widget_package() -> None:
     done = _run(
         "import sys\n"
-        "import toolloop_lab.widget as w\n"
+        "import toolloop_lab._widget as w\n"
         "assert 'ipywidgets' not in sys.modules, 'loaded before use'\n"
-        "from toolloop_lab.widget import LoopDebugger\n"
-        "from toolloop_lab.widget.debugger import LoopDebugger as Direct\n"
+        "from toolloop_lab._widget import LoopDebugger\n"
+        "from toolloop_lab._widget.debugger import LoopDebugger as Direct\n"
         "assert LoopDebugger is Direct and w.LoopDebugger is Direct\n"
         "assert 'ipywidgets' in sys.modules\n"
         "assert 'LoopDebugger' in dir(w)\n"
@@ -58,7 +58,7 @@ def test_the_debugger_is_still_importable_from_the_widget_package() -> None:
 
 
 def test_an_unknown_name_is_an_attribute_error() -> None:
-    import toolloop_lab.widget
+    import toolloop_lab._widget
 
     with pytest.raises(AttributeError, match="NoSuchThing"):
-        getattr(toolloop_lab.widget, "NoSuchThing")  # noqa: B009 - the name is made up
+        getattr(toolloop_lab._widget, "NoSuchThing")  # noqa: B009 - the name is made up

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from toolloop_lab.widget.reach import KernelInfo
+from toolloop_lab._widget.reach import KernelInfo
 
 jupyter_client = pytest.importorskip("jupyter_client")
 manager = pytest.importorskip("jupyter_client.manager")
@@ -35,7 +35,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 import ipykernel
 from toolloop_lab import LLMAgent, ScriptedChatModel
-from toolloop_lab.widget import LoopDebugger
+from toolloop_lab._widget import LoopDebugger
 
 @tool
 async def slow(x: int) -> int:

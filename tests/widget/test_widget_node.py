@@ -3,7 +3,7 @@
 ``node --test tests/js/`` runs the unit tests of the fold, the link protocol, the labels
 and a jsdom mount of finished runs, on real runs Python writes here first (the catalog's
 and the hostile cases of ``jskit``, as wire payloads). ``npm run check`` is ``tsc`` over
-``toolloop_lab/widget/src``. Both skip without Node and ``npm ci``, except under CI.
+``toolloop_lab/_widget/src``. Both skip without Node and ``npm ci``, except under CI.
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ from loopkit import MODEL, MockComm, calls, channel, final, tool_call
 
 from toolloop_lab import LLMAgent, ScriptedChatModel
 from toolloop_lab._support.words import REACH, REACH_HINT
-from toolloop_lab.widget import LoopDebugger
-from toolloop_lab.widget.reach import FULL, KernelInfo, Reach, decide
+from toolloop_lab._widget import LoopDebugger
+from toolloop_lab._widget.reach import FULL, KernelInfo, Reach, decide
 
 
 @pytest.fixture(autouse=True)

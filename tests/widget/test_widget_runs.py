@@ -21,15 +21,15 @@ from langchain_core.tools import tool
 from loopkit import MODEL, FakeTime, MockComm, calls, channel, final, received, tool_call
 
 from toolloop_lab import LLMAgent, ScriptedChatModel
+from toolloop_lab._runview import RunSummary, summaries
 from toolloop_lab._support.escape import NAME_CHARS
-from toolloop_lab.builtin_tools import echo_tool
+from toolloop_lab._tools.builtin import echo_tool
+from toolloop_lab._trace import TraceWriter
+from toolloop_lab._widget import LoopDebugger
+from toolloop_lab._widget.runrows import MAX_TAGS, row_payload
+from toolloop_lab._widget.wire import event_payload
 from toolloop_lab.errors import UnknownRunError
 from toolloop_lab.events import Event
-from toolloop_lab.runview import RunSummary, summaries
-from toolloop_lab.trace import TraceWriter
-from toolloop_lab.widget import LoopDebugger
-from toolloop_lab.widget.runrows import MAX_TAGS, row_payload
-from toolloop_lab.widget.wire import event_payload
 
 
 @pytest.fixture(autouse=True)

@@ -6,7 +6,7 @@ langchain-core callbacks. This package turns those callbacks into the event stre
 loop emits, so the live debugger, ``TraceWriter``, ``from_trace``, ``RunView`` and the lab
 frames work on those runs unchanged::
 
-    from toolloop_lab.bridge import watch
+    from toolloop_lab._bridge import watch
 
     with watch(dbg, TraceWriter("run.jsonl")):  # any observers
         graph.invoke({"messages": [("user", "hi")]})

@@ -41,9 +41,9 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.messages.utils import message_chunk_to_message
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, GenerationChunk, LLMResult
 
+from toolloop_lab._spend.pricing import PriceTable
 from toolloop_lab._support.jsonsafe import frozen_json
 from toolloop_lab.events import Observer, checked_observers
-from toolloop_lab.spend.pricing import PriceTable
 
 from .conversation import bound_tool_names, configured_model_name, streaming_requested
 from .run import BridgedRun, Clock
@@ -68,7 +68,7 @@ class _Node:
 class EventBridge(BaseCallbackHandler):
     """Turns the LangChain runs it is handed into the loop's typed events (module doc).
 
-    Pass it as ``config={"callbacks": [bridge]}``, or let :func:`~toolloop_lab.bridge.watch`
+    Pass it as ``config={"callbacks": [bridge]}``, or let :func:`~toolloop_lab._bridge.watch`
     attach it to every run of a block. ``prices`` overrides genai-prices per model name.
     """
 

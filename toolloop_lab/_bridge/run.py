@@ -46,8 +46,7 @@ from uuid import UUID
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
 
 from toolloop_lab import events as ev
-from toolloop_lab._support.jsonsafe import dumps, freeze, frozen_json, json_safe
-from toolloop_lab.engine.call_events import (
+from toolloop_lab._engine.call_events import (
     Emit,
     delta_sink,
     model_call_failed,
@@ -57,17 +56,18 @@ from toolloop_lab.engine.call_events import (
     tool_dispatched,
     tool_started,
 )
-from toolloop_lab.engine.model_call import (
+from toolloop_lab._engine.model_call import (
     CallTiming,
     DeltaBuffer,
     RepeatedCalls,
     is_empty,
     is_truncated,
 )
+from toolloop_lab._spend.pricing import PriceTable
+from toolloop_lab._spend.usage import Usage
+from toolloop_lab._support.jsonsafe import dumps, freeze, frozen_json, json_safe
+from toolloop_lab._tools.content import is_blocks
 from toolloop_lab.errors import error_name, explain
-from toolloop_lab.spend.pricing import PriceTable
-from toolloop_lab.spend.usage import Usage
-from toolloop_lab.tools.content import is_blocks
 
 from .conversation import Conversation, messages_in
 

@@ -22,8 +22,8 @@ from typing import Final
 
 from langchain_core.tracers.context import register_configure_hook
 
+from toolloop_lab._spend.pricing import PriceTable
 from toolloop_lab.events import Observer, checked_observers
-from toolloop_lab.spend.pricing import PriceTable
 
 from .handler import EventBridge
 from .run import Clock

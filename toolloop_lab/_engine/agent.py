@@ -2,7 +2,7 @@
 
 The agent is the public face: it holds the model, the tools, the config, the observers
 and the pause hooks, and turns a prompt (or a conversation) into a run of
-:class:`~toolloop_lab.engine.loop.ToolLoop`. Its guard makes every ending the same shape: whatever
+:class:`~toolloop_lab._engine.loop.ToolLoop`. Its guard makes every ending the same shape: whatever
 happens, the run ends with a final event, every tool call has its ``ToolMessage``, and the
 partial counts, messages and events survive in the result or on the error.
 """
@@ -27,9 +27,7 @@ from langchain_core.messages import (
 )
 from langchain_core.tools import BaseTool
 
-from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS, clip
-from toolloop_lab._support.sync_runner import blocked_app_loop, run_sync
-from toolloop_lab.engine.arguments import (
+from toolloop_lab._engine.arguments import (
     ToolLike,
     agent_config,
     agent_tools,
@@ -37,13 +35,19 @@ from toolloop_lab.engine.arguments import (
     check_prune_tools,
     check_tool_names,
 )
-from toolloop_lab.engine.config import DEFAULT_SYNTHESIS_PROMPT, AgentConfig
-from toolloop_lab.engine.hooks import PauseHook, checked_pause_hook, checked_pause_hooks
-from toolloop_lab.engine.inputs import history_input, run_input
-from toolloop_lab.engine.loop import ToolLoop
-from toolloop_lab.engine.result import ToolLoopResult
-from toolloop_lab.engine.run_state import RunLabel, RunState
-from toolloop_lab.engine.stopping import claim_stop, running, time_limit_reached
+from toolloop_lab._engine.config import DEFAULT_SYNTHESIS_PROMPT, AgentConfig
+from toolloop_lab._engine.hooks import PauseHook, checked_pause_hook, checked_pause_hooks
+from toolloop_lab._engine.inputs import history_input, run_input
+from toolloop_lab._engine.loop import ToolLoop
+from toolloop_lab._engine.result import ToolLoopResult
+from toolloop_lab._engine.run_state import RunLabel, RunState
+from toolloop_lab._engine.stopping import claim_stop, running, time_limit_reached
+from toolloop_lab._spend import budget as _budget
+from toolloop_lab._spend.pricing import TokenPrice
+from toolloop_lab._spend.usage import format_tokens, format_usd
+from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS, clip
+from toolloop_lab._support.sync_runner import blocked_app_loop, run_sync
+from toolloop_lab._tools.dispatcher import ToolBox, block_calls, skipped_outcomes, tool_caller
 from toolloop_lab.errors import (
     ConfigurationError,
     ConversationError,
@@ -59,10 +63,6 @@ from toolloop_lab.events import (
     checked_observers,
     failure_fields,
 )
-from toolloop_lab.spend import budget as _budget
-from toolloop_lab.spend.pricing import TokenPrice
-from toolloop_lab.spend.usage import format_tokens, format_usd
-from toolloop_lab.tools.dispatcher import ToolBox, block_calls, skipped_outcomes, tool_caller
 
 __all__ = [
     "DEFAULT_SYNTHESIS_PROMPT",

@@ -23,9 +23,9 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool, tool
 from pydantic import BaseModel
 
+from toolloop_lab._engine.config import AgentConfig
 from toolloop_lab._support.escape import NAME_CHARS, clip
 from toolloop_lab._support.fields import shown
-from toolloop_lab.engine.config import AgentConfig
 from toolloop_lab.errors import ConfigurationError, describe, explain
 
 __all__ = [
@@ -78,7 +78,7 @@ def _item_refusal(index: int, item: Any) -> str:
         return (
             f"{where} is a dict (a JSON schema or a provider's built-in tool): the loop runs "
             "every tool the model calls, so it needs the function itself (JSON-schema "
-            "function docs become tools with toolloop_lab.schema_tools.tools_from_schema)"
+            "function docs become tools with toolloop_lab._tools.schema.tools_from_schema)"
         )
     if isinstance(item, str):
         return f"{where} is {shown(item)}: pass the tool itself, not its name"

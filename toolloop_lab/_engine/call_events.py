@@ -1,7 +1,7 @@
 """The one producer of model-call and dispatch events, for the loop and the bridge.
 
-Our loop (:mod:`toolloop_lab.engine.loop`) and a LangChain run seen through callbacks
-(:mod:`toolloop_lab.bridge`) tell the same facts: a call was sent, it streamed, it replied
+Our loop (:mod:`toolloop_lab._engine.loop`) and a LangChain run seen through callbacks
+(:mod:`toolloop_lab._bridge`) tell the same facts: a call was sent, it streamed, it replied
 (its usage priced, the run's total after it, whether the round repeated the one before) or
 it failed, a tool started, a call got its answer. Each fact becomes its event here, from a
 reply, a usage or a tool result, so the two streams cannot drift apart. Each caller passes
@@ -19,13 +19,13 @@ from typing import Any, Final, Literal, NotRequired, Protocol, TypedDict, TypeVa
 from langchain_core.messages import AIMessage, BaseMessage
 
 from toolloop_lab import events as ev
+from toolloop_lab._engine.model_call import CallTiming, DeltaSink, RepeatedCalls, reply_fields
+from toolloop_lab._spend.pricing import PriceTable, call_price, model_name_of
+from toolloop_lab._spend.usage import Usage
 from toolloop_lab._support.escape import clip
 from toolloop_lab._support.jsonsafe import frozen_json
-from toolloop_lab.engine.model_call import CallTiming, DeltaSink, RepeatedCalls, reply_fields
+from toolloop_lab._tools.content import blocks_of, content_text
 from toolloop_lab.errors import describe, error_name, explain
-from toolloop_lab.spend.pricing import PriceTable, call_price, model_name_of
-from toolloop_lab.spend.usage import Usage
-from toolloop_lab.tools.content import blocks_of, content_text
 
 __all__ = [
     "Answer",
@@ -74,7 +74,7 @@ def model_call_started(emit: Emit, number: int, **sent: Unpack[CallSent]) -> ev.
 
 
 def delta_sink(emit: Emit, number: int) -> DeltaSink:
-    """Where a :class:`~toolloop_lab.engine.model_call.DeltaBuffer` of call ``number`` sends its
+    """Where a :class:`~toolloop_lab._engine.model_call.DeltaBuffer` of call ``number`` sends its
     coalesced fragments: one ``model_delta`` each."""
 
     def sink(text: str, calls: tuple[ev.ToolCallDelta, ...]) -> None:
@@ -201,7 +201,7 @@ def tool_dispatched(
 ) -> None:
     """``tool_dispatch``: call ``call_id`` got its answer, ``content`` (run or not): the
     answer's message content, text or content blocks (said in words, and kept as the
-    blocks the model was sent, see :mod:`toolloop_lab.tools.content`)."""
+    blocks the model was sent, see :mod:`toolloop_lab._tools.content`)."""
     if type(content) is str:
         text, blocks = content, None
     else:

@@ -27,6 +27,7 @@ from pydantic import (
     ValidationError,
 )
 
+from toolloop_lab._engine.pruning import DEFAULT_PRUNING_PROMPT
 from toolloop_lab._support.fields import (
     MAX_TIMEOUT_S,
     Count,
@@ -36,7 +37,6 @@ from toolloop_lab._support.fields import (
     refused,
 )
 from toolloop_lab._support.pickling import quick_pickle
-from toolloop_lab.engine.pruning import DEFAULT_PRUNING_PROMPT
 
 __all__ = ["DEFAULT_MODEL_TIMEOUT_S", "DEFAULT_SYNTHESIS_PROMPT", "MAX_TIMEOUT_S", "AgentConfig"]
 

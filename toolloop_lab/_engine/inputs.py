@@ -14,8 +14,8 @@ from typing import Any, Final
 
 from langchain_core.messages import BaseMessage
 
+from toolloop_lab._engine.result import ToolLoopResult
 from toolloop_lab._support.fields import Prompt, checked
-from toolloop_lab.engine.result import ToolLoopResult
 
 __all__ = ["INPUT_SHAPE", "history_input", "run_input"]
 

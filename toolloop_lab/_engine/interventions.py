@@ -1,7 +1,7 @@
 """The loop's side of interventions: what a pause point changes, checked, and recorded.
 
 :class:`ToolCallEdits` backs a pause before tool dispatch, :class:`MessageEdits` a pause
-before a model call (see :mod:`toolloop_lab.engine.hooks` for the person's side). Each change is
+before a model call (see :mod:`toolloop_lab._engine.hooks` for the person's side). Each change is
 checked first (a bad one raises :class:`InterventionError` and changes nothing), applied to
 the run's transcript, and emitted as one ``intervention`` event with what was there before
 and what is there after. The transcript stays valid: every call id keeps exactly one
@@ -26,12 +26,12 @@ from langchain_core.messages import (
 )
 from langchain_core.tools import BaseTool
 
+from toolloop_lab._engine.model_call import call_views
+from toolloop_lab._engine.run_state import RunState
 from toolloop_lab._support.jsonsafe import freeze, thaw
-from toolloop_lab.engine.model_call import call_views
-from toolloop_lab.engine.run_state import RunState
+from toolloop_lab._tools.dispatcher import DispatchOutcome, written_outcome
 from toolloop_lab.errors import InterventionError, explain
 from toolloop_lab.events import Intervention, ToolCallView, message_dicts
-from toolloop_lab.tools.dispatcher import DispatchOutcome, written_outcome
 
 __all__ = ["MessageEdits", "ToolCallEdits", "check_args"]
 
@@ -44,10 +44,10 @@ def check_args(tool: BaseTool | None, args: Any) -> str | None:
 
     They must be a JSON object the events can keep whole; then they are checked against
     the tool's schema by the one check a tool's calls get
-    (:func:`~toolloop_lab.tools.schema.argument_problem`). That module (and jsonschema,
+    (:func:`~toolloop_lab._tools.schema.argument_problem`). That module (and jsonschema,
     slow to import) is loaded here, at the first check, not with the loop.
     """
-    from toolloop_lab.tools.schema import argument_problem, depth_problem
+    from toolloop_lab._tools.schema import argument_problem, depth_problem
 
     if not isinstance(args, Mapping) or not all(isinstance(k, str) for k in args):
         return "arguments must be a JSON object"

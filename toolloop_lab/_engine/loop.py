@@ -21,8 +21,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall
 
 from toolloop_lab import events as ev
-from toolloop_lab._support.jsonsafe import frozen_json
-from toolloop_lab.engine.call_events import (
+from toolloop_lab._engine.call_events import (
     delta_sink,
     model_call_failed,
     model_call_started,
@@ -30,10 +29,10 @@ from toolloop_lab.engine.call_events import (
     priced_usage,
     tool_started,
 )
-from toolloop_lab.engine.config import AgentConfig
-from toolloop_lab.engine.hooks import PauseEditor, PauseHook, PausePoint, holding
-from toolloop_lab.engine.interventions import MessageEdits, ToolCallEdits
-from toolloop_lab.engine.model_call import (
+from toolloop_lab._engine.config import AgentConfig
+from toolloop_lab._engine.hooks import PauseEditor, PauseHook, PausePoint, holding
+from toolloop_lab._engine.interventions import MessageEdits, ToolCallEdits
+from toolloop_lab._engine.model_call import (
     CallTiming,
     DeltaBuffer,
     RepeatedCalls,
@@ -43,15 +42,15 @@ from toolloop_lab.engine.model_call import (
     should_stream,
     stream_kwargs,
 )
-from toolloop_lab.engine.pruning import PruneResult, prune_output, pruning_prompt
-from toolloop_lab.engine.result import ToolLoopResult
-from toolloop_lab.engine.run_state import RunState
-from toolloop_lab.errors import PaidCallError
-from toolloop_lab.spend.budget import GateCheck, RunBudget
-from toolloop_lab.spend.pricing import TokenPrice, model_name_of
-from toolloop_lab.spend.usage import Usage
-from toolloop_lab.tools.content import text_only
-from toolloop_lab.tools.dispatcher import (
+from toolloop_lab._engine.pruning import PruneResult, prune_output, pruning_prompt
+from toolloop_lab._engine.result import ToolLoopResult
+from toolloop_lab._engine.run_state import RunState
+from toolloop_lab._spend.budget import GateCheck, RunBudget
+from toolloop_lab._spend.pricing import TokenPrice, model_name_of
+from toolloop_lab._spend.usage import Usage
+from toolloop_lab._support.jsonsafe import frozen_json
+from toolloop_lab._tools.content import text_only
+from toolloop_lab._tools.dispatcher import (
     DispatchHooks,
     DispatchOutcome,
     RunCaller,
@@ -62,6 +61,7 @@ from toolloop_lab.tools.dispatcher import (
     skipped_outcomes,
     tool_caller,
 )
+from toolloop_lab.errors import PaidCallError
 
 
 class LoopAgent(Protocol):

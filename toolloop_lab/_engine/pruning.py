@@ -15,8 +15,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from toolloop_lab.engine.model_call import silence_limit
-from toolloop_lab.spend.usage import Usage
+from toolloop_lab._engine.model_call import silence_limit
+from toolloop_lab._spend.usage import Usage
 
 __all__ = ["DEFAULT_PRUNING_PROMPT", "PruneResult", "prune_output", "pruning_prompt", "text_tokens"]
 

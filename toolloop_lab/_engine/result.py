@@ -12,9 +12,9 @@ from typing import Any, Final, NoReturn, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from toolloop_lab._spend.usage import format_usd
 from toolloop_lab._support.derived import Derived
 from toolloop_lab.events import Event, LoopFinished, tool_rounds_of
-from toolloop_lab.spend.usage import format_usd
 
 __all__ = ["ToolLoopResult"]
 

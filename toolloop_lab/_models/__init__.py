@@ -1,10 +1,10 @@
 """``ScriptedChatModel``: a real langchain-core chat model that plays back a script of replies.
 
-The names of :mod:`toolloop_lab.models.scripted`, at the path
-``toolloop_lab.models`` they have always had.
+The names of :mod:`toolloop_lab._models.scripted`, at the path
+``toolloop_lab._models`` they have always had.
 """
 
 from __future__ import annotations
 
-from toolloop_lab.models.scripted import *  # noqa: F403  (every name of its __all__, nothing else)
-from toolloop_lab.models.scripted import __all__ as __all__
+from toolloop_lab._models.scripted import *  # noqa: F403  (every name of its __all__, nothing else)
+from toolloop_lab._models.scripted import __all__ as __all__

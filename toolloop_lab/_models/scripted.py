@@ -5,9 +5,9 @@ and langchain-core's real ``ainvoke``/``astream``/``bind_tools`` machinery. A sc
 is an ``AIMessage``, a plain string (a final answer), an exception to raise, or a callable
 ``(messages, bound_tools) -> AIMessage`` for replies that depend on the conversation.
 
-Its call bodies come from :class:`~toolloop_lab.models.base.ChatModelBase`: ``invoke`` and
+Its call bodies come from :class:`~toolloop_lab._models.base.ChatModelBase`: ``invoke`` and
 ``stream`` play the same item, and a stream is the reply split the way a provider streams
-it (:func:`~toolloop_lab.models.base.chunks_of`). A per-call ``model=`` keyword (as provider
+it (:func:`~toolloop_lab._models.base.chunks_of`). A per-call ``model=`` keyword (as provider
 models take it) is reported as the reply's ``model_name``, unless the item names its own.
 """
 
@@ -24,11 +24,11 @@ from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field, PrivateAttr
 
+from toolloop_lab._models.base import ChatCall, ChatModelBase
+from toolloop_lab._spend.usage import estimate_tokens
 from toolloop_lab._support.escape import NAME_CHARS, clip
 from toolloop_lab._support.fields import shown
 from toolloop_lab.errors import ScriptError
-from toolloop_lab.models.base import ChatCall, ChatModelBase
-from toolloop_lab.spend.usage import estimate_tokens
 
 __all__ = ["ScriptItem", "ScriptedCall", "ScriptedChatModel", "playable"]
 
@@ -129,7 +129,7 @@ class ScriptedChatModel(ChatModelBase):
         """A new model with this one's name and settings that plays the script from item
         ``index`` on (0 is the first), none of it played yet: the replies this model gave
         from its call ``index + 1`` on, again. A fork of a run this model made answers so
-        from the fork's round (:mod:`toolloop_lab.replay.fork`); this model is unchanged."""
+        from the fork's round (:mod:`toolloop_lab._replay.fork`); this model is unchanged."""
         if isinstance(index, bool) or not isinstance(index, int):
             raise ScriptError(f"answering_from takes a script index, got {index!r}")
         if not 0 <= index <= len(self.script):

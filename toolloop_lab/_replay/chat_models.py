@@ -1,6 +1,6 @@
 """``RecordingChatModel`` and ``ReplayChatModel``: record a paid session once, replay it free.
 
-Both are real langchain-core chat models on :class:`~toolloop_lab.models.base.ChatModelBase`,
+Both are real langchain-core chat models on :class:`~toolloop_lab._models.base.ChatModelBase`,
 so ``LLMAgent`` (and anything else built on langchain-core) drives them exactly like the
 model they stand for: ``invoke``, ``ainvoke``, ``stream`` and ``astream`` all work, and a
 streamed call is recorded as the chunks the provider sent and replayed as those chunks.
@@ -23,15 +23,8 @@ from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field, PrivateAttr
 
-from toolloop_lab._support.detached import (
-    aiter_detached,
-    arun_detached,
-    iter_detached,
-    run_detached,
-)
-from toolloop_lab.errors import explain
-from toolloop_lab.models.base import ChatCall, ChatModelBase, chunks_of
-from toolloop_lab.replay.recording_file import (
+from toolloop_lab._models.base import ChatCall, ChatModelBase, chunks_of
+from toolloop_lab._replay.recording_file import (
     RecordedCall,
     RecordedCallError,
     RecordedError,
@@ -44,7 +37,14 @@ from toolloop_lab.replay.recording_file import (
     request_signature,
     tool_names,
 )
-from toolloop_lab.spend.pricing import model_name_of
+from toolloop_lab._spend.pricing import model_name_of
+from toolloop_lab._support.detached import (
+    aiter_detached,
+    arun_detached,
+    iter_detached,
+    run_detached,
+)
+from toolloop_lab.errors import explain
 
 __all__ = ["RecordingChatModel", "ReplayChatModel", "ReplayMode", "ServedReply"]
 
@@ -73,7 +73,7 @@ class RecordingChatModel(ChatModelBase):
 
     ``bind_tools`` delegates to the wrapped model's own ``bind_tools``, so the provider
     sees exactly the tool schemas it would see unwrapped. Each call, successful or not,
-    becomes one line (see :mod:`toolloop_lab.replay.recording_file`); failures are recorded and
+    becomes one line (see :mod:`toolloop_lab._replay.recording_file`); failures are recorded and
     re-raised unchanged. ``stream``/``astream`` stream through the wrapped model's own
     streaming path and record the chunks it sent. A file that already has lines is
     appended to, and replay serves its calls in file order. Lines are written as calls
@@ -269,7 +269,7 @@ class ReplayChatModel(ChatModelBase):
 
     ``mode="strict"`` (the default) answers each request with the first recorded call not
     served yet whose request is the same: the same bound tool names and every message's
-    :func:`~toolloop_lab.replay.recording_file.message_signature` (role, content, tool call ids,
+    :func:`~toolloop_lab._replay.recording_file.message_signature` (role, content, tool call ids,
     names and arguments, tool results and their status). A sequential run is served in
     file order; calls made concurrently (recorded in completion order) are served whatever
     order they come in. A request no unserved call has raises
@@ -331,7 +331,7 @@ class ReplayChatModel(ChatModelBase):
         stand_in_final: bool = True,
         **kwargs: Any,
     ) -> ReplayChatModel:
-        """Load a JSONL recording (see :class:`~toolloop_lab.replay.recording_file.Recording`)."""
+        """Load a JSONL recording (see :class:`~toolloop_lab._replay.recording_file.Recording`)."""
         return cls(Recording.from_file(path), mode=mode, stand_in_final=stand_in_final, **kwargs)
 
     @property
@@ -362,7 +362,7 @@ class ReplayChatModel(ChatModelBase):
     def answering_from(self, index: int = 0) -> ReplayChatModel:
         """A new replay of the same recording, nothing served yet, whose relaxed matching
         starts at recorded call ``index`` (strict mode finds each request wherever it is):
-        a fork of a run this model replayed answers so (:mod:`toolloop_lab.replay.fork`);
+        a fork of a run this model replayed answers so (:mod:`toolloop_lab._replay.fork`);
         this model is unchanged."""
         copy = self.model_copy()
         copy._recording = self._recording

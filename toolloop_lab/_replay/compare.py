@@ -16,13 +16,13 @@ Tokens and cost alone hide what changed: a round whose skipped ``read_log`` beca
 number, the synthesis (final-answer) call with the other run's synthesis call.
 
 A fork's own run numbers its rounds from 1 though it starts at the original's round
-``at_round``: what :func:`~toolloop_lab.replay.fork.fork` returned (a
-:class:`~toolloop_lab.replay.fork.ForkResult`) is lined up with its original by itself, its
+``at_round``: what :func:`~toolloop_lab._replay.fork.fork` returned (a
+:class:`~toolloop_lab._replay.fork.ForkResult`) is lined up with its original by itself, its
 rounds numbered as the original's; its events alone need ``b_offset=at_round - 1`` (see
 :func:`compare`).
 
-Each run is read with the one fold (:class:`~toolloop_lab.runview.RunView`) and its
-figures with :class:`~toolloop_lab.replay.figures.RunFigures`, as a fork's and a
+Each run is read with the one fold (:class:`~toolloop_lab._runview.RunView`) and its
+figures with :class:`~toolloop_lab._replay.figures.RunFigures`, as a fork's and a
 what-if's are; a stream of several runs is narrowed by the one rule
 (:func:`~toolloop_lab.events.select_run`, ``a_run_id=`` / ``b_run_id=`` pick another).
 """
@@ -37,6 +37,11 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeGuard, cast
 
+from toolloop_lab._engine.result import ToolLoopResult
+from toolloop_lab._replay.figures import ComparedRuns, RunFigures, comparison_lines, usd_change
+from toolloop_lab._replay.fork.compare import ForkResult
+from toolloop_lab._runview import RoundRow, RunView, ToolRow
+from toolloop_lab._spend.usage import Usage, format_usd
 from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS, TEXT_CHARS, esc, esc_clip, plain
 from toolloop_lab._support.jsonsafe import dumps, thaw
 from toolloop_lab._support.words import (
@@ -46,15 +51,10 @@ from toolloop_lab._support.words import (
     reason_words,
     word,
 )
-from toolloop_lab.engine.result import ToolLoopResult
+from toolloop_lab._tools.content import is_data_block
+from toolloop_lab._trace import TraceRead, read_trace
 from toolloop_lab.errors import ConfigurationError, PartialRun
 from toolloop_lab.events import EVENT_TYPES, Event, select_run
-from toolloop_lab.replay.figures import ComparedRuns, RunFigures, comparison_lines, usd_change
-from toolloop_lab.replay.fork.compare import ForkResult
-from toolloop_lab.runview import RoundRow, RunView, ToolRow
-from toolloop_lab.spend.usage import Usage, format_usd
-from toolloop_lab.tools.content import is_data_block
-from toolloop_lab.trace import TraceRead, read_trace
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -75,9 +75,9 @@ RunSource: TypeAlias = (
     " | ForkResult"
 )
 """What :func:`compare` accepts for each run: a finished run, its events (one run, or a
-stream a run is picked from), a trace (path or :class:`~toolloop_lab.trace.TraceRead`),
+stream a run is picked from), a trace (path or :class:`~toolloop_lab._trace.TraceRead`),
 the error a failed run raised (its ``events``), or what
-:func:`~toolloop_lab.replay.fork.fork` returned (its own run, lined up with its original)."""
+:func:`~toolloop_lab._replay.fork.fork` returned (its own run, lined up with its original)."""
 
 _TAKES: Final = (
     "a ToolLoopResult, its events (a list or tuple of events), a trace (a path or a "
@@ -743,13 +743,13 @@ def compare(
 ) -> RunComparison:
     """Runs ``a`` and ``b`` side by side, round by round (see the module's docs).
 
-    Each is a :class:`~toolloop_lab.engine.result.ToolLoopResult`, a sequence of events,
-    a trace (path or :class:`~toolloop_lab.trace.TraceRead`), the error a failed run
-    raised, or what :func:`~toolloop_lab.replay.fork.fork` returned; of several runs,
+    Each is a :class:`~toolloop_lab._engine.result.ToolLoopResult`, a sequence of events,
+    a trace (path or :class:`~toolloop_lab._trace.TraceRead`), the error a failed run
+    raised, or what :func:`~toolloop_lab._replay.fork.fork` returned; of several runs,
     ``a_run_id`` / ``b_run_id`` (strings) pick one (by default the newest top-level run).
 
     A fork's own run starts at the original's round ``at_round`` yet numbers its rounds
-    from 1. Given as its :class:`~toolloop_lab.replay.fork.ForkResult`
+    from 1. Given as its :class:`~toolloop_lab._replay.fork.ForkResult`
     (``compare(original, forked)``, either side), its rounds are numbered as its
     original's, the rounds it took as they were are left out, and its figures are the
     whole fork's (the rounds taken included, as ``forked.summary`` says them). Given as

@@ -13,15 +13,15 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal, TypeAlias
 
+from toolloop_lab._engine.config import AgentConfig
+from toolloop_lab._engine.result import ToolLoopResult
+from toolloop_lab._replay.recording_file import Recording, ReplayExhaustedError
+from toolloop_lab._runview import RunView
+from toolloop_lab._spend.pricing import PriceTable
+from toolloop_lab._spend.usage import Usage, format_usd
 from toolloop_lab._support.words import TABLES, outcome_text, word
-from toolloop_lab.engine.config import AgentConfig
-from toolloop_lab.engine.result import ToolLoopResult
 from toolloop_lab.errors import ExecutionError, ToolLoopError
 from toolloop_lab.events import LoopFailed, Outcome
-from toolloop_lab.replay.recording_file import Recording, ReplayExhaustedError
-from toolloop_lab.runview import RunView
-from toolloop_lab.spend.pricing import PriceTable
-from toolloop_lab.spend.usage import Usage, format_usd
 
 __all__ = [
     "ComparedRuns",

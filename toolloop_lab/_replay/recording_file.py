@@ -71,10 +71,13 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langchain_core.utils.json import parse_partial_json
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
+from toolloop_lab._spend.pricing import PriceTable, model_name_of, price_of
+from toolloop_lab._spend.usage import Usage
 from toolloop_lab._support.escape import clip, plain
 from toolloop_lab._support.fields import dotted, where_message
 from toolloop_lab._support.jsonl import Line, dump_line, load_line, read_lines
 from toolloop_lab._support.jsonsafe import json_safe
+from toolloop_lab._tools.content import without_made_ids
 from toolloop_lab.errors import (
     DivergedField,
     FormatProblem,
@@ -87,9 +90,6 @@ from toolloop_lab.errors import (
     describe,
     unwrap,
 )
-from toolloop_lab.spend.pricing import PriceTable, model_name_of, price_of
-from toolloop_lab.spend.usage import Usage
-from toolloop_lab.tools.content import without_made_ids
 
 __all__ = [
     "FORMAT",

@@ -1,8 +1,8 @@
 """Run a session again and read how it ended: the core fork and what-if share.
 
-A fork (:mod:`toolloop_lab.replay.fork`) re-runs a run from one of its rounds; a what-if
-(:mod:`toolloop_lab.replay.whatif`) re-runs a recorded session under another config.
-Both run an ordinary :class:`~toolloop_lab.engine.agent.LLMAgent` and then put the re-run next to
+A fork (:mod:`toolloop_lab._replay.fork`) re-runs a run from one of its rounds; a what-if
+(:mod:`toolloop_lab._replay.whatif`) re-runs a recorded session under another config.
+Both run an ordinary :class:`~toolloop_lab._engine.agent.LLMAgent` and then put the re-run next to
 the run it came from, so both need the same two things, written here once:
 
 * **the error policy** (:func:`rerun`): a bad config raises as ``LLMAgent`` does (there is
@@ -10,7 +10,7 @@ the run it came from, so both need the same two things, written here once:
   out of replies) is a result, with the typed error and the partial figures; cancellation
   propagates;
 * **the result** (:class:`Rerun`): the re-run's events, its figures
-  (:class:`~toolloop_lab.replay.figures.RunFigures`) and its spend, whether it finished or
+  (:class:`~toolloop_lab._replay.figures.RunFigures`) and its spend, whether it finished or
   raised; and the note a comparison prints when it did not finish (:func:`stop_notes`).
 """
 
@@ -21,8 +21,10 @@ from dataclasses import dataclass
 
 from langchain_core.messages import BaseMessage
 
+from toolloop_lab._engine.agent import LLMAgent, ToolLoopResult
+from toolloop_lab._replay.figures import RunFigures, error_spend
+from toolloop_lab._spend.usage import Usage
 from toolloop_lab._support.escape import TEXT_CHARS, plain
-from toolloop_lab.engine.agent import LLMAgent, ToolLoopResult
 from toolloop_lab.errors import (
     ConfigurationError,
     ExecutionError,
@@ -31,8 +33,6 @@ from toolloop_lab.errors import (
     describe,
 )
 from toolloop_lab.events import Event
-from toolloop_lab.replay.figures import RunFigures, error_spend
-from toolloop_lab.spend.usage import Usage
 
 __all__ = ["Rerun", "rerun", "stop_notes"]
 

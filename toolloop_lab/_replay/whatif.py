@@ -4,7 +4,7 @@ The recorded replies are served by a relaxed :class:`~toolloop_lab.recording.Rep
 (see it for exactly what is matched), the tools run again, and the loop is the real one,
 so a lower round cap, a token budget or pruning act exactly as they would live. The
 result puts both runs' outcome, rounds, tokens and cost side by side. The re-run's error
-policy and how its end is read are the core a fork shares (:mod:`toolloop_lab.replay.rerun`).
+policy and how its end is read are the core a fork shares (:mod:`toolloop_lab._replay.rerun`).
 
 Limits, by construction:
 
@@ -32,21 +32,21 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
-from toolloop_lab._support.sync_runner import parameters_of, run_sync
-from toolloop_lab.engine.agent import AgentConfig, LLMAgent, ToolLoopResult
-from toolloop_lab.errors import ToolLoopLabError
-from toolloop_lab.events import Observer, Outcome, Pruned
-from toolloop_lab.replay.chat_models import ReplayChatModel
-from toolloop_lab.replay.figures import (
+from toolloop_lab._engine.agent import AgentConfig, LLMAgent, ToolLoopResult
+from toolloop_lab._replay.chat_models import ReplayChatModel
+from toolloop_lab._replay.figures import (
     ComparedRuns,
     Detail,
     RunFigures,
     comparison_lines,
     config_text,
 )
-from toolloop_lab.replay.recording_file import Recording
-from toolloop_lab.replay.rerun import Rerun, rerun, stop_notes
-from toolloop_lab.spend.budget import current_usd_budget
+from toolloop_lab._replay.recording_file import Recording
+from toolloop_lab._replay.rerun import Rerun, rerun, stop_notes
+from toolloop_lab._spend.budget import current_usd_budget
+from toolloop_lab._support.sync_runner import parameters_of, run_sync
+from toolloop_lab.errors import ToolLoopLabError
+from toolloop_lab.events import Observer, Outcome, Pruned
 
 __all__ = ["Detail", "Outcome", "RunFigures", "WhatIfResult", "awhat_if", "what_if"]
 

@@ -21,9 +21,9 @@ from decimal import Decimal
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
+from toolloop_lab._spend.pricing import TokenPrice, call_price, known_price, to_decimal_usd
+from toolloop_lab._spend.usage import Usage, format_usd
 from toolloop_lab.errors import ConfigurationError, ExecutionError
-from toolloop_lab.spend.pricing import TokenPrice, call_price, known_price, to_decimal_usd
-from toolloop_lab.spend.usage import Usage, format_usd
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",

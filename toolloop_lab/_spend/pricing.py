@@ -17,8 +17,8 @@ from typing import Any
 import genai_prices
 from genai_prices.types import ModelPrice
 
+from toolloop_lab._spend.usage import Cost, Usage
 from toolloop_lab.errors import ConfigurationError
-from toolloop_lab.spend.usage import Cost, Usage
 
 __all__ = [
     "Cost",

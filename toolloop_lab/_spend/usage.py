@@ -147,7 +147,7 @@ class Usage:
 
     def with_cost(self, cost: Cost | Decimal | None) -> Usage:
         """The same counts with a cost attached (split into input and output when ``cost``
-        is a :class:`~toolloop_lab.spend.pricing.Cost`)."""
+        is a :class:`~toolloop_lab._spend.pricing.Cost`)."""
         total = cost.total if isinstance(cost, Cost) else cost
         split = cost.input if isinstance(cost, Cost) else None
         return Usage(

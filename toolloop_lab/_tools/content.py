@@ -13,7 +13,7 @@ one), never as a JSON dump of them. Two things are taken out on the way:
 
 Every reader says a result of blocks in the same words (:func:`content_text`): text as
 text, an image as ``[image: image/png, 12 KB]`` (the words are ``words.json``'s
-``content_block`` table, the size :func:`~toolloop_lab.spend.usage.format_bytes`'s).
+``content_block`` table, the size :func:`~toolloop_lab._spend.usage.format_bytes`'s).
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from langchain_core.messages import is_data_content_block
 from langchain_core.tools.base import TOOL_MESSAGE_BLOCK_TYPES
 from langchain_core.utils.utils import LC_AUTO_PREFIX
 
+from toolloop_lab._spend.usage import format_bytes
 from toolloop_lab._support.escape import clip
 from toolloop_lab._support.jsonsafe import dumps, json_safe
 from toolloop_lab._support.words import CONTENT_BLOCK
-from toolloop_lab.spend.usage import format_bytes
 
 __all__ = [
     "DATA_BLOCK_TYPES",

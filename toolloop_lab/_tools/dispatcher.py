@@ -18,7 +18,7 @@ A tool gets its own deep copy of its arguments, so a tool that changes them can 
 reach back into the transcript, the next request or the events. Its result is turned into
 text in the tool's own worker right after it returns, before a sibling call can change an
 object the tool handed back; a result of content blocks (an MCP tool's: text, images) is
-copied there instead, and goes to the model as blocks (:mod:`toolloop_lab.tools.content`).
+copied there instead, and goes to the model as blocks (:mod:`toolloop_lab._tools.content`).
 """
 
 from __future__ import annotations
@@ -50,9 +50,9 @@ from pydantic import ValidationError
 
 from toolloop_lab._support.fields import validation_text
 from toolloop_lab._support.jsonsafe import dumps, frozen_json, is_mapping, thaw
+from toolloop_lab._tools.content import blocks_of, content_text, is_blocks
 from toolloop_lab.errors import ConfigurationError, ExecutionError, error_name, explain
 from toolloop_lab.events import Observer, ToolStatus
-from toolloop_lab.tools.content import blocks_of, content_text, is_blocks
 
 __all__ = [
     "STOPPED_TEXT",
@@ -374,7 +374,7 @@ class _Output:
 
 def _output(raw: Any) -> _Output:
     """Turn what a tool returned into text (or content blocks, see
-    :mod:`toolloop_lab.tools.content`) at once; a ``ToolMessage`` it built says itself
+    :mod:`toolloop_lab._tools.content`) at once; a ``ToolMessage`` it built says itself
     whether it failed."""
     artifact = None
     if isinstance(raw, ToolMessage):

@@ -18,7 +18,7 @@ tools the loop dispatches like any other:
 The schema is checked the way ``jsonschema.validate`` checks it (the schema's own dialect,
 the most relevant error first). :func:`argument_problem` is the one check of arguments
 against any tool's schema: a person's argument edit at a pause
-(``toolloop_lab.engine.interventions.check_args``) goes through it, and for these tools it is the
+(``toolloop_lab._engine.interventions.check_args``) goes through it, and for these tools it is the
 very check their calls get (schema, then the method's parameter names), so the two agree on
 every call. Two things differ from ``jsonschema.validate``, so that no argument can stall
 the process:

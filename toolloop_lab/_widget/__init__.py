@@ -23,18 +23,18 @@ from typing import TYPE_CHECKING
 from toolloop_lab._support.lazy import lazy_getattr as _lazy_getattr
 
 if TYPE_CHECKING:
-    from toolloop_lab.widget.coalesce import Coalescer
-    from toolloop_lab.widget.debugger import DebuggableAgent, LoopDebugger
-    from toolloop_lab.widget.step import PauseMode, StepController
+    from toolloop_lab._widget.coalesce import Coalescer
+    from toolloop_lab._widget.debugger import DebuggableAgent, LoopDebugger
+    from toolloop_lab._widget.step import PauseMode, StepController
 
 __all__ = ["Coalescer", "DebuggableAgent", "LoopDebugger", "PauseMode", "StepController"]
 
 _LAZY = {
-    "Coalescer": "toolloop_lab.widget.coalesce",
-    "DebuggableAgent": "toolloop_lab.widget.debugger",
-    "LoopDebugger": "toolloop_lab.widget.debugger",
-    "PauseMode": "toolloop_lab.widget.step",
-    "StepController": "toolloop_lab.widget.step",
+    "Coalescer": "toolloop_lab._widget.coalesce",
+    "DebuggableAgent": "toolloop_lab._widget.debugger",
+    "LoopDebugger": "toolloop_lab._widget.debugger",
+    "PauseMode": "toolloop_lab._widget.step",
+    "StepController": "toolloop_lab._widget.step",
 }
 
 

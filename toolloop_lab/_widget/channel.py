@@ -31,17 +31,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from toolloop_lab.errors import explain
-from toolloop_lab.widget.coalesce import Coalescer, Scheduler
-from toolloop_lab.widget.requests import REQUEST_TYPES, Answer, refusal, request_id, unknown_type
-from toolloop_lab.widget.runrows import RowFeed
-from toolloop_lab.widget.shown import ShownRun
-from toolloop_lab.widget.wire import (
+from toolloop_lab._widget.coalesce import Coalescer, Scheduler
+from toolloop_lab._widget.requests import REQUEST_TYPES, Answer, refusal, request_id, unknown_type
+from toolloop_lab._widget.runrows import RowFeed
+from toolloop_lab._widget.shown import ShownRun
+from toolloop_lab._widget.wire import (
     MAX_BATCH_EVENTS,
     event_payload,
     messages_left_out,
     saved_tail,
 )
+from toolloop_lab.errors import explain
 
 __all__ = ["MAX_ANSWERS", "Channel", "Endpoints"]
 

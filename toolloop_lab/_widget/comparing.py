@@ -49,11 +49,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Final, Literal
 
+from toolloop_lab._replay.compare import CallSide, RoundPair, RoundSide, RunComparison
+from toolloop_lab._replay.figures import RunFigures
 from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS, TEXT_CHARS, clip
 from toolloop_lab._support.jsonsafe import dumps
-from toolloop_lab.replay.compare import CallSide, RoundPair, RoundSide, RunComparison
-from toolloop_lab.replay.figures import RunFigures
-from toolloop_lab.widget.textdiff import Effort, Ops, text_opcodes
+from toolloop_lab._widget.textdiff import Effort, Ops, text_opcodes
 
 __all__ = ["COMPARE_CHARS", "Kind", "comparison_payload"]
 

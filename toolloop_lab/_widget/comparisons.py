@@ -1,6 +1,6 @@
 """The debugger's side of a comparison: ``dbg.compare(a, b)`` and the page's request.
 
-:class:`Comparisons` is a base of :class:`~toolloop_lab.widget.debugger.LoopDebugger`: it
+:class:`Comparisons` is a base of :class:`~toolloop_lab._widget.debugger.LoopDebugger`: it
 compares two runs (run ids of the debugger's runs, or anything
 :func:`toolloop_lab.compare` takes) and shows them through the synced ``comparison`` trait
 (:mod:`.comparing` writes it). The page asks for two of the debugger's runs with ``{"type":
@@ -14,12 +14,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from toolloop_lab._replay.compare import RunComparison, RunSource, compare
+from toolloop_lab._widget.comparing import comparison_payload
+from toolloop_lab._widget.requests import Answer, CloseComparison, parse_compare
+from toolloop_lab._widget.shown import ShownRun
 from toolloop_lab.errors import ToolLoopLabError, UnknownRunError, describe
 from toolloop_lab.events import Event
-from toolloop_lab.replay.compare import RunComparison, RunSource, compare
-from toolloop_lab.widget.comparing import comparison_payload
-from toolloop_lab.widget.requests import Answer, CloseComparison, parse_compare
-from toolloop_lab.widget.shown import ShownRun
 
 __all__ = ["Comparisons"]
 

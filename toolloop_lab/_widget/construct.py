@@ -1,7 +1,7 @@
 """What a debugger opened on a finished run shows: the run's events, read from a source.
 
 :meth:`LoopDebugger.from_trace` takes a finished run's events, a loaded
-:class:`~toolloop_lab.trace.TraceRead` or a trace's path. With several runs in the source,
+:class:`~toolloop_lab._trace.TraceRead` or a trace's path. With several runs in the source,
 one is picked by the rule every reader shares (:func:`~toolloop_lab.events.select_run`);
 a trace's unreadable lines become a note the view shows. A trace's path is kept, so a fork
 of the run reads the trace again, whole.
@@ -13,9 +13,9 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from toolloop_lab._trace import TraceRead, read_trace
+from toolloop_lab._widget.shown import ShownRun
 from toolloop_lab.events import Event, select_run
-from toolloop_lab.trace import TraceRead, read_trace
-from toolloop_lab.widget.shown import ShownRun
 
 __all__ = ["Replayed", "read_run"]
 

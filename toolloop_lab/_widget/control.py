@@ -18,13 +18,11 @@ from typing import Any, Protocol, TypeVar
 
 from langchain_core.tools import BaseTool
 
+from toolloop_lab._engine.hooks import PauseHook, PausePoint
 from toolloop_lab._support.words import outcome_text
-from toolloop_lab.engine.hooks import PauseHook, PausePoint
-from toolloop_lab.errors import explain
-from toolloop_lab.events import Event, LoopFailed, LoopFinished, LoopStarted, Observer
-from toolloop_lab.widget.holding import Holder
-from toolloop_lab.widget.pausing import apply_request, point_dict
-from toolloop_lab.widget.requests import (
+from toolloop_lab._widget.holding import Holder
+from toolloop_lab._widget.pausing import apply_request, point_dict
+from toolloop_lab._widget.requests import (
     Answer,
     Change,
     ForkHere,
@@ -33,9 +31,11 @@ from toolloop_lab.widget.requests import (
     parse_control,
     parse_request,
 )
-from toolloop_lab.widget.shown import ShownRun
-from toolloop_lab.widget.step import PauseMode, StepController
-from toolloop_lab.widget.waiting import PauseWaiters
+from toolloop_lab._widget.shown import ShownRun
+from toolloop_lab._widget.step import PauseMode, StepController
+from toolloop_lab._widget.waiting import PauseWaiters
+from toolloop_lab.errors import explain
+from toolloop_lab.events import Event, LoopFailed, LoopFinished, LoopStarted, Observer
 
 __all__ = ["Control", "DebuggableAgent"]
 

@@ -34,31 +34,31 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import comm
 
-from toolloop_lab.engine.agent import AgentConfig
+from toolloop_lab._engine.agent import AgentConfig
+from toolloop_lab._replay.fork import Fork, ForkResult
+from toolloop_lab._runview import RunView
+from toolloop_lab._spend.pricing import PriceTable
+from toolloop_lab._trace import TraceRead
+from toolloop_lab._widget.channel import Channel, Endpoints
+from toolloop_lab._widget.coalesce import Clock, Scheduler, loop_scheduler
+from toolloop_lab._widget.comparisons import Comparisons
+from toolloop_lab._widget.construct import read_run
+from toolloop_lab._widget.control import Control, DebuggableAgent
+from toolloop_lab._widget.display import Display, snapshot, summary
+from toolloop_lab._widget.forks import Forking
+from toolloop_lab._widget.options import check_limits, check_mode
+from toolloop_lab._widget.requests import Answer
+from toolloop_lab._widget.runlist import RunList
+from toolloop_lab._widget.session import MAX_RUNS
+from toolloop_lab._widget.shown import ShownRun
+from toolloop_lab._widget.step import PauseMode
+from toolloop_lab._widget.stepping import StepMode
+from toolloop_lab._widget.synced import SyncedState
 from toolloop_lab.events import Event, LoopFailed, LoopFinished, Observer, checked_observers
-from toolloop_lab.replay.fork import Fork, ForkResult
-from toolloop_lab.runview import RunView
-from toolloop_lab.spend.pricing import PriceTable
-from toolloop_lab.trace import TraceRead
-from toolloop_lab.widget.channel import Channel, Endpoints
-from toolloop_lab.widget.coalesce import Clock, Scheduler, loop_scheduler
-from toolloop_lab.widget.comparisons import Comparisons
-from toolloop_lab.widget.construct import read_run
-from toolloop_lab.widget.control import Control, DebuggableAgent
-from toolloop_lab.widget.display import Display, snapshot, summary
-from toolloop_lab.widget.forks import Forking
-from toolloop_lab.widget.options import check_limits, check_mode
-from toolloop_lab.widget.requests import Answer
-from toolloop_lab.widget.runlist import RunList
-from toolloop_lab.widget.session import MAX_RUNS
-from toolloop_lab.widget.shown import ShownRun
-from toolloop_lab.widget.step import PauseMode
-from toolloop_lab.widget.stepping import StepMode
-from toolloop_lab.widget.synced import SyncedState
 
 if TYPE_CHECKING:
-    from toolloop_lab.bridge import EventBridge
-    from toolloop_lab.otel.spans import SpanSource
+    from toolloop_lab._bridge import EventBridge
+    from toolloop_lab.otel._spans import SpanSource
 
 __all__ = ["DebuggableAgent", "LoopDebugger"]
 
@@ -220,7 +220,7 @@ class LoopDebugger(RunList, Comparisons, StepMode, SyncedState):
         the kernel stays free, so Continue, Step and Stop work in any kernel; the task's
         result (or exception) is there afterwards (``await task``, ``task.result()``).
         ``pause_on`` sets :attr:`pause_on` first (the page's selector shows it; later runs
-        keep it). A :class:`~toolloop_lab.forking.Fork` is shown with its rounds numbered
+        keep it). A :class:`~toolloop_lab._replay.fork.Fork` is shown with its rounds numbered
         as its source's."""
         if pause_on is not None:
             self._set_mode(check_mode(pause_on, f"dbg.start(..., pause_on={pause_on!r})"))
@@ -275,15 +275,15 @@ class LoopDebugger(RunList, Comparisons, StepMode, SyncedState):
     ) -> AbstractContextManager[EventBridge]:
         """Show every LangChain or LangGraph run started inside the block (``with
         dbg.watch(): graph.invoke(...)``); ``observers`` (a ``TraceWriter``, say) get the
-        same events. See :func:`toolloop_lab.bridge.watch`."""
-        from toolloop_lab.bridge import watch
+        same events. See :func:`toolloop_lab._bridge.watch`."""
+        from toolloop_lab._bridge import watch
 
         return watch(self, *checked_observers(observers, spread="dbg.watch"), prices=prices)
 
     def callbacks(self, *observers: Observer, prices: PriceTable | None = None) -> EventBridge:
         """A callback handler showing the runs it is passed to here (``graph.invoke(inputs,
-        config={"callbacks": [dbg.callbacks()]})``). See :func:`toolloop_lab.bridge.callbacks`."""
-        from toolloop_lab.bridge import callbacks
+        config={"callbacks": [dbg.callbacks()]})``). See :func:`toolloop_lab._bridge.callbacks`."""
+        from toolloop_lab._bridge import callbacks
 
         return callbacks(self, *checked_observers(observers, spread="dbg.callbacks"), prices=prices)
 
@@ -293,8 +293,8 @@ class LoopDebugger(RunList, Comparisons, StepMode, SyncedState):
     ) -> AbstractContextManager[SpanSource]:
         """Show every agent ``tracer_provider`` traces inside the block (``with
         dbg.watch_spans(provider): agent.run_sync(...)``), live; ``observers`` get the same
-        events. See :mod:`toolloop_lab.otel.spans` (needs the ``otel`` extra)."""
-        from toolloop_lab.otel.spans import watch_spans
+        events. See :mod:`toolloop_lab.otel._spans` (needs the ``otel`` extra)."""
+        from toolloop_lab.otel._spans import watch_spans
 
         mine = checked_observers(observers, spread="dbg.watch_spans")
         return watch_spans(tracer_provider, self, *mine, prices=prices)

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any, Final
 import anywidget
 import ipywidgets
 
-from toolloop_lab.widget.shown import ShownRun
-from toolloop_lab.widget.snapshot import snapshot_html
-from toolloop_lab.widget.text import summary_text
-from toolloop_lab.widget.updates import update_output, watch_cells
+from toolloop_lab._widget.shown import ShownRun
+from toolloop_lab._widget.snapshot import snapshot_html
+from toolloop_lab._widget.text import summary_text
+from toolloop_lab._widget.updates import update_output, watch_cells
 
 if TYPE_CHECKING:
-    from toolloop_lab.widget.debugger import LoopDebugger
+    from toolloop_lab._widget.debugger import LoopDebugger
 
 __all__ = ["Display", "snapshot", "summary"]
 

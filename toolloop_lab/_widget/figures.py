@@ -1,5 +1,5 @@
 """How numbers read in the debugger: one formatter per kind of figure (money and token
-counts are the package's own, :mod:`toolloop_lab.spend.usage`); the words for why a tool call is
+counts are the package's own, :mod:`toolloop_lab._spend.usage`); the words for why a tool call is
 an error or never ran come from :mod:`.words` (a reason code is never shown as it is).
 
 The static snapshot and the text repr share these, so a figure never reads two ways. They
@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Final
 
+from toolloop_lab._spend.usage import format_tokens, format_usd
 from toolloop_lab._support.words import (
     BUDGET_STOP,
     COUNTS,
@@ -25,10 +26,9 @@ from toolloop_lab._support.words import (
     reason_words,
     word,
 )
-from toolloop_lab.spend.usage import format_tokens, format_usd
 
 if TYPE_CHECKING:
-    from toolloop_lab.runview import RoundRow, RunView, ToolRow
+    from toolloop_lab._runview import RoundRow, RunView, ToolRow
 
 __all__ = [
     "CUT_SHORT",
@@ -55,7 +55,7 @@ __all__ = [
 
 usd: Final = format_usd
 """``$0.0000117``, ``$0.00722``, ``$12.35``: the one formatter of money (see
-:func:`toolloop_lab.spend.usage.format_usd`)."""
+:func:`toolloop_lab._spend.usage.format_usd`)."""
 tokens: Final = format_tokens
 """``12,345``; ``—`` when unknown."""
 

@@ -1,9 +1,9 @@
 """The debugger's "Fork from here": what a fork needs, the fork's debugger, the comparison.
 
 A fork re-runs a finished run from one of its rounds
-(:func:`toolloop_lab.replay.fork.prepare_fork`), so it needs the model, tools and config
+(:func:`toolloop_lab._replay.fork.prepare_fork`), so it needs the model, tools and config
 to run with. A debugger that ran or watched an
-:class:`~toolloop_lab.engine.agent.LLMAgent` has them; a fork's own debugger has the fork's
+:class:`~toolloop_lab._engine.agent.LLMAgent` has them; a fork's own debugger has the fork's
 agent; a debugger opened from a trace has none unless it is given one (``fork_with=``).
 :func:`fork_parts` reads them off whichever it has, or says there are none.
 
@@ -30,21 +30,21 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
-from toolloop_lab.engine.agent import AgentConfig, LLMAgent
+from toolloop_lab._engine.agent import AgentConfig, LLMAgent
+from toolloop_lab._replay.compare import RunComparison, compare
+from toolloop_lab._replay.fork import Fork, ForkResult, prepare_fork
+from toolloop_lab._spend.pricing import TokenPrice
+from toolloop_lab._widget.comparing import comparison_payload
+from toolloop_lab._widget.control import DebuggableAgent
+from toolloop_lab._widget.requests import Answer, ForkHere
+from toolloop_lab._widget.step import PauseMode
 from toolloop_lab.errors import ConfigurationError, ToolLoopLabError, describe
 from toolloop_lab.events import Event
-from toolloop_lab.replay.compare import RunComparison, compare
-from toolloop_lab.replay.fork import Fork, ForkResult, prepare_fork
-from toolloop_lab.spend.pricing import TokenPrice
-from toolloop_lab.widget.comparing import comparison_payload
-from toolloop_lab.widget.control import DebuggableAgent
-from toolloop_lab.widget.requests import Answer, ForkHere
-from toolloop_lab.widget.step import PauseMode
 
 if TYPE_CHECKING:
     import ipywidgets
 
-    from toolloop_lab.widget.debugger import LoopDebugger
+    from toolloop_lab._widget.debugger import LoopDebugger
 
 __all__ = ["ForkParts", "Forking", "fork_comparison", "fork_parts"]
 

@@ -8,7 +8,7 @@ at its ``loop_start``) as the one step mode holds and Stop cancels, for that run
 nested run (a sub-agent called by a tool) is never taken: a stop of its parent ends it,
 and its pauses are not the shown run's.
 
-Stop cancels through :func:`~toolloop_lab.engine.stopping.request_stop`, on the run's
+Stop cancels through :func:`~toolloop_lab._engine.stopping.request_stop`, on the run's
 own loop, which acts only while that run still goes on in the task: a late click never
 cancels what a cell does after the run. The run then raises
 :class:`~toolloop_lab.errors.RunStopped` with its partial counts.
@@ -20,10 +20,10 @@ import asyncio
 import threading
 from dataclasses import dataclass
 
-from toolloop_lab.engine.stopping import request_stop
+from toolloop_lab._engine.stopping import request_stop
+from toolloop_lab._widget.reach import FULL, Reach, decide, kernel_info
+from toolloop_lab._widget.step import StepController
 from toolloop_lab.events import LoopStarted
-from toolloop_lab.widget.reach import FULL, Reach, decide, kernel_info
-from toolloop_lab.widget.step import StepController
 
 __all__ = ["Holder"]
 

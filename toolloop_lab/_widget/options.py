@@ -12,8 +12,8 @@ import difflib
 import math
 from typing import TypeGuard
 
+from toolloop_lab._widget.step import PAUSE_MODES, PauseMode
 from toolloop_lab.errors import ConfigurationError
-from toolloop_lab.widget.step import PAUSE_MODES, PauseMode
 
 __all__ = ["check_limits", "check_mode"]
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from toolloop_lab._support.escape import esc
+from toolloop_lab._widget.wire import event_payload
 from toolloop_lab.events import Event
-from toolloop_lab.widget.wire import event_payload
 
 __all__ = [
     "LOADER",

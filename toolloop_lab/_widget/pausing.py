@@ -4,7 +4,7 @@
 to send (before a model call) or run (before tool dispatch), and which of those things a
 person may change (every pending call; the tool results the model has not been sent yet).
 :func:`apply_request` carries out a checked request (see :mod:`.requests`) through the
-:class:`~toolloop_lab.engine.hooks.PausePoint` API, the same calls a notebook cell makes, so a
+:class:`~toolloop_lab._engine.hooks.PausePoint` API, the same calls a notebook cell makes, so a
 click and a line of Python change the run the same way and are recorded as the same
 ``intervention`` events. A refusal (:class:`~toolloop_lab.errors.InterventionError`)
 becomes the answer's reason and text; the run is unchanged and the pause holds.
@@ -18,14 +18,12 @@ from typing import Any, Final
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
+from toolloop_lab._engine.hooks import PausePoint
+from toolloop_lab._engine.interventions import check_args
 from toolloop_lab._support.escape import ID_CHARS
 from toolloop_lab._support.escape import clip as clip_text
 from toolloop_lab._support.jsonsafe import thaw
-from toolloop_lab.engine.hooks import PausePoint
-from toolloop_lab.engine.interventions import check_args
-from toolloop_lab.errors import InterventionError, describe
-from toolloop_lab.events import ToolCallView, message_dicts
-from toolloop_lab.widget.requests import (
+from toolloop_lab._widget.requests import (
     AddMessage,
     Answer,
     CheckArgs,
@@ -34,7 +32,9 @@ from toolloop_lab.widget.requests import (
     Request,
     Skip,
 )
-from toolloop_lab.widget.wire import clip, compact_messages
+from toolloop_lab._widget.wire import clip, compact_messages
+from toolloop_lab.errors import InterventionError, describe
+from toolloop_lab.events import ToolCallView, message_dicts
 
 __all__ = ["PAUSE_MESSAGES", "ToolLookup", "apply_request", "point_dict", "unsent_results"]
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from toolloop_lab._runview import RunSummary
 from toolloop_lab._support.escape import ID_CHARS, clip
+from toolloop_lab._widget.channel import Channel
+from toolloop_lab._widget.requests import Answer, parse_show_run
+from toolloop_lab._widget.shown import ShownRun
 from toolloop_lab.errors import UnknownRunError
-from toolloop_lab.runview import RunSummary
-from toolloop_lab.widget.channel import Channel
-from toolloop_lab.widget.requests import Answer, parse_show_run
-from toolloop_lab.widget.shown import ShownRun
 
 __all__ = ["RunList"]
 
@@ -36,7 +36,7 @@ class RunList:
         run, or the one :meth:`show_run` picked). It keeps ``max_runs``, letting the oldest
         finished runs go (:attr:`runs_left_out`), never the run shown nor a run still
         going: while more than ``max_runs`` go on at once, it keeps more (see
-        :mod:`toolloop_lab.widget.session`)."""
+        :mod:`toolloop_lab._widget.session`)."""
         with self._run.lock:
             return self._run.session.summaries()
 

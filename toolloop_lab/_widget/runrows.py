@@ -16,8 +16,8 @@ import json
 from collections.abc import Sequence
 from typing import Any, Final
 
-from toolloop_lab.runview import RunSummary
-from toolloop_lab.widget.wire import clip
+from toolloop_lab._runview import RunSummary
+from toolloop_lab._widget.wire import clip
 
 __all__ = ["MAX_TAGS", "RowFeed", "row_payload"]
 

@@ -3,7 +3,7 @@
 A debugger shows the newest top-level run (:mod:`.shown`), yet people run a cell again,
 call sub-agents from tools, and open traces a cell appended to: each run it sees is kept
 here, its events in the order they came, the runs in the order they started, summed up by
-the same :class:`~toolloop_lab.runview.RunBook` that sums up a trace's runs (so
+the same :class:`~toolloop_lab._runview.RunBook` that sums up a trace's runs (so
 ``LoopDebugger.runs`` and ``runview.summaries(read_trace(p).events)`` agree, nested runs'
 totals and all). It keeps :attr:`Session.max_runs` runs, so a long session stays bounded;
 how many it let go is counted (:attr:`Session.left_out`, and the page is told which).
@@ -28,8 +28,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Final
 
+from toolloop_lab._runview import RunBook, RunSummary
 from toolloop_lab.events import Event, LoopFailed, LoopFinished
-from toolloop_lab.runview import RunBook, RunSummary
 
 __all__ = ["MAX_RUNS", "Session"]
 

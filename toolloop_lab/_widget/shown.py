@@ -2,7 +2,7 @@
 
 It follows the newest top-level run (a new one replaces a finished one), or the run a
 person picked (:meth:`ShownRun.show`, which starts the page over on that run's events as
-the session kept them). Every job of :class:`~toolloop_lab.widget.debugger.LoopDebugger`
+the session kept them). Every job of :class:`~toolloop_lab._widget.debugger.LoopDebugger`
 reads this one record: the channel sends its events, step control marks its pauses, a
 fork is taken from it, the text and snapshot views read its fold. Observers may be called
 from any thread, so everything here is changed under :attr:`ShownRun.lock`, which the
@@ -14,12 +14,12 @@ from __future__ import annotations
 import threading
 from typing import Final, Literal
 
-from toolloop_lab.engine.hooks import PausePoint
+from toolloop_lab._engine.hooks import PausePoint
+from toolloop_lab._runview import RunView
+from toolloop_lab._widget.coalesce import Clock
+from toolloop_lab._widget.session import MAX_RUNS, Session
 from toolloop_lab.errors import UnknownRunError
 from toolloop_lab.events import Event, LoopStarted
-from toolloop_lab.runview import RunView
-from toolloop_lab.widget.coalesce import Clock
-from toolloop_lab.widget.session import MAX_RUNS, Session
 
 __all__ = ["Added", "ShownRun"]
 

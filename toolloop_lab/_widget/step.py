@@ -1,6 +1,6 @@
 """Step mode: hold the loop at pause points until the person says Continue, Step or Stop.
 
-The controller is a pause hook (see :mod:`toolloop_lab.engine.hooks`). It only ever holds the
+The controller is a pause hook (see :mod:`toolloop_lab._engine.hooks`). It only ever holds the
 task it was armed for: the task :meth:`LoopDebugger.start` created, or the task of a run
 the page's clicks can reach (:mod:`.holding`). A run they cannot reach (``agent.run()``
 while the kernel reads clicks on the thread it blocks) is never held: it would wait
@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Literal, TypeAlias
 
-from toolloop_lab.engine.hooks import PausePoint
+from toolloop_lab._engine.hooks import PausePoint
 
 __all__ = ["PAUSE_MODES", "PauseMode", "StepController"]
 

@@ -15,12 +15,12 @@ import dataclasses
 import math
 from typing import Any
 
-from toolloop_lab.engine.hooks import PausePoint
+from toolloop_lab._engine.hooks import PausePoint
+from toolloop_lab._widget.control import Control
+from toolloop_lab._widget.options import check_mode
+from toolloop_lab._widget.reach import Reach
+from toolloop_lab._widget.step import PAUSE_MODES, PauseMode
 from toolloop_lab.errors import ConfigurationError, NoPauseError, PauseTimeoutError
-from toolloop_lab.widget.control import Control
-from toolloop_lab.widget.options import check_mode
-from toolloop_lab.widget.reach import Reach
-from toolloop_lab.widget.step import PAUSE_MODES, PauseMode
 
 __all__ = ["StepMode"]
 

@@ -3,7 +3,7 @@
 Everything here reaches the browser as widget state (and, with saved widget state, the
 notebook file): the module that loads the front end, the run kept for a reopened file,
 whether the controls and "Fork from here" can act, and a fork's or a comparison's framing.
-:class:`~toolloop_lab.widget.debugger.LoopDebugger` adds the behaviour.
+:class:`~toolloop_lab._widget.debugger.LoopDebugger` adds the behaviour.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import anywidget
 import ipywidgets
 import traitlets
 
-from toolloop_lab.widget.frontend import FrontEnd, front_end
+from toolloop_lab._widget.frontend import FrontEnd, front_end
 
 __all__ = ["LOADER", "SyncedState"]
 

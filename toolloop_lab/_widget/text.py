@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from toolloop_lab._runview import RoundRow, RunView, ToolRow
 from toolloop_lab._support.escape import plain
 from toolloop_lab._support.words import (
     GATE,
@@ -22,9 +23,8 @@ from toolloop_lab._support.words import (
     tool_outcome,
     word,
 )
+from toolloop_lab._widget import figures as fig
 from toolloop_lab.events import LoopFailed
-from toolloop_lab.runview import RoundRow, RunView, ToolRow
-from toolloop_lab.widget import figures as fig
 
 __all__ = ["summary_text"]
 

@@ -12,7 +12,7 @@ import asyncio
 import threading
 from collections.abc import Callable
 
-from toolloop_lab.engine.hooks import PausePoint
+from toolloop_lab._engine.hooks import PausePoint
 from toolloop_lab.errors import NoPauseError
 
 __all__ = ["PauseWaiters"]

@@ -41,8 +41,8 @@ from typing import Any, Final
 from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS
 from toolloop_lab._support.escape import clip as clip_text
 from toolloop_lab._support.jsonsafe import thaw
+from toolloop_lab._tools.content import DATA_BLOCK_TYPES, block_text, is_data_block
 from toolloop_lab.events import Event, LoopFailed, LoopFinished, LoopStarted, ModelCallStarted
-from toolloop_lab.tools.content import DATA_BLOCK_TYPES, block_text, is_data_block
 
 __all__ = [
     "MAX_BATCH_EVENTS",

@@ -11,13 +11,13 @@ the widget.
 
 from __future__ import annotations
 
-from toolloop_lab.lab.builtin_scenarios import catalog
-from toolloop_lab.lab.dask import run_scenarios_on_dask
-from toolloop_lab.lab.frames import VOLATILE_COLUMNS, drop_volatile
-from toolloop_lab.lab.record import OUTCOMES, Outcome, ScenarioRun
-from toolloop_lab.lab.results import LabResults
-from toolloop_lab.lab.runner import arun_one, arun_scenarios, run_one, run_scenarios
-from toolloop_lab.lab.scenario import (
+from toolloop_lab.lab._builtin_scenarios import catalog
+from toolloop_lab.lab._dask import run_scenarios_on_dask
+from toolloop_lab.lab._frames import VOLATILE_COLUMNS, drop_volatile
+from toolloop_lab.lab._record import OUTCOMES, Outcome, ScenarioRun
+from toolloop_lab.lab._results import LabResults
+from toolloop_lab.lab._runner import arun_one, arun_scenarios, run_one, run_scenarios
+from toolloop_lab.lab._scenario import (
     Reply,
     Scenario,
     ScriptedModel,

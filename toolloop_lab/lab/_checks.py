@@ -1,4 +1,4 @@
-"""What a :class:`~toolloop_lab.lab.scenario.Scenario` and its parts take, checked when
+"""What a :class:`~toolloop_lab.lab._scenario.Scenario` and its parts take, checked when
 they are built.
 
 A sweep runs every scenario before it reports any: a wrong field accepted when a scenario
@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
+from toolloop_lab._engine.arguments import agent_config
+from toolloop_lab._engine.config import AgentConfig
 from toolloop_lab._support.escape import NAME_CHARS, clip
 from toolloop_lab._support.fields import Count, checked, shown
-from toolloop_lab.engine.arguments import agent_config
-from toolloop_lab.engine.config import AgentConfig
 from toolloop_lab.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from toolloop_lab.lab.scenario import Reply
+    from toolloop_lab.lab._scenario import Reply
 
 __all__ = [
     "builtin_name",
@@ -72,7 +72,7 @@ def items_of(value: Any, field: str, kind: type[T], *, shape: str, fix: str) -> 
 
 def replies_of(value: Any, field: str) -> tuple[Reply, ...]:
     """A script's replies: at least one, each a ``Reply``."""
-    from toolloop_lab.lab.scenario import Reply
+    from toolloop_lab.lab._scenario import Reply
 
     replies = items_of(value, field, Reply, shape=REPLIES_SHAPE, fix="each reply is a Reply")
     if not replies:

@@ -53,9 +53,9 @@ from typing import Any, Final, Protocol
 from toolloop_lab._support.sync_runner import run_sync
 from toolloop_lab.errors import ConfigurationError, describe
 from toolloop_lab.events import Observer, checked_observers
-from toolloop_lab.lab.record import ScenarioRun
-from toolloop_lab.lab.results import LabResults
-from toolloop_lab.lab.runner import (
+from toolloop_lab.lab._record import ScenarioRun
+from toolloop_lab.lab._results import LabResults
+from toolloop_lab.lab._runner import (
     DEFAULT_CONCURRENCY,
     DEFAULT_SCENARIO_TIMEOUT_S,
     SweepRows,
@@ -66,7 +66,7 @@ from toolloop_lab.lab.runner import (
     scenario_time_limit,
     validate_scenarios,
 )
-from toolloop_lab.lab.scenario import Scenario
+from toolloop_lab.lab._scenario import Scenario
 
 __all__ = [
     "EXTRA",
@@ -149,7 +149,7 @@ def run_batch(
 ) -> tuple[ScenarioRun, ...]:
     """What one Dask task runs: ``scenarios`` (``indices`` are their positions in the sweep)
     ``concurrency`` at a time, each within ``timeout_s``, as the local sweep runs them
-    (:func:`~toolloop_lab.lab.runner.arun_batch`), on the worker thread's one event loop."""
+    (:func:`~toolloop_lab.lab._runner.arun_batch`), on the worker thread's one event loop."""
     return run_sync(
         lambda: arun_batch(scenarios, indices, concurrency=concurrency, timeout_s=timeout_s)
     )

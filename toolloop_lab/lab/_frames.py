@@ -1,7 +1,7 @@
 """pandas frames of a sweep: one row per scenario, per turn, per round, per tool call, per
 event.
 
-Every row is folded from a run's events by :class:`~toolloop_lab.runview.RunView` — the
+Every row is folded from a run's events by :class:`~toolloop_lab._runview.RunView` — the
 same fold the live widget and the HTML report read — so the numbers here can never
 disagree with what a person saw. Token columns split the spend without overlap:
 ``prompt_tokens`` and ``completion_tokens`` are the agent model's calls (rounds and
@@ -36,12 +36,12 @@ from typing import Any, Final
 
 import pandas as pd
 
+from toolloop_lab._runview import RoundRow, RunView
+from toolloop_lab._spend.usage import Usage, format_usd
 from toolloop_lab._support.escape import plain
 from toolloop_lab._support.words import estimated
 from toolloop_lab.events import EVENT_TYPES, BudgetGate, tool_rounds_of
-from toolloop_lab.lab.record import OUTCOMES, ScenarioRun, error_text, tally
-from toolloop_lab.runview import RoundRow, RunView
-from toolloop_lab.spend.usage import Usage, format_usd
+from toolloop_lab.lab._record import OUTCOMES, ScenarioRun, error_text, tally
 
 __all__ = [
     "EVENT_DTYPES",

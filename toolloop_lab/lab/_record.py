@@ -3,7 +3,7 @@
 This is the unit a sweep collects, saves and ships back from a remote worker, so it is a
 frozen, picklable value holding only the outcome label, the error fields, the wall time,
 the turns' user messages and the events. Every figure in the lab's frames, plots and report
-is derived from the events through :class:`~toolloop_lab.runview.RunView`, never stored
+is derived from the events through :class:`~toolloop_lab._runview.RunView`, never stored
 twice.
 
 A scenario of several turns runs the loop once per turn, each run with its own run id; its
@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from toolloop_lab._runview import RunView
 from toolloop_lab._support.pickling import quick_pickle
 from toolloop_lab._support.words import OUTCOME, word
 from toolloop_lab.errors import ConfigurationError, ExecutionError, ToolLoopError
@@ -35,7 +36,6 @@ from toolloop_lab.events import (
     nested_run_ids,
     top_level_run_ids,
 )
-from toolloop_lab.runview import RunView
 
 __all__ = [
     "ANSWERED",

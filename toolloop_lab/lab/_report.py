@@ -12,7 +12,7 @@ sweep is a file anyone can edit, so this holds for a loaded one too. Numbers go 
 ``esc`` as well, so there is one rule with no exceptions. Plots are embedded as base64
 PNG ``data:`` images, and a Content-Security-Policy allows nothing else: no scripts, no
 remote fetches, no frames — a second line of defence should an escape ever be missed.
-Timelines are drawn from the same :class:`~toolloop_lab.runview.RunView` fold as the
+Timelines are drawn from the same :class:`~toolloop_lab._runview.RunView` fold as the
 widget and the frames.
 """
 
@@ -25,6 +25,8 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
 
+from toolloop_lab._runview import RoundRow, RunView, ToolRow
+from toolloop_lab._spend.usage import format_usd
 from toolloop_lab._support.escape import NAME_CHARS, TEXT_CHARS, clip, esc, esc_clip
 from toolloop_lab._support.jsonsafe import dumps
 from toolloop_lab._support.words import (
@@ -34,12 +36,10 @@ from toolloop_lab._support.words import (
     reason_words,
     word,
 )
+from toolloop_lab._widget.figures import budget_stop, overshoot
+from toolloop_lab._widget.page import LOADER_CSP, view_assets, view_slot
 from toolloop_lab.events import BudgetGate, Event
-from toolloop_lab.lab.record import ScenarioRun, error_text, tally
-from toolloop_lab.runview import RoundRow, RunView, ToolRow
-from toolloop_lab.spend.usage import format_usd
-from toolloop_lab.widget.figures import budget_stop, overshoot
-from toolloop_lab.widget.page import LOADER_CSP, view_assets, view_slot
+from toolloop_lab.lab._record import ScenarioRun, error_text, tally
 
 if TYPE_CHECKING:
     import pandas as pd

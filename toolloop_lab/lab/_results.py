@@ -23,13 +23,14 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 import pandas as pd
 from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError
 
+from toolloop_lab._spend.usage import format_usd
 from toolloop_lab._support.fields import Count, JsonObject, Seconds, Text, validation_text
 from toolloop_lab._support.jsonl import Line, dump_line, load_line, read_lines
 from toolloop_lab._support.jsonsafe import thaw
 from toolloop_lab._support.words import estimated
 from toolloop_lab.errors import TraceError
 from toolloop_lab.events import Event, Outcome, event_from_dict
-from toolloop_lab.lab.frames import (
+from toolloop_lab.lab._frames import (
     events_frame,
     rounds_frame,
     runs_frame,
@@ -38,8 +39,7 @@ from toolloop_lab.lab.frames import (
     turn_table,
     turns_frame,
 )
-from toolloop_lab.lab.record import ScenarioRun
-from toolloop_lab.spend.usage import format_usd
+from toolloop_lab.lab._record import ScenarioRun
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -160,37 +160,37 @@ class LabResults:
     # -- plots and report (matplotlib is imported only here) ---------------------------
     def plot_spend(self) -> Figure:
         """Stacked prompt, completion and pruning tokens per scenario."""
-        from toolloop_lab.lab.plots import spend_figure
+        from toolloop_lab.lab._plots import spend_figure
 
         return spend_figure(self._frame("runs"))
 
     def plot_cost_per_round(self) -> Figure:
         """USD cost of each round (model call plus pruning), one line per scenario."""
-        from toolloop_lab.lab.plots import cost_per_round_figure
+        from toolloop_lab.lab._plots import cost_per_round_figure
 
         return cost_per_round_figure(self._frame("rounds"))
 
     def plot_pruning_savings(self) -> Figure:
         """Tokens pruning kept out of the conversation against what pruning spent."""
-        from toolloop_lab.lab.plots import pruning_savings_figure
+        from toolloop_lab.lab._plots import pruning_savings_figure
 
         return pruning_savings_figure(self._frame("runs"))
 
     def plot_turns(self) -> Figure:
         """Tokens of each turn (model and pruning calls), one line per scenario."""
-        from toolloop_lab.lab.plots import turns_figure
+        from toolloop_lab.lab._plots import turns_figure
 
         return turns_figure(self._frame("turns"))
 
     def plot_budget_gates(self) -> Figure:
         """Spend at each budget gate as a share of its limit, round by round."""
-        from toolloop_lab.lab.plots import budget_gates_figure
+        from toolloop_lab.lab._plots import budget_gates_figure
 
         return budget_gates_figure(self._frame("rounds"))
 
     def report_html(self, *, title: str = "toolloop_lab scenario report") -> str:
         """A self-contained HTML report: summary, plots, one timeline per scenario."""
-        from toolloop_lab.lab.report import render_report
+        from toolloop_lab.lab._report import render_report
 
         return render_report(self.records, self._frame("runs"), self._figures(), title=title)
 

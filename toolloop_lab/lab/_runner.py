@@ -35,22 +35,22 @@ from typing import Any, Final, TypeAlias
 from langchain_core.messages import BaseMessage
 from tqdm.auto import tqdm
 
+from toolloop_lab._engine.agent import LLMAgent
+from toolloop_lab._engine.stopping import time_limit
+from toolloop_lab._spend.budget import usd_budget
+from toolloop_lab._spend.pricing import model_name_of
 from toolloop_lab._support.fields import TimeoutSeconds, checked
 from toolloop_lab._support.sync_runner import parameters_of, run_sync
 from toolloop_lab._support.words import GATE_NAME
-from toolloop_lab.engine.agent import LLMAgent
-from toolloop_lab.engine.stopping import time_limit
 from toolloop_lab.errors import (
     ConfigurationError,
     TimeLimitError,
     describe,
 )
 from toolloop_lab.events import Event, Observer, Outcome, checked_observers, notify
-from toolloop_lab.lab.record import ScenarioRun, error_fields, outcome_of_events
-from toolloop_lab.lab.results import LabResults
-from toolloop_lab.lab.scenario import Scenario
-from toolloop_lab.spend.budget import usd_budget
-from toolloop_lab.spend.pricing import model_name_of
+from toolloop_lab.lab._record import ScenarioRun, error_fields, outcome_of_events
+from toolloop_lab.lab._results import LabResults
+from toolloop_lab.lab._scenario import Scenario
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -341,7 +341,7 @@ def _slots(
 def _check_executor(executor: object) -> None:
     if executor is not None and not isinstance(executor, concurrent.futures.Executor):
         hint = (
-            "; pass client.get_executor(), or use toolloop_lab.lab.dask.run_scenarios_on_dask"
+            "; pass client.get_executor(), or use toolloop_lab.lab._dask.run_scenarios_on_dask"
             if hasattr(executor, "get_executor")
             else ""
         )

@@ -26,14 +26,18 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool
 
+from toolloop_lab._engine.agent import AgentConfig, LLMAgent
+from toolloop_lab._engine.arguments import check_pruning
+from toolloop_lab._models.scripted import ScriptedChatModel
+from toolloop_lab._spend.budget import checked_prices, to_decimal_usd
+from toolloop_lab._spend.pricing import TokenPrice
 from toolloop_lab._support.escape import TEXT_CHARS, clip
 from toolloop_lab._support.fields import shown
 from toolloop_lab._support.pickling import quick_pickle
-from toolloop_lab.engine.agent import AgentConfig, LLMAgent
-from toolloop_lab.engine.arguments import check_pruning
+from toolloop_lab._tools.builtin import echo_tool, file_read_tool
 from toolloop_lab.errors import ConfigurationError, ScriptError
 from toolloop_lab.events import Observer
-from toolloop_lab.lab.checks import (
+from toolloop_lab.lab._checks import (
     builtin_name,
     config_of,
     count,
@@ -44,10 +48,6 @@ from toolloop_lab.lab.checks import (
     text,
     unique_call_ids,
 )
-from toolloop_lab.models.scripted import ScriptedChatModel
-from toolloop_lab.spend.budget import checked_prices, to_decimal_usd
-from toolloop_lab.spend.pricing import TokenPrice
-from toolloop_lab.tools.builtin import echo_tool, file_read_tool
 
 __all__ = [
     "BUILTIN_TOOLS",

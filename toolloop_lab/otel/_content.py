@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from toolloop_lab._support.escape import clip
+from toolloop_lab._tools.content import content_text
 from toolloop_lab.events import ToolCallView
-from toolloop_lab.tools.content import content_text
 
 __all__ = [
     "DEFAULT_CONTENT_LIMIT",

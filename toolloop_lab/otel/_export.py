@@ -1,6 +1,6 @@
 """Send finished runs (events in memory, or a JSONL trace file) to any tracer provider.
 
-Replaying the events through :class:`~toolloop_lab.otel.observer.OTelObserver` gives the
+Replaying the events through :class:`~toolloop_lab.otel._observer.OTelObserver` gives the
 spans a live observer would have given, with the original timestamps (the events carry
 them). Every replayed run starts its own trace, whatever span is current in the caller.
 """
@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from opentelemetry import trace
 
+from toolloop_lab._trace import SkippedLine, read_trace
 from toolloop_lab.events import Event, LoopStarted
-from toolloop_lab.otel.observer import ExportOptions, OTelObserver
-from toolloop_lab.trace import SkippedLine, read_trace
+from toolloop_lab.otel._observer import ExportOptions, OTelObserver
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider

@@ -27,7 +27,7 @@ Why it is built this way:
   tool arguments and results, intervention values. Without it no model or tool text leaves
   the process, apart from a failure's exception message (clipped), as OpenTelemetry
   exception recording does.
-* **Every text is cleaned** (:mod:`toolloop_lab.otel.clean`): a lone surrogate becomes
+* **Every text is cleaned** (:mod:`toolloop_lab.otel._clean`): a lone surrogate becomes
   U+FFFD, as in reports, so an OTLP exporter never drops an attribute or a batch over one.
 * **A pause is no work**: the time a pause held the loop (step mode) is a ``toolloop.pause``
   span event at the moment it began, with its length, and the run's ``toolloop.paused_s``;
@@ -55,11 +55,12 @@ from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, Statu
 from opentelemetry.util.types import AttributeValue
 
 from toolloop_lab import events as ev
+from toolloop_lab._spend.usage import Usage
 from toolloop_lab._support.escape import NAME_CHARS, TEXT_CHARS, clip, scrub
 from toolloop_lab._support.jsonsafe import dumps
 from toolloop_lab.errors import ConfigurationError
-from toolloop_lab.otel.clean import CleanSpan, clean_attributes
-from toolloop_lab.otel.content import (
+from toolloop_lab.otel._clean import CleanSpan, clean_attributes
+from toolloop_lab.otel._content import (
     DEFAULT_CONTENT_LIMIT,
     finish_reason_of,
     input_messages,
@@ -67,8 +68,7 @@ from toolloop_lab.otel.content import (
     to_json,
     tool_definitions,
 )
-from toolloop_lab.otel.names import GEN_AI, SCHEMA_URL, TOOLLOOP, TRACER_NAME
-from toolloop_lab.spend.usage import Usage
+from toolloop_lab.otel._names import GEN_AI, SCHEMA_URL, TOOLLOOP, TRACER_NAME
 
 __all__ = ["ExportOptions", "OTelObserver", "provider_for_model"]
 
@@ -322,7 +322,7 @@ class OTelObserver:
         start: int,
         links: Sequence[Link] = (),
     ) -> Span:
-        """Start a span whose every text is cleaned (:mod:`toolloop_lab.otel.clean`): its
+        """Start a span whose every text is cleaned (:mod:`toolloop_lab.otel._clean`): its
         name and attributes now, whatever is set on it later by :class:`CleanSpan`."""
         span = self._tracer.start_span(
             scrub(name),

@@ -1,6 +1,6 @@
 """``SpanRun``: one agent's spans, told as the loop's typed events.
 
-:class:`~toolloop_lab.otel.spans.SpanSource` decides which run a span belongs to; this class
+:class:`~toolloop_lab.otel._spans.SpanSource` decides which run a span belongs to; this class
 turns the spans of that run into events, in the order the loop emits them, keeping what it
 must (the conversation carried so far, the calls and tools still open, the spend). Every
 time comes from the spans themselves (start and end times, relative to the agent span's
@@ -18,14 +18,14 @@ from typing import Any, Final, Literal, TypeVar
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from toolloop_lab import events as ev
+from toolloop_lab._bridge.conversation import Conversation
+from toolloop_lab._engine.call_events import model_called, priced_usage
+from toolloop_lab._engine.model_call import CallTiming, RepeatedCalls, is_empty, is_truncated
+from toolloop_lab._spend.pricing import PriceTable, call_price
+from toolloop_lab._spend.usage import Usage
 from toolloop_lab._support.jsonsafe import freeze, frozen_json, json_safe
-from toolloop_lab.bridge.conversation import Conversation
-from toolloop_lab.engine.call_events import model_called, priced_usage
-from toolloop_lab.engine.model_call import CallTiming, RepeatedCalls, is_empty, is_truncated
-from toolloop_lab.otel import conventions as cv
-from toolloop_lab.otel.names import GEN_AI, TOOLLOOP
-from toolloop_lab.spend.pricing import PriceTable, call_price
-from toolloop_lab.spend.usage import Usage
+from toolloop_lab.otel import _conventions as cv
+from toolloop_lab.otel._names import GEN_AI, TOOLLOOP
 
 __all__ = ["Failure", "SpanRun"]
 

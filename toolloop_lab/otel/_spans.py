@@ -81,12 +81,12 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.trace import StatusCode
 
+from toolloop_lab._spend.pricing import PriceTable
 from toolloop_lab.errors import ConfigurationError
 from toolloop_lab.events import Observer, checked_observers
-from toolloop_lab.otel import conventions as cv
-from toolloop_lab.otel.names import GEN_AI, TOOLLOOP
-from toolloop_lab.otel.span_run import Failure, SpanRun
-from toolloop_lab.spend.pricing import PriceTable
+from toolloop_lab.otel import _conventions as cv
+from toolloop_lab.otel._names import GEN_AI, TOOLLOOP
+from toolloop_lab.otel._span_run import Failure, SpanRun
 
 __all__ = ["DroppedSpans", "SpanSource", "watch_spans"]
 

@@ -8,8 +8,8 @@ tools share one fresh backend per run.
 
 from __future__ import annotations
 
-from toolloop_lab.workloads.filesystem import FILE_FUNCTIONS, FileSystem, FileSystemError
-from toolloop_lab.workloads.tickets import TICKET_FUNCTIONS, TicketError, TicketTracker
+from toolloop_lab.workloads._filesystem import FILE_FUNCTIONS, FileSystem, FileSystemError
+from toolloop_lab.workloads._tickets import TICKET_FUNCTIONS, TicketError, TicketTracker
 
 __all__ = [
     "FILE_FUNCTIONS",

@@ -2,8 +2,8 @@
 
 Three conversations of two or three user turns each, on scripted models: tidying notes into
 a folder, turning a log's errors into a ticket, cleaning a build folder. Each run gets one
-fresh :class:`Workbench` (a :class:`~toolloop_lab.workloads.filesystem.FileSystem` seeded
-with :data:`SEED_FILES` and a :class:`~toolloop_lab.workloads.tickets.TicketTracker` that
+fresh :class:`Workbench` (a :class:`~toolloop_lab.workloads._filesystem.FileSystem` seeded
+with :data:`SEED_FILES` and a :class:`~toolloop_lab.workloads._tickets.TicketTracker` that
 reads it), whose state carries over from turn to turn: a file moved in turn 1 is where turn
 2 looks for it. Several replies make order-dependent calls in one reply (``cd`` then
 ``cat``), so both configurations run a reply's calls in order.
@@ -25,11 +25,11 @@ from typing import Any, Final
 
 from langchain_core.tools import BaseTool
 
-from toolloop_lab.engine.config import AgentConfig
-from toolloop_lab.lab.scenario import Reply, Scenario, ToolCallSpec, Turn
-from toolloop_lab.tools.schema import tools_from_schema
-from toolloop_lab.workloads.filesystem import FILE_FUNCTIONS, FileSystem
-from toolloop_lab.workloads.tickets import TICKET_FUNCTIONS, TicketTracker
+from toolloop_lab._engine.config import AgentConfig
+from toolloop_lab._tools.schema import tools_from_schema
+from toolloop_lab.lab._scenario import Reply, Scenario, ToolCallSpec, Turn
+from toolloop_lab.workloads._filesystem import FILE_FUNCTIONS, FileSystem
+from toolloop_lab.workloads._tickets import TICKET_FUNCTIONS, TicketTracker
 
 __all__ = [
     "CONFIGS",

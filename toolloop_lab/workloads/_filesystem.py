@@ -5,7 +5,7 @@ arguments, state that later calls depend on (``cd`` changes what ``mv notes.txt 
 means), and failures as exceptions whose text the model reads (a ``FileSystemError``
 becomes an error ``ToolMessage``). :data:`FILE_FUNCTIONS` describes the methods as
 JSON-schema function docs in the OpenAI tools format, for
-:func:`toolloop_lab.tools.schema.tools_from_schema`.
+:func:`toolloop_lab._tools.schema.tools_from_schema`.
 
 Paths are POSIX-style, absolute (``/logs/app.log``) or relative to the working directory;
 files hold text. Every method holds one lock, so calls from concurrent tool threads never

@@ -1,7 +1,7 @@
 """``TicketTracker``: a small issue tracker as a tool backend, sharing a run's file system.
 
 Tickets get ids 1, 2, 3... in the order they are opened, so a scripted model can name them.
-``attach_file`` reads from the :class:`~toolloop_lab.workloads.filesystem.FileSystem` the
+``attach_file`` reads from the :class:`~toolloop_lab.workloads._filesystem.FileSystem` the
 tracker was built with: the two backends of one run share state, which is why a scenario
 builds every tool of a run in one ``tools_factory``. :data:`TICKET_FUNCTIONS` describes the
 methods as JSON-schema function docs in the OpenAI tools format.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Final
 
-from toolloop_lab.workloads.filesystem import FileSystem, FileSystemError, function_doc
+from toolloop_lab.workloads._filesystem import FileSystem, FileSystemError, function_doc
 
 __all__ = ["TICKET_FUNCTIONS", "TicketError", "TicketTracker"]
 

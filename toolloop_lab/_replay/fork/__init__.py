@@ -15,7 +15,7 @@ that row was the synthesis call: the conversation before the synthesis prompt). 
 before it are *taken* from the source: no model call and no tool call is made for them,
 and their tokens and cost are the source's own figures.
 
-**How it runs.** The rest is an ordinary :class:`~toolloop_lab.engine.agent.LLMAgent` run on that
+**How it runs.** The rest is an ordinary :class:`~toolloop_lab._engine.agent.LLMAgent` run on that
 conversation, so its events, pauses and budgets are the real loop's, and what a person
 changes at its pauses is recorded as usual. It runs on the model given: a scripted model or
 a replay that made the run answers from where the original got its reply at that round (on
@@ -32,7 +32,7 @@ round ``at_round``); :class:`ForkResult` renumbers them.
 call is sent, the figures of the rounds taken), :mod:`.remaining` works out what the fork's
 own run is given, :mod:`.compare` holds the rounds side by side and :class:`ForkResult`, and
 the run itself and its error policy are the core fork shares with what-if
-(:mod:`toolloop_lab.replay.rerun`). This module puts them together: :func:`prepare_fork`,
+(:mod:`toolloop_lab._replay.rerun`). This module puts them together: :func:`prepare_fork`,
 :class:`Fork`, :func:`fork` and :func:`afork`.
 
 **For a debugger** ("Fork from here"), :func:`prepare_fork` checks everything and returns a
@@ -63,14 +63,11 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, convert_to_messages
 from langchain_core.tools import BaseTool
 
-from toolloop_lab._support.derived import Derived
-from toolloop_lab._support.sync_runner import parameters_of, run_sync
-from toolloop_lab.engine.agent import AgentConfig, LLMAgent
-from toolloop_lab.engine.hooks import PauseHook
-from toolloop_lab.events import Observer
-from toolloop_lab.replay.figures import RunFigures
-from toolloop_lab.replay.fork.answering import fork_model
-from toolloop_lab.replay.fork.compare import (
+from toolloop_lab._engine.agent import AgentConfig, LLMAgent
+from toolloop_lab._engine.hooks import PauseHook
+from toolloop_lab._replay.figures import RunFigures
+from toolloop_lab._replay.fork.answering import fork_model
+from toolloop_lab._replay.fork.compare import (
     COMPARISON_DTYPES,
     ForkResult,
     RoundComparison,
@@ -79,19 +76,22 @@ from toolloop_lab.replay.fork.compare import (
     SourceKind,
     rows_of_view,
 )
-from toolloop_lab.replay.fork.remaining import derived_config, remaining
-from toolloop_lab.replay.fork.source import ForkSource, Taken, read_source
-from toolloop_lab.replay.rerun import Rerun, rerun
-from toolloop_lab.runview import RunView
-from toolloop_lab.spend.budget import (
+from toolloop_lab._replay.fork.remaining import derived_config, remaining
+from toolloop_lab._replay.fork.source import ForkSource, Taken, read_source
+from toolloop_lab._replay.rerun import Rerun, rerun
+from toolloop_lab._runview import RunView
+from toolloop_lab._spend.budget import (
     caller_context,
     current_prices,
     current_usd_budget,
     unpriced_error,
     usd_budget,
 )
-from toolloop_lab.spend.pricing import TokenPrice
-from toolloop_lab.spend.usage import Usage
+from toolloop_lab._spend.pricing import TokenPrice
+from toolloop_lab._spend.usage import Usage
+from toolloop_lab._support.derived import Derived
+from toolloop_lab._support.sync_runner import parameters_of, run_sync
+from toolloop_lab.events import Observer
 
 __all__ = [
     "COMPARISON_DTYPES",

@@ -28,10 +28,10 @@ from typing import Literal, TypeVar
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
+from toolloop_lab._models.scripted import ScriptedChatModel
+from toolloop_lab._replay.chat_models import ReplayChatModel
+from toolloop_lab._replay.recording_file import message_signature, request_signature
 from toolloop_lab.errors import ConfigurationError
-from toolloop_lab.models.scripted import ScriptedChatModel
-from toolloop_lab.replay.chat_models import ReplayChatModel
-from toolloop_lab.replay.recording_file import message_signature, request_signature
 
 __all__ = ["fork_model"]
 

@@ -3,7 +3,7 @@
 :class:`RoundFigures` is one round of a run (or its synthesis call), read from the run's
 events (:func:`rows_of_view`) or from a recording; :class:`RoundComparison` puts the same
 round of the original and the fork side by side; :class:`ForkResult` is what a fork hands
-back: both runs' figures (:class:`~toolloop_lab.replay.figures.RunFigures`), every round of
+back: both runs' figures (:class:`~toolloop_lab._replay.figures.RunFigures`), every round of
 either, the summary table and the pandas comparison.
 """
 
@@ -16,19 +16,19 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from langchain_core.messages import BaseMessage
 
-from toolloop_lab.engine.agent import AgentConfig, ToolLoopResult
-from toolloop_lab.errors import ToolLoopLabError
-from toolloop_lab.events import Event, Outcome
-from toolloop_lab.replay.figures import (
+from toolloop_lab._engine.agent import AgentConfig, ToolLoopResult
+from toolloop_lab._replay.figures import (
     ComparedRuns,
     RunFigures,
     comparison_lines,
     config_text,
     usd_change,
 )
-from toolloop_lab.replay.rerun import stop_notes
-from toolloop_lab.runview import RunView
-from toolloop_lab.spend.usage import Usage
+from toolloop_lab._replay.rerun import stop_notes
+from toolloop_lab._runview import RunView
+from toolloop_lab._spend.usage import Usage
+from toolloop_lab.errors import ToolLoopLabError
+from toolloop_lab.events import Event, Outcome
 
 if TYPE_CHECKING:
     import pandas as pd

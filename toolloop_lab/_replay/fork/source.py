@@ -1,9 +1,9 @@
 """What a fork takes from its source: the conversation its first call is sent, and the
 figures of the rounds before it.
 
-A source is a finished run (a :class:`~toolloop_lab.engine.agent.ToolLoopResult`), its events,
-a trace (path or :class:`~toolloop_lab.trace.TraceRead`) or a recording (path or
-:class:`~toolloop_lab.replay.recording_file.Recording`). Of events and traces, the run is picked
+A source is a finished run (a :class:`~toolloop_lab._engine.agent.ToolLoopResult`), its events,
+a trace (path or :class:`~toolloop_lab._trace.TraceRead`) or a recording (path or
+:class:`~toolloop_lab._replay.recording_file.Recording`). Of events and traces, the run is picked
 by the one rule (:func:`~toolloop_lab.events.select_run`); a trace whose rounds taken touch
 a line the reader had to skip is refused (the fork would start from a conversation that
 lacks it).
@@ -20,9 +20,16 @@ from typing import Any, Final, Literal, TypeAlias
 
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
+from toolloop_lab._engine.agent import ToolLoopResult
+from toolloop_lab._replay.figures import RunFigures
+from toolloop_lab._replay.fork.compare import RoundFigures, SourceKind, rows_of_view
+from toolloop_lab._replay.recording_file import FORMAT, Recording
+from toolloop_lab._runview import RunView
+from toolloop_lab._spend.pricing import PriceTable
+from toolloop_lab._spend.usage import Usage
 from toolloop_lab._support.jsonl import load_line
 from toolloop_lab._support.jsonsafe import thaw
-from toolloop_lab.engine.agent import ToolLoopResult
+from toolloop_lab._trace import TraceRead, read_trace
 from toolloop_lab.errors import ConfigurationError, TraceError
 from toolloop_lab.events import (
     EVENT_TYPES,
@@ -33,13 +40,6 @@ from toolloop_lab.events import (
     message_from_dict,
     select_run,
 )
-from toolloop_lab.replay.figures import RunFigures
-from toolloop_lab.replay.fork.compare import RoundFigures, SourceKind, rows_of_view
-from toolloop_lab.replay.recording_file import FORMAT, Recording
-from toolloop_lab.runview import RunView
-from toolloop_lab.spend.pricing import PriceTable
-from toolloop_lab.spend.usage import Usage
-from toolloop_lab.trace import TraceRead, read_trace
 
 __all__ = ["ForkSource", "Taken", "read_source"]
 
@@ -47,8 +47,8 @@ ForkSource: TypeAlias = (
     "ToolLoopResult | Sequence[Event] | TraceRead | Recording | str | os.PathLike[str]"
 )
 """What :func:`fork` accepts: a finished run, its events (a failed run's ``error.events``
-too), a trace (path or :class:`~toolloop_lab.trace.TraceRead`) or a recording (path or
-:class:`~toolloop_lab.replay.recording_file.Recording`)."""
+too), a trace (path or :class:`~toolloop_lab._trace.TraceRead`) or a recording (path or
+:class:`~toolloop_lab._replay.recording_file.Recording`)."""
 
 _SYNTHESIS: Final = "synthesis"
 _EVENT_CLASSES: Final = tuple(EVENT_TYPES.values())

@@ -1,6 +1,6 @@
 // @ts-check
 // The fold of a run's events: fold(run, event) grows the run (run.js) as RunView does in
-// Python (toolloop_lab/runview.py; tests/widget/test_widget_parity.py checks they agree). It
+// Python (toolloop_lab/_runview.py; tests/widget/test_widget_parity.py checks they agree). It
 // knows no DOM, no link protocol and no control state: only the events.
 
 import { num } from "./format.js";

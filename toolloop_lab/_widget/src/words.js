@@ -2,7 +2,7 @@
 // The words a person reads for the codes of the event vocabulary, and how money reads.
 // The words come from toolloop_lab/words.json, the file Python's
 // toolloop_lab/_support/words.py reads too; usd() writes the digits
-// toolloop_lab.spend.usage.format_usd writes (tests compare them).
+// toolloop_lab._spend.usage.format_usd writes (tests compare them).
 
 import words from "../../words.json" with { type: "json" };
 
