@@ -50,10 +50,7 @@ from langchain.agents import create_agent
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import HumanMessage
 
-from toolloop_lab import ScriptedChatModel
-from toolloop_lab._bridge import watch
-from toolloop_lab._runview import RunView
-from toolloop_lab._tools.builtin import echo_tool
+from toolloop_lab import RunView, ScriptedChatModel, echo_tool, watch
 from toolloop_lab.events import Event, LoopFinished
 
 Variant = Callable[[Any, int], Coroutine[Any, Any, None]]
@@ -130,7 +127,7 @@ _TRACES = itertools.count()
 
 
 async def bridge_trace(agent: Any, rounds: int) -> None:
-    from toolloop_lab._trace import TraceWriter
+    from toolloop_lab import TraceWriter
 
     path = Path(_TRACE_DIR.name) / f"trace{next(_TRACES)}.jsonl"
     writer = TraceWriter(path)
@@ -145,7 +142,7 @@ _DEBUGGER: list[Any] = []
 
 
 async def bridge_debugger(agent: Any, rounds: int) -> None:
-    from toolloop_lab._widget import LoopDebugger
+    from toolloop_lab._widget.debugger import LoopDebugger
 
     if not _DEBUGGER:
         _DEBUGGER.append(LoopDebugger())
@@ -269,7 +266,7 @@ def measure_inside(sizes: Sequence[int], repeats: int) -> dict[tuple[str, int], 
     """µs per round spent inside the bridge's callbacks (its observers included), timed
     around each callback: a direct figure, unlike the end-to-end ratios, which other
     processes' load blurs on a shared machine. Median of ``repeats`` runs."""
-    from toolloop_lab._bridge import EventBridge
+    from toolloop_lab import EventBridge
 
     spent = [0.0]
     originals = {name: getattr(EventBridge, name) for name in _CALLBACKS}

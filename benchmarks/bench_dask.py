@@ -45,9 +45,14 @@ from bench_lab import sweep
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool, StructuredTool
 
-from toolloop_lab.lab import LabResults, Scenario, ScriptedModel, run_scenarios
-from toolloop_lab.lab._dask import run_scenarios_on_dask
-from toolloop_lab.lab._frames import drop_volatile
+from toolloop_lab.lab import (
+    LabResults,
+    Scenario,
+    ScriptedModel,
+    drop_volatile,
+    run_scenarios,
+    run_scenarios_on_dask,
+)
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,10 @@ from functools import partial
 
 from benchkit import RUNNER, InstantChatModel, load, script
 
-from toolloop_lab import AgentConfig, LLMAgent
-from toolloop_lab._tools.builtin import echo_tool
-from toolloop_lab.events import EVENT_ADAPTER, Event
+from toolloop_lab import AgentConfig, LLMAgent, echo_tool
+from toolloop_lab.events import Event, _adapter
+
+EVENT_ADAPTER = _adapter()  # the events' own (de)serialiser, private to events.py
 
 ROUND = ("round_start", "model_call_start", "model_call", "tool_start", "tool_dispatch")
 CALLS = 2_000

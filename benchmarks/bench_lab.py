@@ -24,7 +24,7 @@ import time
 import tracemalloc
 
 from toolloop_lab.lab import LabResults, Reply, Scenario, run_scenarios
-from toolloop_lab.workloads._files import sweep as files_sweep
+from toolloop_lab.workloads import files_sweep
 
 
 def sweep(scenarios: int, rounds: int) -> list[Scenario]:

@@ -43,8 +43,7 @@ from typing import Any
 from benchkit import RUNNER, Cell, InstantChatModel, load, peak_per_round, script, time_once
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from toolloop_lab import AgentConfig, LLMAgent
-from toolloop_lab._tools.builtin import echo_tool
+from toolloop_lab import AgentConfig, LLMAgent, echo_tool
 from toolloop_lab.events import Event, LoopFinished, LoopStarted, RoundStarted
 
 Variant = Callable[[int], Coroutine[Any, Any, None]]
@@ -91,7 +90,7 @@ _TRACES = itertools.count()
 
 async def agent_trace(rounds: int) -> None:
     """LLMAgent writing a JSONL trace (``TraceWriter`` defaults: no fsync)."""
-    from toolloop_lab._trace import TraceWriter
+    from toolloop_lab import TraceWriter
 
     path = Path(_TRACE_DIR.name) / f"trace{next(_TRACES)}.jsonl"
     writer = TraceWriter(path)
@@ -107,7 +106,7 @@ _DEBUGGER: list[Any] = []
 
 
 def _debugger() -> Any:
-    from toolloop_lab._widget import LoopDebugger
+    from toolloop_lab._widget.debugger import LoopDebugger
 
     if not _DEBUGGER:
         _DEBUGGER.append(LoopDebugger())
@@ -210,8 +209,8 @@ def _stream(events: Sequence[Event], rounds: int) -> list[Event]:
 
 def measure_widget(events_wanted: int, repeats: int) -> dict[str, float]:
     """Events per second a fresh headless LoopDebugger (and a bare RunView) fold in."""
-    from toolloop_lab._runview import RunView
-    from toolloop_lab._widget import LoopDebugger
+    from toolloop_lab import RunView
+    from toolloop_lab._widget.debugger import LoopDebugger
 
     recorded = RUNNER.run(_agent(3).arun("go")).events
     per_round = sum(1 for e in recorded if e.round == 1)

@@ -89,7 +89,7 @@ from browser.streams import session_runs  # noqa: E402
 from loopkit import FakeTime, MockComm, channel  # noqa: E402
 
 from toolloop_lab._runview import summaries  # noqa: E402
-from toolloop_lab._widget import LoopDebugger  # noqa: E402
+from toolloop_lab._widget.debugger import LoopDebugger  # noqa: E402
 from toolloop_lab._widget.runrows import RowFeed  # noqa: E402
 from toolloop_lab._widget.session import Session  # noqa: E402
 

@@ -34,7 +34,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.trace import Tracer
 
-from toolloop_lab._runview import RunView
+from toolloop_lab import RunView
 from toolloop_lab.events import Event
 from toolloop_lab.otel import SpanSource
 
@@ -99,7 +99,7 @@ def _variants() -> dict[str, Callable[[], TracerProvider]]:
 
         return build
 
-    from toolloop_lab._widget import LoopDebugger
+    from toolloop_lab._widget.debugger import LoopDebugger
 
     dbg = LoopDebugger()
     sink: list[Event] = []

@@ -23,8 +23,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
-from toolloop_lab._tools.builtin import echo_tool
+from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, echo_tool
 from toolloop_lab.events import Event
 
 ROUNDS = 10

@@ -32,8 +32,7 @@ from stubs.clients import chat_openai
 from stubs.openai_stub import OpenAIStub, OpenAIToolCall, OpenAIUsage
 from stubs.prices import openai_cost
 
-from toolloop_lab import ScriptedChatModel
-from toolloop_lab._runview import RunView
+from toolloop_lab import RunView, ScriptedChatModel
 from toolloop_lab.events import Event, ModelCalled, ToolDispatched
 
 __all__ = [

@@ -25,9 +25,8 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.tools import BaseTool
 
-from toolloop_lab import AgentConfig, ScriptedChatModel
+from toolloop_lab import AgentConfig, ScriptedChatModel, tools_from_schema
 from toolloop_lab._support.words import time_limit_text
-from toolloop_lab._tools.schema import tools_from_schema
 from toolloop_lab.events import LoopFailed, ModelCallFailed
 from toolloop_lab.lab import (
     LabResults,

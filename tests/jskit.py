@@ -173,7 +173,7 @@ def _interrupted() -> list[Event]:
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.types import interrupt
 
-    from toolloop_lab._bridge import watch
+    from toolloop_lab import watch
 
     def confirm(question: str) -> str:
         """Ask a person."""

@@ -24,7 +24,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from toolloop_lab._spend.usage import Usage
+from toolloop_lab import Usage
+from toolloop_lab._stream import message_dicts
 from toolloop_lab.events import (
     BudgetGate,
     CallPurpose,
@@ -45,7 +46,6 @@ from toolloop_lab.events import (
     ToolCallView,
     ToolDispatched,
     ToolStarted,
-    message_dicts,
 )
 
 STARTED_AT = "2026-03-01T12:00:00.250000+00:00"

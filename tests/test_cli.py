@@ -19,7 +19,7 @@ import pytest
 from toolloop_lab._cli import DEFAULT_REPORT, main
 from toolloop_lab._support.words import OUTCOME
 from toolloop_lab.lab import LabResults, catalog
-from toolloop_lab.workloads._files import sweep as files_sweep
+from toolloop_lab.workloads import files_sweep
 
 HEADER = ["scenario", "outcome", "tool", "rounds", "model", "calls", "prompt", "completion"]
 

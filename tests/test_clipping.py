@@ -41,10 +41,9 @@ from loopkit import (
     usage,
 )
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
-from toolloop_lab._spend.usage import Usage
+from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, Usage
 from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS, TEXT_CHARS, clip
-from toolloop_lab._widget import LoopDebugger
+from toolloop_lab._widget.debugger import LoopDebugger
 from toolloop_lab.events import Event, LoopFailed, LoopStarted, ToolDispatched
 from toolloop_lab.lab import LabResults, Reply, run_scenarios
 from toolloop_lab.lab import Scenario as LabScenario

@@ -16,13 +16,11 @@ import pytest
 from loopkit import final
 from opentelemetry.sdk.trace import TracerProvider
 
-from toolloop_lab import LLMAgent, LoopDebugger, ScriptedChatModel
-from toolloop_lab._bridge import EventBridge, callbacks, watch
+from toolloop_lab import EventBridge, LLMAgent, LoopDebugger, ScriptedChatModel, watch
+from toolloop_lab._bridge.watch import callbacks
 from toolloop_lab.events import Event
-from toolloop_lab.lab import Reply, Scenario, run_scenarios
-from toolloop_lab.lab._dask import run_scenarios_on_dask
-from toolloop_lab.otel import SpanSource
-from toolloop_lab.otel._spans import watch_spans
+from toolloop_lab.lab import Reply, Scenario, run_scenarios, run_scenarios_on_dask
+from toolloop_lab.otel import SpanSource, watch_spans
 
 
 def _observer(event: Event) -> None:
@@ -43,15 +41,10 @@ def _dask(observers: Any) -> object:
     return run_scenarios_on_dask(scenarios, None, observers=observers)
 
 
-def _bridge(observers: Any) -> object:
-    return EventBridge(observers)
-
-
 TAKE_A_LIST: dict[str, Callable[[Any], object]] = {
     "LLMAgent": _agent,
     "run_scenarios": _sweep,
     "run_scenarios_on_dask": _dask,
-    "EventBridge": _bridge,
 }
 """Where observers come as one list argument, ``observers=``."""
 
@@ -111,6 +104,7 @@ def _debugger(method: str) -> Callable[..., object]:
 
 TAKE_EACH: dict[str, Callable[..., object]] = {
     "SpanSource": _source,
+    "EventBridge": EventBridge,
     "watch_spans": _spans,
     "callbacks": callbacks,
     "watch": _watch,

@@ -21,7 +21,8 @@ from langchain.agents import create_agent
 from langchain_core.tools import tool
 from loopkit import MODEL, MockComm, calls, final, tool_call
 
-from toolloop_lab import LoopDebugger, NoPauseError, ScriptedChatModel
+from toolloop_lab import LoopDebugger, ScriptedChatModel
+from toolloop_lab.errors import NoPauseError
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -23,8 +23,6 @@ from toolloop_lab._support.paths import resolved
 if TYPE_CHECKING:
     from toolloop_lab.lab._scenario import Scenario
 
-__all__ = ["DEFAULT_REPORT", "WORKLOADS", "main"]
-
 DEFAULT_REPORT: Final = "toolloop-lab-report.html"
 """Where ``demo`` writes its report unless ``--out`` says otherwise (in the cwd)."""
 
@@ -37,9 +35,9 @@ WORKLOADS: Final = ("catalog", "files")
 def _workload(name: str) -> tuple[tuple[Scenario, ...], str]:
     """The scenarios of a workload and its report's title (imported only when run)."""
     if name == "files":
-        from toolloop_lab.workloads._files import sweep
+        from toolloop_lab.workloads import files_sweep
 
-        return sweep(), "toolloop_lab demo: the files workload (roomy vs tight)"
+        return files_sweep(), "toolloop_lab demo: the files workload (roomy vs tight)"
     from toolloop_lab.lab import catalog
 
     return catalog(), "toolloop_lab demo: the scenario catalog"

@@ -27,23 +27,6 @@ from toolloop_lab._spend.usage import Usage
 from toolloop_lab._support.derived import Derived
 from toolloop_lab._support.words import shown_status
 
-__all__ = [
-    "MAX_SPANS",
-    "CallSite",
-    "GateState",
-    "RoundRow",
-    "RunBook",
-    "RunStatus",
-    "RunSummary",
-    "RunView",
-    "Span",
-    "SpanKind",
-    "ToolRow",
-    "call_site",
-    "run_spans",
-    "summaries",
-]
-
 T = TypeVar("T")
 
 RunStatus = Literal["idle", "running", "paused", "finished", "failed", "cancelled"]
@@ -637,6 +620,14 @@ class RunSummary:
         return shown_status(self.status, self.outcome)
 
     @classmethod
+    def of_stream(cls, events: Iterable[ev.Event]) -> tuple[RunSummary, ...]:
+        """Every run of a stream (a trace's events, a sweep's, a debugger's), each summed up
+        with its family, in the order they started: a nested run names the tool call that
+        made it, and each run's totals include the runs nested under it (as
+        ``LoopDebugger.runs`` lists them)."""
+        return summaries(events)
+
+    @classmethod
     def of(cls, view: RunView) -> RunSummary:
         """The summary of the run ``view`` folded, on its own (its totals are its own); a
         view of no event has no run."""
@@ -966,6 +957,24 @@ def _offset(
         return max(mine - theirs, 0.0)
     site = held[run_id].site
     return offsets[up] + (site.t if site is not None else 0.0)
+
+
+def nested_run_ids(events: Iterable[ev.Event], run_id: str) -> tuple[str, ...]:
+    """The runs ``run_id`` started, and the runs those started, and so on (sub-agents
+    called from its tools), in the order they started."""
+    stream = tuple(events)
+    parents = {
+        e.run_id: e.parent_run_id
+        for e in stream
+        if isinstance(e, ev.LoopStarted) and e.parent_run_id not in (None, e.run_id)
+    }
+    below: set[str] = {run_id}
+    out: list[str] = []
+    for child in ev.run_ids(stream):  # start order: a parent is met before its children
+        if parents.get(child) in below:
+            below.add(child)
+            out.append(child)
+    return tuple(out)
 
 
 def summaries(events: Iterable[ev.Event]) -> tuple[RunSummary, ...]:

@@ -53,8 +53,6 @@ from toolloop_lab.events import (
     top_level_run_ids,
 )
 
-__all__ = ["SkippedLine", "TraceRead", "TraceWriter", "encode_event", "read_trace", "write_trace"]
-
 _log = logging.getLogger("toolloop_lab.trace")
 
 _SYNC_ON: Final = (RoundStarted, SynthesisStarted, LoopFinished, LoopFailed)

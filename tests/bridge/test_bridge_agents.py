@@ -35,8 +35,9 @@ from stubs.openai_stub import OpenAIStub, OpenAIToolCall, OpenAIUsage
 from stubs.prices import openai_cost
 from stubs.sse import StreamFault, StreamPlan
 
-from toolloop_lab._bridge import callbacks, watch
-from toolloop_lab._widget import LoopDebugger
+from toolloop_lab import watch
+from toolloop_lab._bridge.watch import callbacks
+from toolloop_lab._widget.debugger import LoopDebugger
 from toolloop_lab.events import (
     BudgetGate,
     LoopFailed,

@@ -23,10 +23,8 @@ from langgraph.types import Command, interrupt
 from loopkit import MODEL, calls, final, tool_call
 from opentelemetry.trace import StatusCode
 
-from toolloop_lab import ScriptedChatModel
-from toolloop_lab._bridge import watch
-from toolloop_lab._runview import RunSummary, RunView
-from toolloop_lab._widget import LoopDebugger
+from toolloop_lab import RunSummary, RunView, ScriptedChatModel, watch
+from toolloop_lab._widget.debugger import LoopDebugger
 from toolloop_lab._widget.text import summary_text
 from toolloop_lab.events import FAILED_OUTCOMES, Event, LoopFinished, LoopStarted, ToolDispatched
 from toolloop_lab.otel import OTelObserver

@@ -40,16 +40,15 @@ from langgraph.types import Command, interrupt
 from loopkit import MODEL, calls, final, reference_cost, tool_call, wait_until
 from stubs.openai_stub import OpenAIStub, OpenAIUsage
 
-from toolloop_lab import ScriptedChatModel
-from toolloop_lab._bridge import EventBridge, callbacks, watch
+from toolloop_lab import EventBridge, RunView, ScriptedChatModel, watch
 from toolloop_lab._bridge.conversation import (
     Conversation,
     bound_tool_names,
     configured_model_name,
     messages_in,
 )
-from toolloop_lab._runview import RunView
-from toolloop_lab._widget import LoopDebugger
+from toolloop_lab._bridge.watch import callbacks
+from toolloop_lab._widget.debugger import LoopDebugger
 from toolloop_lab.events import (
     Event,
     LoopFailed,

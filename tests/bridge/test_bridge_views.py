@@ -22,12 +22,9 @@ from langchain_core.tools import tool
 from loopkit import MODEL, calls, final, tool_call
 from stubs.openai_stub import OpenAIStub
 
-from toolloop_lab import LLMAgent, ScriptedChatModel
-from toolloop_lab._bridge import watch
-from toolloop_lab._runview import RunView
-from toolloop_lab._trace import TraceWriter, read_trace
-from toolloop_lab._widget import LoopDebugger
-from toolloop_lab._widget import figures as fig
+from toolloop_lab import LLMAgent, RunView, ScriptedChatModel, TraceWriter, read_trace, watch
+from toolloop_lab._support import words as fig
+from toolloop_lab._widget.debugger import LoopDebugger
 from toolloop_lab._widget.snapshot import snapshot_html
 from toolloop_lab._widget.text import summary_text
 from toolloop_lab._widget.wire import event_payload
@@ -40,9 +37,9 @@ from toolloop_lab.events import (
     event_from_dict,
     transcript,
 )
-from toolloop_lab.lab import LabResults
+from toolloop_lab.lab import LabResults, ScenarioRun
 from toolloop_lab.lab._frames import rounds_frame, runs_frame, tools_frame
-from toolloop_lab.lab._record import ScenarioRun, outcome_of_events
+from toolloop_lab.lab._record import outcome_of_events
 
 
 def _record(name: str, events: list[Event]) -> ScenarioRun:

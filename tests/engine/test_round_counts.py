@@ -12,8 +12,8 @@ import pytest
 from langchain_core.tools import BaseTool
 from loopkit import MODEL, calls, final, tool_call
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, usd_budget
-from toolloop_lab._runview import RunView, summaries
+from toolloop_lab import AgentConfig, LLMAgent, RunView, ScriptedChatModel, usd_budget
+from toolloop_lab._runview import summaries
 from toolloop_lab.errors import ExecutionError, ToolLoopError
 
 

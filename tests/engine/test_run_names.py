@@ -14,9 +14,7 @@ from typing import Any
 import pytest
 from loopkit import MODEL, calls, final, tool_call
 
-from toolloop_lab import LLMAgent, ScriptedChatModel
-from toolloop_lab._tools.builtin import echo_tool
-from toolloop_lab._trace import TraceWriter, read_trace
+from toolloop_lab import LLMAgent, ScriptedChatModel, TraceWriter, echo_tool, read_trace
 from toolloop_lab.events import Event, LoopStarted, event_from_dict
 
 

@@ -50,11 +50,19 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from loopkit import ALL, MODEL, PAYLOADS, MockComm, channel, invalid_call, strings, usage
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopError, compare, fork
-from toolloop_lab._tools.builtin import echo_tool, file_read_tool
+from toolloop_lab import (
+    AgentConfig,
+    LLMAgent,
+    ScriptedChatModel,
+    compare,
+    echo_tool,
+    file_read_tool,
+    fork,
+)
 from toolloop_lab._trace import write_trace
-from toolloop_lab._widget import LoopDebugger
+from toolloop_lab._widget.debugger import LoopDebugger
 from toolloop_lab._widget.page import LOADER, module_source
+from toolloop_lab.errors import ToolLoopError
 from toolloop_lab.lab import LabResults, Reply, Scenario, run_scenarios
 
 matplotlib.use("Agg")

@@ -23,12 +23,17 @@ from langchain_core.tools import tool
 from loopkit import MODEL, calls, final, tool_call, usage
 from opentelemetry.sdk.trace import TracerProvider
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
-from toolloop_lab._bridge import watch
-from toolloop_lab._runview import RunView
-from toolloop_lab._spend.usage import Usage
+from toolloop_lab import (
+    AgentConfig,
+    LLMAgent,
+    RunView,
+    ScriptedChatModel,
+    TraceWriter,
+    Usage,
+    read_trace,
+    watch,
+)
 from toolloop_lab._support.fields import MAX_INT
-from toolloop_lab._trace import TraceWriter, read_trace
 from toolloop_lab.events import Event, LoopFinished
 from toolloop_lab.otel import SpanSource
 

@@ -26,15 +26,15 @@ from loopkit import MODEL, calls, final, reference_cost, tool_call, usage
 
 from toolloop_lab import (
     AgentConfig,
-    ExecutionError,
     LLMAgent,
     ScriptedChatModel,
     TokenPrice,
     ToolLoopResult,
+    Usage,
     usd_budget,
 )
 from toolloop_lab._spend.pricing import call_cost, cost_of, known_price
-from toolloop_lab._spend.usage import Usage
+from toolloop_lab.errors import ExecutionError
 from toolloop_lab.events import BudgetGate, ModelCalled
 
 PROMPT = [HumanMessage("go")]

@@ -38,7 +38,8 @@ from dask_helpers import (
 )
 from langchain_core.tools import BaseTool, StructuredTool
 
-from toolloop_lab import ConfigurationError, ScriptedChatModel
+from toolloop_lab import ScriptedChatModel
+from toolloop_lab.errors import ConfigurationError
 from toolloop_lab.events import FAILED_OUTCOMES, Event
 from toolloop_lab.lab import (
     LabResults,
@@ -48,9 +49,10 @@ from toolloop_lab.lab import (
     catalog,
     drop_volatile,
     run_scenarios,
+    run_scenarios_on_dask,
 )
-from toolloop_lab.lab._dask import EXTRA, run_batch, run_scenarios_on_dask
-from toolloop_lab.workloads._files import sweep as files_sweep
+from toolloop_lab.lab._dask import EXTRA, run_batch
+from toolloop_lab.workloads import files_sweep
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -340,7 +342,7 @@ def test_the_package_and_the_lab_never_import_dask() -> None:
         import sys
         from concurrent.futures import ThreadPoolExecutor
         import toolloop_lab, toolloop_lab.lab, toolloop_lab.lab._dask
-        from toolloop_lab import catalog, run_scenarios
+        from toolloop_lab.lab import catalog, run_scenarios
         with ThreadPoolExecutor(2) as pool:
             run_scenarios(catalog(), executor=pool, progress=False)
         print(sorted(m for m in sys.modules if m.split(".")[0] in {"dask", "distributed"}))

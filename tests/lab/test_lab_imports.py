@@ -12,8 +12,6 @@ import subprocess
 import sys
 import textwrap
 
-import toolloop_lab.lab as lab
-
 
 def run(code: str) -> str:
     done = subprocess.run(
@@ -49,7 +47,7 @@ def test_a_whole_lab_session_loads_no_widget_library() -> None:
     out = run(
         f"""
         import sys
-        from toolloop_lab import catalog, run_scenarios
+        from toolloop_lab.lab import catalog, run_scenarios
         def loaded():
             prefixes = ("toolloop_lab._widget", "ipywidgets", "anywidget")
             return sorted(m for m in sys.modules if m.startswith(prefixes))
@@ -64,16 +62,3 @@ def test_a_whole_lab_session_loads_no_widget_library() -> None:
     swept, reported = out.strip().splitlines()
     assert swept == "[]"
     assert reported == "[]"
-
-
-def test_lazy_names_resolve_to_the_lab() -> None:
-    import toolloop_lab
-
-    for name in ("Scenario", "run_scenarios", "arun_scenarios", "catalog", "LabResults"):
-        assert getattr(toolloop_lab, name) is getattr(lab, name)
-
-
-def test_all_names_exist_once() -> None:
-    assert len(set(lab.__all__)) == len(lab.__all__)
-    for name in lab.__all__:
-        assert hasattr(lab, name)

@@ -11,8 +11,7 @@ import pandas as pd
 import pytest
 from langchain_core.tools import BaseTool, tool
 
-from toolloop_lab import LLMAgent, ScriptedChatModel
-from toolloop_lab._runview import RunView
+from toolloop_lab import LLMAgent, RunView, ScriptedChatModel
 from toolloop_lab.events import LoopStarted
 from toolloop_lab.lab import LabResults, Reply, Scenario, run_scenarios
 

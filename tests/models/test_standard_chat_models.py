@@ -30,9 +30,8 @@ from langchain_tests.integration_tests import ChatModelIntegrationTests
 from langchain_tests.unit_tests import ChatModelUnitTests
 from responder import MODEL_NAME, responder_model
 
-from toolloop_lab import ScriptedChatModel
-from toolloop_lab._replay.chat_models import RecordingChatModel, ReplayChatModel
-from toolloop_lab._replay.recording_file import Recording, ReplayDivergedError
+from toolloop_lab import Recording, RecordingChatModel, ReplayChatModel, ScriptedChatModel
+from toolloop_lab.errors import ReplayDivergedError
 
 OVERRIDE = "scripted-override"
 """A per-call ``model=`` name; each of our models reports it as the reply's model name."""

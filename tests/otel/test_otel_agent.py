@@ -23,8 +23,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 from otelkit import shape
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopLabError, usd_budget
-from toolloop_lab._tools.builtin import echo_tool
+from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, echo_tool, usd_budget
+from toolloop_lab.errors import ToolLoopLabError
 from toolloop_lab.events import (
     FAILED_OUTCOMES,
     Event,

@@ -50,8 +50,8 @@ from typing import Any
 import pytest
 from otelkit import RunBuilder, echo_call, usage
 
-from toolloop_lab import ToolLoopLabError
-from toolloop_lab._trace import TraceWriter, read_trace
+from toolloop_lab import TraceWriter, read_trace
+from toolloop_lab.errors import ToolLoopLabError
 from toolloop_lab.events import (
     Event,
     LoopFailed,

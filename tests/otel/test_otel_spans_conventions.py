@@ -15,9 +15,8 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Span, Status, StatusCode, Tracer, set_span_in_context
 
-from toolloop_lab._runview import RunView
+from toolloop_lab import RunView, Usage
 from toolloop_lab._spend.pricing import price_of
-from toolloop_lab._spend.usage import Usage
 from toolloop_lab.events import (
     Event,
     LoopFailed,

@@ -23,10 +23,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import Span, Tracer, set_span_in_context
 
-from toolloop_lab._runview import RunView
+from toolloop_lab import RunView, TraceWriter, Usage, read_trace
 from toolloop_lab._spend.pricing import price_of
-from toolloop_lab._spend.usage import Usage
-from toolloop_lab._trace import TraceWriter, read_trace
 from toolloop_lab.events import (
     Event,
     LoopFinished,

@@ -23,11 +23,11 @@ from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.usage import RequestUsage
 
-from toolloop_lab._runview import RunView
-from toolloop_lab._spend.pricing import TokenPrice, price_of
-from toolloop_lab._spend.usage import Usage
-from toolloop_lab._trace import read_trace, write_trace
-from toolloop_lab._widget import LoopDebugger
+from toolloop_lab import RunView, TokenPrice, Usage, read_trace
+from toolloop_lab._runview import nested_run_ids
+from toolloop_lab._spend.pricing import price_of
+from toolloop_lab._trace import write_trace
+from toolloop_lab._widget.debugger import LoopDebugger
 from toolloop_lab.events import (
     Event,
     LoopFailed,
@@ -38,7 +38,6 @@ from toolloop_lab.events import (
     ToolDispatched,
     ToolStarted,
     by_run,
-    nested_run_ids,
     transcript,
 )
 from toolloop_lab.otel import SpanSource, export_events, watch_spans

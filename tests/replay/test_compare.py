@@ -21,17 +21,19 @@ from loopkit import MODEL, calls, final, tool_call
 
 from toolloop_lab import (
     AgentConfig,
-    ConfigurationError,
+    ForkResult,
     LLMAgent,
+    PausePoint,
+    RunComparison,
     ScriptedChatModel,
     ToolLoopResult,
+    TraceWriter,
     compare,
+    fork,
+    read_trace,
 )
-from toolloop_lab._engine.hooks import PausePoint
-from toolloop_lab._replay.compare import COMPARE_DTYPES, RunComparison
-from toolloop_lab._replay.fork import ForkResult, fork
-from toolloop_lab._trace import TraceWriter, read_trace
-from toolloop_lab.errors import ToolLoopError, TraceError, UnknownRunError
+from toolloop_lab._replay.compare import COMPARE_DTYPES
+from toolloop_lab.errors import ConfigurationError, ToolLoopError, TraceError, UnknownRunError
 
 
 @tool

@@ -28,25 +28,27 @@ from stubs.prices import anthropic_cost, openai_cost, price
 import toolloop_lab
 from toolloop_lab import (
     AgentConfig,
+    LLMAgent,
+    Recording,
+    RecordingChatModel,
+    ReplayChatModel,
+    ScriptedChatModel,
+    ToolLoopResult,
+    awhat_if,
+    usd_budget,
+    what_if,
+)
+from toolloop_lab.errors import (
     ConfigurationError,
     ExecutionError,
-    LLMAgent,
-    ScriptedChatModel,
-    ToolLoopError,
-    ToolLoopLabError,
-    ToolLoopResult,
-    usd_budget,
-)
-from toolloop_lab._replay.chat_models import RecordingChatModel, ReplayChatModel
-from toolloop_lab._replay.recording_file import (
     RecordedCallError,
-    Recording,
     RecordingError,
     RecordingFormatError,
     ReplayDivergedError,
     ReplayExhaustedError,
+    ToolLoopError,
+    ToolLoopLabError,
 )
-from toolloop_lab._replay.whatif import awhat_if, what_if
 from toolloop_lab.events import Event, LoopStarted, ModelCalled, Pruned, ToolDispatched
 
 

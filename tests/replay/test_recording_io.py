@@ -17,15 +17,15 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
 from loopkit import MODEL, tool_call, usage
 
-from toolloop_lab import LLMAgent, ScriptedChatModel, ToolLoopError, ToolLoopLabError
-from toolloop_lab._replay.chat_models import RecordingChatModel, ReplayChatModel
-from toolloop_lab._replay.recording_file import (
-    Recording,
+from toolloop_lab import LLMAgent, Recording, RecordingChatModel, ReplayChatModel, ScriptedChatModel
+from toolloop_lab.errors import (
+    PaidCallError,
     RecordingError,
     RecordingFormatError,
     RecordingWriteError,
+    ToolLoopError,
+    ToolLoopLabError,
 )
-from toolloop_lab.errors import PaidCallError
 
 ODD_TEXT = "line\u2028separator\u2029paragraph\x85next-line and caf\u00e9"
 LONE_SURROGATE = "half a pair: \ud800 (a lone surrogate)"

@@ -27,11 +27,19 @@ from loopkit import MODEL, calls, final, tool_call
 from stubs.anthropic_stub import AnthropicStub, AnthropicToolUse, AnthropicUsage
 from stubs.clients import chat_anthropic
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopResult, compare
-from toolloop_lab._replay.chat_models import RecordingChatModel, ReplayChatModel
-from toolloop_lab._replay.fork import fork
-from toolloop_lab._replay.whatif import what_if
-from toolloop_lab._trace import TraceWriter, read_trace
+from toolloop_lab import (
+    AgentConfig,
+    LLMAgent,
+    RecordingChatModel,
+    ReplayChatModel,
+    ScriptedChatModel,
+    ToolLoopResult,
+    TraceWriter,
+    compare,
+    fork,
+    read_trace,
+    what_if,
+)
 from toolloop_lab._widget.wire import event_payload
 from toolloop_lab.events import (
     Event,
@@ -319,7 +327,7 @@ def test_a_real_client_sends_the_image_as_an_image(ant: AnthropicStub) -> None:
 async def test_a_langgraph_tool_node_result_is_said_in_words_through_the_bridge() -> None:
     from bridgekit import state_graph
 
-    from toolloop_lab._bridge.watch import watch
+    from toolloop_lab import watch
 
     events: list[Event] = []
     model = ScriptedChatModel(_script(), model_name=MODEL)

@@ -15,7 +15,7 @@ import comm
 import pytest
 from loopkit import FakeTime, MockComm, channel
 
-from toolloop_lab._widget import LoopDebugger
+from toolloop_lab._widget.debugger import LoopDebugger
 
 
 @pytest.fixture(autouse=True)

@@ -15,7 +15,7 @@ from langchain_core.tools import tool
 from loopkit import MODEL, MockComm, calls, final, received, tool_call
 
 from toolloop_lab import ScriptedChatModel
-from toolloop_lab._widget import LoopDebugger
+from toolloop_lab._widget.debugger import LoopDebugger
 from toolloop_lab._widget.wire import event_payload
 from toolloop_lab.events import Event, LoopStarted
 

@@ -19,7 +19,7 @@ import re
 from jskit import usd_stop_mid_run
 from loopkit import catalog_run
 
-from toolloop_lab._runview import RunView
+from toolloop_lab import RunView
 from toolloop_lab._support.words import BUDGET_STOP, OUTCOME, STATUS, shown_status
 from toolloop_lab._widget import figures
 from toolloop_lab._widget.snapshot import snapshot_html

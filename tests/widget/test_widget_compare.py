@@ -23,14 +23,20 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool, tool
 from loopkit import ALL, IN_A_LOOP, MODEL, MockComm, calls, channel, final, tool_call
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopResult, compare
-from toolloop_lab._engine.hooks import PausePoint
-from toolloop_lab._replay.compare import RunComparison
-from toolloop_lab._replay.fork import fork
+from toolloop_lab import (
+    AgentConfig,
+    LLMAgent,
+    PausePoint,
+    RunComparison,
+    ScriptedChatModel,
+    ToolLoopResult,
+    compare,
+    fork,
+)
 from toolloop_lab._support.words import CALL_CHANGE, CALL_CHANGE_PART
 from toolloop_lab._trace import write_trace
-from toolloop_lab._widget import LoopDebugger
 from toolloop_lab._widget.comparing import COMPARE_CHARS, comparison_payload
+from toolloop_lab._widget.debugger import LoopDebugger
 from toolloop_lab._widget.textdiff import DIFF_OPS, text_opcodes
 from toolloop_lab.errors import ConfigurationError, ToolLoopError, UnknownRunError
 

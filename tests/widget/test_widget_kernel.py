@@ -35,7 +35,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 import ipykernel
 from toolloop_lab import LLMAgent, ScriptedChatModel
-from toolloop_lab._widget import LoopDebugger
+from toolloop_lab._widget.debugger import LoopDebugger
 
 @tool
 async def slow(x: int) -> int:

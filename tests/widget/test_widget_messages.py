@@ -24,13 +24,12 @@ import pytest
 from browser.streams import PlaybackAgent, Stream, ToolSpec, long_run, sample_run, slow_run
 from loopkit import FakeTime, MockComm, channel, received, until
 
-from toolloop_lab._runview import RunView
+from toolloop_lab import RunView
 from toolloop_lab._spend.usage import format_usd
 from toolloop_lab._tools.dispatcher import STOPPED_TEXT
 from toolloop_lab._trace import write_trace
-from toolloop_lab._widget import LoopDebugger
 from toolloop_lab._widget.coalesce import Coalescer
-from toolloop_lab._widget.debugger import STATIC
+from toolloop_lab._widget.debugger import STATIC, LoopDebugger
 from toolloop_lab._widget.wire import event_payload
 from toolloop_lab.events import Event, LoopFinished
 

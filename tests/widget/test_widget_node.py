@@ -42,3 +42,12 @@ def test_the_front_end_passes_the_type_check() -> None:
     npm = shutil.which("npm")
     assert npm is not None
     _run([npm, "run", "check", "--silent"])
+
+
+def test_every_front_end_module_asks_for_the_type_check() -> None:
+    """``tsc`` checks a file only under ``// @ts-check``: each hand-written module starts so."""
+    sources = sorted((ROOT / "toolloop_lab" / "_widget" / "src").glob("*.js"))
+    assert len(sources) > 1
+    assert [
+        p.name for p in sources if not p.read_text(encoding="utf-8").startswith("// @ts-check")
+    ] == []

@@ -19,7 +19,8 @@ import pytest
 from browser.streams import failed_run, hostile_run, long_run, sample_run
 from jskit import ROOT, all_cases, need_node, payloads
 
-from toolloop_lab._runview import RoundRow, RunView
+from toolloop_lab import RunView
+from toolloop_lab._runview import RoundRow
 from toolloop_lab._spend.usage import format_usd
 from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS, clip
 from toolloop_lab._support.words import STATUS, shown_status, tool_outcome, word

@@ -19,7 +19,7 @@ from loopkit import MODEL, MockComm, calls, channel, final, tool_call
 
 from toolloop_lab import LLMAgent, ScriptedChatModel
 from toolloop_lab._support.words import REACH, REACH_HINT
-from toolloop_lab._widget import LoopDebugger
+from toolloop_lab._widget.debugger import LoopDebugger
 from toolloop_lab._widget.reach import FULL, KernelInfo, Reach, decide
 
 

@@ -20,12 +20,10 @@ from browser.streams import Stream, session_runs
 from langchain_core.tools import tool
 from loopkit import MODEL, FakeTime, MockComm, calls, channel, final, received, tool_call
 
-from toolloop_lab import LLMAgent, ScriptedChatModel
-from toolloop_lab._runview import RunSummary, summaries
+from toolloop_lab import LLMAgent, RunSummary, ScriptedChatModel, TraceWriter, echo_tool
+from toolloop_lab._runview import summaries
 from toolloop_lab._support.escape import NAME_CHARS
-from toolloop_lab._tools.builtin import echo_tool
-from toolloop_lab._trace import TraceWriter
-from toolloop_lab._widget import LoopDebugger
+from toolloop_lab._widget.debugger import LoopDebugger
 from toolloop_lab._widget.runrows import MAX_TAGS, row_payload
 from toolloop_lab._widget.wire import event_payload
 from toolloop_lab.errors import UnknownRunError

@@ -19,10 +19,9 @@ from loopkit import MODEL, MockComm, calls, final, tool_call
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Status, StatusCode, Tracer
 
-from toolloop_lab import LLMAgent, ScriptedChatModel
+from toolloop_lab import LLMAgent, ScriptedChatModel, echo_tool
 from toolloop_lab._support.words import TABLES
-from toolloop_lab._tools.builtin import echo_tool
-from toolloop_lab._widget import LoopDebugger
+from toolloop_lab._widget.debugger import LoopDebugger
 from toolloop_lab.otel import SpanSource
 
 ESTIMATED = TABLES["usage"]["estimated"]

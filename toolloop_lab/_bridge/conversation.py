@@ -25,15 +25,6 @@ from langchain_core.messages import BaseMessage
 
 from toolloop_lab._support.jsonsafe import json_safe
 
-__all__ = [
-    "Conversation",
-    "bound_tool_names",
-    "configured_model_name",
-    "message_key",
-    "messages_in",
-    "streaming_requested",
-]
-
 _MAX_DEPTH: Final = 4
 """How deep :func:`messages_in` looks (a state holds messages one or two levels down)."""
 

@@ -65,13 +65,12 @@ from toolloop_lab._engine.model_call import (
 )
 from toolloop_lab._spend.pricing import PriceTable
 from toolloop_lab._spend.usage import Usage
+from toolloop_lab._stream import failure_fields, finish_outcome, message_dicts, notify
+from toolloop_lab._support.errortext import error_name, explain
 from toolloop_lab._support.jsonsafe import dumps, freeze, frozen_json, json_safe
 from toolloop_lab._tools.content import is_blocks
-from toolloop_lab.errors import error_name, explain
 
 from .conversation import Conversation, messages_in
-
-__all__ = ["BridgedRun", "Clock"]
 
 _STAND_IN: Final = "invalid_tool"
 """The tool a classic ``AgentExecutor`` runs in place of one the model named but nobody has."""
@@ -181,7 +180,7 @@ class BridgedRun:
             t=max(0.0, self.clock() - self.t0),
             **fields,
         )
-        ev.notify(self.observers, event)
+        notify(self.observers, event)
         return event
 
     def ensure_started(self, *, model_name: str | None = None, tools: tuple[str, ...] = ()) -> None:
@@ -243,7 +242,7 @@ class BridgedRun:
             purpose=purpose,
             model_name=model_name,
             tools=tools if purpose == "round" else (),
-            messages=ev.message_dicts(fresh),
+            messages=message_dicts(fresh),
             streaming=streaming,
         )
         self.pending = []
@@ -561,14 +560,14 @@ class BridgedRun:
             budget_exhausted=False,
             synthesis_was_run=self.synthesis_run,
             synthesis_reason=None,
-            outcome=ev.finish_outcome(
+            outcome=finish_outcome(
                 budget_exhausted=False,
                 synthesis_was_run=self.synthesis_run,
                 interrupted=asked is not None,
             ),
             final_empty=not text if asked is not None else last is None or is_empty(last),
             final_truncated=asked is None and last is not None and is_truncated(last),
-            messages=ev.message_dicts(self.pending),
+            messages=message_dicts(self.pending),
         )
 
     def _failed(self, error: BaseException) -> None:
@@ -580,11 +579,11 @@ class BridgedRun:
         reason = _str_attr(error, "reason")
         self.emit(
             ev.LoopFailed,
-            **ev.failure_fields(error, kind=kind, reason=reason, cancelled=cancelled),
+            **failure_fields(error, kind=kind, reason=reason, cancelled=cancelled),
             rounds=self.rounds_done,
             usage=self.usage,
             any_invocation_made=self.calls > 0,
-            messages=ev.message_dicts(self.pending),
+            messages=message_dicts(self.pending),
             partial_text=self.partial_text,
         )
 

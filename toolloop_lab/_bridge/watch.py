@@ -23,12 +23,11 @@ from typing import Final
 from langchain_core.tracers.context import register_configure_hook
 
 from toolloop_lab._spend.pricing import PriceTable
-from toolloop_lab.events import Observer, checked_observers
+from toolloop_lab._stream import checked_observers
+from toolloop_lab.events import Observer
 
 from .handler import EventBridge
 from .run import Clock
-
-__all__ = ["callbacks", "watch"]
 
 _ACTIVE: Final[ContextVar[EventBridge | None]] = ContextVar("toolloop_lab_bridge", default=None)
 register_configure_hook(_ACTIVE, inheritable=True)
@@ -39,7 +38,8 @@ def callbacks(
 ) -> EventBridge:
     """A callback handler that feeds ``observers`` the events of every run it is passed to:
     ``graph.invoke(inputs, config={"callbacks": [callbacks(dbg)]})``."""
-    return EventBridge(checked_observers(observers, spread="callbacks"), prices=prices, clock=clock)
+    mine = checked_observers(observers, spread="callbacks")
+    return EventBridge(*mine, prices=prices, clock=clock)
 
 
 @contextmanager
@@ -56,7 +56,7 @@ def watch(
     joined = list(checked_observers(observers, spread="watch"))
     if outer is not None:
         joined += [o for o in outer.observers if not any(o is mine for mine in observers)]
-    bridge = EventBridge(joined, prices=prices, clock=clock)
+    bridge = EventBridge(*joined, prices=prices, clock=clock)
     token = _ACTIVE.set(bridge)
     try:
         yield bridge

@@ -35,7 +35,7 @@ from toolloop_lab._engine.arguments import (
     check_prune_tools,
     check_tool_names,
 )
-from toolloop_lab._engine.config import DEFAULT_SYNTHESIS_PROMPT, AgentConfig
+from toolloop_lab._engine.config import AgentConfig
 from toolloop_lab._engine.hooks import PauseHook, checked_pause_hook, checked_pause_hooks
 from toolloop_lab._engine.inputs import history_input, run_input
 from toolloop_lab._engine.loop import ToolLoop
@@ -45,6 +45,8 @@ from toolloop_lab._engine.stopping import claim_stop, running, time_limit_reache
 from toolloop_lab._spend import budget as _budget
 from toolloop_lab._spend.pricing import TokenPrice
 from toolloop_lab._spend.usage import format_tokens, format_usd
+from toolloop_lab._stream import checked_observer, checked_observers, failure_fields
+from toolloop_lab._support.errortext import explain
 from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS, clip
 from toolloop_lab._support.sync_runner import blocked_app_loop, run_sync
 from toolloop_lab._tools.dispatcher import ToolBox, block_calls, skipped_outcomes, tool_caller
@@ -54,23 +56,8 @@ from toolloop_lab.errors import (
     ExecutionError,
     RunStopped,
     ToolLoopError,
-    explain,
 )
-from toolloop_lab.events import (
-    LoopFailed,
-    Observer,
-    checked_observer,
-    checked_observers,
-    failure_fields,
-)
-
-__all__ = [
-    "DEFAULT_SYNTHESIS_PROMPT",
-    "AgentConfig",
-    "LLMAgent",
-    "ToolLoopResult",
-    "check_conversation",
-]
+from toolloop_lab.events import LoopFailed, Observer
 
 _log = logging.getLogger("toolloop_lab")
 T = TypeVar("T")

@@ -24,19 +24,10 @@ from langchain_core.tools import BaseTool, tool
 from pydantic import BaseModel
 
 from toolloop_lab._engine.config import AgentConfig
+from toolloop_lab._support.errortext import describe, explain
 from toolloop_lab._support.escape import NAME_CHARS, clip
 from toolloop_lab._support.fields import shown
-from toolloop_lab.errors import ConfigurationError, describe, explain
-
-__all__ = [
-    "TOOLS_SHAPE",
-    "ToolLike",
-    "agent_config",
-    "agent_tools",
-    "chat_model",
-    "check_prune_tools",
-    "check_tool_names",
-]
+from toolloop_lab.errors import ConfigurationError
 
 ToolLike: TypeAlias = BaseTool | Callable[..., Any]
 """One tool as ``LLMAgent`` takes it: a ``BaseTool`` (``@tool`` functions are) or a plain

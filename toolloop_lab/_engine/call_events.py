@@ -22,25 +22,10 @@ from toolloop_lab import events as ev
 from toolloop_lab._engine.model_call import CallTiming, DeltaSink, RepeatedCalls, reply_fields
 from toolloop_lab._spend.pricing import PriceTable, call_price, model_name_of
 from toolloop_lab._spend.usage import Usage
+from toolloop_lab._support.errortext import describe, error_name, explain
 from toolloop_lab._support.escape import clip
 from toolloop_lab._support.jsonsafe import frozen_json
 from toolloop_lab._tools.content import blocks_of, content_text
-from toolloop_lab.errors import describe, error_name, explain
-
-__all__ = [
-    "Answer",
-    "CallSent",
-    "Emit",
-    "Replied",
-    "delta_sink",
-    "model_call_failed",
-    "model_call_started",
-    "model_called",
-    "priced_usage",
-    "tool_dispatched",
-    "tool_started",
-]
-
 
 E = TypeVar("E", bound=ev.Event)
 

@@ -29,7 +29,6 @@ from pydantic import (
 
 from toolloop_lab._engine.pruning import DEFAULT_PRUNING_PROMPT
 from toolloop_lab._support.fields import (
-    MAX_TIMEOUT_S,
     Count,
     PositiveInt,
     Prompt,
@@ -37,8 +36,6 @@ from toolloop_lab._support.fields import (
     refused,
 )
 from toolloop_lab._support.pickling import quick_pickle
-
-__all__ = ["DEFAULT_MODEL_TIMEOUT_S", "DEFAULT_SYNTHESIS_PROMPT", "MAX_TIMEOUT_S", "AgentConfig"]
 
 DEFAULT_SYNTHESIS_PROMPT: Final = (
     "Stop calling tools now. Using only what the conversation above already contains, "

@@ -36,16 +36,6 @@ from toolloop_lab._support.callables import Role, callables, one_callable
 from toolloop_lab.errors import InterventionError
 from toolloop_lab.events import ToolCallView
 
-__all__ = [
-    "PAUSE_HOOKS",
-    "PauseEditor",
-    "PauseHook",
-    "PausePoint",
-    "checked_pause_hook",
-    "checked_pause_hooks",
-    "holding",
-]
-
 
 class PauseEditor(Protocol):
     """What a pause point can change (the loop implements it for each stage)."""

@@ -17,8 +17,6 @@ from langchain_core.messages import BaseMessage
 from toolloop_lab._engine.result import ToolLoopResult
 from toolloop_lab._support.fields import Prompt, checked
 
-__all__ = ["INPUT_SHAPE", "history_input", "run_input"]
-
 INPUT_SHAPE: Final = (
     "run() takes a prompt (a str), a list of messages, or LangGraph's {'messages': [...]}"
 )

@@ -28,12 +28,12 @@ from langchain_core.tools import BaseTool
 
 from toolloop_lab._engine.model_call import call_views
 from toolloop_lab._engine.run_state import RunState
+from toolloop_lab._stream import message_dicts
+from toolloop_lab._support.errortext import explain
 from toolloop_lab._support.jsonsafe import freeze, thaw
 from toolloop_lab._tools.dispatcher import DispatchOutcome, written_outcome
-from toolloop_lab.errors import InterventionError, explain
-from toolloop_lab.events import Intervention, ToolCallView, message_dicts
-
-__all__ = ["MessageEdits", "ToolCallEdits", "check_args"]
+from toolloop_lab.errors import InterventionError
+from toolloop_lab.events import Intervention, ToolCallView
 
 Stage = Literal["model_call", "tool_dispatch"]
 Status = Literal["success", "error"]

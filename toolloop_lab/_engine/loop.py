@@ -48,6 +48,7 @@ from toolloop_lab._engine.run_state import RunState
 from toolloop_lab._spend.budget import GateCheck, RunBudget
 from toolloop_lab._spend.pricing import TokenPrice, model_name_of
 from toolloop_lab._spend.usage import Usage
+from toolloop_lab._stream import finish_outcome, message_dicts
 from toolloop_lab._support.jsonsafe import frozen_json
 from toolloop_lab._tools.content import text_only
 from toolloop_lab._tools.dispatcher import (
@@ -80,8 +81,6 @@ class LoopAgent(Protocol):
 
     def toolbox(self) -> ToolBox: ...
 
-
-__all__ = ["TRUNCATED_TEXT", "LoopAgent", "ToolLoop"]
 
 TRUNCATED_TEXT: Final = (
     "not run: the reply was cut off by the output-token limit, so this call's arguments "
@@ -203,7 +202,7 @@ class ToolLoop:
             budget_exhausted=exhausted,
             synthesis_was_run=reason is not None,
             synthesis_reason=reason,
-            outcome=ev.finish_outcome(
+            outcome=finish_outcome(
                 budget_exhausted=exhausted, synthesis_was_run=reason is not None
             ),
             final_empty=is_empty(final),
@@ -493,7 +492,7 @@ class ToolLoop:
             purpose="pruning",
             model_name=model_name_of(self.agent.pruning_model),
             tools=(),
-            messages=ev.message_dicts(prompt),
+            messages=message_dicts(prompt),
             tool_call_id=outcome.message.tool_call_id,
         )
         return number, prompt

@@ -33,26 +33,6 @@ from toolloop_lab._support.words import time_limit_text
 from toolloop_lab.errors import TimeLimitError
 from toolloop_lab.events import ToolCallDelta, ToolCallView
 
-__all__ = [
-    "DELTA_INTERVAL_S",
-    "LENGTH_STOPS",
-    "CallTiming",
-    "DeltaBuffer",
-    "DeltaSink",
-    "RepeatedCalls",
-    "ReplyFields",
-    "call_view",
-    "call_views",
-    "finish_reason",
-    "invoke",
-    "is_empty",
-    "is_truncated",
-    "reply_fields",
-    "should_stream",
-    "silence_limit",
-    "stream_kwargs",
-]
-
 DELTA_INTERVAL_S: Final = 0.05
 """Least time between two ``model_delta`` events of one call (about 20 a second)."""
 

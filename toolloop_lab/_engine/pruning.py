@@ -18,8 +18,6 @@ from langchain_core.messages.utils import count_tokens_approximately
 from toolloop_lab._engine.model_call import silence_limit
 from toolloop_lab._spend.usage import Usage
 
-__all__ = ["DEFAULT_PRUNING_PROMPT", "PruneResult", "prune_output", "pruning_prompt", "text_tokens"]
-
 DEFAULT_PRUNING_PROMPT: Final = (
     "You shorten tool outputs for another assistant. Keep every fact, number, name and "
     "error that could matter for the user's request; drop boilerplate and repetition. "

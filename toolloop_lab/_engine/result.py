@@ -16,8 +16,6 @@ from toolloop_lab._spend.usage import format_usd
 from toolloop_lab._support.derived import Derived
 from toolloop_lab.events import Event, LoopFinished, tool_rounds_of
 
-__all__ = ["ToolLoopResult"]
-
 T = TypeVar("T")
 
 _NOT_AWAITABLE: Final = (

@@ -18,11 +18,10 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from toolloop_lab._engine.call_events import tool_dispatched
 from toolloop_lab._spend.usage import Usage
+from toolloop_lab._stream import message_dicts, notify
 from toolloop_lab._support.jsonsafe import FrozenDict, frozen_json
 from toolloop_lab._tools.dispatcher import DispatchOutcome
-from toolloop_lab.events import Event, Observer, message_dicts, notify
-
-__all__ = ["RunLabel", "RunState"]
+from toolloop_lab.events import Event, Observer
 
 E = TypeVar("E", bound=Event)
 

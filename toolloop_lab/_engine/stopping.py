@@ -34,15 +34,6 @@ from typing import Any, Final
 from toolloop_lab._support.words import time_limit_text
 from toolloop_lab.errors import TimeLimitError
 
-__all__ = [
-    "STOP_MESSAGE",
-    "claim_stop",
-    "request_stop",
-    "running",
-    "time_limit",
-    "time_limit_reached",
-]
-
 STOP_MESSAGE: Final = "stopped by a person (Stop)"
 """The cancel message of a requested stop (the run's ``loop_failure`` message)."""
 

@@ -37,8 +37,6 @@ from langchain_core.messages.tool import ToolCallChunk, tool_call_chunk
 from langchain_core.messages.utils import message_chunk_to_message
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 
-__all__ = ["ChatCall", "ChatModelBase", "aggregate_chunks", "chunks_of"]
-
 _PIECE = 16
 """Characters of text per streamed chunk (small, so streaming is visibly in pieces)."""
 

@@ -30,8 +30,6 @@ from toolloop_lab._support.escape import NAME_CHARS, clip
 from toolloop_lab._support.fields import shown
 from toolloop_lab.errors import ScriptError
 
-__all__ = ["ScriptItem", "ScriptedCall", "ScriptedChatModel", "playable"]
-
 ScriptItem = (
     AIMessage | str | BaseException | Callable[[list[BaseMessage], list[dict[str, Any]]], AIMessage]
 )

@@ -26,12 +26,8 @@ from pydantic import Field, PrivateAttr
 from toolloop_lab._models.base import ChatCall, ChatModelBase, chunks_of
 from toolloop_lab._replay.recording_file import (
     RecordedCall,
-    RecordedCallError,
     RecordedError,
     Recording,
-    RecordingWriteError,
-    ReplayDivergedError,
-    ReplayExhaustedError,
     append_call,
     describe_message,
     request_signature,
@@ -44,9 +40,13 @@ from toolloop_lab._support.detached import (
     iter_detached,
     run_detached,
 )
-from toolloop_lab.errors import explain
-
-__all__ = ["RecordingChatModel", "ReplayChatModel", "ReplayMode", "ServedReply"]
+from toolloop_lab._support.errortext import explain
+from toolloop_lab.errors import (
+    RecordedCallError,
+    RecordingWriteError,
+    ReplayDivergedError,
+    ReplayExhaustedError,
+)
 
 _BINDING: Final = "toolloop_binding"
 """Bind kwarg naming which inner ``bind_tools`` result a recording call goes through."""

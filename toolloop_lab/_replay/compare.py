@@ -59,17 +59,6 @@ from toolloop_lab.events import EVENT_TYPES, Event, select_run
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = [
-    "COMPARE_DTYPES",
-    "CallSide",
-    "RoundPair",
-    "RoundSide",
-    "RunComparison",
-    "RunSource",
-    "compare",
-    "text_diff",
-]
-
 RunSource: TypeAlias = (
     "ToolLoopResult | Sequence[Event] | TraceRead | str | os.PathLike[str] | PartialRun"
     " | ForkResult"

@@ -15,23 +15,13 @@ from typing import Any, Literal, TypeAlias
 
 from toolloop_lab._engine.config import AgentConfig
 from toolloop_lab._engine.result import ToolLoopResult
-from toolloop_lab._replay.recording_file import Recording, ReplayExhaustedError
+from toolloop_lab._replay.recording_file import Recording
 from toolloop_lab._runview import RunView
 from toolloop_lab._spend.pricing import PriceTable
 from toolloop_lab._spend.usage import Usage, format_usd
 from toolloop_lab._support.words import TABLES, outcome_text, word
-from toolloop_lab.errors import ExecutionError, ToolLoopError
+from toolloop_lab.errors import ExecutionError, ReplayExhaustedError, ToolLoopError
 from toolloop_lab.events import LoopFailed, Outcome
-
-__all__ = [
-    "ComparedRuns",
-    "Detail",
-    "RunFigures",
-    "comparison_lines",
-    "config_text",
-    "error_spend",
-    "usd_change",
-]
 
 Detail: TypeAlias = Literal["beyond_recording", "incomplete"]
 """What only record and replay can say about a ``failed`` run: it needed a reply the

@@ -73,45 +73,16 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from toolloop_lab._spend.pricing import PriceTable, model_name_of, price_of
 from toolloop_lab._spend.usage import Usage
+from toolloop_lab._support.errortext import describe, unwrap
 from toolloop_lab._support.escape import clip, plain
 from toolloop_lab._support.fields import dotted, where_message
 from toolloop_lab._support.jsonl import Line, dump_line, load_line, read_lines
 from toolloop_lab._support.jsonsafe import json_safe
 from toolloop_lab._tools.content import without_made_ids
 from toolloop_lab.errors import (
-    DivergedField,
     FormatProblem,
-    RecordedCallError,
-    RecordingError,
     RecordingFormatError,
-    RecordingWriteError,
-    ReplayDivergedError,
-    ReplayExhaustedError,
-    describe,
-    unwrap,
 )
-
-__all__ = [
-    "FORMAT",
-    "VERSION",
-    "DivergedField",
-    "FormatProblem",
-    "RecordedCall",
-    "RecordedCallError",
-    "RecordedError",
-    "Recording",
-    "RecordingError",
-    "RecordingFormatError",
-    "RecordingWriteError",
-    "ReplayDivergedError",
-    "ReplayExhaustedError",
-    "append_call",
-    "describe_message",
-    "message_signature",
-    "request_fingerprint",
-    "request_signature",
-    "tool_names",
-]
 
 FORMAT: Final = "toolloop_lab.recording"
 VERSION: Final = 1

@@ -21,20 +21,14 @@ from dataclasses import dataclass
 
 from langchain_core.messages import BaseMessage
 
-from toolloop_lab._engine.agent import LLMAgent, ToolLoopResult
+from toolloop_lab._engine.agent import LLMAgent
+from toolloop_lab._engine.result import ToolLoopResult
 from toolloop_lab._replay.figures import RunFigures, error_spend
 from toolloop_lab._spend.usage import Usage
+from toolloop_lab._support.errortext import describe
 from toolloop_lab._support.escape import TEXT_CHARS, plain
-from toolloop_lab.errors import (
-    ConfigurationError,
-    ExecutionError,
-    ToolLoopError,
-    ToolLoopLabError,
-    describe,
-)
+from toolloop_lab.errors import ConfigurationError, ExecutionError, ToolLoopError, ToolLoopLabError
 from toolloop_lab.events import Event
-
-__all__ = ["Rerun", "rerun", "stop_notes"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,11 +32,12 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
-from toolloop_lab._engine.agent import AgentConfig, LLMAgent, ToolLoopResult
+from toolloop_lab._engine.agent import LLMAgent
+from toolloop_lab._engine.config import AgentConfig
+from toolloop_lab._engine.result import ToolLoopResult
 from toolloop_lab._replay.chat_models import ReplayChatModel
 from toolloop_lab._replay.figures import (
     ComparedRuns,
-    Detail,
     RunFigures,
     comparison_lines,
     config_text,
@@ -46,9 +47,7 @@ from toolloop_lab._replay.rerun import Rerun, rerun, stop_notes
 from toolloop_lab._spend.budget import current_usd_budget
 from toolloop_lab._support.sync_runner import parameters_of, run_sync
 from toolloop_lab.errors import ToolLoopLabError
-from toolloop_lab.events import Observer, Outcome, Pruned
-
-__all__ = ["Detail", "Outcome", "RunFigures", "WhatIfResult", "awhat_if", "what_if"]
+from toolloop_lab.events import Observer, Pruned
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,26 +25,6 @@ from toolloop_lab._spend.pricing import TokenPrice, call_price, known_price, to_
 from toolloop_lab._spend.usage import Usage, format_usd
 from toolloop_lab.errors import ConfigurationError, ExecutionError
 
-__all__ = [
-    "DEFAULT_CONTEXT_WINDOW",
-    "GateCheck",
-    "GateSink",
-    "RunBudget",
-    "TokenBudget",
-    "UsdBudget",
-    "caller_context",
-    "checked_prices",
-    "current_prices",
-    "current_usd_budget",
-    "hold",
-    "resolve_context_window",
-    "resolve_token_budget",
-    "snapshot_context",
-    "to_decimal_usd",
-    "unpriced_error",
-    "usd_budget",
-]
-
 DEFAULT_CONTEXT_WINDOW: Final = 128_000
 """Context window assumed when neither the config nor the model's profile gives one."""
 

@@ -20,19 +20,6 @@ from genai_prices.types import ModelPrice
 from toolloop_lab._spend.usage import Cost, Usage
 from toolloop_lab.errors import ConfigurationError
 
-__all__ = [
-    "Cost",
-    "PriceTable",
-    "TokenPrice",
-    "call_cost",
-    "call_price",
-    "cost_of",
-    "known_price",
-    "model_name_of",
-    "price_of",
-    "to_decimal_usd",
-]
-
 _MTOK = Decimal(1_000_000)
 
 

@@ -14,9 +14,6 @@ from toolloop_lab._support.fields import MAX_INT, Count, FiniteDecimal, Flag, re
 from toolloop_lab._support.jsonsafe import is_mapping
 from toolloop_lab._support.pickling import quick_pickle
 
-__all__ = ["Cost", "Usage", "estimate_tokens", "format_bytes", "format_tokens", "format_usd"]
-
-
 _SIGNIFICANT: Final = 4
 """Significant digits a shown amount keeps (at least cents)."""
 

@@ -30,19 +30,6 @@ import html
 import re
 from typing import Any, Final
 
-__all__ = [
-    "BIDI_CONTROLS",
-    "ID_CHARS",
-    "NAME_CHARS",
-    "TEXT_CHARS",
-    "clip",
-    "esc",
-    "esc_clip",
-    "plain",
-    "scrub",
-    "visible",
-]
-
 ID_CHARS: Final = 100
 """Characters shown of an id (tool-call id, run id); real ones are 20 to 40."""
 NAME_CHARS: Final = 200

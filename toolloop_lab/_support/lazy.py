@@ -12,8 +12,6 @@ import importlib
 from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any
 
-__all__ = ["lazy_getattr"]
-
 
 def lazy_getattr(
     package: str, table: Mapping[str, str], namespace: MutableMapping[str, Any]

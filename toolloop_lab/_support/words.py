@@ -15,40 +15,6 @@ from importlib.resources import files
 from types import MappingProxyType
 from typing import Final
 
-__all__ = [
-    "BUDGET_STOP",
-    "CALL_CHANGE",
-    "CALL_CHANGE_PART",
-    "CONTENT_BLOCK",
-    "COUNTS",
-    "CUT_SHORT",
-    "FAILED",
-    "GATE",
-    "GATE_NAME",
-    "GATE_STATE",
-    "GATE_TRIPPED",
-    "INTERVENTION",
-    "INTERVENTION_SUMMARY",
-    "NOT_RUN",
-    "OUTCOME",
-    "REACH",
-    "REACH_HINT",
-    "ROUND_KIND",
-    "STATUS",
-    "SYNTHESIS_REASON",
-    "TABLES",
-    "TIME_LIMIT",
-    "TOOL_OUTCOME",
-    "USAGE",
-    "estimated",
-    "outcome_text",
-    "reason_words",
-    "shown_status",
-    "time_limit_text",
-    "tool_outcome",
-    "word",
-]
-
 
 def _load() -> Mapping[str, Mapping[str, str]]:
     """Every table of the file, read-only; ``_about`` is the file's own note."""

@@ -1,10 +1,3 @@
-"""Tool dispatch: every tool call ends as exactly one ``ToolMessage``, success or error.
-
-The names of :mod:`toolloop_lab._tools.dispatcher`, at the path
-``toolloop_lab._tools`` they have always had.
-"""
-
-from __future__ import annotations
-
-from toolloop_lab._tools.dispatcher import *  # noqa: F403  (every name of its __all__, nothing else)
-from toolloop_lab._tools.dispatcher import __all__ as __all__
+"""Tools: dispatch (every call ends as exactly one ``ToolMessage``), content blocks, the
+built-in tools and tools made from JSON-schema function docs. Private: the public names
+(``echo_tool``, ``file_read_tool``, ``tools_from_schema``) are the package root's."""

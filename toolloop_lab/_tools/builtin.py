@@ -21,8 +21,6 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
 from toolloop_lab._support.paths import resolved
 
-__all__ = ["DEFAULT_MAX_BYTES", "echo_tool", "file_read_tool"]
-
 DEFAULT_MAX_BYTES: Final = 1_000_000
 
 

@@ -31,17 +31,6 @@ from toolloop_lab._support.escape import clip
 from toolloop_lab._support.jsonsafe import dumps, json_safe
 from toolloop_lab._support.words import CONTENT_BLOCK
 
-__all__ = [
-    "DATA_BLOCK_TYPES",
-    "block_text",
-    "blocks_of",
-    "content_text",
-    "is_blocks",
-    "is_data_block",
-    "text_only",
-    "without_made_ids",
-]
-
 DATA_BLOCK_TYPES: Final = frozenset({"image", "audio", "video", "file", "image_url"})
 """Block types that carry data (bytes, a URL, a file id) rather than text."""
 

@@ -48,29 +48,12 @@ from langchain_core.tools import BaseTool, StructuredTool, Tool, ToolException
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ValidationError
 
+from toolloop_lab._support.errortext import error_name, explain
 from toolloop_lab._support.fields import validation_text
 from toolloop_lab._support.jsonsafe import dumps, frozen_json, is_mapping, thaw
 from toolloop_lab._tools.content import blocks_of, content_text, is_blocks
-from toolloop_lab.errors import ConfigurationError, ExecutionError, error_name, explain
+from toolloop_lab.errors import ConfigurationError, ExecutionError
 from toolloop_lab.events import Observer, ToolStatus
-
-__all__ = [
-    "STOPPED_TEXT",
-    "DispatchHooks",
-    "DispatchOutcome",
-    "RunCaller",
-    "ToolBox",
-    "ToolCaller",
-    "block_calls",
-    "dispatch",
-    "invalid_outcomes",
-    "normalize_tool_call_ids",
-    "not_available_error",
-    "serialize_output",
-    "skipped_outcomes",
-    "tool_caller",
-    "written_outcome",
-]
 
 _log = logging.getLogger("toolloop_lab")
 

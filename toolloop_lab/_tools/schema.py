@@ -60,19 +60,6 @@ from toolloop_lab._support.fields import validation_text, where_message
 from toolloop_lab._support.jsonsafe import is_mapping
 from toolloop_lab.errors import ConfigurationError
 
-__all__ = [
-    "MAX_ARG_DEPTH",
-    "ArgumentProblem",
-    "FunctionDoc",
-    "FunctionSpec",
-    "SchemaCheckError",
-    "argument_problem",
-    "depth_problem",
-    "function_spec",
-    "json_schema_problem",
-    "tools_from_schema",
-]
-
 FunctionDoc: TypeAlias = Mapping[str, Any]
 """``{"type": "function", "function": {"name", "description", "parameters"}}`` (the OpenAI
 tools format) or the inner ``{"name", "description", "parameters"}`` alone."""

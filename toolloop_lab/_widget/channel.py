@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from toolloop_lab._support.errortext import explain
 from toolloop_lab._widget.coalesce import Coalescer, Scheduler
 from toolloop_lab._widget.requests import REQUEST_TYPES, Answer, refusal, request_id, unknown_type
 from toolloop_lab._widget.runrows import RowFeed
@@ -41,9 +42,6 @@ from toolloop_lab._widget.wire import (
     messages_left_out,
     saved_tail,
 )
-from toolloop_lab.errors import explain
-
-__all__ = ["MAX_ANSWERS", "Channel", "Endpoints"]
 
 MAX_ANSWERS = 64
 """The most answers one message carries (the newest): more requests than that between two

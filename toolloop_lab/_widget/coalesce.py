@@ -16,8 +16,6 @@ import time
 from collections.abc import Callable
 from typing import TypeAlias
 
-__all__ = ["Clock", "Coalescer", "Scheduler", "loop_scheduler"]
-
 Clock: TypeAlias = Callable[[], float]
 """Seconds from a monotonic clock."""
 

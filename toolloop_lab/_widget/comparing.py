@@ -55,8 +55,6 @@ from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS, TEXT_CHARS, clip
 from toolloop_lab._support.jsonsafe import dumps
 from toolloop_lab._widget.textdiff import Effort, Ops, text_opcodes
 
-__all__ = ["COMPARE_CHARS", "Kind", "comparison_payload"]
-
 Kind = Literal["runs", "fork"]
 
 COMPARE_CHARS: Final = 4_000

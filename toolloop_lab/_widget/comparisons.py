@@ -15,13 +15,12 @@ import os
 from typing import Any
 
 from toolloop_lab._replay.compare import RunComparison, RunSource, compare
+from toolloop_lab._support.errortext import describe
 from toolloop_lab._widget.comparing import comparison_payload
 from toolloop_lab._widget.requests import Answer, CloseComparison, parse_compare
 from toolloop_lab._widget.shown import ShownRun
-from toolloop_lab.errors import ToolLoopLabError, UnknownRunError, describe
+from toolloop_lab.errors import ToolLoopLabError, UnknownRunError
 from toolloop_lab.events import Event
-
-__all__ = ["Comparisons"]
 
 
 class Comparisons:

@@ -17,8 +17,6 @@ from toolloop_lab._trace import TraceRead, read_trace
 from toolloop_lab._widget.shown import ShownRun
 from toolloop_lab.events import Event, select_run
 
-__all__ = ["Replayed", "read_run"]
-
 
 @dataclass(frozen=True, slots=True)
 class Replayed:

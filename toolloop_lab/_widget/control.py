@@ -19,6 +19,7 @@ from typing import Any, Protocol, TypeVar
 from langchain_core.tools import BaseTool
 
 from toolloop_lab._engine.hooks import PauseHook, PausePoint
+from toolloop_lab._support.errortext import explain
 from toolloop_lab._support.words import outcome_text
 from toolloop_lab._widget.holding import Holder
 from toolloop_lab._widget.pausing import apply_request, point_dict
@@ -34,10 +35,7 @@ from toolloop_lab._widget.requests import (
 from toolloop_lab._widget.shown import ShownRun
 from toolloop_lab._widget.step import PauseMode, StepController
 from toolloop_lab._widget.waiting import PauseWaiters
-from toolloop_lab.errors import explain
 from toolloop_lab.events import Event, LoopFailed, LoopFinished, LoopStarted, Observer
-
-__all__ = ["Control", "DebuggableAgent"]
 
 R_co = TypeVar("R_co", covariant=True)
 R = TypeVar("R")

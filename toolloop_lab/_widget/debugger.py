@@ -34,10 +34,12 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import comm
 
-from toolloop_lab._engine.agent import AgentConfig
-from toolloop_lab._replay.fork import Fork, ForkResult
+from toolloop_lab._engine.config import AgentConfig
+from toolloop_lab._replay.fork import Fork
+from toolloop_lab._replay.fork.compare import ForkResult
 from toolloop_lab._runview import RunView
 from toolloop_lab._spend.pricing import PriceTable
+from toolloop_lab._stream import checked_observers
 from toolloop_lab._trace import TraceRead
 from toolloop_lab._widget.channel import Channel, Endpoints
 from toolloop_lab._widget.coalesce import Clock, Scheduler, loop_scheduler
@@ -54,13 +56,11 @@ from toolloop_lab._widget.shown import ShownRun
 from toolloop_lab._widget.step import PauseMode
 from toolloop_lab._widget.stepping import StepMode
 from toolloop_lab._widget.synced import SyncedState
-from toolloop_lab.events import Event, LoopFailed, LoopFinished, Observer, checked_observers
+from toolloop_lab.events import Event, LoopFailed, LoopFinished, Observer
 
 if TYPE_CHECKING:
-    from toolloop_lab._bridge import EventBridge
+    from toolloop_lab._bridge.handler import EventBridge
     from toolloop_lab.otel._spans import SpanSource
-
-__all__ = ["DebuggableAgent", "LoopDebugger"]
 
 R = TypeVar("R")
 
@@ -276,14 +276,14 @@ class LoopDebugger(RunList, Comparisons, StepMode, SyncedState):
         """Show every LangChain or LangGraph run started inside the block (``with
         dbg.watch(): graph.invoke(...)``); ``observers`` (a ``TraceWriter``, say) get the
         same events. See :func:`toolloop_lab._bridge.watch`."""
-        from toolloop_lab._bridge import watch
+        from toolloop_lab._bridge.watch import watch
 
         return watch(self, *checked_observers(observers, spread="dbg.watch"), prices=prices)
 
     def callbacks(self, *observers: Observer, prices: PriceTable | None = None) -> EventBridge:
         """A callback handler showing the runs it is passed to here (``graph.invoke(inputs,
         config={"callbacks": [dbg.callbacks()]})``). See :func:`toolloop_lab._bridge.callbacks`."""
-        from toolloop_lab._bridge import callbacks
+        from toolloop_lab._bridge.watch import callbacks
 
         return callbacks(self, *checked_observers(observers, spread="dbg.callbacks"), prices=prices)
 

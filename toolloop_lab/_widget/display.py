@@ -27,8 +27,6 @@ from toolloop_lab._widget.updates import update_output, watch_cells
 if TYPE_CHECKING:
     from toolloop_lab._widget.debugger import LoopDebugger
 
-__all__ = ["Display", "snapshot", "summary"]
-
 _displayed: dict[str, tuple[str, weakref.ref[LoopDebugger]]] = {}
 """Cell id -> (execute request, debugger) of the last debugger each cell displayed."""
 

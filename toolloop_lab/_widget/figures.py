@@ -17,41 +17,14 @@ from toolloop_lab._support.words import (
     BUDGET_STOP,
     COUNTS,
     CUT_SHORT,
-    FAILED,
     GATE_STATE,
-    NOT_RUN,
     ROUND_KIND,
-    estimated,
     outcome_text,
-    reason_words,
     word,
 )
 
 if TYPE_CHECKING:
     from toolloop_lab._runview import RoundRow, RunView, ToolRow
-
-__all__ = [
-    "CUT_SHORT",
-    "FAILED",
-    "NOT_RUN",
-    "TOOLS_SHOWN",
-    "budget_stop",
-    "cut_short",
-    "estimated",
-    "final_label",
-    "gate_label",
-    "held",
-    "outcome",
-    "overshoot",
-    "pct",
-    "reason_words",
-    "rounds_said",
-    "seconds",
-    "share",
-    "tokens",
-    "tools_shown",
-    "usd",
-]
 
 usd: Final = format_usd
 """``$0.0000117``, ``$0.00722``, ``$12.35``: the one formatter of money (see

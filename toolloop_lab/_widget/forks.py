@@ -30,23 +30,24 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
-from toolloop_lab._engine.agent import AgentConfig, LLMAgent
+from toolloop_lab._engine.agent import LLMAgent
+from toolloop_lab._engine.config import AgentConfig
 from toolloop_lab._replay.compare import RunComparison, compare
-from toolloop_lab._replay.fork import Fork, ForkResult, prepare_fork
+from toolloop_lab._replay.fork import Fork, prepare_fork
+from toolloop_lab._replay.fork.compare import ForkResult
 from toolloop_lab._spend.pricing import TokenPrice
+from toolloop_lab._support.errortext import describe
 from toolloop_lab._widget.comparing import comparison_payload
 from toolloop_lab._widget.control import DebuggableAgent
 from toolloop_lab._widget.requests import Answer, ForkHere
 from toolloop_lab._widget.step import PauseMode
-from toolloop_lab.errors import ConfigurationError, ToolLoopLabError, describe
+from toolloop_lab.errors import ConfigurationError, ToolLoopLabError
 from toolloop_lab.events import Event
 
 if TYPE_CHECKING:
     import ipywidgets
 
     from toolloop_lab._widget.debugger import LoopDebugger
-
-__all__ = ["ForkParts", "Forking", "fork_comparison", "fork_parts"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,8 +17,6 @@ from typing import Final
 import ipywidgets
 import traitlets
 
-__all__ = ["FrontEnd", "front_end"]
-
 STATIC: Final = Path(__file__).with_name("static")
 
 

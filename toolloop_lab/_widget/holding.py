@@ -25,8 +25,6 @@ from toolloop_lab._widget.reach import FULL, Reach, decide, kernel_info
 from toolloop_lab._widget.step import StepController
 from toolloop_lab.events import LoopStarted
 
-__all__ = ["Holder"]
-
 
 @dataclass(frozen=True, slots=True)
 class _Held:

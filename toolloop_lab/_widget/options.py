@@ -15,8 +15,6 @@ from typing import TypeGuard
 from toolloop_lab._widget.step import PAUSE_MODES, PauseMode
 from toolloop_lab.errors import ConfigurationError
 
-__all__ = ["check_limits", "check_mode"]
-
 _LIMITS = {
     "max_text_chars": "the longest text sent to the page, in characters",
     "saved_state_bytes": "what the notebook file keeps of a finished run, in bytes",

@@ -23,15 +23,6 @@ from toolloop_lab._support.escape import esc
 from toolloop_lab._widget.wire import event_payload
 from toolloop_lab.events import Event
 
-__all__ = [
-    "LOADER",
-    "LOADER_CSP",
-    "module_source",
-    "static_page",
-    "view_assets",
-    "view_slot",
-]
-
 STATIC: Final = Path(__file__).with_name("static")
 
 LOADER: Final = (

@@ -20,6 +20,8 @@ from langchain_core.tools import BaseTool
 
 from toolloop_lab._engine.hooks import PausePoint
 from toolloop_lab._engine.interventions import check_args
+from toolloop_lab._stream import message_dicts
+from toolloop_lab._support.errortext import describe
 from toolloop_lab._support.escape import ID_CHARS
 from toolloop_lab._support.escape import clip as clip_text
 from toolloop_lab._support.jsonsafe import thaw
@@ -33,10 +35,8 @@ from toolloop_lab._widget.requests import (
     Skip,
 )
 from toolloop_lab._widget.wire import clip, compact_messages
-from toolloop_lab.errors import InterventionError, describe
-from toolloop_lab.events import ToolCallView, message_dicts
-
-__all__ = ["PAUSE_MESSAGES", "ToolLookup", "apply_request", "point_dict", "unsent_results"]
+from toolloop_lab.errors import InterventionError
+from toolloop_lab.events import ToolCallView
 
 PAUSE_MESSAGES: Final = 40
 """Newest messages of the conversation a model-call pause shows (what is about to be sent)."""

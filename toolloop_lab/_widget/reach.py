@@ -31,8 +31,6 @@ from typing import Any, Final
 
 from toolloop_lab._support.words import REACH, REACH_HINT
 
-__all__ = ["COMMS_DURING_AWAIT", "FULL", "KernelInfo", "Reach", "decide", "kernel_info"]
-
 COMMS_DURING_AWAIT: Final = (7, 4)
 """The first ipykernel that reads a comm message while a cell awaits (7.3.0's
 ``Kernel.shell_main`` still queues it behind the cell's lock)."""

@@ -31,32 +31,6 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from toolloop_lab._support.escape import NAME_CHARS, TEXT_CHARS, clip
 from toolloop_lab._support.fields import validation_text
 
-__all__ = [
-    "MAX_REQUEST_CHARS",
-    "REQUEST_TYPES",
-    "AddMessage",
-    "Answer",
-    "Change",
-    "CheckArgs",
-    "CloseComparison",
-    "CompareRuns",
-    "EditArgs",
-    "EditResult",
-    "ForkHere",
-    "Release",
-    "Request",
-    "ShowRun",
-    "Skip",
-    "StopRun",
-    "parse_compare",
-    "parse_control",
-    "parse_request",
-    "parse_show_run",
-    "refusal",
-    "request_id",
-    "unknown_type",
-]
-
 MAX_REQUEST_CHARS: Final = 1_000_000
 """The largest request (as JSON) the debugger reads: a written result or edited arguments
 of up to about a megabyte; anything larger is refused unread."""

@@ -18,8 +18,6 @@ from toolloop_lab._widget.requests import Answer, parse_show_run
 from toolloop_lab._widget.shown import ShownRun
 from toolloop_lab.errors import UnknownRunError
 
-__all__ = ["RunList"]
-
 
 class RunList:
     """What ``LoopDebugger`` offers about the runs it saw (mixed into it)."""

@@ -19,8 +19,6 @@ from typing import Any, Final
 from toolloop_lab._runview import RunSummary
 from toolloop_lab._widget.wire import clip
 
-__all__ = ["MAX_TAGS", "RowFeed", "row_payload"]
-
 MAX_TAGS: Final = 20
 """Tags a row carries at most (a run tagged with thousands must not bloat the list)."""
 

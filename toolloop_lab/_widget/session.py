@@ -31,8 +31,6 @@ from typing import Final
 from toolloop_lab._runview import RunBook, RunSummary
 from toolloop_lab.events import Event, LoopFailed, LoopFinished
 
-__all__ = ["MAX_RUNS", "Session"]
-
 MAX_RUNS: Final = 1_000
 """Runs a debugger keeps by default (the newest; a session of a thousand runs fits)."""
 

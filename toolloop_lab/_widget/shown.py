@@ -21,8 +21,6 @@ from toolloop_lab._widget.session import MAX_RUNS, Session
 from toolloop_lab.errors import UnknownRunError
 from toolloop_lab.events import Event, LoopStarted
 
-__all__ = ["Added", "ShownRun"]
-
 Added = Literal["shown", "kept", "seen"]
 """What became of an event: folded into the run shown, kept for another run, or seen
 already (a debugger attached twice)."""

@@ -17,14 +17,13 @@ from toolloop_lab._support.words import (
     GATE_NAME,
     ROUND_KIND,
     STATUS,
+    estimated,
     shown_status,
     tool_outcome,
     word,
 )
 from toolloop_lab._widget import figures as fig
 from toolloop_lab.events import LoopFailed
-
-__all__ = ["SNAPSHOT_ROUNDS", "snapshot_html"]
 
 SNAPSHOT_ROUNDS: Final = 20
 """Rounds the snapshot lists (the newest)."""
@@ -127,9 +126,9 @@ def _spend(view: RunView) -> list[str]:
         f"from cache), {fig.tokens(usage.output_tokens)} output · "
         f"cost {fig.usd(usage.cost_usd)}"
     ]
-    estimated = fig.estimated(usage.estimated)
-    if estimated is not None:  # where the browser's header says it: beside the totals
-        parts.append(f" · <i>{esc(estimated)}</i>")
+    said = estimated(usage.estimated)
+    if said is not None:  # where the browser's header says it: beside the totals
+        parts.append(f" · <i>{esc(said)}</i>")
     if view.usd_limit is not None:
         parts.append(f" of the {esc(GATE_NAME['usd'])} {fig.usd(view.usd_limit)}")
         over = fig.overshoot(usage.cost_usd, view.usd_limit)

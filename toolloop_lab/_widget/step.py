@@ -17,8 +17,6 @@ from typing import Literal, TypeAlias
 
 from toolloop_lab._engine.hooks import PausePoint
 
-__all__ = ["PAUSE_MODES", "PauseMode", "StepController"]
-
 PauseMode: TypeAlias = Literal["off", "model", "tools", "both"]
 """Where step mode pauses: never, before model calls, before tool dispatch, or both."""
 

@@ -22,8 +22,6 @@ from toolloop_lab._widget.reach import Reach
 from toolloop_lab._widget.step import PAUSE_MODES, PauseMode
 from toolloop_lab.errors import ConfigurationError, NoPauseError, PauseTimeoutError
 
-__all__ = ["StepMode"]
-
 
 class StepMode:
     """Step mode, as ``LoopDebugger`` offers it."""

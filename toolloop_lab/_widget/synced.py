@@ -17,8 +17,6 @@ import traitlets
 
 from toolloop_lab._widget.frontend import FrontEnd, front_end
 
-__all__ = ["LOADER", "SyncedState"]
-
 LOADER: Final = Path(__file__).parent / "src" / "loader.js"
 """Each debugger's own module: it loads the front end from the shared model."""
 

@@ -19,14 +19,13 @@ from toolloop_lab._support.words import (
     ROUND_KIND,
     STATUS,
     SYNTHESIS_REASON,
+    estimated,
     shown_status,
     tool_outcome,
     word,
 )
 from toolloop_lab._widget import figures as fig
 from toolloop_lab.events import LoopFailed
-
-__all__ = ["summary_text"]
 
 RECENT_ROUNDS: Final = 5
 """Rounds the text repr lists (the newest)."""
@@ -147,11 +146,11 @@ def _spend(view: RunView) -> str:
     limit = view.usd_limit
     usd = f"cost {fig.usd(view.usage.cost_usd)}" + (f" / {fig.usd(limit)}" if limit else "")
     ctx = f"context {fig.pct(view.context_fill)} of {fig.tokens(view.context_window)}"
-    estimated = fig.estimated(view.usage.estimated)
+    said = estimated(view.usage.estimated)
     return (
         f"{tok} ({GATE['token']} gate {fig.gate_label(view.token_gate)}) · "
         f"{usd} ({GATE['usd']} gate {fig.gate_label(view.usd_gate)}) · {ctx}"
-        + (f" · {estimated}" if estimated else "")
+        + (f" · {said}" if said else "")
     )
 
 

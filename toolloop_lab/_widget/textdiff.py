@@ -17,8 +17,6 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Final, TypeAlias
 
-__all__ = ["DIFF_OPS", "Effort", "Ops", "text_opcodes"]
-
 DIFF_LINES: Final = 2_000
 """Lines of a text a diff tells apart; the rest is one last line."""
 DIFF_EFFORT: Final = 1_000_000

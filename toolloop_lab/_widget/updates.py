@@ -18,8 +18,6 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-__all__ = ["update_output"]
-
 
 def _shell() -> Any:
     """The running IPython shell, or ``None`` (a script, a test)."""

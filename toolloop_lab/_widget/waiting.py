@@ -15,8 +15,6 @@ from collections.abc import Callable
 from toolloop_lab._engine.hooks import PausePoint
 from toolloop_lab.errors import NoPauseError
 
-__all__ = ["PauseWaiters"]
-
 
 class PauseWaiters:
     """The futures awaiting the next pause of the run the controls hold."""

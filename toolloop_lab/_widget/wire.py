@@ -44,15 +44,6 @@ from toolloop_lab._support.jsonsafe import thaw
 from toolloop_lab._tools.content import DATA_BLOCK_TYPES, block_text, is_data_block
 from toolloop_lab.events import Event, LoopFailed, LoopFinished, LoopStarted, ModelCallStarted
 
-__all__ = [
-    "MAX_BATCH_EVENTS",
-    "clip",
-    "compact_messages",
-    "event_payload",
-    "messages_left_out",
-    "saved_tail",
-]
-
 MAX_BATCH_EVENTS: Final = 4_000
 """Events in one message at most; a long replay goes out as several paced messages."""
 

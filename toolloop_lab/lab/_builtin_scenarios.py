@@ -12,20 +12,11 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any, Final
 
-from toolloop_lab._engine.agent import AgentConfig
+from toolloop_lab._engine.config import AgentConfig
 from toolloop_lab._spend.pricing import cost_of
 from toolloop_lab._spend.usage import Usage
 from toolloop_lab.errors import ConfigurationError
 from toolloop_lab.lab._scenario import DEFAULT_MODEL_NAME, Reply, Scenario
-
-__all__ = [
-    "CATALOG_PROMPT",
-    "PRUNING_REPLY",
-    "catalog",
-    "repeated_call",
-    "scripted_call",
-    "scripted_final",
-]
 
 CATALOG_PROMPT: Final = "Use the tool, then answer."
 

@@ -27,18 +27,6 @@ from toolloop_lab.errors import ConfigurationError
 if TYPE_CHECKING:
     from toolloop_lab.lab._scenario import Reply
 
-__all__ = [
-    "builtin_name",
-    "config_of",
-    "count",
-    "data_dir_of",
-    "factory",
-    "items_of",
-    "replies_of",
-    "text",
-    "unique_call_ids",
-]
-
 T = TypeVar("T")
 
 REPLIES_SHAPE = "a list of Reply values (Reply.final(...), Reply.call(...))"

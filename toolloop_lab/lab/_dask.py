@@ -50,9 +50,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
+from toolloop_lab._stream import checked_observers
+from toolloop_lab._support.errortext import describe
 from toolloop_lab._support.sync_runner import run_sync
-from toolloop_lab.errors import ConfigurationError, describe
-from toolloop_lab.events import Observer, checked_observers
+from toolloop_lab.errors import ConfigurationError
+from toolloop_lab.events import Observer
 from toolloop_lab.lab._record import ScenarioRun
 from toolloop_lab.lab._results import LabResults
 from toolloop_lab.lab._runner import (
@@ -67,16 +69,6 @@ from toolloop_lab.lab._runner import (
     validate_scenarios,
 )
 from toolloop_lab.lab._scenario import Scenario
-
-__all__ = [
-    "EXTRA",
-    "GATHER_TIMEOUT",
-    "MAX_BATCH",
-    "DaskClient",
-    "batch_size_for",
-    "run_batch",
-    "run_scenarios_on_dask",
-]
 
 EXTRA: Final = "toolloop-lab[dask]"
 """The optional extra that installs Dask's ``distributed`` scheduler."""

@@ -40,25 +40,8 @@ from toolloop_lab._runview import RoundRow, RunView
 from toolloop_lab._spend.usage import Usage, format_usd
 from toolloop_lab._support.escape import plain
 from toolloop_lab._support.words import estimated
-from toolloop_lab.events import EVENT_TYPES, BudgetGate, tool_rounds_of
-from toolloop_lab.lab._record import OUTCOMES, ScenarioRun, error_text, tally
-
-__all__ = [
-    "EVENT_DTYPES",
-    "ROUND_DTYPES",
-    "RUN_DTYPES",
-    "TOOL_DTYPES",
-    "TURN_DTYPES",
-    "VOLATILE_COLUMNS",
-    "drop_volatile",
-    "events_frame",
-    "rounds_frame",
-    "runs_frame",
-    "spend_table",
-    "tools_frame",
-    "turn_table",
-    "turns_frame",
-]
+from toolloop_lab.events import EVENT_TYPES, OUTCOMES, BudgetGate, tool_rounds_of
+from toolloop_lab.lab._record import ScenarioRun, error_text, tally
 
 _GATE_STATES: Final = pd.CategoricalDtype(["off", "passed", "tripped"])
 _OUTCOME: Final = pd.CategoricalDtype(list(OUTCOMES))

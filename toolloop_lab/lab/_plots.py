@@ -24,16 +24,6 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from toolloop_lab._support.escape import plain
 
-__all__ = [
-    "LabFigure",
-    "budget_gates_figure",
-    "cost_per_round_figure",
-    "pruning_savings_figure",
-    "scenario_rounds",
-    "spend_figure",
-    "turns_figure",
-]
-
 _MAX_LEGEND: Final = 15
 """More series than this and a legend hides the plot; it is left out."""
 

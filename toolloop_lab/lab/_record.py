@@ -21,32 +21,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from toolloop_lab._runview import RunView
+from toolloop_lab._runview import RunView, nested_run_ids
 from toolloop_lab._support.pickling import quick_pickle
 from toolloop_lab._support.words import OUTCOME, word
 from toolloop_lab.errors import ConfigurationError, ExecutionError, ToolLoopError
 from toolloop_lab.events import (
     FAILED_OUTCOMES,
-    OUTCOMES,
     Event,
     LoopFailed,
     LoopFinished,
     Outcome,
     by_run,
-    nested_run_ids,
     top_level_run_ids,
 )
-
-__all__ = [
-    "ANSWERED",
-    "OUTCOMES",
-    "Outcome",
-    "ScenarioRun",
-    "error_fields",
-    "error_text",
-    "outcome_of_events",
-    "tally",
-]
 
 ANSWERED: Final[frozenset[str]] = frozenset({"final_answer", "synthesis", "token_budget_exhausted"})
 """Outcomes of a run that answered (a tool round's reply, or a final-answer call's)."""

@@ -45,8 +45,6 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-__all__ = ["CSP", "render_report"]
-
 CSP: Final = (
     "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
     f"script-src {LOADER_CSP}; base-uri 'none'"

@@ -44,8 +44,6 @@ from toolloop_lab.lab._record import ScenarioRun
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["FORMAT", "LabResults"]
-
 FORMAT: Final = "toolloop_lab.lab/1"
 """The header's ``format`` value; a file without it is not a saved lab."""
 

@@ -39,36 +39,16 @@ from toolloop_lab._engine.agent import LLMAgent
 from toolloop_lab._engine.stopping import time_limit
 from toolloop_lab._spend.budget import usd_budget
 from toolloop_lab._spend.pricing import model_name_of
+from toolloop_lab._stream import checked_observers, notify
+from toolloop_lab._support.errortext import describe
 from toolloop_lab._support.fields import TimeoutSeconds, checked
 from toolloop_lab._support.sync_runner import parameters_of, run_sync
 from toolloop_lab._support.words import GATE_NAME
-from toolloop_lab.errors import (
-    ConfigurationError,
-    TimeLimitError,
-    describe,
-)
-from toolloop_lab.events import Event, Observer, Outcome, checked_observers, notify
+from toolloop_lab.errors import ConfigurationError, TimeLimitError
+from toolloop_lab.events import Event, Observer, Outcome
 from toolloop_lab.lab._record import ScenarioRun, error_fields, outcome_of_events
 from toolloop_lab.lab._results import LabResults
 from toolloop_lab.lab._scenario import Scenario
-
-__all__ = [
-    "DEFAULT_CONCURRENCY",
-    "DEFAULT_SCENARIO_TIMEOUT_S",
-    "Backend",
-    "SweepRows",
-    "arun_batch",
-    "arun_one",
-    "arun_scenarios",
-    "executor_error_kind",
-    "executor_failure",
-    "progress_bar",
-    "replay_events",
-    "run_one",
-    "run_scenarios",
-    "scenario_time_limit",
-    "validate_scenarios",
-]
 
 _log = logging.getLogger("toolloop_lab")
 

@@ -26,11 +26,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool
 
-from toolloop_lab._engine.agent import AgentConfig, LLMAgent
+from toolloop_lab._engine.agent import LLMAgent
 from toolloop_lab._engine.arguments import check_pruning
+from toolloop_lab._engine.config import AgentConfig
 from toolloop_lab._models.scripted import ScriptedChatModel
-from toolloop_lab._spend.budget import checked_prices, to_decimal_usd
-from toolloop_lab._spend.pricing import TokenPrice
+from toolloop_lab._spend.budget import checked_prices
+from toolloop_lab._spend.pricing import TokenPrice, to_decimal_usd
 from toolloop_lab._support.escape import TEXT_CHARS, clip
 from toolloop_lab._support.fields import shown
 from toolloop_lab._support.pickling import quick_pickle
@@ -48,22 +49,6 @@ from toolloop_lab.lab._checks import (
     text,
     unique_call_ids,
 )
-
-__all__ = [
-    "BUILTIN_TOOLS",
-    "DEFAULT_MODEL_NAME",
-    "DEFAULT_PROMPT",
-    "ModelFactory",
-    "Reply",
-    "Scenario",
-    "ScriptedModel",
-    "ScriptedTurns",
-    "ToolCallSpec",
-    "ToolSource",
-    "ToolsFactory",
-    "Turn",
-    "sample_data_dir",
-]
 
 DEFAULT_MODEL_NAME: Final = "gpt-4o-mini"
 """Scripted models report this name, so genai-prices prices them like the real model."""

@@ -19,10 +19,8 @@ from typing import Any
 from opentelemetry.trace import Span, SpanContext, Status, StatusCode
 from opentelemetry.util import types
 
+from toolloop_lab._support.errortext import describe, explain, unwrap
 from toolloop_lab._support.escape import scrub
-from toolloop_lab.errors import describe, explain, unwrap
-
-__all__ = ["CleanSpan", "clean", "clean_attributes"]
 
 
 def clean(value: Any) -> Any:

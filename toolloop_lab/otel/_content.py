@@ -19,15 +19,6 @@ from toolloop_lab._support.escape import clip
 from toolloop_lab._tools.content import content_text
 from toolloop_lab.events import ToolCallView
 
-__all__ = [
-    "DEFAULT_CONTENT_LIMIT",
-    "finish_reason_of",
-    "input_messages",
-    "output_message",
-    "to_json",
-    "tool_definitions",
-]
-
 DEFAULT_CONTENT_LIMIT: Final = 16_384
 """Characters kept of one text (a message part, a tool result, arguments as JSON)."""
 

@@ -32,25 +32,6 @@ from langchain_core.messages import (
 from toolloop_lab._support.fields import reported_count, reported_seconds
 from toolloop_lab.otel._names import GEN_AI
 
-__all__ = [
-    "Attributes",
-    "PromptMemo",
-    "Role",
-    "count",
-    "finish_reasons",
-    "input_messages",
-    "model_name",
-    "output_messages",
-    "parse_json",
-    "role_of",
-    "seconds",
-    "text",
-    "tool_args",
-    "tool_call_id",
-    "tool_name",
-    "tool_result",
-]
-
 Attributes: TypeAlias = Mapping[str, Any]
 Role: TypeAlias = Literal["agent", "chat", "tool"]
 """What a span is to us: a run, a model call, a tool call (anything else is passed over)."""

@@ -22,8 +22,6 @@ from toolloop_lab.otel._observer import ExportOptions, OTelObserver
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 
-__all__ = ["ExportedTrace", "export_events", "export_trace", "otlp_tracer_provider"]
-
 
 @dataclass(frozen=True, slots=True)
 class ExportedTrace:

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["GEN_AI", "PREFIX", "SCHEMA_URL", "SEMCONV_VERSION", "TOOLLOOP", "TRACER_NAME"]
-
 SEMCONV_VERSION: Final = "1.41.0"
 """The semantic-conventions release whose GenAI names and span shapes the export follows."""
 

@@ -70,8 +70,6 @@ from toolloop_lab.otel._content import (
 )
 from toolloop_lab.otel._names import GEN_AI, SCHEMA_URL, TOOLLOOP, TRACER_NAME
 
-__all__ = ["ExportOptions", "OTelObserver", "provider_for_model"]
-
 _ERROR_MESSAGE_LIMIT: Final = 1_000
 _INCOMPLETE: Final = "incomplete"
 _ENDED_MEMORY: Final = 4_096

@@ -23,11 +23,10 @@ from toolloop_lab._engine.call_events import model_called, priced_usage
 from toolloop_lab._engine.model_call import CallTiming, RepeatedCalls, is_empty, is_truncated
 from toolloop_lab._spend.pricing import PriceTable, call_price
 from toolloop_lab._spend.usage import Usage
+from toolloop_lab._stream import finish_outcome, message_dicts, notify
 from toolloop_lab._support.jsonsafe import freeze, frozen_json, json_safe
 from toolloop_lab.otel import _conventions as cv
 from toolloop_lab.otel._names import GEN_AI, TOOLLOOP
-
-__all__ = ["Failure", "SpanRun"]
 
 E = TypeVar("E", bound=ev.Event)
 Purpose = Literal["round", "synthesis"]
@@ -107,7 +106,7 @@ class SpanRun:
             t=max(0.0, (at_ns - self.t0_ns) / 1e9),
             **fields,
         )
-        ev.notify(self.observers, event)
+        notify(self.observers, event)
         return event
 
     def start(
@@ -169,7 +168,7 @@ class SpanRun:
             purpose=purpose,
             model_name=model,
             tools=_tool_names(attributes),
-            messages=ev.message_dicts(sent),
+            messages=message_dicts(sent),
             streaming=attributes.get(GEN_AI.REQUEST_STREAM) is True,
         )
         self.open_calls[key] = _Call(self.calls, self.round, purpose, model, start_ns)
@@ -186,7 +185,7 @@ class SpanRun:
             purpose="pruning",
             model_name=model,
             tools=(),
-            messages=ev.message_dicts(cv.input_messages(attributes) or []),
+            messages=message_dicts(cv.input_messages(attributes) or []),
             tool_call_id=cv.text(attributes, TOOLLOOP.PRUNING_TOOL_CALL_ID),
         )
         self.open_calls[key] = _Call(self.calls, self.round, "pruning", model, start_ns)
@@ -389,7 +388,7 @@ class SpanRun:
         last = self.last_reply
         final = cv.output_messages(attributes)
         text = final[-1].text if final else (last.text if last is not None else "")
-        outcome = ev.finish_outcome(budget_exhausted=False, synthesis_was_run=self.synthesis_run)
+        outcome = finish_outcome(budget_exhausted=False, synthesis_was_run=self.synthesis_run)
         if said in ev.OUTCOMES and said not in ev.FAILED_OUTCOMES:
             outcome = said
         reason = attributes.get(TOOLLOOP.SYNTHESIS_REASON)
@@ -405,7 +404,7 @@ class SpanRun:
             outcome=outcome,
             final_empty=last is None or is_empty(last),
             final_truncated=last is not None and is_truncated(last),
-            messages=ev.message_dicts(self.pending),
+            messages=message_dicts(self.pending),
         )
 
     def _rounds(self, attributes: cv.Attributes) -> int:
@@ -429,7 +428,7 @@ class SpanRun:
             any_invocation_made=self.calls > 0,
             cancelled=outcome == "cancelled",
             outcome=outcome,
-            messages=ev.message_dicts(self.pending),
+            messages=message_dicts(self.pending),
         )
 
 

@@ -82,13 +82,12 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerPro
 from opentelemetry.trace import StatusCode
 
 from toolloop_lab._spend.pricing import PriceTable
+from toolloop_lab._stream import checked_observers
 from toolloop_lab.errors import ConfigurationError
-from toolloop_lab.events import Observer, checked_observers
+from toolloop_lab.events import Observer
 from toolloop_lab.otel import _conventions as cv
 from toolloop_lab.otel._names import GEN_AI, TOOLLOOP
 from toolloop_lab.otel._span_run import Failure, SpanRun
-
-__all__ = ["DroppedSpans", "SpanSource", "watch_spans"]
 
 _log = logging.getLogger("toolloop_lab")
 

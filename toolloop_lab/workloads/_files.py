@@ -31,15 +31,6 @@ from toolloop_lab.lab._scenario import Reply, Scenario, ToolCallSpec, Turn
 from toolloop_lab.workloads._filesystem import FILE_FUNCTIONS, FileSystem
 from toolloop_lab.workloads._tickets import TICKET_FUNCTIONS, TicketTracker
 
-__all__ = [
-    "CONFIGS",
-    "SEED_FILES",
-    "SYSTEM_PROMPT",
-    "Workbench",
-    "scenarios",
-    "sweep",
-]
-
 SEED_FILES: Final[tuple[tuple[str, str], ...]] = (
     ("/notes.txt", "Ops sync 2025-03-04\n- ledger-db pool is too small\n- exports retry 3x\n"),
     ("/todo.txt", "- rotate the API keys\n- update the runbook\n"),
@@ -63,7 +54,7 @@ SYSTEM_PROMPT: Final = (
     "steps and say what you did."
 )
 
-CONFIGS: Final[Mapping[str, AgentConfig]] = MappingProxyType(
+FILES_CONFIGS: Final[Mapping[str, AgentConfig]] = MappingProxyType(
     {
         "roomy": AgentConfig(
             tool_max_rounds=6, parallel_tool_calls=False, system_prompt=SYSTEM_PROMPT
@@ -228,11 +219,11 @@ def _turns() -> dict[str, tuple[str, tuple[Turn, ...]]]:
     }
 
 
-def scenarios(config: str = "roomy", *, suffix: bool = False) -> tuple[Scenario, ...]:
-    """The workload's scenarios under one of :data:`CONFIGS` (tagged ``files`` and the
+def files_scenarios(config: str = "roomy", *, suffix: bool = False) -> tuple[Scenario, ...]:
+    """The workload's scenarios under one of :data:`FILES_CONFIGS` (tagged ``files`` and the
     config's name); ``suffix`` appends ``[config]`` to each name, so two configs can share a
     sweep."""
-    chosen = CONFIGS[config]
+    chosen = FILES_CONFIGS[config]
     return tuple(
         Scenario.scripted(
             f"{name}[{config}]" if suffix else name,
@@ -246,6 +237,6 @@ def scenarios(config: str = "roomy", *, suffix: bool = False) -> tuple[Scenario,
     )
 
 
-def sweep(configs: Iterable[str] = tuple(CONFIGS)) -> tuple[Scenario, ...]:
+def files_sweep(configs: Iterable[str] = tuple(FILES_CONFIGS)) -> tuple[Scenario, ...]:
     """Every scenario under every config in ``configs`` (names suffixed ``[config]``)."""
-    return tuple(s for config in configs for s in scenarios(config, suffix=True))
+    return tuple(s for config in configs for s in files_scenarios(config, suffix=True))

@@ -20,8 +20,6 @@ import threading
 from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["FILE_FUNCTIONS", "FileSystem", "FileSystemError", "function_doc"]
-
 
 class FileSystemError(Exception):
     """An operation the file system cannot do; its text is what the model reads."""

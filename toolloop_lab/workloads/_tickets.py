@@ -14,8 +14,6 @@ from typing import Any, Final
 
 from toolloop_lab.workloads._filesystem import FileSystem, FileSystemError, function_doc
 
-__all__ = ["TICKET_FUNCTIONS", "TicketError", "TicketTracker"]
-
 
 class TicketError(Exception):
     """An operation the tracker cannot do; its text is what the model reads."""

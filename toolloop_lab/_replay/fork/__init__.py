@@ -63,16 +63,14 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, convert_to_messages
 from langchain_core.tools import BaseTool
 
-from toolloop_lab._engine.agent import AgentConfig, LLMAgent
+from toolloop_lab._engine.agent import LLMAgent
+from toolloop_lab._engine.config import AgentConfig
 from toolloop_lab._engine.hooks import PauseHook
 from toolloop_lab._replay.figures import RunFigures
 from toolloop_lab._replay.fork.answering import fork_model
 from toolloop_lab._replay.fork.compare import (
-    COMPARISON_DTYPES,
     ForkResult,
-    RoundComparison,
     RoundFigures,
-    RoundOutcome,
     SourceKind,
     rows_of_view,
 )
@@ -92,20 +90,6 @@ from toolloop_lab._spend.usage import Usage
 from toolloop_lab._support.derived import Derived
 from toolloop_lab._support.sync_runner import parameters_of, run_sync
 from toolloop_lab.events import Observer
-
-__all__ = [
-    "COMPARISON_DTYPES",
-    "Fork",
-    "ForkResult",
-    "ForkSource",
-    "RoundComparison",
-    "RoundFigures",
-    "RoundOutcome",
-    "SourceKind",
-    "afork",
-    "fork",
-    "prepare_fork",
-]
 
 T = TypeVar("T")
 

@@ -33,8 +33,6 @@ from toolloop_lab._replay.chat_models import ReplayChatModel
 from toolloop_lab._replay.recording_file import message_signature, request_signature
 from toolloop_lab.errors import ConfigurationError
 
-__all__ = ["fork_model"]
-
 M = TypeVar("M", bound=BaseChatModel)
 Requests = Sequence[Sequence[BaseMessage]]
 

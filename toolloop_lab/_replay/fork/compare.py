@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from langchain_core.messages import BaseMessage
 
-from toolloop_lab._engine.agent import AgentConfig, ToolLoopResult
+from toolloop_lab._engine.config import AgentConfig
+from toolloop_lab._engine.result import ToolLoopResult
 from toolloop_lab._replay.figures import (
     ComparedRuns,
     RunFigures,
@@ -32,16 +33,6 @@ from toolloop_lab.events import Event, Outcome
 
 if TYPE_CHECKING:
     import pandas as pd
-
-__all__ = [
-    "COMPARISON_DTYPES",
-    "ForkResult",
-    "RoundComparison",
-    "RoundFigures",
-    "RoundOutcome",
-    "SourceKind",
-    "rows_of_view",
-]
 
 
 SourceKind: TypeAlias = Literal["result", "events", "trace", "recording"]

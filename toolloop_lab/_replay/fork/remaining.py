@@ -14,13 +14,11 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from toolloop_lab._engine.agent import AgentConfig
+from toolloop_lab._engine.config import AgentConfig
 from toolloop_lab._spend.budget import resolve_context_window, resolve_token_budget
 from toolloop_lab._spend.usage import Usage
 from toolloop_lab.errors import ConfigurationError
 from toolloop_lab.events import LoopStarted
-
-__all__ = ["derived_config", "remaining"]
 
 
 def _percent_for(limit: int, window: int) -> float:

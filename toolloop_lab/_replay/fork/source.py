@@ -20,13 +20,14 @@ from typing import Any, Final, Literal, TypeAlias
 
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
-from toolloop_lab._engine.agent import ToolLoopResult
+from toolloop_lab._engine.result import ToolLoopResult
 from toolloop_lab._replay.figures import RunFigures
 from toolloop_lab._replay.fork.compare import RoundFigures, SourceKind, rows_of_view
 from toolloop_lab._replay.recording_file import FORMAT, Recording
 from toolloop_lab._runview import RunView
 from toolloop_lab._spend.pricing import PriceTable
 from toolloop_lab._spend.usage import Usage
+from toolloop_lab._stream import message_from_dict
 from toolloop_lab._support.jsonl import load_line
 from toolloop_lab._support.jsonsafe import thaw
 from toolloop_lab._trace import TraceRead, read_trace
@@ -37,11 +38,8 @@ from toolloop_lab.events import (
     Intervention,
     LoopStarted,
     ModelCallStarted,
-    message_from_dict,
     select_run,
 )
-
-__all__ = ["ForkSource", "Taken", "read_source"]
 
 ForkSource: TypeAlias = (
     "ToolLoopResult | Sequence[Event] | TraceRead | Recording | str | os.PathLike[str]"
