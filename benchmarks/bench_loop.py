@@ -116,7 +116,7 @@ def _debugger() -> Any:
 async def agent_widget(rounds: int) -> None:
     """LLMAgent with a LoopDebugger attached (observer and pause hook), headless."""
     agent = _agent(rounds)
-    detach = _debugger().attach(agent)
+    detach = agent.subscribe(_debugger())  # connects it: observer and pause hook
     try:
         await agent.arun("go")
     finally:

@@ -581,7 +581,12 @@ def _adapter() -> TypeAdapter[Event]:
 
 
 Observer: TypeAlias = Callable[[Event], object]
-"""A plain callable fed every event in order; one that raises never breaks the loop."""
+"""A plain callable fed every event in order; one that raises never breaks the loop.
+
+Give observers where a run takes them: ``LLMAgent(model, tools, observers=[...])`` (or
+``agent.subscribe``), ``watch(...)`` for LangChain runs, ``watch_spans(provider, ...)`` for
+spans, ``run_scenarios(..., observers=[...])``. A ``LoopDebugger`` given to an agent this way
+is connected to it too: it holds the agent's runs in step mode, however they are started."""
 
 
 def parse_event(line: bytes | str) -> Event:

@@ -155,7 +155,7 @@ def test_an_interrupt_inside_a_subgraph_interrupts_the_graph_that_runs_it() -> N
 
 async def test_the_debugger_shows_an_interrupted_run_as_such() -> None:
     dbg = LoopDebugger()
-    with dbg.watch():
+    with watch(dbg):
         await _approval_graph().ainvoke({"messages": [HumanMessage("Restart it.")]}, CONFIG)
     assert dbg.view.status == "finished"
     assert dbg.runs[-1].outcome == "interrupted"

@@ -356,7 +356,7 @@ def test_the_debugger_shows_a_span_run_and_says_it_cannot_drive_it(
     provider: TracerProvider,
 ) -> None:
     dbg = LoopDebugger()
-    with dbg.watch_spans(provider):
+    with watch_spans(provider, dbg):
         _calculator(provider).run_sync("What is 1 + 2?")
     assert dbg.view.status == "finished"
     assert dbg.view.usage.input_tokens == 65

@@ -350,10 +350,10 @@ async def watched_runs() -> tuple[LoopDebugger, str, str]:
     """A debugger attached to an agent that ran twice: the runs of ``dbg.runs``."""
     dbg = LoopDebugger()
     first = agent([LOOK, READ, final("done", tokens=(300, 10))])
-    dbg.attach(first)
+    first.subscribe(dbg)
     await first.arun("go", name="reads")
     second = agent([LOOK, TICKET, final("done", tokens=(300, 10))])
-    dbg.attach(second)
+    second.subscribe(dbg)
     await second.arun("go", name="tickets")
     a, b = (s.run_id for s in dbg.runs)
     return dbg, a, b

@@ -1,4 +1,4 @@
-"""``watch`` and ``callbacks``: two ways to hand LangChain runs to observers.
+"""``watch``: every LangChain run started inside a block, handed to observers.
 
 ``watch`` uses langchain-core's configure hook (``register_configure_hook``): while the
 block runs, a context variable holds one :class:`~.handler.EventBridge`, and langchain-core
@@ -9,7 +9,7 @@ lookup per run. Because it is a context variable, a run sees the block it was *s
 an ``asyncio`` task created inside the block is watched even if it ends later, a bare
 thread started inside it is not (langchain-core's own executors copy the context).
 
-``callbacks`` builds the same handler for explicit use (``config={"callbacks": [...]}``).
+To pass the handler yourself instead, make one: ``config={"callbacks": [EventBridge(dbg)]}``.
 """
 
 from __future__ import annotations
@@ -33,20 +33,15 @@ _ACTIVE: Final[ContextVar[EventBridge | None]] = ContextVar("toolloop_lab_bridge
 register_configure_hook(_ACTIVE, inheritable=True)
 
 
-def callbacks(
-    *observers: Observer, prices: PriceTable | None = None, clock: Clock = time.perf_counter
-) -> EventBridge:
-    """A callback handler that feeds ``observers`` the events of every run it is passed to:
-    ``graph.invoke(inputs, config={"callbacks": [callbacks(dbg)]})``."""
-    mine = checked_observers(observers, spread="callbacks")
-    return EventBridge(*mine, prices=prices, clock=clock)
-
-
 @contextmanager
 def watch(
     *observers: Observer, prices: PriceTable | None = None, clock: Clock = time.perf_counter
 ) -> Iterator[EventBridge]:
-    """Feed ``observers`` the events of every LangChain run started inside the block.
+    """Feed ``observers`` the events of every LangChain or LangGraph run started inside the
+    block: ``with watch(dbg): graph.invoke(inputs)`` shows the run live in a debugger (any
+    observers: ``watch(dbg, TraceWriter("run.jsonl"))``). To pass the handler to one call
+    instead: ``config={"callbacks": [EventBridge(dbg)]}`` (what a bridge can and cannot
+    know is :class:`EventBridge`'s docstring).
 
     Blocks nest: an inner block's runs also reach the outer block's observers (once each).
     A hand-written loop's run still open when the block ends is closed here: failed with

@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import warnings
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -36,7 +37,7 @@ from toolloop_lab._engine.arguments import (
     check_tool_names,
 )
 from toolloop_lab._engine.config import AgentConfig
-from toolloop_lab._engine.hooks import PauseHook, checked_pause_hook, checked_pause_hooks
+from toolloop_lab._engine.hooks import PauseHook, checked_pause_hook, checked_pause_hooks, connect
 from toolloop_lab._engine.inputs import history_input, run_input
 from toolloop_lab._engine.loop import ToolLoop
 from toolloop_lab._engine.result import ToolLoopResult
@@ -60,24 +61,25 @@ from toolloop_lab.errors import (
 from toolloop_lab.events import LoopFailed, Observer
 
 _log = logging.getLogger("toolloop_lab")
-T = TypeVar("T")
 
 
-def _remover(
-    get: Callable[[], tuple[T, ...]], put: Callable[[tuple[T, ...]], None], item: T
-) -> Callable[[], None]:
-    """A function removing ``item`` (the last occurrence, by identity) once."""
+def _remover(agent: LLMAgent, attribute: str, item: object) -> Callable[[], None]:
+    """A function removing ``item`` (the last occurrence, by identity) from the tuple
+    ``agent.<attribute>`` once. It holds the agent weakly: whoever keeps a remover (a
+    debugger connected to many agents of a sweep) never keeps an agent alive."""
+    ref = weakref.ref(agent)
     done = False
 
     def remove() -> None:
         nonlocal done
-        if done:
+        owner = ref()
+        if done or owner is None:
             return
         done = True
-        items = get()
+        items: tuple[object, ...] = getattr(owner, attribute)
         for i in range(len(items) - 1, -1, -1):
             if items[i] is item:
-                put(items[:i] + items[i + 1 :])
+                setattr(owner, attribute, items[:i] + items[i + 1 :])
                 return
 
     return remove
@@ -291,6 +293,8 @@ class LLMAgent:
         self._pause_hooks = checked_pause_hooks(pause_hooks)
         self._bound: tuple[BaseChatModel, tuple[BaseTool, ...], Any] | None = None
         self._box: tuple[tuple[BaseTool, ...], ToolBox] | None = None
+        for observer in self._observers:  # a debugger among them drives these runs too
+            connect(observer, self)
 
     # -- wiring -----------------------------------------------------------------------
     @property
@@ -354,20 +358,26 @@ class LLMAgent:
         return self._pause_hooks
 
     def subscribe(self, callback: Observer) -> Callable[[], None]:
-        """Add an observer for later runs; returns a function that removes it again."""
-        self._observers = (*self._observers, checked_observer(callback))
-        return _remover(lambda: self._observers, self._set_observers, callback)
+        """Add an observer for later runs; returns a function that removes it again. An
+        observer that drives the runs it sees (a debugger) is connected to this agent here,
+        as one given to the constructor is, and disconnected by the remover."""
+        observer = checked_observer(callback)
+        self._observers = (*self._observers, observer)
+        remove = _remover(self, "_observers", observer)
+        detach = connect(observer, self)
+        if detach is None:
+            return remove
 
-    def _set_observers(self, value: tuple[Observer, ...]) -> None:
-        self._observers = value
+        def remove_and_detach() -> None:
+            remove()
+            detach()
+
+        return remove_and_detach
 
     def add_pause_hook(self, hook: PauseHook) -> Callable[[], None]:
         """Add a step-mode hook awaited at every pause point; returns its remover."""
         self._pause_hooks = (*self._pause_hooks, checked_pause_hook(hook))
-        return _remover(lambda: self._pause_hooks, self._set_hooks, hook)
-
-    def _set_hooks(self, value: tuple[PauseHook, ...]) -> None:
-        self._pause_hooks = value
+        return _remover(self, "_pause_hooks", hook)
 
     def bound_model(self) -> Any:
         """The model with the tools bound (reused while the model and tools stay the same

@@ -121,7 +121,7 @@ PauseHook: TypeAlias = Callable[[PausePoint], Awaitable[None]]
 
 A hook may also have a ``may_hold(stage) -> bool`` method: when it says ``False`` the loop
 does not build the point (nor its editor) for that hook, which keeps a debugger that is
-attached but not stepping this run nearly free."""
+connected but not stepping this run nearly free."""
 
 
 PAUSE_HOOKS: Final = Role(
@@ -149,3 +149,34 @@ def holding(hooks: tuple[PauseHook, ...], stage: str) -> tuple[PauseHook, ...]:
     return tuple(
         h for h in hooks if (check := getattr(h, "may_hold", None)) is None or check(stage)
     )
+
+
+# -- observers that drive the runs they see ----------------------------------------------
+
+
+class ConnectsToAgent(Protocol):
+    """An observer that also drives the runs it sees: a debugger, whose step mode holds a
+    run at its pause points and whose Stop and "Fork from here" need the agent.
+
+    Giving such an observer where an agent takes observers (``LLMAgent(model, tools,
+    observers=[dbg])``, ``agent.subscribe(dbg)``) connects it: the agent calls
+    ``_connect_agent(agent)`` once, and the observer adds what it needs through the agent's
+    public API (a pause hook, an observer of its own) and returns the function that takes
+    it all away again. The loop never imports the UI: this is the whole contract. The name
+    is private so that an observer of a user's own, whose class happens to have a
+    ``connect`` method, is never called with an agent it does not expect, and so that
+    connecting has one spelling: giving the observer to the agent.
+    """
+
+    def _connect_agent(self, agent: Any) -> Callable[[], None]: ...
+
+
+def connect(observer: object, agent: object) -> Callable[[], None] | None:
+    """Connect ``observer`` to ``agent`` when its class asks to be (:class:`ConnectsToAgent`,
+    looked up on the class, so a stand-in that answers every attribute is no such
+    observer); its disconnect, or ``None`` for a plain observer."""
+    method = getattr(type(observer), "_connect_agent", None)
+    if not callable(method):
+        return None
+    detach: Callable[[], None] = method(observer, agent)
+    return detach

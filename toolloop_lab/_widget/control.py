@@ -13,6 +13,7 @@ Only the public agent API is used: ``observers``, ``subscribe``, ``add_pause_hoo
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -54,8 +55,16 @@ class DebuggableAgent(Protocol[R_co]):
     async def arun(self, prompt_or_messages: str | Sequence[Any]) -> R_co: ...
 
 
+def _ref(agent: object) -> Callable[[], object]:
+    """A weak reference to ``agent`` where it takes one, else a strong one."""
+    try:
+        return weakref.ref(agent)
+    except TypeError:  # a class with __slots__ and no __weakref__
+        return lambda: agent
+
+
 class Control:
-    """The task a debugger started, the agents it is attached to, and its step mode.
+    """The task a debugger started, the agents it is connected to, and its step mode.
 
     ``request`` asks the channel for a send (the page shows every change of step state);
     ``on_result`` is given the result of every run :meth:`start` made that ended well.
@@ -77,8 +86,10 @@ class Control:
         self.task: asyncio.Task[Any] | None = None
         """The task of the last :meth:`start`, if any."""
         self.agent: DebuggableAgent[Any] | None = None
-        """The agent last run or watched (its tools answer calls by hand; forks run with it)."""
-        self._detachers: dict[int, Callable[[], None]] = {}
+        """The agent last connected or run (its tools answer calls by hand; forks run with
+        it)."""
+        self._connections: dict[int, tuple[Callable[[], object], Callable[[], None]]] = {}
+        """Each connected agent (weakly, by its id) and its disconnect."""
         self.waiters = PauseWaiters()
         """Who awaits the next pause (``dbg.next_pause()``)."""
 
@@ -128,12 +139,13 @@ class Control:
                 said = outcome_text(event.outcome)
                 self.waiters.ended(f"the run ended without pausing again ({said})")
 
-    def _attached_event(self, event: Event) -> None:
-        """Every event of an attached agent's runs: its run's agent holds the step hook.
-        Called before the debugger's own observer, unless that was the agent's already
-        (``observers=[dbg]``): then the run shown is decided again."""
+    def _connected_event(self, event: Event) -> None:
+        """Every event of a connected agent's runs: its run's agent holds the step hook.
+        Called after the debugger's own observer (the agent's observers are in the order
+        given, and connecting comes after the debugger is one), so the run shown, which
+        the holder first judged as not connected, is decided again."""
         if isinstance(event, LoopStarted):
-            self.holder.attached(event.run_id)
+            self.holder.connected(event.run_id)
             if self._run.shows(event.run_id):
                 self.holder.started(event, own=self.task)
                 self._request()
@@ -153,38 +165,48 @@ class Control:
         }
 
     # -- agents and the run ------------------------------------------------------------
-    def attach(self, agent: DebuggableAgent[Any], observer: Observer) -> Callable[[], None]:
-        """Feed ``observer`` from ``agent``'s runs and hold them in step mode; returns detach."""
+    def connect(self, agent: DebuggableAgent[Any]) -> Callable[[], None]:
+        """Hold ``agent``'s runs in step mode and remember it for forks and a button's
+        tools (the debugger is already among its observers: see
+        :class:`~toolloop_lab._engine.hooks.ConnectsToAgent`); returns the disconnect.
+        The agent is held weakly: a sweep's many agents are not kept alive by it."""
         key = id(agent)
-        existing = self._detachers.get(key)
-        if existing is not None:
-            return existing
-        # first, so the debugger's observer knows an attached agent's run when it starts
-        removers = [agent.subscribe(self._attached_event)]
-        if not any(o is observer for o in agent.observers):
-            removers.append(agent.subscribe(observer))
-        removers.append(agent.add_pause_hook(self.steps))
+        held = self._connections.get(key)
+        if held is not None and held[0]() is agent:
+            return held[1]
+        # the run's start tells the holder its agent has the step hook (see _connected_event)
+        removers = [agent.subscribe(self._connected_event), agent.add_pause_hook(self.steps)]
 
-        def detach() -> None:
+        def disconnect() -> None:
             for remove in removers:
                 remove()
             removers.clear()
-            self._detachers.pop(key, None)
+            if self._connections.get(key, (None,))[0] is ref:
+                del self._connections[key]
 
-        self._detachers[key] = detach
+        ref = _ref(agent)
+        self._connections[key] = (ref, disconnect)
         self.agent = agent
-        return detach
+        return disconnect
 
-    def detach_all(self) -> None:
-        """Detach from every agent."""
-        for detach in list(self._detachers.values()):
-            detach()
+    def connected(self, agent: object) -> bool:
+        """True when ``agent`` (or the agent a ``Fork`` runs with) is connected."""
+        for one in (agent, getattr(agent, "agent", None)):
+            held = self._connections.get(id(one))
+            if one is not None and held is not None and held[0]() is one:
+                return True
+        return False
+
+    def disconnect_all(self) -> None:
+        """Disconnect from every agent."""
+        for _, disconnect in list(self._connections.values()):
+            disconnect()
 
     def start(
         self, agent: DebuggableAgent[R], prompt: str | Sequence[Any], observer: Observer
     ) -> asyncio.Task[R]:
-        """Run ``agent`` on ``prompt`` as a background task, attached to ``observer`` for
-        the run (see :meth:`LoopDebugger.start`)."""
+        """Run ``agent`` on ``prompt`` as a background task (see :meth:`LoopDebugger.start`);
+        an agent not connected yet is connected for this run only."""
         if self.running():
             raise RuntimeError("a run is already in progress: stop() it or wait for it")
         try:
@@ -192,22 +214,27 @@ class Control:
         except RuntimeError:
             raise RuntimeError(
                 "start() needs a running event loop (a notebook cell has one); elsewhere "
-                "attach the debugger and `await agent.arun(...)`"
+                "give the debugger to the agent, LLMAgent(..., observers=[dbg]), and run it "
+                "with agent.run(...) or `await agent.arun(...)`"
             ) from None
-        temporary = id(agent) not in self._detachers
-        detach = self.attach(agent, observer)
+        for_this_run: list[Callable[[], None]] = []
+        if not self.connected(agent):
+            if not any(o is observer for o in agent.observers):
+                for_this_run.append(agent.subscribe(observer))  # an LLMAgent connects it
+            if not self.connected(agent):  # an agent that does not connect its observers
+                for_this_run.append(self.connect(agent))
         self._run.restart()
-        self.agent = agent  # kept after a temporary attach: a fork of this run needs it
+        self.agent = agent  # kept after the run: a fork of this run needs it
         task: asyncio.Task[R] = loop.create_task(agent.arun(prompt), name="toolloop-debugger-run")
         self.task = task
         self.steps.arm(task)
-        task.add_done_callback(lambda finished: self._done(finished, detach if temporary else None))
+        task.add_done_callback(lambda finished: self._done(finished, for_this_run))
         return task
 
-    def _done(self, finished: asyncio.Task[Any], detach: Callable[[], None] | None) -> None:
+    def _done(self, finished: asyncio.Task[Any], for_this_run: list[Callable[[], None]]) -> None:
         """A run :meth:`start` made ended: say how, when the events do not."""
-        if detach is not None:
-            detach()
+        for undo in reversed(for_this_run):
+            undo()
         self.steps.disarm(finished)  # a newer arming stays
         self.waiters.ended("the run ended without pausing again; await dbg.task for how")
         run = self._run

@@ -1,6 +1,8 @@
 """``LoopDebugger``: the live view of one tool-loop run, drawn in the browser (anywidget).
 
-It is an observer (``LLMAgent(..., observers=[dbg])`` or ``dbg.attach(agent)``): it folds
+It is an observer: given where a run takes observers (``LLMAgent(model, tools,
+observers=[dbg])``), it connects to the agent (its step hook, the agent kept for Stop and
+forks: :class:`~toolloop_lab._engine.hooks.ConnectsToAgent`) and folds
 each event into the run it shows (:mod:`.shown`) and the ES module ``static/debugger.js``,
 shipped in the package, folds the same events in the browser, ticks the timers of work in
 progress and renders every untrusted string as DOM text. The class holds the traits the
@@ -28,7 +30,6 @@ import asyncio
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -38,8 +39,6 @@ from toolloop_lab._engine.config import AgentConfig
 from toolloop_lab._replay.fork import Fork
 from toolloop_lab._replay.fork.compare import ForkResult
 from toolloop_lab._runview import RunView
-from toolloop_lab._spend.pricing import PriceTable
-from toolloop_lab._stream import checked_observers
 from toolloop_lab._trace import TraceRead
 from toolloop_lab._widget.channel import Channel, Endpoints
 from toolloop_lab._widget.coalesce import Clock, Scheduler, loop_scheduler
@@ -56,11 +55,10 @@ from toolloop_lab._widget.shown import ShownRun
 from toolloop_lab._widget.step import PauseMode
 from toolloop_lab._widget.stepping import StepMode
 from toolloop_lab._widget.synced import SyncedState
-from toolloop_lab.events import Event, LoopFailed, LoopFinished, Observer
+from toolloop_lab.events import Event, LoopFailed, LoopFinished
 
 if TYPE_CHECKING:
-    from toolloop_lab._bridge.handler import EventBridge
-    from toolloop_lab.otel._spans import SpanSource
+    pass
 
 R = TypeVar("R")
 
@@ -203,11 +201,14 @@ class LoopDebugger(RunList, Comparisons, StepMode, SyncedState):
         self._channel.pacer.flush()
 
     # -- wiring -----------------------------------------------------------------------
-    def attach(self, agent: DebuggableAgent[Any]) -> Callable[[], None]:
-        """Feed this view from ``agent``'s runs (and hold them in step mode); returns detach."""
-        detach = self._control.attach(agent, self)
+    def _connect_agent(self, agent: DebuggableAgent[Any]) -> Callable[[], None]:
+        """Called by an agent this debugger is given to as an observer (``LLMAgent(...,
+        observers=[dbg])``, ``agent.subscribe(dbg)``): hold its runs in step mode and
+        remember it for Stop and "Fork from here"; returns the disconnect (see
+        :class:`~toolloop_lab._engine.hooks.ConnectsToAgent`)."""
+        disconnect = self._control.connect(agent)
         self._update_can_fork()
-        return detach
+        return disconnect
 
     def start(
         self,
@@ -218,7 +219,8 @@ class LoopDebugger(RunList, Comparisons, StepMode, SyncedState):
     ) -> asyncio.Task[R]:
         """Run ``agent`` on ``prompt`` as a background task on the running event loop:
         the kernel stays free, so Continue, Step and Stop work in any kernel; the task's
-        result (or exception) is there afterwards (``await task``, ``task.result()``).
+        result (or exception) is there afterwards (``await task``, ``task.result()``). An
+        agent the debugger is not among the observers of yet is connected for this run.
         ``pause_on`` sets :attr:`pause_on` first (the page's selector shows it; later runs
         keep it). A :class:`~toolloop_lab._replay.fork.Fork` is shown with its rounds numbered
         as its source's."""
@@ -268,36 +270,6 @@ class LoopDebugger(RunList, Comparisons, StepMode, SyncedState):
     def redraw(self) -> None:
         """Send the pending state now."""
         self._channel.pacer.force()
-
-    # -- LangChain and LangGraph runs (the bridge) ---------------------------------------
-    def watch(
-        self, *observers: Observer, prices: PriceTable | None = None
-    ) -> AbstractContextManager[EventBridge]:
-        """Show every LangChain or LangGraph run started inside the block (``with
-        dbg.watch(): graph.invoke(...)``); ``observers`` (a ``TraceWriter``, say) get the
-        same events. See :func:`toolloop_lab._bridge.watch`."""
-        from toolloop_lab._bridge.watch import watch
-
-        return watch(self, *checked_observers(observers, spread="dbg.watch"), prices=prices)
-
-    def callbacks(self, *observers: Observer, prices: PriceTable | None = None) -> EventBridge:
-        """A callback handler showing the runs it is passed to here (``graph.invoke(inputs,
-        config={"callbacks": [dbg.callbacks()]})``). See :func:`toolloop_lab._bridge.callbacks`."""
-        from toolloop_lab._bridge.watch import callbacks
-
-        return callbacks(self, *checked_observers(observers, spread="dbg.callbacks"), prices=prices)
-
-    # -- any framework's OpenTelemetry spans ----------------------------------------------
-    def watch_spans(
-        self, tracer_provider: Any, *observers: Observer, prices: PriceTable | None = None
-    ) -> AbstractContextManager[SpanSource]:
-        """Show every agent ``tracer_provider`` traces inside the block (``with
-        dbg.watch_spans(provider): agent.run_sync(...)``), live; ``observers`` get the same
-        events. See :mod:`toolloop_lab.otel._spans` (needs the ``otel`` extra)."""
-        from toolloop_lab.otel._spans import watch_spans
-
-        mine = checked_observers(observers, spread="dbg.watch_spans")
-        return watch_spans(tracer_provider, self, *mine, prices=prices)
 
     # -- fork -------------------------------------------------------------------------
     def _update_can_fork(self) -> None:
@@ -380,9 +352,9 @@ class LoopDebugger(RunList, Comparisons, StepMode, SyncedState):
 
     # -- lifecycle --------------------------------------------------------------------
     def close(self) -> None:
-        """Detach from every agent and close the widget (its state leaves the notebook)."""
+        """Disconnect from every agent and close the widget (its state leaves the notebook)."""
         if "_channel" in self.__dict__:  # not while it is being made
-            self._control.detach_all()
+            self._control.disconnect_all()
             for child in self._forking.forks:  # forks shown below this one leave with it
                 if child.task is None or child.task.done():
                     child.close()

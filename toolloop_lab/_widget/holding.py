@@ -1,6 +1,6 @@
 """The run the page's controls hold when the debugger did not start it.
 
-``dbg.attach(agent)`` then ``await agent.arun(...)`` (or ``agent.run(...)``) runs in a
+``LLMAgent(..., observers=[dbg])`` then ``await agent.arun(...)`` (or ``agent.run(...)``) runs in a
 task the debugger never made: the cell's own, or the sync runner's. When such a run
 starts and is the run shown, :class:`Holder` decides (:func:`~.reach.decide`) whether the
 page's clicks can reach it; if they can, it takes the run's task (``asyncio.current_task()``
@@ -58,16 +58,16 @@ class Holder:
         """What the controls can do for the run shown."""
         self._held: _Held | None = None
         self._ended = False
-        self._attached: str | None = None
-        """The last run an attached agent started."""
+        self._connected: str | None = None
+        """The last run a connected agent started."""
 
     def heard_page(self) -> None:
         """A page's message came in (on the thread reading it now)."""
         self.page_off_home = threading.get_ident() != self._home_thread
 
-    def attached(self, run_id: str) -> None:
-        """Run ``run_id``, starting now, is an attached agent's (it has the step hook)."""
-        self._attached = run_id
+    def connected(self, run_id: str) -> None:
+        """Run ``run_id``, starting now, is a connected agent's (it has the step hook)."""
+        self._connected = run_id
 
     def started(self, event: LoopStarted, *, own: asyncio.Task[object] | None) -> None:
         """The run shown started (its observer calls this inside the run): decide what
@@ -83,7 +83,7 @@ class Holder:
             return
         reach = decide(
             source=event.source,
-            attached=event.run_id == self._attached,
+            connected=event.run_id == self._connected,
             on_home_loop=loop is not None and loop is self._home_loop,
             kernel=kernel_info(),
             page_off_home=self.page_off_home,

@@ -111,7 +111,7 @@ def _parsed(version: str) -> tuple[int, ...]:
 def decide(
     *,
     source: str,
-    attached: bool,
+    connected: bool,
     on_home_loop: bool,
     kernel: KernelInfo | None,
     page_off_home: bool,
@@ -119,7 +119,7 @@ def decide(
     """What the page's controls can do for a run that just started (not one
     :meth:`LoopDebugger.start` made, which they always reach).
 
-    ``source`` is its ``LoopStarted.source``; ``attached``: its agent holds the debugger's
+    ``source`` is its ``LoopStarted.source``; ``connected``: its agent holds the debugger's
     pause hook; ``on_home_loop``: it runs on the loop the debugger was made on (a cell's
     ``await``), not on another thread's (``agent.run()``); ``page_off_home``: the page's
     messages arrive on another thread than the kernel's (a subshell).
@@ -138,6 +138,6 @@ def decide(
         return Reach(False, False, "sync_run")
     if not clicks:
         return Reach(False, False, "old_kernel", kernel.version)
-    if not attached:
-        return Reach(True, False, "not_attached")
+    if not connected:
+        return Reach(True, False, "not_connected")
     return FULL

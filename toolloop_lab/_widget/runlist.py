@@ -28,7 +28,7 @@ class RunList:
     @property
     def runs(self) -> tuple[RunSummary, ...]:
         """A summary of every run this debugger saw, in the order they started: each run
-        of an attached agent, every run in a ``watch()`` block, every run of the trace it
+        of a connected agent, every run in a ``watch()`` block, every run of the trace it
         was opened on, sub-agents included (with their parent's tool call, and each run's
         totals with the runs nested under it). It shows one of them (the newest top-level
         run, or the one :meth:`show_run` picked). It keeps ``max_runs``, letting the oldest

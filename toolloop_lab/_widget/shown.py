@@ -23,7 +23,7 @@ from toolloop_lab.events import Event, LoopStarted
 
 Added = Literal["shown", "kept", "seen"]
 """What became of an event: folded into the run shown, kept for another run, or seen
-already (a debugger attached twice)."""
+already (a debugger given to an agent twice)."""
 
 _ZEROS_KEPT: Final = 4
 """Runs' clock zeros kept, in multiples of the session's bound."""
@@ -72,7 +72,7 @@ class ShownRun:
         (a nested run never does: it is shown when picked). The session never lets the
         run shown go."""
         with self.lock:
-            if event is self.last_event:  # attached twice: never count an event twice
+            if event is self.last_event:  # observed twice: never count an event twice
                 return "seen"
             self.last_event = event
             if isinstance(event, LoopStarted) and self._replaces(event):

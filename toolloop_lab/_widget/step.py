@@ -71,7 +71,7 @@ class StepController:
     def may_hold(self, stage: str) -> bool:
         """Whether the calling task would be held at a ``stage`` point now: only the armed
         task, not released, in a mode that stops there (the loop asks before it builds a
-        pause point, so an attached debugger costs a running loop almost nothing)."""
+        pause point, so a connected debugger costs a running loop almost nothing)."""
         task = self._task
         return (
             task is not None

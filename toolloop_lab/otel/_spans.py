@@ -1,70 +1,5 @@
-"""``SpanSource``: OpenTelemetry GenAI spans in, the loop's typed events out, live.
-
-Frameworks that report their work as spans (pydantic-ai natively, the OpenAI client
-through ``opentelemetry-instrumentation-openai-v2``, the OpenAI Agents SDK and smolagents
-through OpenInference) can be watched by the debugger, a ``TraceWriter`` or any observer::
-
-    provider.add_span_processor(SpanSource(dbg, prices={...}))   # your own provider
-    with dbg.watch_spans(provider):                              # or for a block
-        agent.run_sync("...")
-
-How spans become events (``LoopStarted.source == "otel"``):
-
-* an **agent span** (``gen_ai.operation.name = invoke_agent``, OpenInference ``AGENT``)
-  starts a run at its start and ends it at its end: ``loop_finish``, or ``loop_failure``
-  when its status is an error. Its run id is 12 hex digits (the length of our loop's)
-  drawn from the span's trace id and span id together (span ids alone repeat across
-  traces), or the ``toolloop.run_id`` our own export wrote; spans are known by both ids;
-* a **chat span** (``chat``, ``text_completion``, ``generate_content``, OpenInference
-  ``LLM``, or the older conventions' ``gen_ai.system``) is a model call: ``round_start`` and
-  ``model_call_start`` at its start, ``model_call`` with usage, model, finish reason, cost
-  and the reply at its end (``model_call_failed`` for an error status; the next call is its
-  retry, in the same round). A chat span and the tool spans after it form a round;
-* a **tool span** (``execute_tool``, OpenInference ``TOOL``) is ``tool_start`` at its start
-  and ``tool_dispatch`` at its end, an error status reading as the tool's error;
-* **parents give nesting**: an agent span under a tool span is a sub-agent, a run naming
-  the parent run and the tool call that ran it; an agent span inside a run but under no
-  tool call (the OpenAI Agents SDK's agent inside its "Agent workflow" span, the agent a
-  hand-off passes to) is part of that run; spans of no kind we know (a framework's own
-  steps) pass their run on to their children, and so does a chat span inside another (an
-  instrumented client under an instrumented framework: the call is counted once, by the
-  outer span); a chat or tool span under no agent span (a bare client call) is a run of
-  its own, ended with it;
-* **a run that ended stays ended**: its calls and tools still open are closed with it
-  (``cancelled``), and so are the sub-agents it started (a sub-agent cannot outlive the
-  tool call that ran it); a span that starts under it later adds nothing (its events would
-  follow the run's end). Such spans are passed over, and so is anything under them.
-
-What spans do not carry is never shown as known: a call span without usage has its tokens
-estimated from the prompt and reply it records and flagged ``estimated``, and so does one
-whose counts no event can hold (past the event schema's bounds, which the trace reader
-applies: unknown, never that number live and a refused line in the trace); a time no event
-can hold (a time to first chunk that is a bool, negative or infinite) is unknown; content
-that cannot be parsed (JSON nested too deep) is no content, and its call still counts with
-the usage its span gave; a name or id of another type than text is unknown (a tool call
-named by no text is an invalid call), never its ``str()``; a model
-genai-prices does not know (and ``prices`` does not name) is unpriced; a run has no round
-cap, budgets or gates (``None``: absent, not passed); messages are known only where the
-framework records content (pydantic-ai does; our own export with ``capture_content``); a
-framework that records a call's prompt only at its end (pydantic-ai) has the first call's
-prompt carried by the next call's start, which also carries the tool results since the last
-reply (they are what the framework sends next), so each round shows what it was sent and
-the transcript is whole, in order, once the run ends.
-Streamed fragments are not in spans: there are no ``model_delta`` events. Our own export's
-``toolloop.*`` facts (call purpose, tool status, outcome) are read back where present.
-
-Spans start and end on any thread: every span takes one lock, which also keeps each run's
-events in order for its observers; an observer that raises is logged and skipped
-(:func:`~toolloop_lab.events.notify`), and a span this source cannot read is logged and
-passed over, never breaking the traced program.
-
-What a source holds is bounded: an ended run is let go at its end; it leaves only the ids
-of its spans (its agent span, and those still open) so that a span starting under one is
-known as late, at most :attr:`SpanSource.ended_spans_held` of them, the oldest forgotten
-first. Every span passed over or forgotten before it ended is counted in
-:attr:`SpanSource.dropped` and logged (at the 1st, 2nd, 4th, ... of its kind), never
-silently.
-"""
+"""``SpanSource`` and ``watch_spans``: OpenTelemetry GenAI spans in, the loop's typed events
+out, live. How spans become events is :class:`SpanSource`'s docstring."""
 
 from __future__ import annotations
 
@@ -130,8 +65,74 @@ class _Open:
 
 
 class SpanSource(SpanProcessor):
-    """A span processor that feeds ``observers`` the events of the agents it sees (module
-    doc). ``prices`` overrides genai-prices per model name, as everywhere."""
+    """A span processor that feeds ``observers`` the events of the agents it sees.
+    ``prices`` overrides genai-prices per model name, as everywhere.
+
+    Frameworks that report their work as spans (pydantic-ai natively, the OpenAI client
+    through ``opentelemetry-instrumentation-openai-v2``, the OpenAI Agents SDK and smolagents
+    through OpenInference) can be watched by the debugger, a ``TraceWriter`` or any observer::
+
+        provider.add_span_processor(SpanSource(dbg, prices={...}))   # your own provider
+        with watch_spans(provider, dbg):                             # or for a block
+            agent.run_sync("...")
+
+    How spans become events (``LoopStarted.source == "otel"``):
+
+    * an **agent span** (``gen_ai.operation.name = invoke_agent``, OpenInference ``AGENT``)
+      starts a run at its start and ends it at its end: ``loop_finish``, or ``loop_failure``
+      when its status is an error. Its run id is 12 hex digits (the length of our loop's)
+      drawn from the span's trace id and span id together (span ids alone repeat across
+      traces), or the ``toolloop.run_id`` our own export wrote; spans are known by both ids;
+    * a **chat span** (``chat``, ``text_completion``, ``generate_content``, OpenInference
+      ``LLM``, or the older conventions' ``gen_ai.system``) is a model call: ``round_start`` and
+      ``model_call_start`` at its start, ``model_call`` with usage, model, finish reason, cost
+      and the reply at its end (``model_call_failed`` for an error status; the next call is its
+      retry, in the same round). A chat span and the tool spans after it form a round;
+    * a **tool span** (``execute_tool``, OpenInference ``TOOL``) is ``tool_start`` at its start
+      and ``tool_dispatch`` at its end, an error status reading as the tool's error;
+    * **parents give nesting**: an agent span under a tool span is a sub-agent, a run naming
+      the parent run and the tool call that ran it; an agent span inside a run but under no
+      tool call (the OpenAI Agents SDK's agent inside its "Agent workflow" span, the agent a
+      hand-off passes to) is part of that run; spans of no kind we know (a framework's own
+      steps) pass their run on to their children, and so does a chat span inside another (an
+      instrumented client under an instrumented framework: the call is counted once, by the
+      outer span); a chat or tool span under no agent span (a bare client call) is a run of
+      its own, ended with it;
+    * **a run that ended stays ended**: its calls and tools still open are closed with it
+      (``cancelled``), and so are the sub-agents it started (a sub-agent cannot outlive the
+      tool call that ran it); a span that starts under it later adds nothing (its events would
+      follow the run's end). Such spans are passed over, and so is anything under them.
+
+    What spans do not carry is never shown as known: a call span without usage has its tokens
+    estimated from the prompt and reply it records and flagged ``estimated``, and so does one
+    whose counts no event can hold (past the event schema's bounds, which the trace reader
+    applies: unknown, never that number live and a refused line in the trace); a time no event
+    can hold (a time to first chunk that is a bool, negative or infinite) is unknown; content
+    that cannot be parsed (JSON nested too deep) is no content, and its call still counts with
+    the usage its span gave; a name or id of another type than text is unknown (a tool call
+    named by no text is an invalid call), never its ``str()``; a model
+    genai-prices does not know (and ``prices`` does not name) is unpriced; a run has no round
+    cap, budgets or gates (``None``: absent, not passed); messages are known only where the
+    framework records content (pydantic-ai does; our own export with ``capture_content``); a
+    framework that records a call's prompt only at its end (pydantic-ai) has the first call's
+    prompt carried by the next call's start, which also carries the tool results since the last
+    reply (they are what the framework sends next), so each round shows what it was sent and
+    the transcript is whole, in order, once the run ends.
+    Streamed fragments are not in spans: there are no ``model_delta`` events. Our own export's
+    ``toolloop.*`` facts (call purpose, tool status, outcome) are read back where present.
+
+    Spans start and end on any thread: every span takes one lock, which also keeps each run's
+    events in order for its observers; an observer that raises is logged and skipped
+    (:func:`~toolloop_lab.events.notify`), and a span this source cannot read is logged and
+    passed over, never breaking the traced program.
+
+    What a source holds is bounded: an ended run is let go at its end; it leaves only the ids
+    of its spans (its agent span, and those still open) so that a span starting under one is
+    known as late, at most :attr:`SpanSource.ended_spans_held` of them, the oldest forgotten
+    first. Every span passed over or forgotten before it ended is counted in
+    :attr:`SpanSource.dropped` and logged (at the 1st, 2nd, 4th, ... of its kind), never
+    silently.
+    """
 
     ended_spans_held: int = 4_096
     """Spans of ended runs kept (ended agent spans, and spans still open when their run
