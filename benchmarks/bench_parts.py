@@ -65,13 +65,8 @@ from toolloop_lab._engine.call_events import priced_usage, tool_started
 from toolloop_lab._engine.run_state import RunState
 from toolloop_lab._stream import finish_outcome
 from toolloop_lab._support.jsonsafe import frozen_json
-from toolloop_lab._tools.dispatcher import (
-    DispatchHooks,
-    DispatchOutcome,
-    RunCaller,
-    ToolBox,
-    dispatch,
-)
+from toolloop_lab._tools.callers import RunCaller
+from toolloop_lab._tools.dispatcher import DispatchHooks, DispatchOutcome, ToolBox, dispatch
 
 PARTS = ("events", "copies", "usage", "task", "dispatcher")
 """Added one at a time, in this order: each variant has every part before it too."""

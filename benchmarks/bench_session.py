@@ -90,8 +90,7 @@ from loopkit import FakeTime, MockComm, channel  # noqa: E402
 
 from toolloop_lab._runview import summaries  # noqa: E402
 from toolloop_lab._widget.debugger import LoopDebugger  # noqa: E402
-from toolloop_lab._widget.runrows import RowFeed  # noqa: E402
-from toolloop_lab._widget.session import Session  # noqa: E402
+from toolloop_lab._widget.runs import RowFeed, Session  # noqa: E402
 
 RUNS = 1_000
 LONG = 10_000

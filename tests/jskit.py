@@ -38,7 +38,7 @@ from loopkit import (
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, compare, usd_budget
 from toolloop_lab._support.escape import BIDI_CONTROLS
-from toolloop_lab._widget.comparing import comparison_payload
+from toolloop_lab._widget.comparison import comparison_payload
 from toolloop_lab._widget.wire import event_payload
 from toolloop_lab.events import Event, ToolDispatched
 from toolloop_lab.lab import catalog

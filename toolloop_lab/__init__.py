@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from toolloop_lab._replay.chat_models import RecordingChatModel, ReplayChatModel
     from toolloop_lab._replay.compare import RunComparison, compare
     from toolloop_lab._replay.fork import Fork, afork, fork, prepare_fork
-    from toolloop_lab._replay.fork.compare import ForkResult
+    from toolloop_lab._replay.fork.result import ForkResult
     from toolloop_lab._replay.recording_file import Recording
     from toolloop_lab._replay.whatif import WhatIfResult, awhat_if, what_if
     from toolloop_lab._runview import RunSummary, RunView
@@ -105,7 +105,7 @@ _LAZY = {
     "afork": "toolloop_lab._replay.fork",
     "fork": "toolloop_lab._replay.fork",
     "prepare_fork": "toolloop_lab._replay.fork",
-    "ForkResult": "toolloop_lab._replay.fork.compare",
+    "ForkResult": "toolloop_lab._replay.fork.result",
     "WhatIfResult": "toolloop_lab._replay.whatif",
     "awhat_if": "toolloop_lab._replay.whatif",
     "what_if": "toolloop_lab._replay.whatif",

@@ -35,7 +35,7 @@ from toolloop_lab import (
     read_trace,
 )
 from toolloop_lab._trace import write_trace
-from toolloop_lab._widget.step import StepController
+from toolloop_lab._widget.steps import StepController
 from toolloop_lab.errors import InterventionError
 from toolloop_lab.events import (
     Event,

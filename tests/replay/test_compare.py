@@ -268,7 +268,7 @@ def test_every_kind_of_source_reads_the_same_run(tmp_path: Path) -> None:
 
 
 def test_two_runs_of_one_trace_are_picked_by_run_id(tmp_path: Path) -> None:
-    path = tmp_path / "runs.jsonl"
+    path = tmp_path / "run_list.jsonl"
     with TraceWriter(path) as writer:
         first = run(
             [calls(tool_call("read_log", {"path": "x"}, "c1")), final("one")], observers=[writer]

@@ -42,7 +42,7 @@ from toolloop_lab import (
     usd_budget,
 )
 from toolloop_lab._replay.figures import RunFigures
-from toolloop_lab._replay.fork.compare import COMPARISON_DTYPES, RoundFigures
+from toolloop_lab._replay.fork.result import COMPARISON_DTYPES, RoundFigures
 from toolloop_lab._support.words import outcome_text
 from toolloop_lab.errors import ConfigurationError, ExecutionError, ToolLoopError, TraceError
 from toolloop_lab.events import Event, Intervention, LoopStarted, transcript

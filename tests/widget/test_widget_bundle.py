@@ -20,7 +20,7 @@ from jskit import need_node
 from toolloop_lab._replay.figures import Detail
 from toolloop_lab._runview import GateState, RunStatus
 from toolloop_lab._support import words
-from toolloop_lab._widget.debugger import STATIC
+from toolloop_lab._widget.frontend import STATIC
 from toolloop_lab.events import OUTCOMES, BudgetGate, InterventionAction, SynthesisReason
 
 ROOT = Path(__file__).resolve().parents[2]

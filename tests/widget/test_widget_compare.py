@@ -1,7 +1,7 @@
 """Two runs side by side in the debugger: the wire form, ``dbg.compare``, the page's request
 and the fork's comparison (mock comm).
 
-The page draws what :mod:`toolloop_lab._widget.comparing` writes, so what a person must be
+The page draws what :mod:`toolloop_lab._widget.comparison` writes, so what a person must be
 able to read off it is asserted here on the data: a call that became another tool's is a
 change (never "±0 tokens"), calls added and removed, text diffs that rebuild both texts,
 rounds that did the same as one line, both runs' totals, clipping and a byte budget. The
@@ -35,7 +35,7 @@ from toolloop_lab import (
 )
 from toolloop_lab._support.words import CALL_CHANGE, CALL_CHANGE_PART
 from toolloop_lab._trace import write_trace
-from toolloop_lab._widget.comparing import COMPARE_CHARS, comparison_payload
+from toolloop_lab._widget.comparison import COMPARE_CHARS, comparison_payload
 from toolloop_lab._widget.debugger import LoopDebugger
 from toolloop_lab._widget.textdiff import DIFF_OPS, text_opcodes
 from toolloop_lab.errors import ConfigurationError, ToolLoopError, UnknownRunError

@@ -29,7 +29,8 @@ from toolloop_lab._spend.usage import format_usd
 from toolloop_lab._tools.dispatcher import STOPPED_TEXT
 from toolloop_lab._trace import write_trace
 from toolloop_lab._widget.coalesce import Coalescer
-from toolloop_lab._widget.debugger import STATIC, LoopDebugger
+from toolloop_lab._widget.debugger import LoopDebugger
+from toolloop_lab._widget.frontend import STATIC
 from toolloop_lab._widget.wire import event_payload
 from toolloop_lab.events import Event, LoopFinished
 

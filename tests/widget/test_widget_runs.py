@@ -24,7 +24,7 @@ from toolloop_lab import LLMAgent, RunSummary, ScriptedChatModel, TraceWriter, e
 from toolloop_lab._runview import summaries
 from toolloop_lab._support.escape import NAME_CHARS
 from toolloop_lab._widget.debugger import LoopDebugger
-from toolloop_lab._widget.runrows import MAX_TAGS, row_payload
+from toolloop_lab._widget.runs import MAX_TAGS, row_payload
 from toolloop_lab._widget.wire import event_payload
 from toolloop_lab.errors import UnknownRunError
 from toolloop_lab.events import Event

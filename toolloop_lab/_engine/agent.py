@@ -50,7 +50,9 @@ from toolloop_lab._stream import checked_observer, checked_observers, failure_fi
 from toolloop_lab._support.errortext import explain
 from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS, clip
 from toolloop_lab._support.sync_runner import blocked_app_loop, run_sync
-from toolloop_lab._tools.dispatcher import ToolBox, block_calls, skipped_outcomes, tool_caller
+from toolloop_lab._tools.call_ids import block_calls
+from toolloop_lab._tools.callers import tool_caller
+from toolloop_lab._tools.dispatcher import ToolBox, skipped_outcomes
 from toolloop_lab.errors import (
     ConfigurationError,
     ConversationError,

@@ -50,17 +50,16 @@ from toolloop_lab._spend.pricing import TokenPrice, model_name_of
 from toolloop_lab._spend.usage import Usage
 from toolloop_lab._stream import finish_outcome, message_dicts
 from toolloop_lab._support.jsonsafe import frozen_json
+from toolloop_lab._tools.call_ids import normalize_tool_call_ids
+from toolloop_lab._tools.callers import RunCaller, tool_caller
 from toolloop_lab._tools.content import text_only
 from toolloop_lab._tools.dispatcher import (
     DispatchHooks,
     DispatchOutcome,
-    RunCaller,
     ToolBox,
     dispatch,
     invalid_outcomes,
-    normalize_tool_call_ids,
     skipped_outcomes,
-    tool_caller,
 )
 from toolloop_lab.errors import PaidCallError
 

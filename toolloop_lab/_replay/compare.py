@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeGuard, cas
 
 from toolloop_lab._engine.result import ToolLoopResult
 from toolloop_lab._replay.figures import ComparedRuns, RunFigures, comparison_lines, usd_change
-from toolloop_lab._replay.fork.compare import ForkResult
+from toolloop_lab._replay.fork.result import ForkResult
 from toolloop_lab._runview import RoundRow, RunView, ToolRow
 from toolloop_lab._spend.usage import Usage, format_usd
 from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS, TEXT_CHARS, esc, esc_clip, plain

@@ -1,7 +1,7 @@
 """The recording file: its line format, reader and writer.
 
 A recording is JSONL, one line per model call, written by
-:class:`~toolloop_lab.recording.RecordingChatModel` and read by :meth:`Recording.from_file`.
+:class:`~toolloop_lab.RecordingChatModel` and read by :meth:`Recording.from_file`.
 Messages use langchain-core's own serialisation (``message_to_dict``): plain JSON, never
 pickle, so a recording is safe to read and easy to diff. Line format, version 1::
 
@@ -32,9 +32,8 @@ by its own langchain-core class and the profile as langchain-core types it (both
 mode, token limits positive), and anything wrong is a
 :class:`RecordingFormatError` naming the line, the field and the reason.
 
-Its errors (:class:`RecordingError` and its subclasses) live in :mod:`toolloop_lab.errors`,
-where the whole exception tree is drawn; they are importable from here and from
-:mod:`toolloop_lab.recording` as before.
+Its errors (:class:`~toolloop_lab.errors.RecordingError` and its subclasses) live in
+:mod:`toolloop_lab.errors`, where the whole exception tree is drawn.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What if: re-run a recorded session under another ``AgentConfig`` and compare the spend.
 
-The recorded replies are served by a relaxed :class:`~toolloop_lab.recording.ReplayChatModel`
+The recorded replies are served by a relaxed :class:`~toolloop_lab.ReplayChatModel`
 (see it for exactly what is matched), the tools run again, and the loop is the real one,
 so a lower round cap, a token budget or pruning act exactly as they would live. The
 result puts both runs' outcome, rounds, tokens and cost side by side. The re-run's error

@@ -19,12 +19,18 @@ reach back into the transcript, the next request or the events. Its result is tu
 text in the tool's own worker right after it returns, before a sibling call can change an
 object the tool handed back; a result of content blocks (an MCP tool's: text, images) is
 copied there instead, and goes to the model as blocks (:mod:`toolloop_lab._tools.content`).
+
+What a reader opens first comes first: what a dispatch gives back (:class:`DispatchOutcome`),
+what it tells the loop as calls start and end (:class:`DispatchHooks`), the tools made ready
+once (:class:`ToolBox`), :func:`dispatch` itself and the outcomes of calls answered without
+running; then how a round's calls run, how one tool runs, a stop while tools run, and how a
+call's ending becomes its outcome. Which run a tool runs for is :mod:`.callers`; a reply's
+call ids made unique is :mod:`.call_ids`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import functools
 import json
 import logging
@@ -32,7 +38,6 @@ import time
 from collections.abc import (
     Awaitable,
     Callable,
-    Collection,
     Iterable,
     Iterator,
     Mapping,
@@ -40,7 +45,7 @@ from collections.abc import (
     Sequence,
 )
 from dataclasses import dataclass
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, Literal
 
 from langchain_core.messages import AIMessage, InvalidToolCall, ToolCall, ToolMessage
 from langchain_core.runnables.config import run_in_executor
@@ -51,11 +56,13 @@ from pydantic import ValidationError
 from toolloop_lab._support.errortext import error_name, explain
 from toolloop_lab._support.fields import validation_text
 from toolloop_lab._support.jsonsafe import dumps, frozen_json, is_mapping, thaw
+from toolloop_lab._tools.callers import RunCaller, caller_context
 from toolloop_lab._tools.content import blocks_of, content_text, is_blocks
 from toolloop_lab.errors import ConfigurationError, ExecutionError
-from toolloop_lab.events import Observer, ToolStatus
+from toolloop_lab.events import ToolStatus
 
 _log = logging.getLogger("toolloop_lab")
+
 
 STOPPED_TEXT: Final = (
     "the loop was stopped while this call was running: it had started, so it may have "
@@ -84,38 +91,6 @@ class DispatchOutcome:
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCaller:
-    """The run and the tool call a tool is running for: a run the tool starts (a
-    sub-agent) records them as its parent, so every reader can tell it from a top-level
-    run (:func:`~toolloop_lab.events.select_run`)."""
-
-    run_id: str
-    tool_call_id: str
-    observers: tuple[Observer, ...] = ()
-    """The calling run's observers: a sub-agent's run feeds them too, so whatever watches
-    the parent (a debugger, a trace) sees its nested runs with no wiring by the user."""
-
-
-@dataclass(frozen=True, slots=True)
-class RunCaller:
-    """The run whose calls a dispatch runs (``dispatch(..., caller=)``), and its observers,
-    which runs the tools start inherit."""
-
-    run_id: str
-    observers: tuple[Observer, ...] = ()
-
-
-_CALLER: contextvars.ContextVar[ToolCaller | None] = contextvars.ContextVar(
-    "toolloop_lab_tool_caller", default=None
-)
-
-
-def tool_caller() -> ToolCaller | None:
-    """The tool call this code runs inside, if it runs inside one a loop dispatched."""
-    return _CALLER.get()
-
-
-@dataclass(frozen=True, slots=True)
 class DispatchHooks:
     """What the loop hears during a dispatch: each tool as it begins, each call as it ends
     (in completion order). Both are called in the loop's own thread."""
@@ -124,16 +99,239 @@ class DispatchHooks:
     done: Callable[[DispatchOutcome], None] = lambda _outcome: None
 
 
-def _frozen(args: Any) -> Mapping[str, Any]:
-    frozen: Mapping[str, Any] = frozen_json(args if is_mapping(args) else {})
-    return frozen
+class ToolBox(Mapping[str, BaseTool]):
+    """An agent's tools by name, as the user gave them, each checked (its schema can be
+    built: ``ConfigurationError`` otherwise) and prepared once for the loop to run (see
+    ``_Ready``). Read-only."""
+
+    __slots__ = ("_originals", "_ready")
+
+    def __init__(self, tools: Iterable[BaseTool]) -> None:
+        self._originals: dict[str, BaseTool] = {t.name: t for t in tools}
+        for name, tool in self._originals.items():
+            _check_schema(name, tool)
+        self._ready: dict[str, _Ready] = {n: _ready(t) for n, t in self._originals.items()}
+
+    def __getitem__(self, name: str) -> BaseTool:
+        return self._originals[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._originals)
+
+    def __len__(self) -> int:
+        return len(self._originals)
+
+    def ready(self, name: str) -> _Ready | None:
+        """The prepared form of the tool the model named, or ``None``."""
+        return self._ready.get(name)
 
 
-def serialize_output(value: Any) -> str:
-    """Text for the model: strings as they are, anything else as deterministic JSON."""
-    if isinstance(value, str):
-        return value
-    return dumps(value, ascii_only=False)
+async def dispatch(
+    calls: Sequence[ToolCall],
+    tools: ToolBox,
+    *,
+    timeout_s: float | None = None,
+    parallel: bool = True,
+    hooks: DispatchHooks = DispatchHooks(),
+    finished: MutableMapping[str, DispatchOutcome] | None = None,
+    caller: str | RunCaller | None = None,
+) -> list[DispatchOutcome]:
+    """Run ``calls`` (concurrently, or one after another when ``parallel`` is False);
+    outcomes come back in call order, and each is handed to ``hooks.done`` as it ends.
+
+    ``finished`` (by tool-call id) is filled as calls complete, so a caller that is
+    cancelled mid-dispatch still knows which calls really ran. When the dispatch is
+    cancelled, or a tool raises ``KeyboardInterrupt``/``SystemExit``, the calls still
+    running are cancelled and awaited before that propagates: no task outlives it.
+    ``caller`` names the run whose calls these are: a run a tool starts records it, and
+    the call, as its parent (:func:`~toolloop_lab._tools.callers.tool_caller`).
+    """
+    sink: MutableMapping[str, DispatchOutcome] = finished if finished is not None else {}
+
+    def done(outcome: DispatchOutcome) -> None:
+        sink[outcome.message.tool_call_id] = outcome
+        hooks.done(outcome)
+
+    ending = DispatchHooks(started=hooks.started, done=done)  # calls end in ``finished`` too
+    if len(calls) <= 1 or not parallel:
+        outcomes = []
+        for call in calls:
+            outcome = await _dispatch_one(call, tools, timeout_s, ending, caller)
+            done(outcome)
+            outcomes.append(outcome)
+        return outcomes
+    return await _dispatch_many(calls, tools, timeout_s, ending, caller)
+
+
+def invalid_outcomes(message: AIMessage) -> list[DispatchOutcome]:
+    """Error outcomes for the calls langchain-core could not parse (they never run)."""
+    return [_invalid_outcome(c) for c in message.invalid_tool_calls]
+
+
+def skipped_outcomes(message: AIMessage, reason: str, text: str) -> list[DispatchOutcome]:
+    """Error outcomes for calls the loop will not run (budget spent, loop stopped)."""
+    now = time.perf_counter()
+    out = [
+        _error_outcome(
+            c.get("id") or "",
+            c.get("name") or "(unnamed)",
+            c["args"] if isinstance(c.get("args"), Mapping) else {},
+            reason,
+            text,
+            now,
+            ran=False,
+        )
+        for c in message.tool_calls
+    ]
+    out.extend(
+        _error_outcome(
+            c.get("id") or "", c.get("name") or "(unnamed)", {}, reason, text, now, ran=False
+        )
+        for c in message.invalid_tool_calls
+    )
+    return out
+
+
+def written_outcome(
+    call: ToolCall, content: str, *, status: Literal["success", "error"]
+) -> DispatchOutcome:
+    """The outcome of a call a person answered by hand instead of running it."""
+    call_id, name = call.get("id") or "", call.get("name") or "(unnamed)"
+    msg = ToolMessage(content=content, tool_call_id=call_id, name=name, status=status)
+    reason = "skipped" if status == "error" else None
+    return DispatchOutcome(msg, name, _frozen(call.get("args")), status, reason, 0.0, ran=False)
+
+
+# -- a round's calls: one task each --------------------------------------------------------
+
+
+async def _dispatch_many(
+    calls: Sequence[ToolCall],
+    tools: ToolBox,
+    timeout_s: float | None,
+    hooks: DispatchHooks,
+    caller: str | RunCaller | None,
+) -> list[DispatchOutcome]:
+    async def one(call: ToolCall) -> DispatchOutcome:
+        outcome = await _dispatch_one(call, tools, timeout_s, hooks, caller)
+        hooks.done(outcome)  # in this call's own task, the moment it ends: completion order
+        return outcome
+
+    tasks = [asyncio.create_task(_capture(one(c))) for c in calls]
+    pending: set[asyncio.Task[_Captured]] = set(tasks)
+    stop: BaseException | None = None
+
+    def first_error(done: Iterable[asyncio.Task[_Captured]]) -> BaseException | None:
+        for task in done:
+            error = None if task.cancelled() else task.result().error
+            if error is not None and not isinstance(error, asyncio.CancelledError):
+                return error
+        return None
+
+    try:
+        while pending and stop is None:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            stop = first_error(done)
+    finally:
+        if pending:
+            for task in pending:
+                task.cancel()
+            # each call gives its own tool the cancellation grace; this only waits for them
+            done, _ = await asyncio.wait(pending)
+            stop = stop or first_error(done)
+    if stop is not None:
+        raise stop
+    return [t.result().value for t in tasks]
+
+
+async def _dispatch_one(
+    call: ToolCall,
+    tools: ToolBox,
+    timeout_s: float | None,
+    hooks: DispatchHooks = DispatchHooks(),
+    caller: str | RunCaller | None = None,
+) -> DispatchOutcome:
+    """One call's outcome. Raises only what must stop the loop (``KeyboardInterrupt``,
+    ``SystemExit``, other non-``Exception`` errors, and this task's own cancellation)."""
+    started = time.perf_counter()
+    call_id = call.get("id") or ""
+    name, args = call.get("name"), call.get("args")
+    ready = tools.ready(name) if isinstance(name, str) and name else None
+    if ready is None or not is_mapping(args):
+        return _refused(call_id, name, args, tools, started)
+    hooks.started(call)
+    # The tool runs in its own task, so a stop of this one never has to wait on a tool that
+    # swallows cancellation; this task waits on a plain future the tool's task settles.
+    loop = asyncio.get_running_loop()
+    waiter: asyncio.Future[_Captured | None] = loop.create_future()
+    task = loop.create_task(
+        _capture(_run_tool(ready, call), waiter),
+        name=f"tool {name} {call_id}",
+        context=caller_context(caller, call_id),
+    )
+    task.add_done_callback(functools.partial(_settle, waiter))
+    timer = None if timeout_s is None else loop.call_later(timeout_s, _expire, waiter)
+    try:
+        captured = await waiter
+    except asyncio.CancelledError:
+        early = _finished_first(waiter)
+        if early is not None:  # it ended just as the stop came: its result stands
+            hooks.done(_ended(early, call_id, name, args, started, hooks))
+            raise
+        stuck = ready.sync_only  # a thread cannot be stopped: it goes on after the stop
+        await _stopped_while_running(task, call_id, name, args, started, hooks, stuck)
+        raise
+    finally:
+        if timer is not None:
+            timer.cancel()
+    if captured is None:
+        stopped = await _stop(task, min(timeout_s or _CANCEL_GRACE_S, _CANCEL_GRACE_S))
+        text = f"tool {name!r} timed out after {timeout_s} s"
+        if not stopped:
+            text += " and ignored cancellation; it may still be running"
+        return _error_outcome(call_id, name, args, "timeout", text, started)
+    return _ended(captured, call_id, name, args, started, hooks)
+
+
+def _refused(call_id: str, name: Any, args: Any, tools: ToolBox, started: float) -> DispatchOutcome:
+    """The error outcome of a call that cannot run: it names no tool, a tool the agent
+    does not have, or arguments that are not a JSON object."""
+    if not isinstance(name, str) or not name:
+        text = f"the call names no tool. Available tools: {', '.join(sorted(tools)) or '(none)'}."
+        return _error_outcome(call_id, "(unnamed)", {}, "invalid_call", text, started)
+    if tools.ready(name) is None:
+        err = not_available_error(name, list(tools))
+        safe_args = args if isinstance(args, Mapping) else {}
+        return _error_outcome(call_id, name, safe_args, err.reason, str(err), started)
+    text = f"arguments for tool {name!r} must be a JSON object, got {type(args).__name__}"
+    return _error_outcome(call_id, name, {}, "invalid_arguments", text, started)
+
+
+def _invalid_outcome(call: InvalidToolCall) -> DispatchOutcome:
+    name = call.get("name") or "(unnamed)"
+    raw = call.get("args")
+    detail = call.get("error") or _why_unparsed(raw)
+    text = f"could not parse the call to {name!r}: {detail}. Raw arguments: {dumps(raw)}"
+    return _error_outcome(call.get("id") or "", name, {}, "invalid_call", text, time.perf_counter())
+
+
+def _why_unparsed(raw: Any) -> str:
+    """Why langchain-core could not make a call of ``raw`` argument text."""
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            return "arguments are not valid JSON"
+        except RecursionError:  # valid or not, too deep for any parser here to read
+            return "arguments are nested too deeply to parse"
+        return f"arguments must be a JSON object, got {_json_kind(value)}"
+    return "arguments are not valid JSON"
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {bool: "a boolean", str: "a string", list: "an array"}.get(type(value), "a number")
 
 
 def not_available_error(name: str, available: Sequence[str]) -> ExecutionError:
@@ -146,141 +344,71 @@ def not_available_error(name: str, available: Sequence[str]) -> ExecutionError:
     )
 
 
-def _error_outcome(
-    call_id: str,
-    name: str,
-    args: Mapping[str, Any],
-    reason: str,
-    text: str,
-    started: float,
-    *,
-    prefix: str = "Error: ",
-    ran: bool = True,
-    error_type: str | None = None,
-) -> DispatchOutcome:
-    msg = ToolMessage(content=prefix + text, tool_call_id=call_id, name=name, status="error")
-    duration = time.perf_counter() - started if ran else 0.0
-    return DispatchOutcome(msg, name, _frozen(args), "error", reason, duration, ran, error_type)
+# -- one tool: made ready once, run in a task of its own -----------------------------------
 
 
-def normalize_tool_call_ids(message: AIMessage, used: Collection[str] = ()) -> AIMessage:
-    """Give every tool call a unique, non-empty id so each gets exactly one ToolMessage.
+@dataclass(frozen=True, slots=True)
+class _Ready:
+    """One tool as the loop runs it."""
 
-    Providers occasionally send missing, empty or repeated ids; a transcript with those
-    cannot be answered one-to-one. An id is kept at its first occurrence unless ``used``
-    (ids already in the transcript) holds it; every other one is replaced by a fresh
-    ``call_<n>`` that appears nowhere else. Content blocks that carry the same ids
-    (Anthropic ``tool_use``, standard ``tool_call``, OpenAI Responses ``function_call``)
-    are renamed alike, in order, so a provider converter never pairs a block with the
-    wrong call. The reply is returned unchanged when all ids are fine.
-    """
-    if _ids_fine(message, used):
-        return message
-    calls = list(message.tool_calls)
-    invalid = list(message.invalid_tool_calls)
-    raw_ids = [c.get("id") for c in calls] + [c.get("id") for c in invalid]
-    ids = _unique_ids(raw_ids, used)
-    if ids is None:
-        return message
-    fixed_calls: list[ToolCall] = [
-        call if call.get("id") == cid else {**call, "id": cid}
-        for call, cid in zip(calls, ids, strict=False)
-    ]
-    fixed_invalid: list[InvalidToolCall] = [
-        bad if bad.get("id") == cid else {**bad, "id": cid}
-        for bad, cid in zip(invalid, ids[len(calls) :], strict=True)
-    ]
-    renames: dict[str, list[str]] = {}
-    for cid, new in zip(raw_ids, ids, strict=True):
-        if isinstance(cid, str) and cid:
-            renames.setdefault(cid, []).append(new)
-    update: dict[str, Any] = {"tool_calls": fixed_calls, "invalid_tool_calls": fixed_invalid}
-    if isinstance(message.content, list) and any(
-        len(news) > 1 or news[0] != old for old, news in renames.items()
-    ):
-        update["content"] = _rename_blocks(message.content, renames)
-    return message.model_copy(update=update)
+    tool: BaseTool
+    """A copy with its own error handlers off (a handled failure would read as a success;
+    the loop reports it as an error, in the handler's words) and, for function tools, a
+    function that turns its result into text the moment it returns."""
+    handler: Any
+    """The tool's own ``handle_tool_error``: it chooses the text the model reads."""
+    sync_only: bool
+    """No async body of its own: its sync body runs in a worker thread."""
 
 
-def _ids_fine(message: AIMessage, used: Collection[str]) -> bool:
-    """Every call id of ``message`` is a non-empty string, unique in it and not in ``used``
-    (the common case, checked without building the lists a renaming needs)."""
-    seen: set[str] = set()
-    for calls in (message.tool_calls, message.invalid_tool_calls):
-        for call in calls:
-            cid = call.get("id")
-            if not isinstance(cid, str) or not cid or cid in seen or cid in used:
-                return False
-            seen.add(cid)
-    return True
+def _check_schema(name: str, tool: BaseTool) -> None:
+    """Build the tool's schema as a model is told it, so a tool no provider could be told
+    about is refused before the first (paid) call instead of failing in round 1."""
+    try:
+        convert_to_openai_tool(tool)
+    except Exception as exc:  # whatever the tool's own schema code raises
+        raise ConfigurationError(
+            f"tool {name!r}: its argument schema cannot be built ({explain(exc)})",
+            field="tools",
+        ) from exc
 
 
-def _unique_ids(raw_ids: list[Any], used: Collection[str]) -> list[str] | None:
-    """A unique, non-empty id per call (first occurrences kept), or ``None`` when the ids
-    are all fine already."""
-    seen: set[str] = set()  # ids kept in this reply; ``used`` is only read, never copied
-    keep: list[bool] = []
-    for cid in raw_ids:
-        ok = isinstance(cid, str) and bool(cid) and cid not in seen and cid not in used
-        keep.append(ok)
-        if ok:
-            seen.add(cast(str, cid))
-    if all(keep):
-        return None
-    taken = set(used) | seen | {cid for cid in raw_ids if isinstance(cid, str)}
-    counter = 0
-    ids: list[str] = []
-    for cid, ok in zip(raw_ids, keep, strict=True):
-        if ok:
-            ids.append(cast(str, cid))
-            continue
-        counter += 1
-        while f"call_{counter}" in taken:
-            counter += 1
-        ids.append(f"call_{counter}")
-        taken.add(ids[-1])
-    return ids
+def _ready(tool: BaseTool) -> _Ready:
+    update: dict[str, Any] = {}
+    if tool.handle_tool_error or tool.handle_validation_error:
+        update.update(handle_tool_error=False, handle_validation_error=False)
+    if isinstance(tool, (StructuredTool, Tool)):
+        pair = tool.response_format == "content_and_artifact"
+        if tool.func is not None:
+            update["func"] = _snapshotting(tool.func, pair)
+        if tool.coroutine is not None:
+            update["coroutine"] = _asnapshotting(tool.coroutine, pair)
+        sync_only = tool.coroutine is None
+    else:
+        sync_only = type(tool)._arun is BaseTool._arun
+    copy = tool.model_copy(update=update) if update else tool
+    return _Ready(copy, tool.handle_tool_error, sync_only)
 
 
-_ID_KEYS: dict[str, str] = {"tool_use": "id", "tool_call": "id", "function_call": "call_id"}
-"""Content-block types that carry a tool-call id, and the key that holds it."""
-
-
-def block_calls(content: Any) -> list[tuple[str, str]]:
-    """``(id, name)`` of each tool call a message's content blocks carry (Anthropic
-    ``tool_use``, standard ``tool_call``, OpenAI Responses ``function_call``), in order;
-    blocks without a usable id are left out. Content is untrusted: anything goes in."""
-    if not isinstance(content, list):
-        return []
-    found: list[tuple[str, str]] = []
-    for block in content:
-        kind = block.get("type") if isinstance(block, dict) else None
-        key = _ID_KEYS.get(kind) if isinstance(kind, str) else None
-        cid = block.get(key) if key else None
-        if isinstance(cid, str) and cid:
-            name = block.get("name")
-            found.append((cid, name if isinstance(name, str) and name else "(unnamed)"))
-    return found
-
-
-def _rename_blocks(content: list[Any], renames: Mapping[str, list[str]]) -> list[Any]:
-    """``content`` with the n-th block carrying id X given the n-th new id for X."""
-    queues = {old: list(news) for old, news in renames.items()}
-    out: list[Any] = []
-    for block in content:
-        key = _ID_KEYS.get(block.get("type", "")) if isinstance(block, dict) else None
-        old = block.get(key) if key else None
-        if key and isinstance(old, str) and queues.get(old):
-            block = {**block, key: queues[old].pop(0)}
-        out.append(block)
-    return out
-
-
-_CANCEL_GRACE_S: Final = 1.0
-"""How long a cancelled tool may take to stop before the loop stops waiting for it."""
-
-_abandoned: set[asyncio.Task[Any]] = set()
-"""Tool tasks that ignored cancellation: referenced here until they end, never awaited."""
+async def _run_tool(ready: _Ready, call: ToolCall) -> _Output:
+    """The tool's result, as text made where the tool ran (see :func:`_snapshot`)."""
+    tool = ready.tool
+    args = thaw(call["args"])  # the tool's own copy: nothing it does reaches the transcript
+    tool_input: Any = (
+        {**call, "args": args, "type": "tool_call"}
+        if tool.response_format == "content_and_artifact"
+        else args
+    )
+    try:
+        if ready.sync_only:
+            # langchain-core's own helper: the caller's context goes along, and a
+            # StopIteration comes back as a RuntimeError instead of breaking the future
+            return await run_in_executor(None, lambda: _output(tool.invoke(tool_input)))
+        return _output(await tool.ainvoke(tool_input))
+    except ToolException as exc:
+        if ready.handler:
+            raise _HandledToolError(_handled_text(ready.handler, exc)) from exc
+        raise
 
 
 @dataclass(slots=True)
@@ -420,95 +548,20 @@ def _asnapshotting(
     return call
 
 
-@dataclass(frozen=True, slots=True)
-class _Ready:
-    """One tool as the loop runs it."""
-
-    tool: BaseTool
-    """A copy with its own error handlers off (a handled failure would read as a success;
-    the loop reports it as an error, in the handler's words) and, for function tools, a
-    function that turns its result into text the moment it returns."""
-    handler: Any
-    """The tool's own ``handle_tool_error``: it chooses the text the model reads."""
-    sync_only: bool
-    """No async body of its own: its sync body runs in a worker thread."""
+def _frozen(args: Any) -> Mapping[str, Any]:
+    frozen: Mapping[str, Any] = frozen_json(args if is_mapping(args) else {})
+    return frozen
 
 
-def _check_schema(name: str, tool: BaseTool) -> None:
-    """Build the tool's schema as a model is told it, so a tool no provider could be told
-    about is refused before the first (paid) call instead of failing in round 1."""
-    try:
-        convert_to_openai_tool(tool)
-    except Exception as exc:  # whatever the tool's own schema code raises
-        raise ConfigurationError(
-            f"tool {name!r}: its argument schema cannot be built ({explain(exc)})",
-            field="tools",
-        ) from exc
+# -- a stop while tools run ----------------------------------------------------------------
 
 
-def _ready(tool: BaseTool) -> _Ready:
-    update: dict[str, Any] = {}
-    if tool.handle_tool_error or tool.handle_validation_error:
-        update.update(handle_tool_error=False, handle_validation_error=False)
-    if isinstance(tool, (StructuredTool, Tool)):
-        pair = tool.response_format == "content_and_artifact"
-        if tool.func is not None:
-            update["func"] = _snapshotting(tool.func, pair)
-        if tool.coroutine is not None:
-            update["coroutine"] = _asnapshotting(tool.coroutine, pair)
-        sync_only = tool.coroutine is None
-    else:
-        sync_only = type(tool)._arun is BaseTool._arun
-    copy = tool.model_copy(update=update) if update else tool
-    return _Ready(copy, tool.handle_tool_error, sync_only)
+_CANCEL_GRACE_S: Final = 1.0
+"""How long a cancelled tool may take to stop before the loop stops waiting for it."""
 
 
-class ToolBox(Mapping[str, BaseTool]):
-    """An agent's tools by name, as the user gave them, each checked (its schema can be
-    built: ``ConfigurationError`` otherwise) and prepared once for the loop to run (see
-    ``_Ready``). Read-only."""
-
-    __slots__ = ("_originals", "_ready")
-
-    def __init__(self, tools: Iterable[BaseTool]) -> None:
-        self._originals: dict[str, BaseTool] = {t.name: t for t in tools}
-        for name, tool in self._originals.items():
-            _check_schema(name, tool)
-        self._ready: dict[str, _Ready] = {n: _ready(t) for n, t in self._originals.items()}
-
-    def __getitem__(self, name: str) -> BaseTool:
-        return self._originals[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._originals)
-
-    def __len__(self) -> int:
-        return len(self._originals)
-
-    def ready(self, name: str) -> _Ready | None:
-        """The prepared form of the tool the model named, or ``None``."""
-        return self._ready.get(name)
-
-
-async def _run_tool(ready: _Ready, call: ToolCall) -> _Output:
-    """The tool's result, as text made where the tool ran (see :func:`_snapshot`)."""
-    tool = ready.tool
-    args = thaw(call["args"])  # the tool's own copy: nothing it does reaches the transcript
-    tool_input: Any = (
-        {**call, "args": args, "type": "tool_call"}
-        if tool.response_format == "content_and_artifact"
-        else args
-    )
-    try:
-        if ready.sync_only:
-            # langchain-core's own helper: the caller's context goes along, and a
-            # StopIteration comes back as a RuntimeError instead of breaking the future
-            return await run_in_executor(None, lambda: _output(tool.invoke(tool_input)))
-        return _output(await tool.ainvoke(tool_input))
-    except ToolException as exc:
-        if ready.handler:
-            raise _HandledToolError(_handled_text(ready.handler, exc)) from exc
-        raise
+_abandoned: set[asyncio.Task[Any]] = set()
+"""Tool tasks that ignored cancellation: referenced here until they end, never awaited."""
 
 
 async def _stop(task: asyncio.Task[_Captured], grace_s: float) -> bool:
@@ -535,80 +588,6 @@ def _abandon(task: asyncio.Task[_Captured]) -> None:
     _log.warning("a tool ignored cancellation and is left running: %r", task)
     _abandoned.add(task)
     task.add_done_callback(_abandoned.discard)
-
-
-async def _dispatch_one(
-    call: ToolCall,
-    tools: ToolBox,
-    timeout_s: float | None,
-    hooks: DispatchHooks = DispatchHooks(),
-    caller: str | RunCaller | None = None,
-) -> DispatchOutcome:
-    """One call's outcome. Raises only what must stop the loop (``KeyboardInterrupt``,
-    ``SystemExit``, other non-``Exception`` errors, and this task's own cancellation)."""
-    started = time.perf_counter()
-    call_id = call.get("id") or ""
-    name, args = call.get("name"), call.get("args")
-    ready = tools.ready(name) if isinstance(name, str) and name else None
-    if ready is None or not is_mapping(args):
-        return _refused(call_id, name, args, tools, started)
-    hooks.started(call)
-    # The tool runs in its own task, so a stop of this one never has to wait on a tool that
-    # swallows cancellation; this task waits on a plain future the tool's task settles.
-    loop = asyncio.get_running_loop()
-    waiter: asyncio.Future[_Captured | None] = loop.create_future()
-    task = loop.create_task(
-        _capture(_run_tool(ready, call), waiter),
-        name=f"tool {name} {call_id}",
-        context=_context_for(caller, call_id),
-    )
-    task.add_done_callback(functools.partial(_settle, waiter))
-    timer = None if timeout_s is None else loop.call_later(timeout_s, _expire, waiter)
-    try:
-        captured = await waiter
-    except asyncio.CancelledError:
-        early = _finished_first(waiter)
-        if early is not None:  # it ended just as the stop came: its result stands
-            hooks.done(_ended(early, call_id, name, args, started, hooks))
-            raise
-        stuck = ready.sync_only  # a thread cannot be stopped: it goes on after the stop
-        await _stopped_while_running(task, call_id, name, args, started, hooks, stuck)
-        raise
-    finally:
-        if timer is not None:
-            timer.cancel()
-    if captured is None:
-        stopped = await _stop(task, min(timeout_s or _CANCEL_GRACE_S, _CANCEL_GRACE_S))
-        text = f"tool {name!r} timed out after {timeout_s} s"
-        if not stopped:
-            text += " and ignored cancellation; it may still be running"
-        return _error_outcome(call_id, name, args, "timeout", text, started)
-    return _ended(captured, call_id, name, args, started, hooks)
-
-
-def _refused(call_id: str, name: Any, args: Any, tools: ToolBox, started: float) -> DispatchOutcome:
-    """The error outcome of a call that cannot run: it names no tool, a tool the agent
-    does not have, or arguments that are not a JSON object."""
-    if not isinstance(name, str) or not name:
-        text = f"the call names no tool. Available tools: {', '.join(sorted(tools)) or '(none)'}."
-        return _error_outcome(call_id, "(unnamed)", {}, "invalid_call", text, started)
-    if tools.ready(name) is None:
-        err = not_available_error(name, list(tools))
-        safe_args = args if isinstance(args, Mapping) else {}
-        return _error_outcome(call_id, name, safe_args, err.reason, str(err), started)
-    text = f"arguments for tool {name!r} must be a JSON object, got {type(args).__name__}"
-    return _error_outcome(call_id, name, {}, "invalid_arguments", text, started)
-
-
-def _context_for(caller: str | RunCaller | None, call_id: str) -> contextvars.Context | None:
-    """The context a tool runs in: a copy of ours that names the call it runs for (so a
-    sub-agent it starts knows its parent), or ours as is when no run is named."""
-    if caller is None:
-        return None
-    run = RunCaller(caller) if isinstance(caller, str) else caller
-    context = contextvars.copy_context()
-    context.run(_CALLER.set, ToolCaller(run.run_id, call_id, run.observers))
-    return context
 
 
 def _finished_first(waiter: asyncio.Future[_Captured | None]) -> _Captured | None:
@@ -650,6 +629,9 @@ async def _stopped_while_running(
         msg = ToolMessage(content=f"Error: {text}", tool_call_id=call_id, name=name, status="error")
         took = time.perf_counter() - started
         hooks.done(DispatchOutcome(msg, name, _frozen(args), "cancelled", "cancelled", took))
+
+
+# -- how a call ended ----------------------------------------------------------------------
 
 
 def _ended(
@@ -704,143 +686,25 @@ def _success(
     return DispatchOutcome(msg, name, _frozen(args), "success", None, time.perf_counter() - started)
 
 
-def _why_unparsed(raw: Any) -> str:
-    """Why langchain-core could not make a call of ``raw`` argument text."""
-    if isinstance(raw, str):
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            return "arguments are not valid JSON"
-        except RecursionError:  # valid or not, too deep for any parser here to read
-            return "arguments are nested too deeply to parse"
-        return f"arguments must be a JSON object, got {_json_kind(value)}"
-    return "arguments are not valid JSON"
-
-
-def _json_kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    return {bool: "a boolean", str: "a string", list: "an array"}.get(type(value), "a number")
-
-
-def _invalid_outcome(call: InvalidToolCall) -> DispatchOutcome:
-    name = call.get("name") or "(unnamed)"
-    raw = call.get("args")
-    detail = call.get("error") or _why_unparsed(raw)
-    text = f"could not parse the call to {name!r}: {detail}. Raw arguments: {dumps(raw)}"
-    return _error_outcome(call.get("id") or "", name, {}, "invalid_call", text, time.perf_counter())
-
-
-async def dispatch(
-    calls: Sequence[ToolCall],
-    tools: ToolBox,
+def _error_outcome(
+    call_id: str,
+    name: str,
+    args: Mapping[str, Any],
+    reason: str,
+    text: str,
+    started: float,
     *,
-    timeout_s: float | None = None,
-    parallel: bool = True,
-    hooks: DispatchHooks = DispatchHooks(),
-    finished: MutableMapping[str, DispatchOutcome] | None = None,
-    caller: str | RunCaller | None = None,
-) -> list[DispatchOutcome]:
-    """Run ``calls`` (concurrently, or one after another when ``parallel`` is False);
-    outcomes come back in call order, and each is handed to ``hooks.done`` as it ends.
-
-    ``finished`` (by tool-call id) is filled as calls complete, so a caller that is
-    cancelled mid-dispatch still knows which calls really ran. When the dispatch is
-    cancelled, or a tool raises ``KeyboardInterrupt``/``SystemExit``, the calls still
-    running are cancelled and awaited before that propagates: no task outlives it.
-    ``caller`` names the run whose calls these are: a run a tool starts records it, and
-    the call, as its parent (:func:`tool_caller`).
-    """
-    sink: MutableMapping[str, DispatchOutcome] = finished if finished is not None else {}
-
-    def done(outcome: DispatchOutcome) -> None:
-        sink[outcome.message.tool_call_id] = outcome
-        hooks.done(outcome)
-
-    ending = DispatchHooks(started=hooks.started, done=done)  # calls end in ``finished`` too
-    if len(calls) <= 1 or not parallel:
-        outcomes = []
-        for call in calls:
-            outcome = await _dispatch_one(call, tools, timeout_s, ending, caller)
-            done(outcome)
-            outcomes.append(outcome)
-        return outcomes
-    return await _dispatch_many(calls, tools, timeout_s, ending, caller)
-
-
-def invalid_outcomes(message: AIMessage) -> list[DispatchOutcome]:
-    """Error outcomes for the calls langchain-core could not parse (they never run)."""
-    return [_invalid_outcome(c) for c in message.invalid_tool_calls]
-
-
-async def _dispatch_many(
-    calls: Sequence[ToolCall],
-    tools: ToolBox,
-    timeout_s: float | None,
-    hooks: DispatchHooks,
-    caller: str | RunCaller | None,
-) -> list[DispatchOutcome]:
-    async def one(call: ToolCall) -> DispatchOutcome:
-        outcome = await _dispatch_one(call, tools, timeout_s, hooks, caller)
-        hooks.done(outcome)  # in this call's own task, the moment it ends: completion order
-        return outcome
-
-    tasks = [asyncio.create_task(_capture(one(c))) for c in calls]
-    pending: set[asyncio.Task[_Captured]] = set(tasks)
-    stop: BaseException | None = None
-
-    def first_error(done: Iterable[asyncio.Task[_Captured]]) -> BaseException | None:
-        for task in done:
-            error = None if task.cancelled() else task.result().error
-            if error is not None and not isinstance(error, asyncio.CancelledError):
-                return error
-        return None
-
-    try:
-        while pending and stop is None:
-            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            stop = first_error(done)
-    finally:
-        if pending:
-            for task in pending:
-                task.cancel()
-            # each call gives its own tool the cancellation grace; this only waits for them
-            done, _ = await asyncio.wait(pending)
-            stop = stop or first_error(done)
-    if stop is not None:
-        raise stop
-    return [t.result().value for t in tasks]
-
-
-def skipped_outcomes(message: AIMessage, reason: str, text: str) -> list[DispatchOutcome]:
-    """Error outcomes for calls the loop will not run (budget spent, loop stopped)."""
-    now = time.perf_counter()
-    out = [
-        _error_outcome(
-            c.get("id") or "",
-            c.get("name") or "(unnamed)",
-            c["args"] if isinstance(c.get("args"), Mapping) else {},
-            reason,
-            text,
-            now,
-            ran=False,
-        )
-        for c in message.tool_calls
-    ]
-    out.extend(
-        _error_outcome(
-            c.get("id") or "", c.get("name") or "(unnamed)", {}, reason, text, now, ran=False
-        )
-        for c in message.invalid_tool_calls
-    )
-    return out
-
-
-def written_outcome(
-    call: ToolCall, content: str, *, status: Literal["success", "error"]
+    prefix: str = "Error: ",
+    ran: bool = True,
+    error_type: str | None = None,
 ) -> DispatchOutcome:
-    """The outcome of a call a person answered by hand instead of running it."""
-    call_id, name = call.get("id") or "", call.get("name") or "(unnamed)"
-    msg = ToolMessage(content=content, tool_call_id=call_id, name=name, status=status)
-    reason = "skipped" if status == "error" else None
-    return DispatchOutcome(msg, name, _frozen(call.get("args")), status, reason, 0.0, ran=False)
+    msg = ToolMessage(content=prefix + text, tool_call_id=call_id, name=name, status="error")
+    duration = time.perf_counter() - started if ran else 0.0
+    return DispatchOutcome(msg, name, _frozen(args), "error", reason, duration, ran, error_type)
+
+
+def serialize_output(value: Any) -> str:
+    """Text for the model: strings as they are, anything else as deterministic JSON."""
+    if isinstance(value, str):
+        return value
+    return dumps(value, ascii_only=False)

@@ -7,7 +7,7 @@ that opens (or reopens) says ``hello`` and is sent everything again, from the st
 run bumps the epoch, so a page drops what it holds of the old one.
 
 Each message also carries the run list's rows that changed since the previous one (every
-row after a hello; :mod:`.runrows`): the rows are folded when a message goes out, never
+row after a hello; :mod:`.runs`): the rows are folded when a message goes out, never
 per event, so a session's other runs (nested ones, a pinned view's newer ones) cost the
 observer one append an event.
 
@@ -34,7 +34,7 @@ from typing import Any
 from toolloop_lab._support.errortext import explain
 from toolloop_lab._widget.coalesce import Coalescer, Scheduler
 from toolloop_lab._widget.requests import REQUEST_TYPES, Answer, refusal, request_id, unknown_type
-from toolloop_lab._widget.runrows import RowFeed
+from toolloop_lab._widget.runs import RowFeed
 from toolloop_lab._widget.shown import ShownRun
 from toolloop_lab._widget.wire import (
     MAX_BATCH_EVENTS,

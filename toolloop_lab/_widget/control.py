@@ -2,9 +2,9 @@
 
 :meth:`Control.start` runs an agent as a background task on the running event loop, so the
 kernel stays responsive and Continue, Step and Stop work during the run. The
-:class:`~.step.StepController` holds that task (never a run awaited in a cell, which would
+:class:`~.steps.StepController` holds that task (never a run awaited in a cell, which would
 wait forever) where the pause mode says. At a pause, the browser can change the run: each
-request is checked (:mod:`.requests`) and made through the pause point (:mod:`.pausing`).
+request is checked and made through the pause point (:mod:`.requests`).
 
 Only the public agent API is used: ``observers``, ``subscribe``, ``add_pause_hook`` and
 ``arun`` (see :class:`DebuggableAgent`).
@@ -22,20 +22,20 @@ from langchain_core.tools import BaseTool
 from toolloop_lab._engine.hooks import PauseHook, PausePoint
 from toolloop_lab._support.errortext import explain
 from toolloop_lab._support.words import outcome_text
-from toolloop_lab._widget.holding import Holder
-from toolloop_lab._widget.pausing import apply_request, point_dict
+from toolloop_lab._widget.reach import Holder
 from toolloop_lab._widget.requests import (
     Answer,
     Change,
     ForkHere,
     Release,
     StopRun,
+    apply_request,
     parse_control,
     parse_request,
+    point_dict,
 )
 from toolloop_lab._widget.shown import ShownRun
-from toolloop_lab._widget.step import PauseMode, StepController
-from toolloop_lab._widget.waiting import PauseWaiters
+from toolloop_lab._widget.steps import PauseMode, PauseWaiters, StepController
 from toolloop_lab.events import Event, LoopFailed, LoopFinished, LoopStarted, Observer
 
 R_co = TypeVar("R_co", covariant=True)
@@ -130,7 +130,7 @@ class Control:
 
     def observed(self, event: Event) -> None:
         """An event of the run shown: at its start, what can the controls do for it (see
-        :mod:`.holding`); at its end, it is held no more."""
+        :mod:`.reach`); at its end, it is held no more."""
         if isinstance(event, LoopStarted):
             self.holder.started(event, own=self.task)
         elif isinstance(event, (LoopFinished, LoopFailed)):

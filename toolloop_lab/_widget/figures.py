@@ -1,6 +1,7 @@
 """How numbers read in the debugger: one formatter per kind of figure (money and token
-counts are the package's own, :mod:`toolloop_lab._spend.usage`); the words for why a tool call is
-an error or never ran come from :mod:`.words` (a reason code is never shown as it is).
+counts are the package's own, :mod:`toolloop_lab._spend.usage`); the words for why a tool
+call is an error or never ran come from :mod:`toolloop_lab._support.words` (a reason code is
+never shown as it is).
 
 The static snapshot and the text repr share these, so a figure never reads two ways. They
 return plain text made of digits and our own words only, never untrusted content.

@@ -10,7 +10,7 @@ agent; a debugger opened from a trace has none unless it is given one (``fork_wi
 :func:`fork_comparison` is what the fork's debugger shows once the fork ends: the
 original from the fork's round on next to the fork, round by round
 (:func:`toolloop_lab.compare`, the fork's rounds lined up with the original's), with both
-whole runs' figures, as any two runs are shown (:mod:`.comparing`), numbered as the person
+whole runs' figures, as any two runs are shown (:mod:`.comparison`), numbered as the person
 saw the original.
 
 :class:`Forking` is a debugger's side of it: it makes a fork of the run shown
@@ -34,13 +34,13 @@ from toolloop_lab._engine.agent import LLMAgent
 from toolloop_lab._engine.config import AgentConfig
 from toolloop_lab._replay.compare import RunComparison, compare
 from toolloop_lab._replay.fork import Fork, prepare_fork
-from toolloop_lab._replay.fork.compare import ForkResult
+from toolloop_lab._replay.fork.result import ForkResult
 from toolloop_lab._spend.pricing import TokenPrice
 from toolloop_lab._support.errortext import describe
-from toolloop_lab._widget.comparing import comparison_payload
+from toolloop_lab._widget.comparison import comparison_payload
 from toolloop_lab._widget.control import DebuggableAgent
 from toolloop_lab._widget.requests import Answer, ForkHere
-from toolloop_lab._widget.step import PauseMode
+from toolloop_lab._widget.steps import PauseMode
 from toolloop_lab.errors import ConfigurationError, ToolLoopLabError
 from toolloop_lab.events import Event
 

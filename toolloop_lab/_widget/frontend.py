@@ -3,8 +3,9 @@
 An anywidget carries its ``_esm`` and ``_css`` in its own state, so every debugger saved in
 a notebook (by JupyterLab's "Save Widget State Automatically" or by ``nbclient``) would hold
 its own copy of the whole front end (about 100 kB). Instead each debugger's ``_esm`` is a
-small loader (``static/loader.js``) that reads the module from the one :class:`FrontEnd`
-model of the kernel, imports it once per page and version, and adds its stylesheet once.
+small loader (``src/loader.js``, :data:`ESM_LOADER`) that reads the module from the one
+:class:`FrontEnd` model of the kernel, imports it once per page and version, and adds its
+stylesheet once.
 The saved notebook then holds the front end once, however many debuggers it shows.
 """
 
@@ -18,6 +19,10 @@ import ipywidgets
 import traitlets
 
 STATIC: Final = Path(__file__).with_name("static")
+"""The front end: ``debugger.js`` (the esbuild bundle of ``src/``) and ``debugger.css``."""
+
+ESM_LOADER: Final = Path(__file__).parent / "src" / "loader.js"
+"""Each debugger's own module (its ``_esm``): it loads the front end from the shared model."""
 
 
 class FrontEnd(ipywidgets.Widget):  # type: ignore[misc]  # ipywidgets ships no types

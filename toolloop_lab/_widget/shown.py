@@ -17,7 +17,7 @@ from typing import Final, Literal
 from toolloop_lab._engine.hooks import PausePoint
 from toolloop_lab._runview import RunView
 from toolloop_lab._widget.coalesce import Clock
-from toolloop_lab._widget.session import MAX_RUNS, Session
+from toolloop_lab._widget.runs import MAX_RUNS, Session
 from toolloop_lab.errors import UnknownRunError
 from toolloop_lab.events import Event, LoopStarted
 

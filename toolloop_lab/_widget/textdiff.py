@@ -1,6 +1,6 @@
 """Word diffs of two texts, computed in Python for the page: what was deleted and inserted.
 
-A comparison of two runs (:mod:`.comparing`) marks, in each reply, call's arguments and
+A comparison of two runs (:mod:`.comparison`) marks, in each reply, call's arguments and
 result that differ, the words one side has and the other has not. The page draws the
 parts as text nodes and never counts characters itself (a JavaScript string counts UTF-16
 units, Python code points), so a diff is a list of ``[tag, a_part, b_part]``:

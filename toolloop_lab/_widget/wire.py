@@ -19,7 +19,7 @@ Python to browser
     state (where the loop waits and what it is about to send or run, whether a task runs,
     a note, and the answer to the browser's last request, see :mod:`.requests`). A
     message may also carry ``runs``, the run list's rows that changed (see
-    :mod:`.runrows`).
+    :mod:`.runs`).
 
 Browser to Python
     ``{"type": "hello"}`` (a front end wants everything from the start),
@@ -28,7 +28,7 @@ Browser to Python
     ``{"type": "fork", "request", "round"}`` ("Fork from here"),
     ``{"type": "show_run", "request", "run_id"}`` (show that run; ``None``: follow the
     newest again) and ``{"type": "compare", "request", "a", "b"}`` (two runs side by side,
-    :mod:`.comparing`; ``"action": "close"`` closes it). Everything the browser
+    :mod:`.comparison`; ``"action": "close"`` closes it). Everything the browser
     sends is untrusted: :mod:`.requests` checks it before anything acts on it.
 """
 

@@ -68,13 +68,13 @@ from toolloop_lab._engine.config import AgentConfig
 from toolloop_lab._engine.hooks import PauseHook
 from toolloop_lab._replay.figures import RunFigures
 from toolloop_lab._replay.fork.answering import fork_model
-from toolloop_lab._replay.fork.compare import (
+from toolloop_lab._replay.fork.remaining import derived_config, remaining
+from toolloop_lab._replay.fork.result import (
     ForkResult,
     RoundFigures,
     SourceKind,
     rows_of_view,
 )
-from toolloop_lab._replay.fork.remaining import derived_config, remaining
 from toolloop_lab._replay.fork.source import ForkSource, Taken, read_source
 from toolloop_lab._replay.rerun import Rerun, rerun
 from toolloop_lab._runview import RunView

@@ -22,7 +22,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
 from toolloop_lab._engine.result import ToolLoopResult
 from toolloop_lab._replay.figures import RunFigures
-from toolloop_lab._replay.fork.compare import RoundFigures, SourceKind, rows_of_view
+from toolloop_lab._replay.fork.result import RoundFigures, SourceKind, rows_of_view
 from toolloop_lab._replay.recording_file import FORMAT, Recording
 from toolloop_lab._runview import RunView
 from toolloop_lab._spend.pricing import PriceTable

@@ -1,7 +1,7 @@
 // @ts-check
 // How a budget reads: a run the USD limit stopped (how many calls were paid for, what of
 // its last round never happened), a gate that tripped, and why a figure can pass its limit.
-// The words are words.json's budget_stop and gate_tripped tables; widget/figures.py's
+// The words are words.json's budget_stop and gate_tripped tables; _widget/figures.py's
 // budget_stop and overshoot say the same from the same tables.
 
 import { count, pct } from "./format.js";

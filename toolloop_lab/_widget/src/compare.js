@@ -1,5 +1,5 @@
 // @ts-check
-// Two runs side by side, as Python's widget/comparing.py writes them (the `comparison`
+// Two runs side by side, as Python's _widget/comparison.py writes them (the `comparison`
 // trait: two runs picked, or a fork next to its original): both runs' totals, then round
 // by round the tools called with their arguments and results and the replies, what
 // changed marked (calls added, removed or changed; deleted and inserted words), and rounds

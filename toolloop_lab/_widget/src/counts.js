@@ -1,5 +1,5 @@
 // @ts-check
-// How a run's rounds and calls read in the header (widget/figures.py's rounds_said says
+// How a run's rounds and calls read in the header (_widget/figures.py's rounds_said says
 // the same, and the parity test holds them together): the round under way of the cap
 // while the run goes on; once it ended, its tool rounds and its model calls, names that
 // say what they count (the answering call is a model call, not a tool round).

@@ -12,9 +12,9 @@
 // Entry points: the anywidget lifecycle (default export: initialize + render) and
 // mount(el, events, options) for a static page (the HTML report, the snapshot).
 
-import { numbered } from "./control.js";
+import { numbered } from "./control_state.js";
 import { plural } from "./format.js";
-import { foldRuns } from "./runlist.js";
+import { foldRuns } from "./run_rows.js";
 import { enqueue, createStore, notify, receive } from "./store.js";
 import { createView } from "./view.js";
 

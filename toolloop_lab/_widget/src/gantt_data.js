@@ -104,7 +104,7 @@ export function roundItems(s, r) {
 }
 
 /**
- * The rows of store.runs (runlist's; an empty map until there are any).
+ * The rows of store.runs (run_rows.js'; an empty map until there are any).
  * @param {Store} s
  * @returns {Map<string, any>}
  */

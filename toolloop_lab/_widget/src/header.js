@@ -7,7 +7,7 @@ import { capitalized, clip, count, duration, pct, plural, tokens, visible } from
 import { isDone, outcomeText } from "./run.js";
 import { roundsRun, roundsSaid } from "./counts.js";
 import { lastToolName } from "./rounds.js";
-import { nestedCount } from "./runlist.js";
+import { nestedCount } from "./run_rows.js";
 import { held, holdingNow, runNow } from "./store.js";
 import { budgetStop, overshoot } from "./budget.js";
 import { GATE_NAME, STATUS, USAGE, statusCode, usd, word } from "./words.js";

@@ -1,7 +1,7 @@
 // @ts-check
 // The debugger widget's own ES module (its `_esm`), shipped as written: a loader. The front
 // end itself (static/debugger.js and its stylesheet) lives once per kernel in a hidden model
-// (widget/frontend.py), so a saved notebook holds it once however many debuggers it shows.
+// (_widget/frontend.py), so a saved notebook holds it once however many debuggers it shows.
 // This reads that model, imports the module once per page and version, adds the stylesheet
 // once, and hands each debugger to the front end's own initialize and render.
 

@@ -361,7 +361,7 @@ export function isDone(s) {
 }
 
 /**
- * How the run ended, in the words every view uses (widget/figures.py's outcome).
+ * How the run ended, in the words every view uses (_widget/figures.py's outcome).
  * @param {Run} s
  * @returns {string | null}
  */

@@ -1,19 +1,19 @@
 // @ts-check
 // The store every view of one widget draws from: the run's fold (run.js, fold.js), the
-// link it is fed through (link.js), Python's control state (control.js), the traits
+// link it is fed through (link.js), Python's control state (control_state.js), the traits
 // Python syncs, and what the person chose on the page (ui). Events are folded in slices,
 // so a long replay never blocks the page; listeners hear of every change.
 
-import { createControl, createRequests, releasedModelCall, settle } from "./control.js";
+import { createControl, createRequests, releasedModelCall, settle } from "./control_state.js";
 import { fold } from "./fold.js";
 import { accept, createLink } from "./link.js";
 import { createRun, isDone, resetRun } from "./run.js";
-import { foldRuns } from "./runlist.js";
+import { foldRuns } from "./run_rows.js";
 
 /** @typedef {import("./run.js").Run} Run */
 /** @typedef {import("./run.js").Call} Call */
-/** @typedef {import("./control.js").Control} Control */
-/** @typedef {import("./runlist.js").RunRow} RunRow */
+/** @typedef {import("./control_state.js").Control} Control */
+/** @typedef {import("./run_rows.js").RunRow} RunRow */
 
 const SLICE_MS = 8; // longest fold slice before yielding to the page
 
@@ -37,7 +37,7 @@ const SLICE_MS = 8; // longest fold slice before yielding to the page
  * @property {Run} run the fold of the run's events
  * @property {import("./link.js").Link} link
  * @property {Control} control
- * @property {import("./control.js").Requests} requests
+ * @property {import("./control_state.js").Requests} requests
  * @property {number | null} clockBase performance.now()/1000 minus the run's clock, from the last batch
  * @property {any[]} queue events waiting to be folded
  * @property {number} qi
@@ -50,7 +50,7 @@ const SLICE_MS = 8; // longest fold slice before yielding to the page
  * @property {number} offset added to every round number shown (a fork's rounds read as the original's)
  * @property {any} forkInfo a fork's debugger: where it was forked
  * @property {any} comparison two runs side by side (Python's comparing.py), or null
- * @property {Map<string, RunRow>} runs every run the debugger keeps, in start order (runlist.js)
+ * @property {Map<string, RunRow>} runs every run the debugger keeps, in start order (run_rows.js)
  * @property {number} runsLeftOut runs it no longer keeps
  * @property {string | null} runsPinned the run a person picked to show (null: the newest)
  * @property {number} runsVersion grows with every change of the rows

@@ -5,7 +5,7 @@
 // SLICE_MS, with the timers of a live run ticking between draws.
 
 import { createCompare } from "./compare.js";
-import { numbered } from "./control.js";
+import { numbered } from "./control_state.js";
 import { createControls } from "./controls.js";
 import { createDetail } from "./detail.js";
 import { h } from "./dom.js";
@@ -16,7 +16,7 @@ import { createGantt } from "./gantt.js";
 import { createHeader } from "./header.js";
 import { keepFieldKeys } from "./keys.js";
 import { isDone } from "./run.js";
-import { createRuns } from "./runs.js";
+import { createRuns } from "./run_list.js";
 import { soon, stamp } from "./store.js";
 import { createTimeline } from "./timeline.js";
 

@@ -1,4 +1,4 @@
-// The run list: rows folded as Python sends them (widget/runrows.py), ordered newest
+// The run list: rows folded as Python sends them (_widget/runs.py), ordered newest
 // first with nested runs under the run that called them, labelled in the words file's
 // words, and drawn (jsdom) as a bounded, clickable list with the header's with-nested spend.
 import assert from "node:assert/strict";
@@ -9,7 +9,7 @@ import { loadCase, src } from "./fixtures.mjs";
 
 const dom = new JSDOM("<!doctype html><html><body></body></html>", { pretendToBeVisual: true });
 for (const name of ["document", "requestAnimationFrame", "cancelAnimationFrame"]) globalThis[name] = dom.window[name];
-const { foldRuns, orderRuns, nestedCount, runName, calledBy, runOutcome, runDot, startTime, runsTitle } = await import(src("runlist.js"));
+const { foldRuns, orderRuns, nestedCount, runName, calledBy, runOutcome, runDot, startTime, runsTitle } = await import(src("run_rows.js"));
 const { createStore, receive } = await import(src("store.js"));
 const { createView } = await import(src("view.js"));
 const { OUTCOME, usd } = await import(src("words.js"));

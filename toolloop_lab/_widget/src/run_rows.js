@@ -1,8 +1,8 @@
 // @ts-check
-// The run list's rows as Python sends them (widget/runrows.py): folded into the store as
+// The run list's rows as Python sends them (_widget/runs.py): folded into the store as
 // they change, then ordered as the list shows them (newest top-level run first, each
 // nested run under the run that called it, in the order they started), labelled and
-// summed up. No DOM: runs.js draws what this module says.
+// summed up. No DOM: run_list.js draws what this module says.
 
 import { capitalized, count, plural } from "./format.js";
 import { STATUS, outcomeWords, statusCode, word } from "./words.js";

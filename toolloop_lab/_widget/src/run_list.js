@@ -7,12 +7,12 @@
 
 import { button, dot, h } from "./dom.js";
 import { count, duration, plural, tokens, visible } from "./format.js";
-import { calledBy, orderRuns, runDot, runName, runOutcome, runsTitle, startTime } from "./runlist.js";
+import { calledBy, orderRuns, runDot, runName, runOutcome, runsTitle, startTime } from "./run_rows.js";
 import { usd } from "./words.js";
 
 /** @typedef {import("./context.js").ViewContext} ViewContext */
-/** @typedef {import("./runlist.js").Entry} Entry */
-/** @typedef {import("./runlist.js").RunRow} RunRow */
+/** @typedef {import("./run_rows.js").Entry} Entry */
+/** @typedef {import("./run_rows.js").RunRow} RunRow */
 
 const ROW_H = 28; // px, one row (fixed: the list is virtualised)
 const VISIBLE = 8; // rows in view at most: the list never grows taller

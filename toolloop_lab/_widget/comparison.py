@@ -1,10 +1,16 @@
-"""Two runs compared, as the page draws them: the wire form of a :class:`RunComparison`.
+"""Two runs side by side in a debugger: ``dbg.compare(a, b)``, the page's request, and the
+form the page draws.
 
-:func:`toolloop_lab.compare` says, round by round, what each of two runs did. The debugger
-shows it (``dbg.compare(a, b)`` and the browser's ``{"type": "compare", "a", "b"}``
-request, :mod:`.comparisons`; a fork's debugger when the fork ends, :mod:`.forks`) through
-one synced trait, ``comparison``, saved with the notebook, so it must be plain JSON,
-clipped and bounded:
+:func:`toolloop_lab.compare` says, round by round, what each of two runs did.
+:class:`Comparisons` is the debugger's side of it: it compares two runs (run ids of the
+debugger's runs, or anything ``compare`` takes) and shows them; the page asks for two of
+the debugger's runs with ``{"type": "compare", "a", "b"}`` (the run list, "Swap sides")
+and closes the comparison with ``"action": "close"``: untrusted input, checked by
+:func:`~.requests.parse_compare`, naming runs the debugger holds, never a file. A fork's
+debugger shows one when the fork ends (:mod:`.forks`).
+
+The page gets it through one synced trait, ``comparison``, saved with the notebook, so it
+must be plain JSON, clipped and bounded (:func:`comparison_payload`):
 
 ``{"kind", "a", "b", "same", "rounds", "differing", "tokens_delta", "cost_delta_usd",
 "from_round", "runs_held", "rows", "left_out"}``
@@ -44,16 +50,29 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterator, Sequence
+import os
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Final, Literal
 
-from toolloop_lab._replay.compare import CallSide, RoundPair, RoundSide, RunComparison
+from toolloop_lab._replay.compare import (
+    CallSide,
+    RoundPair,
+    RoundSide,
+    RunComparison,
+    RunSource,
+    compare,
+)
 from toolloop_lab._replay.figures import RunFigures
+from toolloop_lab._support.errortext import describe
 from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS, TEXT_CHARS, clip
 from toolloop_lab._support.jsonsafe import dumps
+from toolloop_lab._widget.requests import Answer, CloseComparison, parse_compare
+from toolloop_lab._widget.shown import ShownRun
 from toolloop_lab._widget.textdiff import Effort, Ops, text_opcodes
+from toolloop_lab.errors import ToolLoopLabError, UnknownRunError
+from toolloop_lab.events import Event
 
 Kind = Literal["runs", "fork"]
 
@@ -297,3 +316,88 @@ def _rows(
             return rows, sum(len(s) for s in spans[i:])
         rows.append(row)
     return rows, 0
+
+
+class Comparisons:
+    """What a debugger compares, and how it answers the page; the debugger's ``compare``
+    hands its work here. ``show`` sets the synced ``comparison`` trait the page draws
+    (``{}``: none); strings are clipped at ``max_chars``, rows stop at ``budget_bytes``."""
+
+    def __init__(
+        self,
+        run: ShownRun,
+        show: Callable[[dict[str, Any]], None],
+        *,
+        max_chars: int,
+        budget_bytes: int,
+    ) -> None:
+        self._run = run
+        self._show = show
+        self._max_chars = max_chars
+        self._budget_bytes = budget_bytes
+
+    def compare(
+        self,
+        a: RunSource,
+        b: RunSource,
+        *,
+        a_run_id: str | None = None,
+        b_run_id: str | None = None,
+    ) -> RunComparison:
+        """Compare ``a`` and ``b`` and show them (see :meth:`LoopDebugger.compare`)."""
+        sources = [self._source(side) for side in (a, b)]
+        result = compare(sources[0], sources[1], a_run_id=a_run_id, b_run_id=b_run_id)
+        self._show_comparison(result)
+        return result
+
+    def _source(self, value: RunSource) -> RunSource:
+        """A run id of this debugger's runs (a ``str``) is that run's events; a ``str``
+        naming no run but a file is a trace's path; anything else is for
+        :func:`~toolloop_lab.compare` to read (or refuse)."""
+        if not isinstance(value, str):
+            return value
+        events = self._run_events(value)
+        if events:
+            return events
+        if os.path.isfile(value):
+            return value
+        with self._run.lock:
+            ids = [s.run_id for s in self._run.session.summaries()]
+        raise UnknownRunError(value, ids, where="this debugger's runs")
+
+    def _run_events(self, run_id: str) -> tuple[Event, ...]:
+        with self._run.lock:
+            return tuple(self._run.session.events(run_id))
+
+    def _show_comparison(self, result: RunComparison) -> None:
+        ids = (result.a_run_id, result.b_run_id)
+        held = all(i is not None and self._run_events(i) for i in ids)
+        self._show(
+            comparison_payload(
+                result,
+                max_chars=self._max_chars,
+                budget_bytes=self._budget_bytes,
+                runs_held=held,
+            )
+        )
+
+    def request(self, content: dict[Any, Any]) -> Answer:
+        """The page's ``compare`` request, checked and carried out: the runs it names must
+        be this debugger's; never a file."""
+        request = parse_compare(content)
+        if isinstance(request, Answer):
+            return request
+        if isinstance(request, CloseComparison):
+            self._show({})
+            return Answer(request.request, "close", True)
+        sides = [self._run_events(run_id) for run_id in (request.a, request.b)]
+        for run_id, side in zip((request.a, request.b), sides, strict=True):
+            if not side:
+                said = f"no run {run_id!r} among this debugger's runs"
+                return Answer(request.request, "compare", False, "unknown_run", said)
+        try:
+            self._show_comparison(compare(sides[0], sides[1]))
+        except ToolLoopLabError as exc:  # a run with no events, say
+            reason = getattr(exc, "field", None) or type(exc).__name__
+            return Answer(request.request, "compare", False, str(reason), describe(exc))
+        return Answer(request.request, "compare", True, message="the comparison is shown")
