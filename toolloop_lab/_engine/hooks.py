@@ -1,28 +1,6 @@
-"""Pause points: where a debugger may hold the loop (step mode) and change the run.
-
-A hook is awaited at every pause point. While it waits, a person can look at what is
-pending and intervene through the point itself:
-
-* before a tool dispatch: :attr:`PausePoint.calls`, :meth:`~PausePoint.edit_args` (checked
-  against the tool's schema first: types, required and unknown names, patterns in linear
-  time, at most ``schema_tools.MAX_ARG_DEPTH`` levels deep; it also fixes a call the model
-  sent as unreadable JSON) and :meth:`~PausePoint.skip` (answer a call by hand:
-  the tool never runs and the model reads the text as the call's result);
-* before a model call (a round or the synthesis): :attr:`PausePoint.messages` (copies of
-  exactly what will be sent), :meth:`~PausePoint.append` (a user or assistant message, a
-  hint say, of text and media only: no tool call or tool result, in ``tool_calls`` or in a
-  content block, and not empty) and :meth:`~PausePoint.edit_result` (replace a tool
-  result the model has not seen yet; the original stays in the message's ``artifact``).
-  The pause before a pruning call changes nothing.
-
-Every change is one ``intervention`` event with what was there before and what is there
-after, so traces and views show what was made by hand; the transcript stays valid (one
-result per call id, none orphaned). A change the point cannot take raises
-:class:`~toolloop_lab.errors.InterventionError` (``action``, ``reason``, ``call_id``) and
-leaves the run as it was, so the pause holds; once the loop goes on, the point refuses
-further changes (``reason="expired"``). Changes may come from another thread (a widget's
-clicks) while the loop waits.
-"""
+"""Pause points (where a debugger may hold the loop and change the run: :class:`PausePoint`),
+pause hooks, and :class:`ConnectsToAgent`, how an observer that drives runs (a debugger) is
+connected to the agent it is given to."""
 
 from __future__ import annotations
 
@@ -57,7 +35,32 @@ class PauseEditor(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class PausePoint:
-    """The loop is about to make a model call or dispatch a round's tool calls."""
+    """The loop is about to make a model call or dispatch a round's tool calls: what a
+    pause hook is given, and what ``dbg.paused_at`` / ``await dbg.next_pause()`` return.
+
+    A hook is awaited at every pause point. While it waits, a person can look at what is
+    pending and intervene through the point itself:
+
+    * before a tool dispatch: :attr:`PausePoint.calls`, :meth:`~PausePoint.edit_args` (checked
+      against the tool's schema first: types, required and unknown names, patterns in linear
+      time, at most 32 levels deep; it also fixes a call the model
+      sent as unreadable JSON) and :meth:`~PausePoint.skip` (answer a call by hand:
+      the tool never runs and the model reads the text as the call's result);
+    * before a model call (a round or the synthesis): :attr:`PausePoint.messages` (copies of
+      exactly what will be sent), :meth:`~PausePoint.append` (a user or assistant message, a
+      hint say, of text and media only: no tool call or tool result, in ``tool_calls`` or in a
+      content block, and not empty) and :meth:`~PausePoint.edit_result` (replace a tool
+      result the model has not seen yet; the original stays in the message's ``artifact``).
+      The pause before a pruning call changes nothing.
+
+    Every change is one ``intervention`` event with what was there before and what is there
+    after, so traces and views show what was made by hand; the transcript stays valid (one
+    result per call id, none orphaned). A change the point cannot take raises
+    :class:`~toolloop_lab.errors.InterventionError` (``action``, ``reason``, ``call_id``) and
+    leaves the run as it was, so the pause holds; once the loop goes on, the point refuses
+    further changes (``reason="expired"``). Changes may come from another thread (a widget's
+    clicks) while the loop waits.
+    """
 
     run_id: str
     round: int

@@ -25,7 +25,7 @@ def format_usd(amount: Decimal | float | int | None, *, exact: bool = False) -> 
     ``$0.00``: four significant digits (half up), at least cents, trailing zeros dropped,
     never an exponent. ``exact`` keeps every digit (an error comparing spend to a limit
     must not round them equal). ``unpriced`` for ``None`` or a non-finite value: unknown
-    is never shown as zero. The widget's ``usd`` (widget/src) gives the same strings.
+    is never shown as zero. The widget's ``usd`` (_widget/src) gives the same strings.
     """
     try:
         value = amount if isinstance(amount, Decimal) else Decimal(str(amount))

@@ -523,7 +523,7 @@ def _snapshot(value: Any, *, with_artifact: bool = False) -> Any:
         snap = _snapshot(content)
         return (content if isinstance(snap, _NoText) else snap, artifact)
     if is_blocks(value):
-        return blocks_of(value)  # a copy, as the model is sent it (see tools.content)
+        return blocks_of(value)  # a copy, as the model is sent it (see _tools/content.py)
     try:
         return serialize_output(value)
     except Exception as exc:  # noqa: BLE001 - reported as the tool's bad_output

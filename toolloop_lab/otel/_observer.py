@@ -1,41 +1,5 @@
-"""An observer that turns the event stream into OpenTelemetry GenAI spans as it happens.
-
-One run becomes one tree::
-
-    invoke_agent {name}            INTERNAL   the run (an in-process agent)
-      chat {model}                 CLIENT     each tool round's model call
-      execute_tool {tool}          INTERNAL   each tool call, run or answered without running
-      chat {model} pruning         CLIENT     a pruning call (linked to its tool's span)
-      chat {model} synthesis       CLIENT     the synthesis call
-
-Span names follow the conventions' ``{operation} {model}`` / ``{operation} {tool}`` forms; a
-pruning or synthesis call adds its purpose, as the conventions let a framework do, so it is
-told apart at a glance (``toolloop.call.purpose`` says the same as an attribute).
-
-Why it is built this way:
-
-* **Timestamps come from the events**, never from the clock when an event arrives:
-  ``LoopStarted.started_at`` plus each event's ``t``. A live run and the same run exported
-  later from its trace file give identical spans.
-* **Usage on the model calls only.** ``gen_ai.usage.*`` sits on ``chat`` spans; the run's
-  totals go on the ``invoke_agent`` span under ``toolloop.usage.*``, because backends such
-  as Phoenix add a span's own counts to its children's and would count the run twice.
-* **Every span it opens, it ends**: a finish or failure ends the run's open calls and tools
-  (failed ones with ``error.type``); :meth:`OTelObserver.close` ends what a stream that
-  stopped early left open.
-* **Content is opt-in** (``capture_content=True``), as the conventions advise: messages,
-  tool arguments and results, intervention values. Without it no model or tool text leaves
-  the process, apart from a failure's exception message (clipped), as OpenTelemetry
-  exception recording does.
-* **Every text is cleaned** (:mod:`toolloop_lab.otel._clean`): a lone surrogate becomes
-  U+FFFD, as in reports, so an OTLP exporter never drops an attribute or a batch over one.
-* **A pause is no work**: the time a pause held the loop (step mode) is a ``toolloop.pause``
-  span event at the moment it began, with its length, and the run's ``toolloop.paused_s``;
-  it lies between spans, never inside a call's or a tool's.
-* **Nested runs nest**: a run whose ``parent_tool_call_id`` names a tool span still open in
-  the same observer becomes that span's child, so a sub-agent sits under the tool call that
-  ran it.
-"""
+"""``OTelObserver``: the event stream as OpenTelemetry GenAI spans, as it happens. The
+mapping is the class's docstring."""
 
 from __future__ import annotations
 
@@ -152,6 +116,42 @@ class OTelObserver:
     when it starts (a request handler's span, say); off, every run starts its own trace.
 
     One observer may watch many runs at once (a sweep); it is thread-safe.
+
+    One run becomes one tree::
+
+        invoke_agent {name}            INTERNAL   the run (an in-process agent)
+          chat {model}                 CLIENT     each tool round's model call
+          execute_tool {tool}          INTERNAL   each tool call, run or answered without running
+          chat {model} pruning         CLIENT     a pruning call (linked to its tool's span)
+          chat {model} synthesis       CLIENT     the synthesis call
+
+    Span names follow the conventions' ``{operation} {model}`` / ``{operation} {tool}`` forms; a
+    pruning or synthesis call adds its purpose, as the conventions let a framework do, so it is
+    told apart at a glance (``toolloop.call.purpose`` says the same as an attribute).
+
+    Why it is built this way:
+
+    * **Timestamps come from the events**, never from the clock when an event arrives:
+      ``LoopStarted.started_at`` plus each event's ``t``. A live run and the same run exported
+      later from its trace file give identical spans.
+    * **Usage on the model calls only.** ``gen_ai.usage.*`` sits on ``chat`` spans; the run's
+      totals go on the ``invoke_agent`` span under ``toolloop.usage.*``, because backends such
+      as Phoenix add a span's own counts to its children's and would count the run twice.
+    * **Every span it opens, it ends**: a finish or failure ends the run's open calls and tools
+      (failed ones with ``error.type``); :meth:`OTelObserver.close` ends what a stream that
+      stopped early left open.
+    * **Content is opt-in** (``capture_content=True``), as the conventions advise: messages,
+      tool arguments and results, intervention values. Without it no model or tool text leaves
+      the process, apart from a failure's exception message (clipped), as OpenTelemetry
+      exception recording does.
+    * **Every text is cleaned** (:mod:`toolloop_lab.otel._clean`): a lone surrogate becomes
+      U+FFFD, as in reports, so an OTLP exporter never drops an attribute or a batch over one.
+    * **A pause is no work**: the time a pause held the loop (step mode) is a ``toolloop.pause``
+      span event at the moment it began, with its length, and the run's ``toolloop.paused_s``;
+      it lies between spans, never inside a call's or a tool's.
+    * **Nested runs nest**: a run whose ``parent_tool_call_id`` names a tool span still open in
+      the same observer becomes that span's child, so a sub-agent sits under the tool call that
+      ran it.
     """
 
     def __init__(
