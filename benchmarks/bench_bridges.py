@@ -78,13 +78,17 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.trace import Tracer
 
-from toolloop_lab import LoopDebugger, ScriptedChatModel
-from toolloop_lab.bridge import EventBridge, watch
+from toolloop_lab import (
+    EventBridge,
+    LoopDebugger,
+    RunView,
+    ScriptedChatModel,
+    TraceWriter,
+    echo_tool,
+    watch,
+)
 from toolloop_lab.events import Event, LoopFinished
 from toolloop_lab.otel import SpanSource
-from toolloop_lab.runview import RunView
-from toolloop_lab.tools.builtin import echo_tool
-from toolloop_lab.trace import TraceWriter
 
 # -- the LangChain callback bridge ---------------------------------------------------------
 Variant = Callable[[Any, int], Coroutine[Any, Any, None]]

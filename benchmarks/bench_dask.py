@@ -61,7 +61,7 @@ from toolloop_lab.lab import (
     run_scenarios,
     run_scenarios_on_dask,
 )
-from toolloop_lab.lab.dask import batch_size_for
+from toolloop_lab.lab._dask import batch_size_for
 
 CHEAP_GOAL = 1.0
 """With cheap scenarios, a two-worker cluster is never slower than the local sweep."""

@@ -30,7 +30,7 @@ import tracemalloc
 from benchkit import Goal, goal, load, print_goals
 
 from toolloop_lab.lab import LabResults, Reply, Scenario, run_scenarios
-from toolloop_lab.workloads.files import sweep as files_sweep
+from toolloop_lab.workloads import files_sweep
 
 GOAL_PER_S = 360
 """The fewest five-round scenarios a second the local sweep may run at concurrency 4."""

@@ -53,9 +53,8 @@ from benchkit import (
 )
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from toolloop_lab import AgentConfig, LLMAgent
+from toolloop_lab import AgentConfig, LLMAgent, echo_tool
 from toolloop_lab.events import Event, LoopFinished, LoopStarted, RoundStarted
-from toolloop_lab.tools.builtin import echo_tool
 
 Variant = Callable[[int], Coroutine[Any, Any, None]]
 
@@ -101,7 +100,7 @@ _TRACES = itertools.count()
 
 async def agent_trace(rounds: int) -> None:
     """LLMAgent writing a JSONL trace (``TraceWriter`` defaults: no fsync)."""
-    from toolloop_lab.trace import TraceWriter
+    from toolloop_lab import TraceWriter
 
     path = Path(_TRACE_DIR.name) / f"trace{next(_TRACES)}.jsonl"
     writer = TraceWriter(path)
@@ -127,7 +126,7 @@ def _debugger() -> Any:
 async def agent_widget(rounds: int) -> None:
     """LLMAgent with a LoopDebugger attached (observer and pause hook), headless."""
     agent = _agent(rounds)
-    detach = _debugger().attach(agent)
+    detach = agent.subscribe(_debugger())  # connects it: observer and pause hook
     try:
         await agent.arun("go")
     finally:
@@ -220,8 +219,7 @@ def _stream(events: Sequence[Event], rounds: int) -> list[Event]:
 
 def measure_widget(events_wanted: int, repeats: int) -> dict[str, float]:
     """Events per second a fresh headless LoopDebugger (and a bare RunView) fold in."""
-    from toolloop_lab import LoopDebugger
-    from toolloop_lab.runview import RunView
+    from toolloop_lab import LoopDebugger, RunView
 
     recorded = RUNNER.run(_agent(3).arun("go")).events
     per_round = sum(1 for e in recorded if e.round == 1)

@@ -68,19 +68,14 @@ from bench_loop import TRACE as LOOP_TRACE
 from benchkit import RUNNER, Cell, Goal, InstantChatModel, goal, load, print_goals, script
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from toolloop_lab import Usage, echo_tool
 from toolloop_lab import events as ev
+from toolloop_lab._engine.call_events import priced_usage, tool_started
+from toolloop_lab._engine.run_state import RunState
+from toolloop_lab._stream import finish_outcome
 from toolloop_lab._support.jsonsafe import frozen_json
-from toolloop_lab.engine.call_events import priced_usage, tool_started
-from toolloop_lab.engine.run_state import RunState
-from toolloop_lab.spend.usage import Usage
-from toolloop_lab.tools.builtin import echo_tool
-from toolloop_lab.tools.dispatcher import (
-    DispatchHooks,
-    DispatchOutcome,
-    RunCaller,
-    ToolBox,
-    dispatch,
-)
+from toolloop_lab._tools.callers import RunCaller
+from toolloop_lab._tools.dispatcher import DispatchHooks, DispatchOutcome, ToolBox, dispatch
 
 PARTS = ("events", "copies", "usage", "task", "dispatcher")
 """Added one at a time, in this order: each variant has every part before it too."""
@@ -158,7 +153,7 @@ def _finished(run: RunState, reply: AIMessage, copies: bool) -> None:
         budget_exhausted=False,
         synthesis_was_run=False,
         synthesis_reason=None,
-        outcome=ev.finish_outcome(budget_exhausted=False, synthesis_was_run=False),
+        outcome=finish_outcome(budget_exhausted=False, synthesis_was_run=False),
         final_empty=False,
         final_truncated=False,
         messages=run.unsent_messages() if copies else (),
@@ -237,7 +232,7 @@ _TRACES = tempfile.TemporaryDirectory(prefix="bench_parts_")
 
 async def _with_trace(run: Callable[..., Any], rounds: int) -> None:
     """``run`` with a fresh ``TraceWriter`` observing it (one file a run, as in a notebook)."""
-    from toolloop_lab.trace import TraceWriter
+    from toolloop_lab import TraceWriter
 
     path = Path(_TRACES.name) / "trace.jsonl"
     writer = TraceWriter(path)
@@ -329,7 +324,7 @@ def check_faithful(rounds: int = 3, parts: Collection[str] = PARTS) -> None:
     reads the same run of them: else the comparison would be unfair. ``AssertionError``
     names the first difference. ``tests/test_bench_parts.py`` runs it, so the least loop
     cannot drift from ``LLMAgent`` unnoticed."""
-    from toolloop_lab.runview import RunView
+    from toolloop_lab import RunView
 
     ours = RUNNER.run(parts_loop(rounds, parts))
     agent = RUNNER.run(_agent(rounds).arun("go")).events

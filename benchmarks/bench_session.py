@@ -50,10 +50,9 @@ from benchkit import Goal, browser_figures, goal, print_goals  # noqa: E402
 from browser.streams import session_runs  # noqa: E402
 from loopkit import FakeTime, MockComm, channel  # noqa: E402
 
-from toolloop_lab.runview import summaries  # noqa: E402
-from toolloop_lab.widget import LoopDebugger  # noqa: E402
-from toolloop_lab.widget.runrows import RowFeed  # noqa: E402
-from toolloop_lab.widget.session import Session  # noqa: E402
+from toolloop_lab._runview import summaries  # noqa: E402
+from toolloop_lab._widget.debugger import LoopDebugger  # noqa: E402
+from toolloop_lab._widget.runs import RowFeed, Session  # noqa: E402
 
 RUNS = 1_000
 LONG = 10_000

@@ -26,9 +26,8 @@ from typing import Any
 from benchkit import goal, load, print_goals
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
+from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, echo_tool
 from toolloop_lab.events import Event
-from toolloop_lab.tools.builtin import echo_tool
 
 ROUNDS = 10
 CHUNKS = 1_000

@@ -38,10 +38,10 @@ from loopkit import (
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, compare, usd_budget
 from toolloop_lab._support.escape import BIDI_CONTROLS
+from toolloop_lab._widget.comparison import comparison_payload
+from toolloop_lab._widget.wire import event_payload
 from toolloop_lab.events import Event, ToolDispatched
 from toolloop_lab.lab import catalog
-from toolloop_lab.widget.comparing import comparison_payload
-from toolloop_lab.widget.wire import event_payload
 
 __all__ = [
     "HOSTILE",
@@ -173,7 +173,7 @@ def _interrupted() -> list[Event]:
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.types import interrupt
 
-    from toolloop_lab.bridge import watch
+    from toolloop_lab import watch
 
     def confirm(question: str) -> str:
         """Ask a person."""

@@ -237,7 +237,7 @@ def test_package_comes_from_the_binder_environment(binder_env: BinderEnv) -> Non
             str(binder_env.python),
             "-c",
             "import json, sys, toolloop_lab, ipywidgets, jupyterlab; "
-            "from toolloop_lab.lab.scenario import sample_data_dir; "
+            "from toolloop_lab.lab._scenario import sample_data_dir; "
             "print(json.dumps({'file': toolloop_lab.__file__, 'prefix': sys.prefix, "
             "'ipywidgets': ipywidgets.__version__, "
             "'data': (sample_data_dir() / 'report.txt').is_file()}))",

@@ -17,7 +17,8 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from loopkit import MODEL, calls, final, tool_call
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopError
+from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
+from toolloop_lab.errors import ToolLoopError
 from toolloop_lab.events import Event, LoopFailed, ModelCallFailed, ToolDispatched
 
 REFUSED = "All connection attempts failed"
@@ -134,7 +135,7 @@ async def test_a_run_failing_with_a_silent_exception_still_says_something(
 
 
 def test_a_group_of_several_names_each_member() -> None:
-    from toolloop_lab.errors import explain
+    from toolloop_lab._support.errortext import explain
 
     group = _group(httpx.ConnectError(REFUSED), TimeoutError())
     assert explain(group) == (
@@ -144,7 +145,7 @@ def test_a_group_of_several_names_each_member() -> None:
 
 
 def test_groups_nested_in_groups_of_one_stand_for_their_one_member() -> None:
-    from toolloop_lab.errors import describe, explain
+    from toolloop_lab._support.errortext import describe, explain
 
     inner = httpx.ConnectError(REFUSED)
     assert explain(_group(_group(_group(inner)))) == f"ConnectError: {REFUSED}"
@@ -152,7 +153,7 @@ def test_groups_nested_in_groups_of_one_stand_for_their_one_member() -> None:
 
 
 def test_a_chain_that_loops_back_on_itself_ends() -> None:
-    from toolloop_lab.errors import explain
+    from toolloop_lab._support.errortext import explain
 
     first, second = anyio.ClosedResourceError(), anyio.BrokenResourceError()
     first.__cause__, second.__cause__ = second, first

@@ -135,7 +135,7 @@ agent = LLMAgent(
     ScriptedChatModel(script, model_name="gpt-4o-mini"), [step], AgentConfig(tool_max_rounds=2100)
 )
 dbg = LoopDebugger(pause_on="both")
-dbg.attach(agent)
+agent.subscribe(dbg)
 dbg
 '''
 
@@ -213,7 +213,7 @@ def agent(answer):
                      usage_metadata={"input_tokens": 70, "output_tokens": 5, "total_tokens": 75})
     return LLMAgent(ScriptedChatModel([call, last], model_name="gpt-4o-mini"), [add])
 ''',
-    "first = agent('three')\ndbg = LoopDebugger()\ndbg.attach(first)\ndbg",
+    "first = agent('three')\ndbg = LoopDebugger()\nfirst.subscribe(dbg)\ndbg",
     "result = await first.arun('add 1 and 2')",
     "dbg2 = LoopDebugger()\ndbg2",
     "result2 = await dbg2.start(agent('also three'), 'add 1 and 2 again')",
@@ -237,7 +237,7 @@ def test_a_notebook_saved_without_widget_state_reopens_showing_its_runs(
     page_for: Any, jupyter: Jupyter, ui: str
 ) -> None:
     """Run in the page, saved with the widget manager's defaults (no widget state), the
-    kernel gone, reopened: each debugger shows its finished run (one attached and awaited,
+    kernel gone, reopened: each debugger shows its finished run (one subscribed and awaited,
     one started with ``dbg.start``), and no widget error anywhere."""
     name = write_notebook(jupyter.root, f"default_saved_{ui}.ipynb", DEFAULT_SAVED)
     page = page_for(name, ui, width=1100)

@@ -28,7 +28,7 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from loopkit import MODEL, calls, final, tool_call
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopResult
-from toolloop_lab.errors import NO_MESSAGE
+from toolloop_lab._support.errortext import NO_MESSAGE
 from toolloop_lab.events import Event, LoopFailed, ToolDispatched
 
 

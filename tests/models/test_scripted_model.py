@@ -11,8 +11,9 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import BaseTool
 from loopkit import MODEL, invalid_call, tool_call, usage
 
-from toolloop_lab import ScriptedChatModel, ScriptError
-from toolloop_lab.spend.usage import estimate_tokens
+from toolloop_lab import ScriptedChatModel
+from toolloop_lab._spend.usage import estimate_tokens
+from toolloop_lab.errors import ScriptError
 
 PROMPT = [HumanMessage("Please echo hello.")]
 

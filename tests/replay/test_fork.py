@@ -26,28 +26,26 @@ from loopkit import IN_A_LOOP, MODEL, calls, changed_config, final, reference_co
 import toolloop_lab
 from toolloop_lab import (
     AgentConfig,
-    ConfigurationError,
-    ExecutionError,
-    LLMAgent,
-    ScriptedChatModel,
-    ToolLoopError,
-    ToolLoopResult,
-    usd_budget,
-)
-from toolloop_lab._support.words import outcome_text
-from toolloop_lab.engine.hooks import PausePoint
-from toolloop_lab.errors import TraceError
-from toolloop_lab.events import Event, Intervention, LoopStarted, transcript
-from toolloop_lab.recording import Recording, RecordingChatModel, ReplayChatModel, RunFigures
-from toolloop_lab.replay.fork import (
-    COMPARISON_DTYPES,
     ForkResult,
-    RoundFigures,
+    LLMAgent,
+    PausePoint,
+    Recording,
+    RecordingChatModel,
+    ReplayChatModel,
+    ScriptedChatModel,
+    ToolLoopResult,
+    TraceWriter,
     afork,
     fork,
     prepare_fork,
+    read_trace,
+    usd_budget,
 )
-from toolloop_lab.trace import TraceWriter, read_trace
+from toolloop_lab._replay.figures import RunFigures
+from toolloop_lab._replay.fork.result import COMPARISON_DTYPES, RoundFigures
+from toolloop_lab._support.words import outcome_text
+from toolloop_lab.errors import ConfigurationError, ExecutionError, ToolLoopError, TraceError
+from toolloop_lab.events import Event, Intervention, LoopStarted, transcript
 
 
 class Adder:
@@ -576,7 +574,7 @@ def test_added_messages_follow_the_prefix() -> None:
 
 
 async def test_a_prepared_fork_runs_under_the_debugger_in_step_mode() -> None:
-    from toolloop_lab.widget import LoopDebugger
+    from toolloop_lab._widget.debugger import LoopDebugger
 
     script = replies(3)
     result, _ = original(script)

@@ -27,7 +27,20 @@ from loopkit import MODEL, calls, final, tool_call
 from stubs.anthropic_stub import AnthropicStub, AnthropicToolUse, AnthropicUsage
 from stubs.clients import chat_anthropic
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopResult, compare
+from toolloop_lab import (
+    AgentConfig,
+    LLMAgent,
+    RecordingChatModel,
+    ReplayChatModel,
+    ScriptedChatModel,
+    ToolLoopResult,
+    TraceWriter,
+    compare,
+    fork,
+    read_trace,
+    what_if,
+)
+from toolloop_lab._widget.wire import event_payload
 from toolloop_lab.events import (
     Event,
     ModelCalled,
@@ -36,10 +49,6 @@ from toolloop_lab.events import (
     ToolDispatched,
     transcript,
 )
-from toolloop_lab.recording import RecordingChatModel, ReplayChatModel, what_if
-from toolloop_lab.replay.fork import fork
-from toolloop_lab.trace import TraceWriter, read_trace
-from toolloop_lab.widget.wire import event_payload
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(12_000)
 PNG_B64 = base64.b64encode(PNG).decode("ascii")
@@ -318,7 +327,7 @@ def test_a_real_client_sends_the_image_as_an_image(ant: AnthropicStub) -> None:
 async def test_a_langgraph_tool_node_result_is_said_in_words_through_the_bridge() -> None:
     from bridgekit import state_graph
 
-    from toolloop_lab.bridge.watch import watch
+    from toolloop_lab import watch
 
     events: list[Event] = []
     model = ScriptedChatModel(_script(), model_name=MODEL)

@@ -15,7 +15,8 @@ import comm
 import pytest
 from loopkit import FakeTime, MockComm, channel
 
-from toolloop_lab.widget import LoopDebugger
+from toolloop_lab._widget.debugger import LoopDebugger
+from toolloop_lab._widget.runs import Runs
 
 
 @pytest.fixture(autouse=True)
@@ -50,10 +51,10 @@ def test_a_request_whose_handler_raises_is_answered_with_its_number(
 ) -> None:
     dbg = LoopDebugger()
 
-    def broken(self: LoopDebugger, run_id: str | None) -> None:
+    def broken(self: Runs, run_id: str | None) -> None:
         raise OSError("the session file is gone")
 
-    monkeypatch.setattr(LoopDebugger, "show_run", broken)
+    monkeypatch.setattr(Runs, "show", broken)  # what the page's show_run request calls
     channel(dbg).from_browser({"type": "show_run", "request": 41, "run_id": None})
     answer = answer_to(dbg, 41)
     assert (answer["ok"], answer["reason"], answer["action"]) == (False, "failed", "show_run")

@@ -21,13 +21,12 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.tools import tool
 from loopkit import ALL, MockComm, calls, channel, final, received, tool_call, until
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
+from toolloop_lab import AgentConfig, ForkResult, LLMAgent, ScriptedChatModel, fork
+from toolloop_lab._trace import write_trace
+from toolloop_lab._widget.debugger import LoopDebugger
+from toolloop_lab._widget.requests import MAX_REQUEST_CHARS
+from toolloop_lab._widget.wire import event_payload
 from toolloop_lab.errors import ConfigurationError
-from toolloop_lab.replay.fork import ForkResult, fork
-from toolloop_lab.trace import write_trace
-from toolloop_lab.widget import LoopDebugger
-from toolloop_lab.widget.requests import MAX_REQUEST_CHARS
-from toolloop_lab.widget.wire import event_payload
 
 
 @pytest.fixture(autouse=True)

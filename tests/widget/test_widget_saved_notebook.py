@@ -33,12 +33,13 @@ def add(a: int, b: int) -> int:
     """Add two numbers."""
     return a + b
 
-def agent(answer):
+def agent(answer, dbg):
     call = AIMessage("", tool_calls=[{"name": "add", "args": {"a": 1, "b": 2}, "id": "c1"}],
                      usage_metadata={"input_tokens": 50, "output_tokens": 10, "total_tokens": 60})
     last = AIMessage(answer,
                      usage_metadata={"input_tokens": 70, "output_tokens": 5, "total_tokens": 75})
-    return LLMAgent(ScriptedChatModel([call, last], model_name="gpt-4o-mini"), [add])
+    model = ScriptedChatModel([call, last], model_name="gpt-4o-mini")
+    return LLMAgent(model, [add], observers=[dbg])
 '''
 
 
@@ -47,9 +48,9 @@ def executed_notebook(folder: Path) -> nbformat.NotebookNode:
     run synchronously), executed as ``nbconvert --execute`` does."""
     sources = [
         SETUP,
-        "first = agent('three')\ndbg = LoopDebugger()\ndbg.attach(first)\ndbg",
+        "dbg = LoopDebugger()\nfirst = agent('three', dbg)\ndbg",
         "result = await first.arun('add 1 and 2')",
-        "second = agent('also three')\ndbg2 = LoopDebugger()\ndbg2.attach(second)\ndbg2",
+        "dbg2 = LoopDebugger()\nsecond = agent('also three', dbg2)\ndbg2",
         "result2 = second.run('add 1 and 2 again')",
     ]
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
@@ -114,10 +115,10 @@ def test_the_html_export_shows_the_finished_runs_not_the_empty_debugger(
 STARTED = [
     SETUP,
     "dbg = LoopDebugger()\ndbg",
-    "task = dbg.start(agent('three'), 'add 1 and 2')",
+    "task = dbg.start(agent('three', dbg), 'add 1 and 2')",
     "result = await task",
     "dbg2 = LoopDebugger()\ndbg2",
-    "task2 = dbg2.start(agent('also three'), 'add 1 and 2 again')",
+    "task2 = dbg2.start(agent('also three', dbg2), 'add 1 and 2 again')",
     "import asyncio\nawait asyncio.wait_for(asyncio.shield(task2), 60)\nlen(dbg2.events) > 0",
     "result2 = await task2",
 ]

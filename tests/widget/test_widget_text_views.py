@@ -19,11 +19,10 @@ from loopkit import MODEL, MockComm, calls, final, tool_call
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Status, StatusCode, Tracer
 
-from toolloop_lab import LLMAgent, ScriptedChatModel
+from toolloop_lab import LLMAgent, ScriptedChatModel, echo_tool
 from toolloop_lab._support.words import TABLES
-from toolloop_lab.builtin_tools import echo_tool
+from toolloop_lab._widget.debugger import LoopDebugger
 from toolloop_lab.otel import SpanSource
-from toolloop_lab.widget import LoopDebugger
 
 ESTIMATED = TABLES["usage"]["estimated"]
 """The words the browser's header shows beside the totals of a run with estimated counts."""

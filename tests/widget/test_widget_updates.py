@@ -16,7 +16,7 @@ import pytest
 from IPython import display
 from IPython.core.events import EventManager, available_events
 
-from toolloop_lab.widget import updates
+from toolloop_lab._widget import updates
 
 
 class Publisher:
