@@ -161,7 +161,10 @@ def words() -> dict[str, Any]:
 def words_markdown(group: str) -> str:
     entries = words()[group]
     lines = ["| code | what every view says |", "| --- | --- |"]
-    lines += [f"| `{code}` | {_one_line(text)} |" for code, text in entries.items()]
+    # a placeholder ("after {calls}") as an entity, or attr_list would read it as attributes
+    lines += [
+        f"| `{code}` | {_one_line(text).replace('{', '&#123;')} |" for code, text in entries.items()
+    ]
     return "\n".join(lines)
 
 
