@@ -146,7 +146,8 @@ def test_the_words_page_shows_every_word_of_the_words_file(site: Path) -> None:
         assert f"<!-- generated: words {group} -->" in source, f"words.md leaves out {group}"
         for code, text in entries.items():
             assert code in shown, f"{group}.{code}"
-            assert " ".join(text.split()) in shown, f"{group}.{code}: {text!r}"
+            said = " ".join(text.replace("`", "").split())  # `code` shows as code
+            assert said in shown, f"{group}.{code}: {text!r}"
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))

@@ -5,11 +5,12 @@ The rule (CONTRIBUTING.md says it to writers): every fenced ``python`` block of
 in the page's order, as the cells of one notebook do; each page starts afresh. A block may
 ``await`` at its top level (it runs on an event loop of its own, so a task a block starts is
 awaited in the same block). Where a block shows what it prints, as ``#> `` lines, what it
-prints must be exactly those lines (trailing spaces aside). Each page starts in an empty temporary directory with a
-loopback OpenAI server (``OPENAI_BASE_URL``), a loopback OTLP receiver on the port
-``otlp_tracer_provider()`` sends to, and a widget comm that needs no browser, so nothing
-leaves the machine and no key is needed. A block that no longer runs (a renamed argument, a
-removed function) or prints something else fails with its file and line.
+prints must be exactly those lines (trailing spaces aside). Each page starts in an empty
+temporary directory with a loopback OpenAI server (``OPENAI_BASE_URL``), a loopback OTLP
+receiver that ``otlp_tracer_provider()`` sends to by default, and a widget comm that needs
+no browser, so nothing leaves the machine and no key is needed. A block that no longer runs
+(a renamed argument, a removed function) or prints something else fails with its file and
+line.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any
 import comm
 import pytest
 from loopkit import MockComm
-from stubs.openai_stub import OpenAIStub, OpenAIUsage, OpenAIToolCall
+from stubs.openai_stub import OpenAIStub, OpenAIToolCall, OpenAIUsage
 
 ROOT = Path(__file__).resolve().parents[1]
 FENCE = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
@@ -76,7 +77,9 @@ def served(oai: OpenAIStub, page: str) -> None:
 
 
 class OtlpSink(http.server.ThreadingHTTPServer):
-    """A loopback OTLP/HTTP receiver on the port ``otlp_tracer_provider()`` sends to."""
+    """A loopback OTLP/HTTP receiver on a free port; the reader's ``otlp_tracer_provider()``
+    sends there by default (the port its default names, a local Phoenix's, may be taken on
+    a machine where other test runs go on at once)."""
 
     received: list[bytes]
     allow_reuse_address = True
@@ -96,7 +99,7 @@ class OtlpSink(http.server.ThreadingHTTPServer):
             def log_message(self, *args: Any) -> None:
                 pass
 
-        super().__init__(("127.0.0.1", 6006), Handler)
+        super().__init__(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.serve_forever, daemon=True).start()
 
     def __exit__(self, *args: object) -> None:
@@ -109,7 +112,11 @@ def reader(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[dict[str
     """What a reader's machine has before a page's first block: no names defined yet."""
     monkeypatch.setattr(comm, "create_comm", MockComm)
     monkeypatch.chdir(tmp_path)
+    from toolloop_lab.otel import otlp_tracer_provider  # the otel extra, which the pages use
+
     with OpenAIStub() as oai, OtlpSink() as sink:
+        endpoint = f"http://127.0.0.1:{sink.server_address[1]}/v1/traces"
+        monkeypatch.setattr(otlp_tracer_provider, "__defaults__", (endpoint,))
         oai.chunk_interval = 0
         monkeypatch.setenv("OPENAI_BASE_URL", oai.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
