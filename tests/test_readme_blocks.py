@@ -4,13 +4,13 @@ The rule (CONTRIBUTING.md says it to writers): every fenced ``python`` block of
 ``README.md`` and ``docs/**/*.md`` runs. The blocks of one page share one namespace and run
 in the page's order, as the cells of one notebook do; each page starts afresh. A block may
 ``await`` at its top level (it runs on an event loop of its own, so a task a block starts is
-awaited in the same block). Where a block shows what it prints, as ``#> `` lines, what it
-prints must be exactly those lines (trailing spaces aside). Each page starts in an empty
-temporary directory with a loopback OpenAI server (``OPENAI_BASE_URL``), a loopback OTLP
-receiver that ``otlp_tracer_provider()`` sends to by default, and a widget comm that needs
-no browser, so nothing leaves the machine and no key is needed. A block that no longer runs
-(a renamed argument, a removed function) or prints something else fails with its file and
-line.
+awaited in the same block). Where a block shows what it prints, as ``# > `` lines (the
+comment as ``ruff format`` writes it), what it prints must be exactly those lines (trailing
+spaces aside). Each page starts in an empty temporary directory with a loopback OpenAI
+server (``OPENAI_BASE_URL``), a loopback OTLP receiver that ``otlp_tracer_provider()`` sends
+to by default, and a widget comm that needs no browser, so nothing leaves the machine and no
+key is needed. A block that no longer runs (a renamed argument, a removed function) or
+prints something else fails with its file and line.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from stubs.openai_stub import OpenAIStub, OpenAIToolCall, OpenAIUsage
 
 ROOT = Path(__file__).resolve().parents[1]
 FENCE = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
-SHOWN = re.compile(r"^#> ?(.*)$", re.MULTILINE)
+SHOWN = re.compile(r"^# > ?(.*)$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class Block:
 
     @property
     def shown(self) -> list[str] | None:
-        """The output the block shows (its ``#>`` lines), or None when it shows none."""
+        """The output the block shows (its ``# >`` lines), or None when it shows none."""
         lines = [line.rstrip() for line in SHOWN.findall(self.code)]
         return lines or None
 
@@ -164,11 +164,11 @@ def test_the_blocks_are_found_and_what_they_show_is_read() -> None:
     assert len(found) >= 5
     assert all(b.code.strip() for b in found)
     assert any(b.shown for b in found)
-    shown = Block("here", 'print("a")\n#> a\nprint("b c")\n#>  b c\n')
+    shown = Block("here", 'print("a")\n# > a\nprint("b c")\n# >  b c\n')
     assert shown.shown == ["a", " b c"]
     assert Block("here", "x = 1  # not output\n").shown is None
 
 
 def test_a_block_that_prints_otherwise_is_caught() -> None:
-    block = Block("here", 'print("shown")\n#> not what it prints\n')
+    block = Block("here", 'print("shown")\n# > not what it prints\n')
     assert run_block(block, {}).splitlines() != block.shown
