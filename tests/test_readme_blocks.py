@@ -1,44 +1,53 @@
 """Every Python block of the README and of ``docs/`` runs, in order, as a reader would.
 
-The blocks of one document share a namespace, as cells of one notebook do. The names a
-block leaves to the reader (``my_chat_model``, ``tools``, a paused ``dbg``…) are given here,
-on the scripted models, a loopback OpenAI stub and a loopback OTLP receiver, so nothing
-leaves the machine. A block that no longer runs (a renamed argument, a removed function)
-fails this test with its file and line.
+The rule (CONTRIBUTING.md says it to writers): every fenced ``python`` block of
+``README.md`` and ``docs/**/*.md`` runs. The blocks of one page share one namespace and run
+in the page's order, as the cells of one notebook do; each page starts afresh. A block may
+``await`` at its top level (it runs on an event loop of its own, so a task a block starts is
+awaited in the same block). Where a block shows what it prints, as ``# > `` lines (the
+comment as ``ruff format`` writes it), what it prints must be exactly those lines (trailing
+spaces aside). Each page starts in an empty temporary directory with a loopback OpenAI
+server (``OPENAI_BASE_URL``), a loopback OTLP receiver that ``otlp_tracer_provider()`` sends
+to by default, and a widget comm that needs no browser, so nothing leaves the machine and no
+key is needed. A block that no longer runs (a renamed argument, a removed function) or
+prints something else fails with its file and line.
 """
 
 from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
 import http.server
 import inspect
+import io
 import re
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import comm
 import pytest
-from langchain_core.messages import AIMessage, ToolMessage
-from langchain_core.tools import tool
 from loopkit import MockComm
-from stubs.openai_stub import OpenAIStub, OpenAIUsage
-
-from toolloop_lab import LLMAgent, LoopDebugger, ScriptedChatModel
+from stubs.openai_stub import OpenAIStub, OpenAIToolCall, OpenAIUsage
 
 ROOT = Path(__file__).resolve().parents[1]
 FENCE = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
-MODEL = "gpt-4o-mini"
+SHOWN = re.compile(r"^# > ?(.*)$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
 class Block:
     where: str
     code: str
+
+    @property
+    def shown(self) -> list[str] | None:
+        """The output the block shows (its ``# >`` lines), or None when it shows none."""
+        lines = [line.rstrip() for line in SHOWN.findall(self.code)]
+        return lines or None
 
 
 def blocks(path: Path) -> list[Block]:
@@ -49,121 +58,28 @@ def blocks(path: Path) -> list[Block]:
     ]
 
 
-DOCUMENTS = [ROOT / "README.md", *sorted(ROOT.glob("docs/*.md"))]
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+"""Every page whose blocks run: the README and each Markdown page of the docs."""
 
 
-# -- what the README leaves to the reader ----------------------------------------------
-def researcher(messages: list[Any], bound_tools: Any) -> AIMessage:
-    """A scripted model that reads a file (or searches) once, then answers."""
-    usage = {"input_tokens": 50 * len(messages) + 100, "output_tokens": 20}
-    usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
-    if isinstance(messages[-1], ToolMessage) or not bound_tools:
-        return AIMessage("Rotate them in the console.", usage_metadata=usage)  # type: ignore[arg-type]
-    names = {getattr(t, "name", None) or t.get("function", {}).get("name") for t in bound_tools}
-    name, args = (
-        ("read_file", {"path": "q2.txt"}) if "read_file" in names else ("search", {"query": "keys"})
-    )
-    call = {"name": name, "args": args, "id": f"call_{len(messages)}", "type": "tool_call"}
-    return AIMessage("Looking.", tool_calls=[call], usage_metadata=usage)  # type: ignore[arg-type]
-
-
-def scripted() -> ScriptedChatModel:
-    return ScriptedChatModel([researcher] * 50, model_name=MODEL)
-
-
-@tool
-def read_file(path: str) -> str:
-    """Read a file of the quarterly reports."""
-    return f"contents of {path}"
-
-
-class Workbench:
-    """A file system of two folders, as ``MyBackend`` in the README."""
-
-    def __init__(self) -> None:
-        self.files = {"notes.txt": "", "archive/": ""}
-
-    def mv(self, source: str, destination: str) -> str:
-        self.files[f"{destination}/{source}"] = self.files.pop(source)
-        return "moved"
-
-    def ls(self, path: str) -> list[str]:
-        return [name.split("/", 1)[1] for name in self.files if name.startswith(path + "/")]
-
-
-FUNCTION_DOCS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "mv",
-            "description": "Move a file.",
-            "parameters": {
-                "type": "object",
-                "properties": {"source": {"type": "string"}, "destination": {"type": "string"}},
-                "required": ["source", "destination"],
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "ls",
-            "description": "List a folder.",
-            "parameters": {
-                "type": "object",
-                "properties": {"path": {"type": "string"}},
-                "required": ["path"],
-            },
-        },
-    },
-]
-
-
-class Paused:
-    """A debugger whose run waits at a pause, on a loop of its own thread (as a notebook's
-    kernel holds a run while the reader types in another cell)."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        self.debuggers: list[LoopDebugger] = []
-
-    def at(self, pause_on: str, steps: int = 0) -> LoopDebugger:
-        dbg = LoopDebugger(pause_on=pause_on)  # type: ignore[arg-type]
-        agent = LLMAgent(scripted(), [read_file])
-
-        async def start() -> None:
-            dbg.start(agent, "Summarise q2.txt")
-
-        asyncio.run_coroutine_threadsafe(start(), self.loop).result(10)
-        seen = None
-        for n in range(steps + 1):
-            wait_for(lambda seen=seen: dbg.paused_at not in (None, seen))
-            seen = dbg.paused_at
-            if n < steps:
-                dbg.step()
-        self.debuggers.append(dbg)
-        return dbg
-
-    def close(self) -> None:
-        for dbg in self.debuggers:
-            dbg.stop()
-            dbg.close()
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
-
-
-def wait_for(ready: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not ready():
-        if time.monotonic() > deadline:
-            raise TimeoutError("the run never paused")
-        time.sleep(0.01)
+def served(oai: OpenAIStub, page: str) -> None:
+    """What the loopback OpenAI server answers on a page whose blocks call ``ChatOpenAI``:
+    the replies a real provider would send those blocks, in order."""
+    if page == "docs/how-to/real-providers.md":
+        # the agent's run: one round that asks for the tool, then the answer
+        oai.reply(
+            tool_calls=[OpenAIToolCall("read_file", {"path": "q2.txt"})],
+            usage=OpenAIUsage(120, 18),
+        )
+        oai.reply(text="Revenue grew 12%.", usage=OpenAIUsage(180, 9))
+        # the recording's session, and nothing for the replay: it answers from the file
+        oai.reply(text="Revenue grew 12%.", usage=OpenAIUsage(90, 9))
 
 
 class OtlpSink(http.server.ThreadingHTTPServer):
-    """A loopback OTLP/HTTP receiver on the port the README's default endpoint names."""
+    """A loopback OTLP/HTTP receiver on a free port; the reader's ``otlp_tracer_provider()``
+    sends there by default (the port its default names, a local Phoenix's, may be taken on
+    a machine where other test runs go on at once)."""
 
     received: list[bytes]
     allow_reuse_address = True
@@ -183,7 +99,7 @@ class OtlpSink(http.server.ThreadingHTTPServer):
             def log_message(self, *args: Any) -> None:
                 pass
 
-        super().__init__(("127.0.0.1", 6006), Handler)
+        super().__init__(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.serve_forever, daemon=True).start()
 
     def __exit__(self, *args: object) -> None:
@@ -191,80 +107,68 @@ class OtlpSink(http.server.ThreadingHTTPServer):
         super().__exit__(*args)
 
 
-GIVENS: dict[str, Callable[[dict[str, Any], Paused], None]] = {
-    # the first words of a block -> what the reader has at hand by then
-    "point = dbg.paused_at  # the loop waits here": lambda ns, paused: ns.update(
-        dbg=(dbg := paused.at("tools")),
-        call_id=dbg.paused_at.calls[0].id,  # type: ignore[union-attr]
-    ),
-    "point = dbg.paused_at\n": lambda ns, paused: ns.update(
-        dbg=(dbg := paused.at("model", steps=1)),
-        call_id=next(
-            m.tool_call_id
-            for m in dbg.paused_at.messages
-            if isinstance(m, ToolMessage)  # type: ignore[union-attr]
-        ),
-    ),
-    "from langchain.agents import create_agent": lambda ns, _: [
-        ns["_oai"].reply(text="Order A-17 ships today.", usage=OpenAIUsage(40, 8))
-        for _ in range(2)  # two runs of the agent: one reply each
-    ],
-    "from toolloop_lab import compare": lambda ns, _: ns.update(
-        before=ns["result"], after=ns["forked"].result
-    ),
-}
-
-
 @pytest.fixture
 def reader(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[dict[str, Any]]:
-    """The namespace a reader's notebook holds before the first block."""
+    """What a reader's machine has before a page's first block: no names defined yet."""
     monkeypatch.setattr(comm, "create_comm", MockComm)
     monkeypatch.chdir(tmp_path)
+    from toolloop_lab.otel import otlp_tracer_provider  # the otel extra, which the pages use
+
     with OpenAIStub() as oai, OtlpSink() as sink:
+        endpoint = f"http://127.0.0.1:{sink.server_address[1]}/v1/traces"
+        monkeypatch.setattr(otlp_tracer_provider, "__defaults__", (endpoint,))
         oai.chunk_interval = 0
         monkeypatch.setenv("OPENAI_BASE_URL", oai.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
-        namespace: dict[str, Any] = {
-            "my_chat_model": scripted(),
-            "model": scripted(),
-            "tools": [read_file],
-            "inputs": {"messages": [("user", "Where is order A-17?")]},
-            "MyBackend": Workbench,
-            "MY_FUNCTION_DOCS": FUNCTION_DOCS,
-            "_sink": sink,
-            "_oai": oai,
-        }
-        yield namespace
+        yield {"_oai": oai, "_sink": sink}
         oai.assert_clean()
+    with contextlib.suppress(ImportError):  # a page instruments pydantic-ai for everyone
+        from pydantic_ai import Agent
+
+        Agent.instrument_all(False)
 
 
-def run_block(block: Block, namespace: dict[str, Any]) -> None:
+def run_block(block: Block, namespace: dict[str, Any]) -> str:
+    """Run one block in ``namespace``; what it printed."""
     flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     code = compile(block.code, block.where, "exec", flags=flags)
-    outcome = eval(code, namespace)  # the README's own code, as a reader runs it
-    if inspect.iscoroutine(outcome):
-        asyncio.run(outcome)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        outcome = eval(code, namespace)  # the page's own code, as a reader runs it
+        if inspect.iscoroutine(outcome):
+            asyncio.run(outcome)
+    return printed.getvalue()
 
 
-@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "document", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)).removeprefix("docs/")
+)
 def test_every_python_block_runs(document: Path, reader: dict[str, Any]) -> None:
-    paused = Paused()
-    try:
-        for block in blocks(document):
-            for start, given in GIVENS.items():
-                if block.code.startswith(start):
-                    given(reader, paused)
-            try:
-                run_block(block, reader)
-            except Exception as exc:  # noqa: BLE001 - said with the block's place
-                pytest.fail(f"{block.where}: {type(exc).__name__}: {exc}")
-    finally:
-        paused.close()
-    if document.name == "README.md":
-        assert reader["_sink"].received, "the README's OTLP export sent nothing"
+    page = str(document.relative_to(ROOT))
+    served(reader["_oai"], page)
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    for block in blocks(document):
+        try:
+            printed = run_block(block, namespace)
+        except Exception as exc:  # noqa: BLE001 - said with the block's place
+            pytest.fail(f"{block.where}: {type(exc).__name__}: {exc}")
+        if block.shown is not None:
+            lines = [line.rstrip() for line in printed.splitlines()]
+            assert lines == block.shown, f"{block.where} prints otherwise"
+    if page == "docs/how-to/export-otel.md":
+        assert reader["_sink"].received, "the page's OTLP export sent nothing"
 
 
-def test_the_readme_has_blocks_and_each_is_found() -> None:
+def test_the_blocks_are_found_and_what_they_show_is_read() -> None:
     found = blocks(ROOT / "README.md")
-    assert len(found) >= 9
+    assert len(found) >= 5
     assert all(b.code.strip() for b in found)
+    assert any(b.shown for b in found)
+    shown = Block("here", 'print("a")\n# > a\nprint("b c")\n# >  b c\n')
+    assert shown.shown == ["a", " b c"]
+    assert Block("here", "x = 1  # not output\n").shown is None
+
+
+def test_a_block_that_prints_otherwise_is_caught() -> None:
+    block = Block("here", 'print("shown")\n# > not what it prints\n')
+    assert run_block(block, {}).splitlines() != block.shown
