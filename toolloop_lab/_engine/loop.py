@@ -419,7 +419,7 @@ class ToolLoop:
         """Pause (a person may edit or answer calls), then run the rest; outcomes come
         back in call order, events in completion order."""
         run = self.run
-        reply, written = await self._dispatch_pause(index)
+        reply, written = await self.hold_calls(index)
         for outcome in written.values():
             self.emit_dispatch(outcome)
         run.finished = dict(written)
@@ -438,7 +438,7 @@ class ToolLoop:
             parallel=cfg.parallel_tool_calls,
             # made per dispatch: kept on the loop, its bound methods would make the loop a
             # cycle, and a whole run (its events, messages) would wait for the collector
-            hooks=DispatchHooks(started=self._tool_started, done=self.emit_dispatch),
+            hooks=DispatchHooks(started=self.tool_started, done=self.emit_dispatch),
             finished=run.finished,
             caller=RunCaller(run.run_id, run.observers),
         )
@@ -448,7 +448,7 @@ class ToolLoop:
         by_id, run.finished = run.finished, {}
         return [by_id[str(c.get("id"))] for c in reply.tool_calls] + invalid
 
-    async def _dispatch_pause(self, index: int) -> tuple[AIMessage, dict[str, DispatchOutcome]]:
+    async def hold_calls(self, index: int) -> tuple[AIMessage, dict[str, DispatchOutcome]]:
         """The reply and the calls answered by hand, after a pause (if anyone pauses)."""
         reply = self.run.messages[index]
         assert isinstance(reply, AIMessage)
@@ -460,7 +460,13 @@ class ToolLoop:
         await self.pause(hooks, "tool_dispatch", "tools", names, edits)
         return edits.reply, edits.written
 
-    def _tool_started(self, call: Any) -> None:
+    @property
+    def truncated(self) -> bool:
+        """The last reply was cut off by the output-token limit (its event says so)."""
+        return self._truncated
+
+    def tool_started(self, call: Any) -> None:
+        """Emit a call's ``tool_start`` as its tool begins."""
         args = frozen_json(call.get("args") or {})
         tool_started(self.run.emit, call_id=call.get("id") or "", name=call["name"], args=args)
 

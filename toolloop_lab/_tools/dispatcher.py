@@ -322,6 +322,17 @@ async def run_call(
     return _ended(captured, call_id, name, args, started, hooks)
 
 
+def refusal(call: ToolCall, tools: ToolBox) -> DispatchOutcome | None:
+    """The error outcome of ``call`` when it cannot run (it names no tool, one ``tools``
+    lacks, or its arguments are no JSON object), else ``None``: what a framework that runs
+    the tool itself (``ToolLoopMiddleware``) refuses the same way as the loop."""
+    name, args = call.get("name"), call.get("args")
+    ready = tools.ready(name) if isinstance(name, str) and name else None
+    if ready is None or not is_mapping(args):
+        return _refused(call.get("id") or "", name, args, tools, time.perf_counter())
+    return None
+
+
 def _refused(call_id: str, name: Any, args: Any, tools: ToolBox, started: float) -> DispatchOutcome:
     """The error outcome of a call that cannot run: it names no tool, a tool the agent
     does not have, or arguments that are not a JSON object."""
