@@ -1,0 +1,89 @@
+"""``ToolLoopMiddleware`` composed with LangChain's own middleware, in the documented order
+(ours first: the outermost, so it sees each model call and tool call as the middleware after
+it shape them), and what each one does as it shows in the events."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain.agents.middleware import ModelRetryMiddleware, ToolCallLimitMiddleware
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.tools import tool
+from loopkit import calls, final, tool_call
+
+from toolloop_lab import ScriptedChatModel, ToolLoopMiddleware
+from toolloop_lab.errors import ToolLoopError
+from toolloop_lab.events import Event, LoopFinished, ModelCalled, ToolDispatched
+
+
+@tool
+def lookup(key: str) -> str:
+    """Look a key up."""
+    return f"value of {key}"
+
+
+def _run(model: ScriptedChatModel, *after: Any) -> tuple[dict[str, Any], list[Event]]:
+    events: list[Event] = []
+    agent = create_agent(
+        model, [lookup], middleware=[ToolLoopMiddleware(observers=[events.append]), *after]
+    )
+    out = asyncio.run(agent.ainvoke({"messages": [HumanMessage("look a and b up")]}))
+    return out, events
+
+
+def test_model_retry_after_it_retries_inside_one_model_call() -> None:
+    attempts: list[int] = []
+
+    def flaky(messages: list[BaseMessage], bound: Any) -> AIMessage:
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise ConnectionError("provider hiccup")
+        return final("done", (40, 7))
+
+    model = ScriptedChatModel([flaky, flaky], model_name="gpt-4o-mini")
+    retry = ModelRetryMiddleware(max_retries=2, initial_delay=0.0, jitter=False)
+    out, events = _run(model, retry)
+
+    assert out["messages"][-1].content == "done"
+    assert len(attempts) == 2  # the provider was asked twice ...
+    called = [e for e in events if isinstance(e, ModelCalled)]
+    assert len(called) == 1  # ... within the one model call of the loop's round
+    assert (called[0].usage.input_tokens, called[0].usage.output_tokens) == (40, 7)
+    assert isinstance(events[-1], LoopFinished)
+    assert events[-1].outcome == "final_answer"
+
+
+def test_model_retry_without_it_the_failure_ends_the_run() -> None:
+    """The same flaky provider without the retry: the loop's own rule, a typed error."""
+
+    def flaky(messages: list[BaseMessage], bound: Any) -> AIMessage:
+        raise ConnectionError("provider hiccup")
+
+    model = ScriptedChatModel([flaky], model_name="gpt-4o-mini")
+    with pytest.raises(ToolLoopError) as caught:
+        _run(model)
+    assert caught.value.model_calls == 0
+    assert caught.value.events[-1].kind == "loop_failure"
+
+
+def test_a_tool_call_limit_answers_calls_past_it_and_the_events_say_so() -> None:
+    model = ScriptedChatModel(
+        [
+            calls(tool_call("lookup", {"key": "a"}, "c1"), tool_call("lookup", {"key": "b"}, "c2")),
+            final("done"),
+        ],
+        model_name="gpt-4o-mini",
+    )
+    _out, events = _run(model, ToolCallLimitMiddleware(run_limit=1))
+
+    dispatched = {e.tool_call_id: e for e in events if isinstance(e, ToolDispatched)}
+    assert (dispatched["c1"].status, dispatched["c1"].ran) == ("success", True)
+    # the limit answered c2 without running it: the framework's answer, not a tool's
+    assert (dispatched["c2"].status, dispatched["c2"].ran) == ("error", False)
+    assert dispatched["c2"].error_reason == "unknown"
+    assert "limit" in dispatched["c2"].content.lower()
+    assert isinstance(events[-1], LoopFinished)
+    assert events[-1].rounds == 2
