@@ -87,3 +87,65 @@ def test_a_tool_call_limit_answers_calls_past_it_and_the_events_say_so() -> None
     assert "limit" in dispatched["c2"].content.lower()
     assert isinstance(events[-1], LoopFinished)
     assert events[-1].rounds == 2
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool
+def boom(x: str) -> str:
+    """Always fails."""
+    raise ValueError("kaput")
+
+
+def test_where_langchain_answers_a_call_itself_and_where_the_loop_does() -> None:
+    """As the how-to page says: LangChain's ToolNode answers arguments its schema refuses
+    with its own text (a ``tool_error``, where ``LLMAgent`` says ``invalid_arguments``); a
+    tool that raises and an unreadable call read as under ``LLMAgent``, and a reply of
+    unreadable calls only goes back to the model, as in the loop."""
+
+    def script() -> list[Any]:
+        return [
+            calls(tool_call("add", {"a": "x"}, "c1"), tool_call("boom", {"x": "1"}, "c2")),
+            AIMessage(
+                "",
+                invalid_tool_calls=[
+                    {
+                        "name": "add",
+                        "args": "{bad",
+                        "id": "c3",
+                        "error": "bad json",
+                        "type": "invalid_tool_call",
+                    }
+                ],
+            ),
+            final("done"),
+        ]
+
+    ours: list[Event] = []
+    from toolloop_lab import LLMAgent
+
+    LLMAgent(
+        ScriptedChatModel(script(), model_name="gpt-4o-mini"), [add, boom], observers=[ours.append]
+    ).run("go")
+    theirs: list[Event] = []
+    agent = create_agent(
+        ScriptedChatModel(script(), model_name="gpt-4o-mini"),
+        [add, boom],
+        middleware=[ToolLoopMiddleware(observers=[theirs.append])],
+    )
+    out = asyncio.run(agent.ainvoke({"messages": [HumanMessage("go")]}))
+
+    def reasons(events: list[Event]) -> dict[str, str | None]:
+        return {e.tool_call_id: e.error_reason for e in events if isinstance(e, ToolDispatched)}
+
+    assert reasons(ours) == {"c1": "invalid_arguments", "c2": "tool_error", "c3": "invalid_call"}
+    assert reasons(theirs) == {"c1": "tool_error", "c2": "tool_error", "c3": "invalid_call"}
+    said = {e.tool_call_id: e.content for e in theirs if isinstance(e, ToolDispatched)}
+    assert said["c1"].startswith("Error invoking tool 'add'")  # LangChain's own words
+    assert out["messages"][-1].content == "done"
+    assert [e.kind for e in theirs].count("round_start") == 3
+    assert theirs[-1].kind == ours[-1].kind == "loop_finish"

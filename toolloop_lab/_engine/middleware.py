@@ -51,7 +51,7 @@ from langgraph.types import Command
 
 from toolloop_lab._engine.arguments import agent_config, chat_model, check_prune_tools
 from toolloop_lab._engine.config import AgentConfig
-from toolloop_lab._engine.ending import Running, end_run
+from toolloop_lab._engine.ending import Running, end_run, stopped_error
 from toolloop_lab._engine.hooks import (
     PauseHook,
     checked_pause_hook,
@@ -59,9 +59,15 @@ from toolloop_lab._engine.hooks import (
     connect,
 )
 from toolloop_lab._engine.loop import TRUNCATED_TEXT, Purpose, ToolLoop
-from toolloop_lab._engine.model_call import CallTiming
+from toolloop_lab._engine.model_call import CallTiming, silence_limit
 from toolloop_lab._engine.run_state import RunState
-from toolloop_lab._engine.stopping import close_spanning, open_spanning, running, take_stop
+from toolloop_lab._engine.stopping import (
+    claim_stop,
+    close_spanning,
+    open_spanning,
+    running,
+    take_stop,
+)
 from toolloop_lab._spend import budget as _budget
 from toolloop_lab._spend.budget import RunBudget
 from toolloop_lab._spend.pricing import TokenPrice
@@ -110,6 +116,9 @@ class _Run:
     """Why the loop asked for a final answer without tools, once it did."""
     done: bool = False
     """The final answer came: the graph ends after it."""
+    again: bool = False
+    """The reply asked for calls the loop could only refuse (unreadable ones), which
+    LangChain would take as a final answer: the graph goes back to the model."""
     ended: bool = False
     """The run ended (its last event was emitted)."""
 
@@ -255,14 +264,14 @@ class ToolLoopMiddleware(AgentMiddleware[ToolLoopState, Any, Any]):
         """One tool call of the round, run as the loop runs a tool."""
         return await self._tool_call(request, handler)
 
-    @hook_config(can_jump_to=["end"])
+    @hook_config(can_jump_to=["end", "model"])
     async def aafter_model(
         self, state: ToolLoopState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """After the final answer the graph ends (its calls, if it asked for any, were
-        answered as not run, as the loop answers them)."""
-        rec = self._rec(state)
-        return {"jump_to": "end"} if rec is not None and rec.done else None
+        answered as not run, as the loop answers them); after a reply of unreadable calls
+        only (each answered with why), the model is asked again, as the loop asks it."""
+        return _jump(self._rec(state))
 
     async def aafter_agent(
         self, state: ToolLoopState, runtime: Runtime[Any]
@@ -317,11 +326,10 @@ class ToolLoopMiddleware(AgentMiddleware[ToolLoopState, Any, Any]):
         ctx = _budget.caller_context()
         return run_sync(lambda: self._tool_call(request, ahandler), ctx)
 
-    @hook_config(can_jump_to=["end"])
+    @hook_config(can_jump_to=["end", "model"])
     def after_model(self, state: ToolLoopState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """:meth:`aafter_model` for a graph run with ``invoke``."""
-        rec = self._rec(state)
-        return {"jump_to": "end"} if rec is not None and rec.done else None
+        return _jump(self._rec(state))
 
     def after_agent(self, state: ToolLoopState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """:meth:`aafter_agent` for a graph run with ``invoke``."""
@@ -359,7 +367,8 @@ class ToolLoopMiddleware(AgentMiddleware[ToolLoopState, Any, Any]):
                     changes: dict[str, Any] = {"messages": messages, "system_message": rec.system}
                     if purpose == "synthesis":
                         changes["tools"] = []
-                    response = await handler(request.override(**changes))
+                    async with silence_limit(rec.config.model_timeout_s):
+                        response = await handler(request.override(**changes))
                     reply, found = _reply_of(response)
                     structured.append(found)
                     return reply, CallTiming(time.perf_counter() - began)
@@ -474,6 +483,7 @@ class ToolLoopMiddleware(AgentMiddleware[ToolLoopState, Any, Any]):
                 loop.emit_dispatch(outcome)
             outcomes = list(written.values())
             invalid = invalid_outcomes(run.messages[index])  # type: ignore[arg-type]
+            rec.again = bool(invalid) and not reply.tool_calls
             for outcome in invalid:
                 loop.emit_dispatch(outcome)
             outcomes += invalid
@@ -562,6 +572,10 @@ class ToolLoopMiddleware(AgentMiddleware[ToolLoopState, Any, Any]):
     def _end(self, rec: _Run, exc: BaseException) -> BaseException:
         """End the run that raised ``exc`` (see :mod:`.ending`); what the hook raises."""
         if rec.ended:
+            # another of the run's tasks ended it (a stop cancels every call that runs):
+            # this one raises the same kind of error, whichever the graph reports
+            if isinstance(exc, asyncio.CancelledError) and claim_stop(rec.run.run_id):
+                return stopped_error(rec.run)
             return exc
         stopped: bool | None = None
         if isinstance(exc, _StopTaken):
@@ -587,6 +601,19 @@ def _raise(exc: BaseException, raised: BaseException) -> NoReturn:
     if raised is exc:
         raise exc
     raise raised from (exc if isinstance(raised, ToolLoopError) else None)
+
+
+def _jump(rec: _Run | None) -> dict[str, Any] | None:
+    """Where the graph goes after a model call, when the loop decides it (see
+    :meth:`ToolLoopMiddleware.aafter_model`)."""
+    if rec is None or rec.ended:
+        return None
+    if rec.done:
+        return {"jump_to": "end"}
+    if rec.again:
+        rec.again = False
+        return {"jump_to": "model"}
+    return None
 
 
 def _reply_of(response: Any) -> tuple[Any, Any]:
