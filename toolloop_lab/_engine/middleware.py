@@ -17,7 +17,8 @@ the same moments, and keeps the same rules:
   goes back to the graph's state with the reply;
 * ``wrap_tool_call`` runs each call through LangChain's handler the way the loop runs a
   tool (events, time limit, a stop answering it);
-* ``after_model`` ends the graph after the final answer; ``after_agent`` ends the run.
+* ``after_agent`` ends the run. Where the graph goes after the final answer (its end) is
+  said with the reply (``jump_to``), so the middleware adds no graph step to a round.
 
 Any error in these hooks ends the run as ``LLMAgent``'s guard does: every open call
 answered, one ``loop_failure`` event, the typed error with the partial counts.
@@ -39,7 +40,6 @@ from langchain.agents.middleware.types import (
     ModelRequest,
     ModelResponse,
     PrivateStateAttr,
-    hook_config,
 )
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
@@ -264,15 +264,6 @@ class ToolLoopMiddleware(AgentMiddleware[ToolLoopState, Any, Any]):
         """One tool call of the round, run as the loop runs a tool."""
         return await self._tool_call(request, handler)
 
-    @hook_config(can_jump_to=["end", "model"])
-    async def aafter_model(
-        self, state: ToolLoopState, runtime: Runtime[Any]
-    ) -> dict[str, Any] | None:
-        """After the final answer the graph ends (its calls, if it asked for any, were
-        answered as not run, as the loop answers them); after a reply of unreadable calls
-        only (each answered with why), the model is asked again, as the loop asks it."""
-        return _jump(self._rec(state))
-
     async def aafter_agent(
         self, state: ToolLoopState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
@@ -326,11 +317,6 @@ class ToolLoopMiddleware(AgentMiddleware[ToolLoopState, Any, Any]):
         ctx = _budget.caller_context()
         return run_sync(lambda: self._tool_call(request, ahandler), ctx)
 
-    @hook_config(can_jump_to=["end", "model"])
-    def after_model(self, state: ToolLoopState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """:meth:`aafter_model` for a graph run with ``invoke``."""
-        return _jump(self._rec(state))
-
     def after_agent(self, state: ToolLoopState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """:meth:`aafter_agent` for a graph run with ``invoke``."""
         return run_sync(lambda: self.aafter_agent(state, runtime))
@@ -378,9 +364,14 @@ class ToolLoopMiddleware(AgentMiddleware[ToolLoopState, Any, Any]):
                 offset = 1 if rec.system is not None else 0
                 ours = run.messages[offset:]
                 changed = [m for i, m in enumerate(ours) if i >= len(base) or m is not base[i]]
-                return ModelResponse(
+                response = ModelResponse(
                     result=changed, structured_response=structured[-1] if structured else None
                 )
+                jump = _jump(rec)
+                if jump is None:
+                    return response
+                # where the graph goes next, decided here (no node of its own per round)
+                return ExtendedModelResponse(response, Command(update={"jump_to": jump}))
             except BaseException as exc:  # noqa: BLE001 - re-raised, typed, below
                 _raise(exc, self._end(rec, exc))
 
@@ -603,16 +594,16 @@ def _raise(exc: BaseException, raised: BaseException) -> NoReturn:
     raise raised from (exc if isinstance(raised, ToolLoopError) else None)
 
 
-def _jump(rec: _Run | None) -> dict[str, Any] | None:
-    """Where the graph goes after a model call, when the loop decides it (see
-    :meth:`ToolLoopMiddleware.aafter_model`)."""
-    if rec is None or rec.ended:
-        return None
+def _jump(rec: _Run) -> str | None:
+    """Where the graph goes after a model call, when the loop decides it: to its end after
+    the final answer (whose calls, if it asked for any, were answered as not run, as the
+    loop answers them), back to the model after a reply of unreadable calls only (each
+    answered with why), as the loop asks it again."""
     if rec.done:
-        return {"jump_to": "end"}
+        return "end"
     if rec.again:
         rec.again = False
-        return {"jump_to": "model"}
+        return "model"
     return None
 
 
