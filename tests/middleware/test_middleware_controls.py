@@ -165,3 +165,31 @@ async def test_stop_while_tools_run_answers_every_open_call() -> None:
     assert {e.status for e in answered.values()} == {"cancelled"}
     assert isinstance(events[-1], LoopFailed)
     assert [e.kind for e in events].count("loop_failure") == 1
+
+
+async def test_fork_from_a_round_replays_the_prefix_and_runs_on() -> None:
+    dbg = LoopDebugger()
+    model = ScriptedChatModel(
+        [
+            calls(tool_call("read_log", {"database": "orders"}, "c1"), tokens=(100, 10)),
+            calls(tool_call("read_log", {"database": "users"}, "c2"), tokens=(200, 10)),
+            final("both read", (300, 10)),
+        ],
+        model_name="gpt-4o-mini",
+    )
+    middleware = ToolLoopMiddleware(observers=[dbg])
+    agent = create_agent(model, [read_log], middleware=[middleware])
+    await agent.ainvoke({"messages": [HumanMessage("check backups")]})
+    assert ran == ["orders", "users"]
+    assert dbg.view.done
+
+    child = dbg.fork(2, pause_on="off")
+    result = await asyncio.wait_for(child.task, 10)  # type: ignore[arg-type]
+
+    assert child.fork_info == {"at_round": 2, "source": "events"}
+    # round 1 was taken from the events (its tool did not run again), round 2 on ran anew
+    assert ran == ["orders", "users", "users"]
+    assert len(model.calls) == 3  # the original model was not asked again
+    assert result.original.rounds == 3
+    assert result.forked.rounds == 3
+    assert result.token_delta == 0

@@ -183,6 +183,7 @@ class ToolLoopMiddleware(AgentMiddleware[ToolLoopState, Any, Any]):
         self._observers = checked_observers(observers)
         self._pause_hooks = checked_pause_hooks(pause_hooks)
         self._runs: dict[str, _Run] = {}
+        self._seen: tuple[BaseChatModel, tuple[BaseTool, ...]] | None = None
         for observer in self._observers:  # a debugger among them drives these runs too
             connect(observer, self)
 
@@ -226,6 +227,16 @@ class ToolLoopMiddleware(AgentMiddleware[ToolLoopState, Any, Any]):
                 owner._pause_hooks = tuple(h for h in owner._pause_hooks if h is not checked)
 
         return remove
+
+    def _fork_parts(self) -> tuple[Any, ...] | None:
+        """What a fork of this middleware's last run runs with (a debugger's "Fork from
+        here"): the model and tools ``create_agent`` gave it, and this middleware's config,
+        pruning model and prices; ``None`` before any run. The fork runs as an
+        ``LLMAgent`` on them, its rounds before the fork replayed from the run's events."""
+        if self._seen is None:
+            return None
+        model, tools = self._seen
+        return (model, tools, self.config, self.pruning_model, self.prices)
 
     # -- the hooks, async ---------------------------------------------------------------
     async def abefore_agent(
@@ -388,6 +399,7 @@ class ToolLoopMiddleware(AgentMiddleware[ToolLoopState, Any, Any]):
             system = SystemMessage(cfg.system_prompt)
         rec.system = system
         rec.run.messages = [*([system] if system is not None else []), *base]
+        self._seen = (request.model, tools)  # what a fork of this run runs with
         loop = ToolLoop(_Driven(self, request.model, ToolBox(tools)), cfg, rec.run)
         rec.loop = loop
         rec.budget = loop.start()
