@@ -149,3 +149,43 @@ def test_where_langchain_answers_a_call_itself_and_where_the_loop_does() -> None
     assert out["messages"][-1].content == "done"
     assert [e.kind for e in theirs].count("round_start") == 3
     assert theirs[-1].kind == ours[-1].kind == "loop_finish"
+
+
+def test_human_in_the_loop_after_it_a_rejection_reads_as_the_frameworks_answer() -> None:
+    from langchain.agents.middleware import HumanInTheLoopMiddleware
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    events: list[Event] = []
+    agent = create_agent(
+        ScriptedChatModel(
+            [calls(tool_call("lookup", {"key": "a"}, "c1")), final("done")],
+            model_name="gpt-4o-mini",
+        ),
+        [lookup],
+        middleware=[
+            ToolLoopMiddleware(observers=[events.append]),
+            HumanInTheLoopMiddleware(interrupt_on={"lookup": True}),
+        ],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "t1"}}
+
+    async def go() -> tuple[dict[str, Any], list[str]]:
+        first = await agent.ainvoke({"messages": [HumanMessage("look a up")]}, config)
+        assert "__interrupt__" in first
+        waiting = [e.kind for e in events]
+        decision = {"decisions": [{"type": "reject", "message": "not today"}]}
+        return await agent.ainvoke(Command(resume=decision), config), waiting
+
+    out, waiting = asyncio.run(go())
+
+    # while the graph waits for the person, the run is open: no final event yet
+    assert waiting[-1] == "model_call"
+    assert out["messages"][-1].content == "done"
+    [answer] = [e for e in events if isinstance(e, ToolDispatched)]
+    assert (answer.tool_call_id, answer.status, answer.ran) == ("c1", "error", False)
+    assert answer.error_reason == "unknown"
+    assert "not today" in answer.content
+    assert isinstance(events[-1], LoopFinished)
+    assert [e.kind for e in events].count("loop_start") == 1  # one run across the resume
