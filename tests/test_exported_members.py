@@ -41,6 +41,7 @@ PUBLIC: dict[str, list[str]] = {
         "RunView",
         "ScriptedChatModel",
         "TokenPrice",
+        "ToolLoopMiddleware",
         "ToolLoopResult",
         "TraceRead",
         "TraceWriter",

@@ -16,8 +16,10 @@ Everything else is private.
 * re-running: :func:`fork`, :func:`prepare_fork`, :func:`what_if`, :func:`compare` (and
   their results and async forms);
 * tools: :func:`echo_tool`, :func:`file_read_tool`, :func:`tools_from_schema`;
-* agents you already have: :func:`watch` (LangChain and LangGraph runs inside a block) and
-  :class:`EventBridge` (the callback handler itself).
+* agents you already have: :class:`ToolLoopMiddleware` (drive a LangChain ``create_agent``
+  agent: ``middleware=[ToolLoopMiddleware(config, observers=[dbg])]``), :func:`watch`
+  (watch LangChain and LangGraph runs inside a block) and :class:`EventBridge` (the
+  callback handler itself).
 
 The core loop imports no UI, pandas, matplotlib or jsonschema: every name below the eager
 ones loads its module on first use, and ``LoopDebugger`` is a stand-in whose widget library
@@ -42,6 +44,7 @@ from toolloop_lab._support.lazy import lazy_getattr as _lazy_getattr
 if TYPE_CHECKING:
     from toolloop_lab._bridge.handler import EventBridge
     from toolloop_lab._bridge.watch import watch
+    from toolloop_lab._engine.middleware import ToolLoopMiddleware
     from toolloop_lab._replay.chat_models import RecordingChatModel, ReplayChatModel
     from toolloop_lab._replay.compare import RunComparison, compare
     from toolloop_lab._replay.fork import Fork, afork, fork, prepare_fork
@@ -74,6 +77,7 @@ __all__ = [
     "RunView",
     "ScriptedChatModel",
     "TokenPrice",
+    "ToolLoopMiddleware",
     "ToolLoopResult",
     "TraceRead",
     "TraceWriter",
@@ -96,6 +100,7 @@ __all__ = [
 _LAZY = {
     "EventBridge": "toolloop_lab._bridge.handler",
     "watch": "toolloop_lab._bridge.watch",
+    "ToolLoopMiddleware": "toolloop_lab._engine.middleware",
     "RecordingChatModel": "toolloop_lab._replay.chat_models",
     "ReplayChatModel": "toolloop_lab._replay.chat_models",
     "Recording": "toolloop_lab._replay.recording_file",

@@ -240,7 +240,8 @@ class LoopStarted(_Base):
     started_at: Text
     """Wall-clock start, ISO 8601 UTC."""
     source: Literal["loop", "langchain", "otel"] = "loop"
-    """``loop``: our ``LLMAgent``, which enforces every gate. ``langchain``: a run seen
+    """``loop``: our loop, which enforces every gate (an ``LLMAgent`` run, or a LangChain
+    ``create_agent`` run that ``ToolLoopMiddleware`` drives). ``langchain``: a run seen
     through the callback bridge; ``otel``: a run read from OpenTelemetry spans
     (:class:`~toolloop_lab.otel.SpanSource`). The gates of those two are absent (not
     passed) and their unknown figures are marked unknown."""

@@ -9,7 +9,6 @@ partial counts, messages and events survive in the result or on the error.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import warnings
 import weakref
@@ -37,30 +36,28 @@ from toolloop_lab._engine.arguments import (
     check_tool_names,
 )
 from toolloop_lab._engine.config import AgentConfig
+from toolloop_lab._engine.ending import end_run
 from toolloop_lab._engine.hooks import PauseHook, checked_pause_hook, checked_pause_hooks, connect
 from toolloop_lab._engine.inputs import history_input, run_input
 from toolloop_lab._engine.loop import ToolLoop
 from toolloop_lab._engine.result import ToolLoopResult
 from toolloop_lab._engine.run_state import RunLabel, RunState
-from toolloop_lab._engine.stopping import claim_stop, running, time_limit_reached
+from toolloop_lab._engine.stopping import running
 from toolloop_lab._spend import budget as _budget
 from toolloop_lab._spend.pricing import TokenPrice
-from toolloop_lab._spend.usage import format_tokens, format_usd
-from toolloop_lab._stream import checked_observer, checked_observers, failure_fields
+from toolloop_lab._stream import checked_observer, checked_observers
 from toolloop_lab._support.errortext import explain
 from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS, clip
 from toolloop_lab._support.sync_runner import blocked_app_loop, run_sync
 from toolloop_lab._tools.call_ids import block_calls
 from toolloop_lab._tools.callers import tool_caller
-from toolloop_lab._tools.dispatcher import ToolBox, skipped_outcomes
+from toolloop_lab._tools.dispatcher import ToolBox
 from toolloop_lab.errors import (
     ConfigurationError,
     ConversationError,
-    ExecutionError,
-    RunStopped,
     ToolLoopError,
 )
-from toolloop_lab.events import LoopFailed, Observer
+from toolloop_lab.events import Observer
 
 _log = logging.getLogger("toolloop_lab")
 
@@ -230,23 +227,6 @@ def check_conversation(parts: Iterable[tuple[str, Sequence[BaseMessage]]]) -> No
         for index, message in enumerate(messages):
             pairing.read(source, index, message)
     pairing.close()
-
-
-def _stopped(run: RunState) -> RunStopped:
-    """What a run a person stopped raises (see :mod:`.stopping`)."""
-    done = run.rounds_done
-    where = f"in round {run.round}" if run.round else "before its first round"
-    rounds = (
-        "no round" if done == 0 else "1 round" if done == 1 else f"{format_tokens(done)} rounds"
-    )
-    usage = run.usage
-    return RunStopped(
-        f"the run was stopped {where} ({rounds} done; {format_tokens(usage.input_tokens)} "
-        f"input and {format_tokens(usage.output_tokens)} output tokens, "
-        f"{format_usd(usage.cost_usd)}): its partial counts are on this error and in the "
-        "debugger",
-        **run.partial(),
-    )
 
 
 def _checked(messages: list[BaseMessage]) -> list[BaseMessage]:
@@ -494,34 +474,16 @@ class LLMAgent:
             self._check_tools(config)
             run.messages = build()
             return await ToolLoop(self, config, run).execute()
-        except ExecutionError as exc:
-            self._end(run, exc, exc.reason, f"not run: {exc}", cancelled=False)
-            exc.set_partial(**run.partial())
-            raise
-        except (asyncio.CancelledError, KeyboardInterrupt, SystemExit) as exc:
-            ran_out = time_limit_reached() if isinstance(exc, asyncio.CancelledError) else None
-            if ran_out is not None:  # a time limit around the run: it timed out, no stop
-                self._end(run, ran_out, "timeout", f"not run: {ran_out}", cancelled=False)
-                raise
-            text = "the loop was stopped before this call ran"
-            self._end(run, exc, "cancelled", text, cancelled=True)
-            if isinstance(exc, asyncio.CancelledError) and claim_stop(run.run_id):
-                raise _stopped(run) from None
-            raise
-        except Exception as exc:
-            self._end(run, exc, "loop_failed", "not run: the loop failed", cancelled=False)
-            raise ToolLoopError(
-                f"tool loop failed in round {run.round}: {explain(exc)}",
-                cause=exc,
-                **run.partial(),
-            ) from exc
-        except BaseException as exc:
-            # Not an Exception, yet not an interrupt either (a library's own control flow,
-            # a tool's custom abort): it propagates as it is, but the run still ends with
-            # every call answered and a final event.
-            text = f"not run: the loop was stopped by {type(exc).__name__}"
-            self._end(run, exc, "loop_failed", text, cancelled=False)
-            raise
+        except BaseException as exc:  # noqa: BLE001 - re-raised, typed, below
+            # every ending one shape (see ``ending``): open calls answered, one
+            # ``loop_failure``, and the typed error with the partial counts
+            raised = end_run(run, exc)
+            try:
+                if raised is exc:
+                    raise
+                raise raised from (exc if isinstance(raised, ToolLoopError) else None)
+            finally:
+                del raised  # the traceback holds this frame: no cycle through its locals
         finally:
             run.release()
 
@@ -530,36 +492,3 @@ class LLMAgent:
         # (a tool renamed in place, a config changed with object.__setattr__)
         check_tool_names(self.tools)
         check_prune_tools(config, self.tools, pruning_model=self.pruning_model)
-
-    def _end(
-        self, run: RunState, exc: BaseException, reason: str, text: str, *, cancelled: bool
-    ) -> None:
-        """Close the calls a stop left open, then emit the run's ``LoopFailed``."""
-        self._close_open_calls(run, reason, text)
-        kind = exc.kind if isinstance(exc, ExecutionError) else None
-        why = exc.reason if isinstance(exc, ExecutionError) else None
-        run.emit(
-            LoopFailed,
-            **failure_fields(exc, kind=kind, reason=why, cancelled=cancelled),
-            rounds=run.rounds_done,
-            usage=run.usage,
-            any_invocation_made=run.any_invocation,
-            messages=run.unsent_messages(),
-            partial_text=run.partial_text,
-        )
-
-    def _close_open_calls(self, run: RunState, reason: str, text: str) -> None:
-        """Answer tool calls left open by a stop, so the transcript stays resumable."""
-        answered = run.answered()
-        last = next((m for m in reversed(run.messages) if isinstance(m, AIMessage)), None)
-        if last is None:
-            return
-        for skipped in skipped_outcomes(last, reason, text):
-            call_id = skipped.message.tool_call_id
-            if call_id in answered:
-                continue
-            # a call that finished before the stop ran: its real result is kept
-            outcome = run.finished.get(call_id, skipped)
-            run.messages.append(outcome.message)
-            if not run.reported(call_id):
-                run.emit_dispatch(outcome)

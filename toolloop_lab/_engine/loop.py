@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, Protocol
 
@@ -80,6 +80,10 @@ class LoopAgent(Protocol):
 
     def toolbox(self) -> ToolBox: ...
 
+
+Send = Callable[[list[BaseMessage]], Awaitable[tuple[Any, CallTiming]]]
+"""Sends one model call's messages and returns its reply and timing: how a driver other
+than the loop's own makes the call (``ToolLoopMiddleware`` hands it to LangChain)."""
 
 TRUNCATED_TEXT: Final = (
     "not run: the reply was cut off by the output-token limit, so this call's arguments "
@@ -158,36 +162,63 @@ class ToolLoop:
     async def rounds(self, budget: RunBudget) -> tuple[AIMessage | None, ev.SynthesisReason | None]:
         """Tool rounds until the model answers (its reply) or the loop must stop early
         (the synthesis reason)."""
-        cfg, run = self.cfg, self.run
-        for number in range(1, cfg.tool_max_rounds + 1):
-            run.round = number
-            run.emit(ev.RoundStarted, max_rounds=cfg.tool_max_rounds)
+        run = self.run
+        for number in range(1, self.cfg.tool_max_rounds + 1):
+            self.begin_round(number)
             reply = await self.call(budget, "round")
             if not reply.tool_calls and not reply.invalid_tool_calls:
                 run.rounds_done = number
                 return reply, None
             await self.answer(budget, reply)
-            run.rounds_done = number
-            if budget.token_tripped:
-                return None, "token_budget"
-            if cfg.max_stuck_rounds is not None and self._repeats.count >= cfg.max_stuck_rounds:
-                return None, "stuck"
-        return None, "round_cap"
+            reason = self.end_round(budget, number)
+            if reason is not None:
+                return None, reason
+        return None, "round_cap"  # pragma: no cover - end_round says so at the last round
+
+    def begin_round(self, number: int) -> None:
+        """Tool round ``number`` begins (its model call comes next)."""
+        self.run.round = number
+        self.run.emit(ev.RoundStarted, max_rounds=self.cfg.tool_max_rounds)
+
+    def end_round(self, budget: RunBudget, number: int) -> ev.SynthesisReason | None:
+        """Tool round ``number`` had every call answered: count it, and say why the loop
+        must now stop early (a spent token budget, a stuck model, the round cap), if it
+        must."""
+        cfg = self.cfg
+        self.run.rounds_done = number
+        if budget.token_tripped:
+            return "token_budget"
+        if cfg.max_stuck_rounds is not None and self._repeats.count >= cfg.max_stuck_rounds:
+            return "stuck"
+        return "round_cap" if number >= cfg.tool_max_rounds else None
 
     async def synthesise(self, budget: RunBudget, reason: ev.SynthesisReason) -> AIMessage:
         """One call without tools asking for a final answer."""
+        self.begin_synthesis(reason)
+        final = await self.call(budget, "synthesis")
+        self.end_synthesis(final)
+        return final
+
+    def begin_synthesis(self, reason: ev.SynthesisReason) -> HumanMessage:
+        """The loop must stop early: announce it and ask for a final answer (the prompt
+        added to the conversation is returned)."""
         run = self.run
         run.round = run.rounds_done + 1
         run.emit(ev.SynthesisStarted, reason=reason, prompt=self.cfg.synthesis_prompt)
-        run.messages.append(HumanMessage(self.cfg.synthesis_prompt))
-        final = await self.call(budget, "synthesis")
-        # A model may still ask for tools here; they are not run, but every call id gets
-        # its ToolMessage so the transcript stays valid to continue.
+        prompt = HumanMessage(self.cfg.synthesis_prompt)
+        run.messages.append(prompt)
+        return prompt
+
+    def end_synthesis(self, final: AIMessage) -> list[DispatchOutcome]:
+        """A model may still ask for tools in its final answer; they are not run, but
+        every call id gets its ToolMessage (returned) so the transcript stays valid to
+        continue."""
         text = "not run: a final answer without tools was requested"
-        for outcome in skipped_outcomes(final, "synthesis", text):
-            run.messages.append(outcome.message)
+        outcomes = skipped_outcomes(final, "synthesis", text)
+        for outcome in outcomes:
+            self.run.messages.append(outcome.message)
             self.emit_dispatch(outcome)
-        return final
+        return outcomes
 
     def finish(self, final: AIMessage, reason: ev.SynthesisReason | None) -> ToolLoopResult:
         """Announce the outcome and hand back the result."""
@@ -211,15 +242,21 @@ class ToolLoop:
         return ToolLoopResult(final, tuple(run.messages), tuple(run.events))
 
     # -- a model call -----------------------------------------------------------------
-    async def call(self, budget: RunBudget, purpose: Purpose) -> AIMessage:
-        """One model call of the conversation: pause, gate, send, account, gate."""
+    async def call(
+        self, budget: RunBudget, purpose: Purpose, send: Send | None = None
+    ) -> AIMessage:
+        """One model call of the conversation: pause, gate, send, account, gate. ``send``
+        makes the call instead of the loop's own model (a framework that calls the model
+        itself); it is handed the messages to send, as they stand after the pause."""
         run, agent = self.run, self.agent
         hooks = holding(agent.pause_hooks, "model_call")
         if hooks:  # most runs have none: no coroutine, no closure made for them
             await self.pause(hooks, "model_call", purpose, (), MessageEdits(run))
         budget.before_call(run.usage, self.gate)
         tools_bound = purpose == "round" and bool(self.tools)
-        stream = should_stream(self.cfg.streaming, agent.model, tools_bound=tools_bound)
+        stream = send is None and should_stream(
+            self.cfg.streaming, agent.model, tools_bound=tools_bound
+        )
         number = run.next_call()
         model_call_started(
             run.emit,
@@ -232,17 +269,19 @@ class ToolLoop:
         )
         deltas = DeltaBuffer(delta_sink(run.emit, number)) if stream else None
         prompt = list(run.messages)
-        runnable = agent.bound_model() if purpose == "round" else agent.model
         sent = time.perf_counter()
         try:
-            reply, timing = await invoke(
-                runnable,
-                prompt,
-                stream=stream,
-                kwargs=stream_kwargs(agent.model) if stream else {},  # only a stream reads it
-                deltas=deltas,
-                limit_s=self.cfg.model_timeout_s,
-            )
+            if send is not None:
+                reply, timing = await send(prompt)
+            else:
+                reply, timing = await invoke(
+                    agent.bound_model() if purpose == "round" else agent.model,
+                    prompt,
+                    stream=stream,
+                    kwargs=stream_kwargs(agent.model) if stream else {},  # a stream reads it
+                    deltas=deltas,
+                    limit_s=self.cfg.model_timeout_s,
+                )
         except PaidCallError as exc:
             if isinstance(exc.reply, AIMessage):  # paid for: counted and kept, then raised
                 self.account(budget, exc.reply, prompt, number, purpose, CallTiming(0.0))
@@ -368,7 +407,7 @@ class ToolLoop:
         first = len(run.messages)
         run.messages.extend(o.message for o in outcomes)
         if not budget.token_tripped:
-            await self.prune(budget, outcomes, first)
+            await self.prune(budget, [(first + i, o) for i, o in enumerate(outcomes)])
 
     def skip_all(self, reply: AIMessage, reason: str, text: str) -> list[DispatchOutcome]:
         outcomes = skipped_outcomes(reply, reason, text)
@@ -380,7 +419,7 @@ class ToolLoop:
         """Pause (a person may edit or answer calls), then run the rest; outcomes come
         back in call order, events in completion order."""
         run = self.run
-        reply, written = await self._dispatch_pause(index)
+        reply, written = await self.hold_calls(index)
         for outcome in written.values():
             self.emit_dispatch(outcome)
         run.finished = dict(written)
@@ -399,7 +438,7 @@ class ToolLoop:
             parallel=cfg.parallel_tool_calls,
             # made per dispatch: kept on the loop, its bound methods would make the loop a
             # cycle, and a whole run (its events, messages) would wait for the collector
-            hooks=DispatchHooks(started=self._tool_started, done=self.emit_dispatch),
+            hooks=DispatchHooks(started=self.tool_started, done=self.emit_dispatch),
             finished=run.finished,
             caller=RunCaller(run.run_id, run.observers),
         )
@@ -409,7 +448,7 @@ class ToolLoop:
         by_id, run.finished = run.finished, {}
         return [by_id[str(c.get("id"))] for c in reply.tool_calls] + invalid
 
-    async def _dispatch_pause(self, index: int) -> tuple[AIMessage, dict[str, DispatchOutcome]]:
+    async def hold_calls(self, index: int) -> tuple[AIMessage, dict[str, DispatchOutcome]]:
         """The reply and the calls answered by hand, after a pause (if anyone pauses)."""
         reply = self.run.messages[index]
         assert isinstance(reply, AIMessage)
@@ -421,7 +460,13 @@ class ToolLoop:
         await self.pause(hooks, "tool_dispatch", "tools", names, edits)
         return edits.reply, edits.written
 
-    def _tool_started(self, call: Any) -> None:
+    @property
+    def truncated(self) -> bool:
+        """The last reply was cut off by the output-token limit (its event says so)."""
+        return self._truncated
+
+    def tool_started(self, call: Any) -> None:
+        """Emit a call's ``tool_start`` as its tool begins."""
         args = frozen_json(call.get("args") or {})
         tool_started(self.run.emit, call_id=call.get("id") or "", name=call["name"], args=args)
 
@@ -430,14 +475,17 @@ class ToolLoop:
         self.run.emit_dispatch(outcome)
 
     # -- pruning ----------------------------------------------------------------------
-    async def prune(self, budget: RunBudget, outcomes: list[DispatchOutcome], first: int) -> None:
-        """Shorten large outputs of ``prune_tools``; their messages sit at ``first + i``."""
+    async def prune(
+        self, budget: RunBudget, answered: Sequence[tuple[int, DispatchOutcome]]
+    ) -> None:
+        """Shorten large outputs of ``prune_tools``: ``answered`` pairs each of a round's
+        outcomes with where its message sits in the transcript."""
         cfg, model = self.cfg, self.agent.pruning_model
         if model is None or not cfg.prune_tools:
             return
         todo = [
-            i
-            for i, o in enumerate(outcomes)
+            (index, o)
+            for index, o in answered
             if o.status == "success"
             and o.name in cfg.prune_tools
             and len(text_only(o.message.content) or "") > cfg.prune_min_chars
@@ -448,29 +496,26 @@ class ToolLoop:
         if hooks:
             await self.pause(hooks, "model_call", "pruning", (), None)
         budget.before_call(self.run.usage, self.gate)
-        calls = [(i, *self._pruning_call(outcomes[i])) for i in todo]
+        calls = [(index, o, *self._pruning_call(o)) for index, o in todo]
         # return_exceptions: a failed pruning call must neither orphan its siblings nor
         # lose their spend; the first failure is raised once every success is counted.
         sent = time.perf_counter()
         try:
             results = await asyncio.gather(
-                *(
-                    prune_output(model, p, _text(outcomes[i]), cfg.model_timeout_s)
-                    for i, _, p in calls
-                ),
+                *(prune_output(model, p, _text(o), cfg.model_timeout_s) for _, o, _, p in calls),
                 return_exceptions=True,
             )
         except BaseException as exc:  # stopped while the pruning calls ran: each one ends
-            for _i, number, _p in calls:
+            for _i, _o, number, _p in calls:
                 self.call_failed(number, "pruning", exc, time.perf_counter() - sent)
             raise
         failure: BaseException | None = None
-        for (i, number, _prompt), res in zip(calls, results, strict=True):
+        for (index, outcome, number, _prompt), res in zip(calls, results, strict=True):
             if isinstance(res, BaseException):
                 failure = failure or res
                 self.call_failed(number, "pruning", res, 0.0)
                 continue
-            self._keep_pruned(budget, outcomes[i], first + i, number, res)
+            self._keep_pruned(budget, outcome, index, number, res)
         if failure is not None:
             raise failure
         budget.after_call(self.run.usage, model_name_of(model), self.gate)

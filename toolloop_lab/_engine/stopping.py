@@ -17,6 +17,15 @@ counts. A cancellation somebody else asked for as well still propagates as it is
 another thread), and cancels only while the run named is still going on in that task (the
 guard registers each run in its task, :func:`running`): the task of a notebook cell goes on
 after the run, and a late click must never cancel whatever the cell does next.
+
+A run may also go on in many tasks one after another, and several at once: a LangChain
+``create_agent`` run that ``ToolLoopMiddleware`` drives works in the graph's node tasks (a
+model call in one, each tool call in its own). Such a run is *spanning* (:func:`open_spanning`)
+for as long as it goes on, and each hook registers the task it works in with
+:func:`running`. :func:`stop_run` stops a run by its id wherever it is: every task it
+works in now is cancelled (each marked, so its hook raises ``RunStopped``), and a spanning
+run that works in none at that moment (LangChain is between two of its hooks) keeps the
+stop until its next hook takes it (:func:`take_stop`).
 """
 
 from __future__ import annotations
@@ -43,15 +52,21 @@ _marked: weakref.WeakKeyDictionary[asyncio.Task[Any], str] = weakref.WeakKeyDict
 """Task -> the run a stop was asked for."""
 _runs: weakref.WeakKeyDictionary[asyncio.Task[Any], set[str]] = weakref.WeakKeyDictionary()
 """Task -> the runs going on in it now."""
+_spanning: set[str] = set()
+"""Runs that go on in many tasks (see :func:`open_spanning`), while they go on."""
+_pending: set[str] = set()
+"""Spanning runs a stop was asked for that no hook has taken yet."""
 
 
 def _forget_after_fork() -> None:
     """In a forked child (a sweep's worker): a lock no thread of the child holds, and none
     of the parent's tasks (they do not run here)."""
-    global _lock, _marked, _runs
+    global _lock, _marked, _runs, _spanning, _pending
     _lock = threading.Lock()
     _marked = weakref.WeakKeyDictionary()
     _runs = weakref.WeakKeyDictionary()
+    _spanning = set()
+    _pending = set()
 
 
 if hasattr(os, "register_at_fork"):  # every POSIX system; Windows never forks
@@ -87,6 +102,58 @@ def request_stop(task: asyncio.Task[Any], run_id: str) -> bool:
     return True
 
 
+def runs_in(task: asyncio.Task[Any] | None) -> frozenset[str]:
+    """The runs going on in ``task`` now (registered with :func:`running`)."""
+    if task is None:
+        return frozenset()
+    with _lock:
+        return frozenset(_runs.get(task, ()))
+
+
+def open_spanning(run_id: str) -> None:
+    """Declare run ``run_id`` as going on in many tasks until :func:`close_spanning` (see
+    the module doc): a stop asked for it while none of its tasks works is kept for its
+    next hook."""
+    with _lock:
+        _spanning.add(run_id)
+
+
+def close_spanning(run_id: str) -> None:
+    """The spanning run ``run_id`` ended: a stop asked for it and never taken goes too."""
+    with _lock:
+        _spanning.discard(run_id)
+        _pending.discard(run_id)
+
+
+def stop_run(run_id: str) -> bool:
+    """Stop run ``run_id`` wherever it goes on: cancel every task it works in now, each
+    marked so that its guard raises ``RunStopped`` (see :func:`claim_stop`), and, for a
+    spanning run, keep the stop for its next hook (:func:`take_stop`). False, and nothing
+    done, when the run does not go on. Call it on the loop its tasks run on."""
+    with _lock:
+        tasks = [t for t, ids in _runs.items() if run_id in ids and not t.done()]
+        going = run_id in _spanning
+        if not tasks and not going:
+            return False
+        for task in tasks:
+            _marked[task] = run_id
+        if going:
+            _pending.add(run_id)
+    for task in tasks:
+        task.cancel(STOP_MESSAGE)
+    return True
+
+
+def take_stop(run_id: str) -> bool:
+    """True once for a spanning run a stop was asked for (its hook then ends the run as
+    stopped); False when none was."""
+    with _lock:
+        if run_id not in _pending:
+            return False
+        _pending.discard(run_id)
+        return True
+
+
 def claim_stop(run_id: str) -> bool:
     """In the guard of run ``run_id``, as ``CancelledError`` passes: True when the stop
     was asked for this run, and it was the task's only cancellation (withdrawn here, so
@@ -97,6 +164,8 @@ def claim_stop(run_id: str) -> bool:
             return False
         del _marked[task]
     task.uncancel()
+    with _lock:
+        _pending.discard(run_id)  # the stop is this one: nothing left for a next hook
     return task.cancelling() == 0
 
 

@@ -259,13 +259,43 @@ async def _dispatch_one(
     ready = tools.ready(name) if isinstance(name, str) and name else None
     if ready is None or not is_mapping(args):
         return _refused(call_id, name, args, tools, started)
+    return await run_call(
+        call,
+        lambda: _run_tool(ready, call),
+        timeout_s=timeout_s,
+        hooks=hooks,
+        caller=caller,
+        in_thread=ready.sync_only,
+    )
+
+
+async def run_call(
+    call: ToolCall,
+    body: Callable[[], Awaitable[_Output]],
+    *,
+    timeout_s: float | None,
+    hooks: DispatchHooks = DispatchHooks(),
+    caller: str | RunCaller | None = None,
+    in_thread: bool = False,
+) -> DispatchOutcome:
+    """Run one call's ``body`` (what makes its result: our tool, or a framework's handler
+    that runs it, see :func:`output_of`) the way every call runs: announced to
+    ``hooks.started``, in a task of its own (the context naming its call, so a sub-agent
+    it starts knows its parent), given up after ``timeout_s``, and, when the run is
+    stopped while it runs, answered as stopped while running. Its outcome is returned;
+    a stop propagates once that outcome is handed to ``hooks.done``. ``in_thread``: the
+    body runs in a worker thread, which no stop can end."""
+    started = time.perf_counter()
+    call_id = call.get("id") or ""
+    name = str(call.get("name") or "")
+    args = call.get("args")
     hooks.started(call)
     # The tool runs in its own task, so a stop of this one never has to wait on a tool that
     # swallows cancellation; this task waits on a plain future the tool's task settles.
     loop = asyncio.get_running_loop()
     waiter: asyncio.Future[_Captured | None] = loop.create_future()
     task = loop.create_task(
-        _capture(_run_tool(ready, call), waiter),
+        _capture(body(), waiter),
         name=f"tool {name} {call_id}",
         context=caller_context(caller, call_id),
     )
@@ -278,8 +308,7 @@ async def _dispatch_one(
         if early is not None:  # it ended just as the stop came: its result stands
             hooks.done(_ended(early, call_id, name, args, started, hooks))
             raise
-        stuck = ready.sync_only  # a thread cannot be stopped: it goes on after the stop
-        await _stopped_while_running(task, call_id, name, args, started, hooks, stuck)
+        await _stopped_while_running(task, call_id, name, args, started, hooks, in_thread)
         raise
     finally:
         if timer is not None:
@@ -291,6 +320,17 @@ async def _dispatch_one(
             text += " and ignored cancellation; it may still be running"
         return _error_outcome(call_id, name, args, "timeout", text, started)
     return _ended(captured, call_id, name, args, started, hooks)
+
+
+def refusal(call: ToolCall, tools: ToolBox) -> DispatchOutcome | None:
+    """The error outcome of ``call`` when it cannot run (it names no tool, one ``tools``
+    lacks, or its arguments are no JSON object), else ``None``: what a framework that runs
+    the tool itself (``ToolLoopMiddleware``) refuses the same way as the loop."""
+    name, args = call.get("name"), call.get("args")
+    ready = tools.ready(name) if isinstance(name, str) and name else None
+    if ready is None or not is_mapping(args):
+        return _refused(call.get("id") or "", name, args, tools, time.perf_counter())
+    return None
 
 
 def _refused(call_id: str, name: Any, args: Any, tools: ToolBox, started: float) -> DispatchOutcome:
@@ -403,8 +443,8 @@ async def _run_tool(ready: _Ready, call: ToolCall) -> _Output:
         if ready.sync_only:
             # langchain-core's own helper: the caller's context goes along, and a
             # StopIteration comes back as a RuntimeError instead of breaking the future
-            return await run_in_executor(None, lambda: _output(tool.invoke(tool_input)))
-        return _output(await tool.ainvoke(tool_input))
+            return await run_in_executor(None, lambda: output_of(tool.invoke(tool_input)))
+        return output_of(await tool.ainvoke(tool_input))
     except ToolException as exc:
         if ready.handler:
             raise _HandledToolError(_handled_text(ready.handler, exc)) from exc
@@ -483,7 +523,7 @@ class _Output:
     unserialisable: str | None = None
 
 
-def _output(raw: Any) -> _Output:
+def output_of(raw: Any) -> _Output:
     """Turn what a tool returned into text (or content blocks, see
     :mod:`toolloop_lab._tools.content`) at once; a ``ToolMessage`` it built says itself
     whether it failed."""
@@ -621,14 +661,29 @@ async def _stopped_while_running(
     try:
         ended = await _stop(task, _CANCEL_GRACE_S)
     finally:
-        text = STOPPED_TEXT
-        if in_thread:
-            text += f"; tool {name!r} runs in a thread, which may still be running"
-        elif not ended:
-            text += f"; tool {name!r} ignored the stop and may still be running"
-        msg = ToolMessage(content=f"Error: {text}", tool_call_id=call_id, name=name, status="error")
         took = time.perf_counter() - started
-        hooks.done(DispatchOutcome(msg, name, _frozen(args), "cancelled", "cancelled", took))
+        hooks.done(stopped_outcome(call_id, name, args, took, in_thread=in_thread, ended=ended))
+
+
+def stopped_outcome(
+    call_id: str,
+    name: str,
+    args: Any,
+    took: float,
+    *,
+    in_thread: bool = False,
+    ended: bool = True,
+) -> DispatchOutcome:
+    """The outcome of a call whose tool was running when the run was stopped, for
+    ``took`` seconds: ``cancelled`` (it ran, and may have had effects), and the model reads
+    so (and that it may run on: a sync tool's thread, or a tool that ignored the stop)."""
+    text = STOPPED_TEXT
+    if in_thread:
+        text += f"; tool {name!r} runs in a thread, which may still be running"
+    elif not ended:
+        text += f"; tool {name!r} ignored the stop and may still be running"
+    msg = ToolMessage(content=f"Error: {text}", tool_call_id=call_id, name=name, status="error")
+    return DispatchOutcome(msg, name, _frozen(args), "cancelled", "cancelled", took)
 
 
 # -- how a call ended ----------------------------------------------------------------------

@@ -62,14 +62,19 @@ class ForkParts:
 
 
 def fork_parts(agent: object) -> ForkParts | None:
-    """The model, tools and config of ``agent`` (an ``LLMAgent`` or a ``Fork``); ``None``
-    for anything else (a test player, a foreign agent): then no fork can be made."""
+    """The model, tools and config of ``agent`` (an ``LLMAgent``, a ``Fork``, or a
+    ``ToolLoopMiddleware`` after a run); ``None`` for anything else (a test player, a
+    foreign agent): then no fork can be made."""
     config: AgentConfig | None = None
     if isinstance(agent, Fork):
         config = agent.config  # what the fork was asked for, not what remained of it
         agent = agent.agent
     if not isinstance(agent, LLMAgent):
-        return None
+        # a driver of another framework's agent (ToolLoopMiddleware) says what its run ran
+        # with: the fork runs as an LLMAgent on it
+        method = getattr(type(agent), "_fork_parts", None)
+        found = method(agent) if callable(method) else None
+        return None if found is None else ForkParts(*found)
     return ForkParts(
         agent.model,
         agent.tools,

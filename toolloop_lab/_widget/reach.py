@@ -45,7 +45,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Final
 
-from toolloop_lab._engine.stopping import request_stop
+from toolloop_lab._engine.stopping import request_stop, stop_run
 from toolloop_lab._support.words import REACH, REACH_HINT
 from toolloop_lab._widget.steps import StepController
 from toolloop_lab.events import LoopStarted
@@ -229,7 +229,7 @@ class Holder:
             held = _Held(event.run_id, task, loop)
         with self._lock:
             self.reach, self._held, self._ended = reach, held, False
-            self._steps.arm(task if held is not None and reach.pause else None)
+            self._steps.arm(task if held is not None and reach.pause else None, event.run_id)
 
     def ended(self, run_id: str) -> None:
         """The run shown ended (its final event): hold it no more."""
@@ -253,7 +253,9 @@ class Holder:
                 return False
 
         def act() -> None:
-            request_stop(held.task, held.run_id)
+            # by its id wherever it works now (a create_agent run moves between the
+            # graph's tasks), else the task it started in
+            stop_run(held.run_id) or request_stop(held.task, held.run_id)
 
         if _running_loop() is held.loop:
             act()

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal, TypeAlias, TypeGuard
 
 from toolloop_lab._engine.hooks import PausePoint
+from toolloop_lab._engine.stopping import runs_in
 from toolloop_lab.errors import ConfigurationError, NoPauseError, PauseTimeoutError
 
 PauseMode: TypeAlias = Literal["off", "model", "tools", "both"]
@@ -53,6 +54,7 @@ class StepController:
         self._on_pause = on_pause
         self._on_resume = on_resume
         self._task: asyncio.Task[object] | None = None
+        self._run_id: str | None = None
         self._released: asyncio.Task[object] | None = None
         self._lock = threading.Lock()
         self._waiter: asyncio.Future[None] | None = None
@@ -64,9 +66,12 @@ class StepController:
         """The pause (a count of :attr:`pauses`) last released: the loop may still wait
         there a moment, on another thread, until it goes on."""
 
-    def arm(self, task: asyncio.Task[object] | None) -> None:
-        """Hold only this task's run (``None``: hold nothing)."""
+    def arm(self, task: asyncio.Task[object] | None, run_id: str | None = None) -> None:
+        """Hold only this task's run (``None``: hold nothing); given ``run_id``, that run
+        in whatever task it works (a ``create_agent`` run moves between its graph's
+        tasks, each registered with the run while it works for it)."""
         self._task = task
+        self._run_id = run_id if task is not None else None
         self._released = None
 
     def disarm(self, task: asyncio.Task[object]) -> None:
@@ -89,12 +94,10 @@ class StepController:
         task, not released, in a mode that stops there (the loop asks before it builds a
         pause point, so a connected debugger costs a running loop almost nothing)."""
         task = self._task
-        return (
-            task is not None
-            and self._released is not task
-            and asyncio.current_task() is task
-            and self._stops_at(stage)
-        )
+        if task is None or self._released is task or not self._stops_at(stage):
+            return False
+        current = asyncio.current_task()
+        return current is task or (self._run_id is not None and self._run_id in runs_in(current))
 
     async def __call__(self, point: PausePoint) -> None:
         """The pause hook: wait here until released; a stop raises ``CancelledError``."""
