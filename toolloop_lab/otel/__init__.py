@@ -31,15 +31,15 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "toolloop_lab.otel needs OpenTelemetry: pip install 'toolloop-lab[otel]'"
     ) from exc
 
+from toolloop_lab._foreign.spans import SpanSource, watch_spans
+from toolloop_lab._otel_names import SEMCONV_VERSION
 from toolloop_lab.otel._export import (
     ExportedTrace,
     export_events,
     export_trace,
     otlp_tracer_provider,
 )
-from toolloop_lab.otel._names import SEMCONV_VERSION
 from toolloop_lab.otel._observer import ExportOptions, OTelObserver
-from toolloop_lab.otel._spans import SpanSource, watch_spans
 
 __all__ = [
     "SEMCONV_VERSION",
