@@ -19,10 +19,18 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.trace import Span, Status, StatusCode, Tracer
+from opentelemetry.trace import Span, Status, StatusCode, Tracer, use_span
 
 from toolloop_lab import EventBridge
-from toolloop_lab.events import Event, LoopFinished, ModelCallStarted, ToolDispatched
+from toolloop_lab.events import (
+    Event,
+    LoopFailed,
+    LoopFinished,
+    ModelCalled,
+    ModelCallFailed,
+    ModelCallStarted,
+    ToolDispatched,
+)
 from toolloop_lab.otel import SpanSource
 
 ASK = HumanMessage("Weather in Oslo?")
@@ -308,3 +316,59 @@ def test_a_tool_that_raised_with_no_answer_after_it_is_answered_by_its_error(
     answer = read.answer("c1")
     assert (answer.status, answer.error_type) == ("error", "ValueError")
     assert "no such city" in answer.content
+
+
+def _fails_with_a_call_out_through_callbacks() -> list[Event]:
+    events: list[Event] = []
+    bridge = EventBridge(events.append)
+    root, call = uuid.uuid4(), uuid.uuid4()
+    bridge.on_chain_start({"name": "agent"}, {"messages": [ASK]}, run_id=root)
+    bridge.on_chat_model_start({}, [[ASK]], run_id=call, parent_run_id=root)
+    bridge.on_chain_error(RuntimeError("the graph broke"), run_id=root)
+    late = LLMResult(generations=[[ChatGeneration(message=AIMessage("late"))]])
+    bridge.on_llm_end(late, run_id=call)
+    return events
+
+
+def _fails_with_a_call_out_through_spans() -> list[Event]:
+    events: list[Event] = []
+    provider = TracerProvider()
+    provider.add_span_processor(SpanSource(events.append))
+    tracer = provider.get_tracer("test")
+    agent = tracer.start_span(
+        "invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"}
+    )
+    with use_span(agent, end_on_exit=False):
+        chat = tracer.start_span(
+            "chat gpt-4o",
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": "gpt-4o",
+                "gen_ai.input.messages": _messages([ASK]),
+            },
+        )
+    agent.set_status(Status(StatusCode.ERROR, "the graph broke"))
+    agent.end()
+    chat.set_attribute("gen_ai.output.messages", _messages([AIMessage("late")]))
+    chat.end()
+    provider.shutdown()
+    return events
+
+
+@pytest.mark.parametrize(
+    "told_failing",
+    [_fails_with_a_call_out_through_callbacks, _fails_with_a_call_out_through_spans],
+    ids=["callbacks", "spans"],
+)
+def test_a_call_still_out_when_its_run_fails_is_closed_before_the_failure(
+    told_failing: Callable[[], list[Event]],
+) -> None:
+    """Every call started gets an end: a call still out when its run failed is closed as
+    ``incomplete`` just before ``loop_failure`` (the callback bridge once left it without
+    one), and a reply that comes after the run's end changes nothing."""
+    events = told_failing()
+    assert isinstance(events[-1], LoopFailed)
+    [closed] = [e for e in events if isinstance(e, ModelCallFailed)]
+    assert (closed.call, closed.error_type) == (1, "incomplete")
+    assert events.index(closed) == len(events) - 2
+    assert not [e for e in events if isinstance(e, ModelCalled)]
