@@ -26,7 +26,7 @@ LINK = re.compile(r"\]\(([^)\s]+)\)")
 DEMO = "python3 -m pip install -e . && toolloop-lab demo"
 TESTS = (
     'python3 -m pip install -e ".[test,dask,docs]" && python3 -m ruff check . && '
-    "python3 -m ruff format --check . && python3 -m mypy && "
+    "python3 -m ruff format --check . && python3 -m mypy && lint-imports && "
     "python3 -m behave --format progress features && "
     "python3 -m pytest tests notebooks --nbval --nbval-sanitize-with "
     "notebooks/nbval_sanitize.cfg --nbval-current-env -p no:randomly"

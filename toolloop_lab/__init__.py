@@ -42,9 +42,9 @@ from toolloop_lab._support.deferred import deferred_class as _deferred_class
 from toolloop_lab._support.lazy import lazy_getattr as _lazy_getattr
 
 if TYPE_CHECKING:
-    from toolloop_lab._bridge.handler import EventBridge
-    from toolloop_lab._bridge.watch import watch
     from toolloop_lab._engine.middleware import ToolLoopMiddleware
+    from toolloop_lab._foreign.langchain import EventBridge
+    from toolloop_lab._foreign.watch import watch
     from toolloop_lab._replay.chat_models import RecordingChatModel, ReplayChatModel
     from toolloop_lab._replay.compare import RunComparison, compare
     from toolloop_lab._replay.fork import Fork, afork, fork, prepare_fork
@@ -98,8 +98,8 @@ __all__ = [
 ]
 
 _LAZY = {
-    "EventBridge": "toolloop_lab._bridge.handler",
-    "watch": "toolloop_lab._bridge.watch",
+    "EventBridge": "toolloop_lab._foreign.langchain",
+    "watch": "toolloop_lab._foreign.watch",
     "ToolLoopMiddleware": "toolloop_lab._engine.middleware",
     "RecordingChatModel": "toolloop_lab._replay.chat_models",
     "ReplayChatModel": "toolloop_lab._replay.chat_models",

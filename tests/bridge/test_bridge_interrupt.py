@@ -24,11 +24,11 @@ from loopkit import MODEL, calls, final, tool_call
 from opentelemetry.trace import StatusCode
 
 from toolloop_lab import RunSummary, RunView, ScriptedChatModel, watch
+from toolloop_lab._otel_names import TOOLLOOP
 from toolloop_lab._widget.debugger import LoopDebugger
 from toolloop_lab._widget.text import summary_text
 from toolloop_lab.events import FAILED_OUTCOMES, Event, LoopFinished, LoopStarted, ToolDispatched
 from toolloop_lab.otel import OTelObserver
-from toolloop_lab.otel._names import TOOLLOOP
 
 pytest_plugins = ("otelkit",)
 

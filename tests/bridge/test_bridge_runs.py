@@ -41,12 +41,8 @@ from loopkit import MODEL, calls, final, reference_cost, tool_call, wait_until
 from stubs.openai_stub import OpenAIStub, OpenAIUsage
 
 from toolloop_lab import EventBridge, RunView, ScriptedChatModel, watch
-from toolloop_lab._bridge.conversation import (
-    Conversation,
-    bound_tool_names,
-    configured_model_name,
-    messages_in,
-)
+from toolloop_lab._foreign.conversation import Conversation
+from toolloop_lab._foreign.langchain import bound_tool_names, configured_model_name, messages_in
 from toolloop_lab._widget.debugger import LoopDebugger
 from toolloop_lab.events import (
     Event,

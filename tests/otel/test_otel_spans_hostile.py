@@ -24,6 +24,7 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import Span, Tracer, set_span_in_context
 
 from toolloop_lab import RunView, TraceWriter, Usage, read_trace
+from toolloop_lab._foreign.run import ForeignRun
 from toolloop_lab._spend.pricing import price_of
 from toolloop_lab.events import (
     Event,
@@ -34,7 +35,6 @@ from toolloop_lab.events import (
     parse_event,
 )
 from toolloop_lab.otel import SpanSource
-from toolloop_lab.otel._span_run import SpanRun
 
 AGENT = {"gen_ai.operation.name": "invoke_agent"}
 PRICED = "gpt-4o"
@@ -302,7 +302,7 @@ def test_span_ids_repeated_across_traces_are_two_runs(events: list[Event]) -> No
 
 def _runs_alive() -> int:
     gc.collect()
-    return sum(isinstance(o, SpanRun) for o in gc.get_objects())
+    return sum(isinstance(o, ForeignRun) for o in gc.get_objects())
 
 
 def test_child_spans_that_never_end_are_bounded_and_reported(

@@ -1,12 +1,12 @@
-"""The one producer of model-call and dispatch events, for the loop and the bridge.
+"""The one producer of model-call and dispatch events, for the loop and foreign runs.
 
-Our loop (:mod:`toolloop_lab._engine.loop`) and a LangChain run seen through callbacks
-(:mod:`toolloop_lab._bridge`) tell the same facts: a call was sent, it streamed, it replied
-(its usage priced, the run's total after it, whether the round repeated the one before) or
-it failed, a tool started, a call got its answer. Each fact becomes its event here, from a
-reply, a usage or a tool result, so the two streams cannot drift apart. Each caller passes
-its own ``emit`` (which fills in the run id, the round and the time) and keeps its own
-totals; nothing here holds state of a run.
+Our loop (:mod:`toolloop_lab._engine.loop`) and a run seen from outside, through LangChain
+callbacks or spans (:mod:`toolloop_lab._foreign`), tell the same facts: a call was sent, it
+streamed, it replied (its usage priced, the run's total after it, whether the round repeated
+the one before) or it failed, a tool started, a call got its answer. Each fact becomes its
+event here, from a reply, a usage or a tool result, so the two streams cannot drift apart.
+Each caller passes its own ``emit`` (which fills in the run id, the round and the time) and
+keeps its own totals; nothing here holds state of a run.
 """
 
 from __future__ import annotations

@@ -10,13 +10,14 @@ or later, from a saved trace: ``export_trace("run.jsonl", provider)``. Spans per
 ``invoke_agent``, a ``chat`` per model call (pruning and synthesis calls named as such), an
 ``execute_tool`` per tool call; the loop's own facts under ``toolloop.*``. Content only with
 ``capture_content=True`` (:class:`ExportOptions`). :class:`OTelObserver` documents the
-mapping; every attribute name is in this package's ``_names.py``.
+mapping; every attribute name is in ``toolloop_lab/_otel_names.py``.
 
 The other way, spans in: :class:`SpanSource` is a span processor that turns the GenAI spans
 of any framework (pydantic-ai, the OpenAI client, OpenInference instrumentations) into our
 events, live: ``with watch_spans(provider, dbg): ...``, or
 ``provider.add_span_processor(SpanSource(dbg))`` for a provider you keep; see
-:class:`SpanSource`.
+:class:`SpanSource` (made in ``toolloop_lab/_foreign/spans.py``, beside the LangChain
+bridge: one translator of runs seen from outside).
 
 Needs the ``otel`` extra (``pip install 'toolloop-lab[otel]'``); the loop itself never
 imports OpenTelemetry.
@@ -31,15 +32,15 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "toolloop_lab.otel needs OpenTelemetry: pip install 'toolloop-lab[otel]'"
     ) from exc
 
+from toolloop_lab._foreign.spans import SpanSource, watch_spans
+from toolloop_lab._otel_names import SEMCONV_VERSION
 from toolloop_lab.otel._export import (
     ExportedTrace,
     export_events,
     export_trace,
     otlp_tracer_provider,
 )
-from toolloop_lab.otel._names import SEMCONV_VERSION
 from toolloop_lab.otel._observer import ExportOptions, OTelObserver
-from toolloop_lab.otel._spans import SpanSource, watch_spans
 
 __all__ = [
     "SEMCONV_VERSION",

@@ -19,6 +19,7 @@ from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, Statu
 from opentelemetry.util.types import AttributeValue
 
 from toolloop_lab import events as ev
+from toolloop_lab._otel_names import GEN_AI, SCHEMA_URL, TOOLLOOP, TRACER_NAME
 from toolloop_lab._spend.usage import Usage
 from toolloop_lab._support.escape import NAME_CHARS, TEXT_CHARS, clip, scrub
 from toolloop_lab._support.jsonsafe import dumps
@@ -32,7 +33,6 @@ from toolloop_lab.otel._content import (
     to_json,
     tool_definitions,
 )
-from toolloop_lab.otel._names import GEN_AI, SCHEMA_URL, TOOLLOOP, TRACER_NAME
 
 _ERROR_MESSAGE_LIMIT: Final = 1_000
 _INCOMPLETE: Final = "incomplete"

@@ -1,4 +1,4 @@
-"""Every attribute, span and event name the export writes, in one place.
+"""Every attribute, span and event name the export writes (and spans in read back), in one place.
 
 The ``gen_ai.*`` and ``error.type`` names are those of the OpenTelemetry GenAI semantic
 conventions (status *Development*) as released with semantic conventions v1.41.0, the last

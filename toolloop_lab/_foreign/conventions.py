@@ -3,7 +3,7 @@
 Frameworks name the same facts three ways, and all three are read here, the newest first:
 
 * the GenAI semantic conventions at the version our export follows
-  (:data:`~toolloop_lab.otel._names.SEMCONV_VERSION`: ``gen_ai.operation.name``,
+  (:data:`~toolloop_lab._otel_names.SEMCONV_VERSION`: ``gen_ai.operation.name``,
   ``gen_ai.usage.input_tokens``, ``gen_ai.input.messages`` as JSON, ...);
 * their older names, still sent by many instrumentations (``gen_ai.system``,
   ``gen_ai.usage.prompt_tokens`` / ``completion_tokens``, ``gen_ai.prompt.N.*``);
@@ -29,8 +29,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from toolloop_lab._otel_names import GEN_AI
 from toolloop_lab._support.fields import reported_count, reported_seconds
-from toolloop_lab.otel._names import GEN_AI
 
 Attributes: TypeAlias = Mapping[str, Any]
 Role: TypeAlias = Literal["agent", "chat", "tool"]

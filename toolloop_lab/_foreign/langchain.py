@@ -1,8 +1,9 @@
-"""``EventBridge``: a langchain-core callback handler that feeds observers typed events.
+"""The LangChain adapter: ``EventBridge``, a langchain-core callback handler feeding a
+:class:`~.run.ForeignRun` per run, and what it reads off the callbacks.
 
 Callbacks arrive as a tree of LangChain runs (chains, chat models, tools), each naming its
 parent. The handler keeps one node per open LangChain run and routes every callback to the
-:class:`~.run.BridgedRun` it belongs to:
+:class:`~.run.ForeignRun` it belongs to (``source="langchain"``):
 
 * a chain with no parent the handler knows (``graph.invoke`` in a ``watch`` block, a
   ``@chain`` function, an ``AgentExecutor``) starts a run, whose id is that LangChain run
@@ -18,6 +19,18 @@ parent. The handler keeps one node per open LangChain run and routes every callb
   one still open. Wrap such a loop in langchain-core's ``@chain`` to give it an exact
   boundary and a name.
 
+What it reads off the callbacks and hands the run: a call's prompt, bound tools (in any
+provider's format), configured model name and whether it will stream; its reply (a
+streamed one made whole) or its exception; a tool's call id (when the framework passes
+one), name, arguments, and its result, the ``ToolMessage`` in its output when there is one
+(else its output as text), or its exception (why it raised in the loop's words: an invalid
+call, a timeout, a stop); the messages in a chain's output (a list, a ``{"messages": [...]}``
+state, a LangGraph ``Command``, found without importing LangGraph); LangGraph's
+``interrupt()`` (a pause, what it asked) and its hand-offs (control flow, not failures), by
+their class names. Every time is the handler's clock at the callback. The run's end waits
+for what it started (``wait=True``): langchain-core reports every tool that ran, and every
+call a run did not cancel.
+
 Why a synchronous handler with ``run_inline = True``: langchain-core then calls it directly
 on the event loop for async runs (in order, no thread hop, nothing scheduled behind the
 run's back) and in the calling thread for sync runs. Sync runs may call it from several
@@ -31,36 +44,41 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, Final
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
 from langchain_core.messages.utils import message_chunk_to_message
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, GenerationChunk, LLMResult
 
 from toolloop_lab._spend.pricing import PriceTable
-from toolloop_lab._stream import checked_observers
-from toolloop_lab._support.jsonsafe import frozen_json
-from toolloop_lab.events import Observer
+from toolloop_lab._stream import checked_observers, failure_fields
+from toolloop_lab._support.errortext import error_name, explain
+from toolloop_lab._support.jsonsafe import dumps, frozen_json, json_safe
+from toolloop_lab._tools.content import is_blocks
+from toolloop_lab.events import Observer, ToolStatus
 
-from .conversation import bound_tool_names, configured_model_name, streaming_requested
-from .run import BridgedRun, Clock
+from .run import Clock, Failure, ForeignRun
+
+_MAX_DEPTH: Final = 4
+"""How deep :func:`messages_in` looks (a state holds messages one or two levels down)."""
 
 
 @dataclass(slots=True, eq=False)
 class _Node:
     """One open LangChain run: the bridged run it belongs to, and what it is."""
 
-    run: BridgedRun
+    run: ForeignRun
     kind: str
     """``chain``, ``model`` or ``tool``."""
     root: bool = False
     """Its end ends ``run``."""
     tool_call_id: str | None = None
-    direct: BridgedRun | None = None
+    direct: ForeignRun | None = None
     """Tools: the nested run of chat models called directly inside this tool."""
 
 
@@ -135,21 +153,30 @@ class EventBridge(BaseCallbackHandler):
         self.clock = clock
         self._lock = threading.RLock()
         self._nodes: dict[UUID, _Node] = {}
-        self._loose: BridgedRun | None = None
+        self._loose: ForeignRun | None = None
 
     def __repr__(self) -> str:
         return f"EventBridge(observers={len(self.observers)}, open_runs={len(self._nodes)})"
 
     # -- routing ----------------------------------------------------------------------
-    def _new_run(self, run_id: str, **fields: Any) -> BridgedRun:
-        return BridgedRun(self.observers, run_id, clock=self.clock, prices=self.prices, **fields)
+    def _new_run(self, run_id: str, **fields: Any) -> ForeignRun:
+        return ForeignRun(
+            self.observers,
+            run_id,
+            "langchain",
+            self.clock(),
+            clock=self.clock,
+            prices=self.prices,
+            started_at=datetime.now(UTC).isoformat(),
+            **fields,
+        )
 
-    def _loose_run(self) -> BridgedRun:
+    def _loose_run(self) -> ForeignRun:
         if self._loose is None or self._loose.ended:
             self._loose = self._new_run(str(uuid.uuid4()))
         return self._loose
 
-    def _nested(self, tool: _Node, run_id: UUID, name: str | None) -> BridgedRun:
+    def _nested(self, tool: _Node, run_id: UUID, name: str | None) -> ForeignRun:
         return self._new_run(
             str(run_id),
             name=name,
@@ -157,7 +184,7 @@ class EventBridge(BaseCallbackHandler):
             parent_tool_call_id=tool.tool_call_id,
         )
 
-    def _owner(self, parent_run_id: UUID | None, run_id: UUID) -> BridgedRun:
+    def _owner(self, parent_run_id: UUID | None, run_id: UUID) -> ForeignRun:
         """The run a chat model or tool call belongs to."""
         parent = self._nodes.get(parent_run_id) if parent_run_id is not None else None
         if parent is None:
@@ -168,11 +195,18 @@ class EventBridge(BaseCallbackHandler):
             return parent.direct
         return parent.run
 
-    def _end_loose(self, run: BridgedRun, error: BaseException | None) -> None:
+    def _end_loose(self, run: ForeignRun, error: BaseException | None) -> None:
         if run is not self._loose:
             return
         self._loose = None
-        _end(run, None, error)
+        self._end(run, None, error)
+
+    def _end(self, run: ForeignRun, outputs: Any, error: BaseException | None) -> None:
+        """Finish ``run`` with ``outputs``, or fail it with ``error``."""
+        if error is None:
+            _finish(run, outputs, self.clock())
+        else:
+            _fail(run, error, self.clock())
 
     # -- chains -----------------------------------------------------------------------
     def on_chain_start(
@@ -206,9 +240,9 @@ class EventBridge(BaseCallbackHandler):
             if node is None:
                 return
             if node.root:
-                node.run.finish(outputs)
-            else:
-                node.run.chain_output(outputs)
+                _finish(node.run, outputs, self.clock())
+            else:  # answers to open calls may be in a chain's output
+                node.run.answered_by(messages_in(outputs), self.clock())
 
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         with self._lock:
@@ -217,9 +251,9 @@ class EventBridge(BaseCallbackHandler):
                 return
             if node.root:
                 top_level = node.run.parent_run_id is None
-                node.run.fail(error, announce=top_level)
+                _fail(node.run, error, self.clock(), announce=top_level)
             else:  # a node of the graph: an interrupt() pauses the whole run
-                node.run.interrupted_by(error)
+                _interrupted_by(node.run, error)
 
     # -- chat models ------------------------------------------------------------------
     def on_chat_model_start(
@@ -238,9 +272,10 @@ class EventBridge(BaseCallbackHandler):
                 return  # said again: one call, one round
             run = self._owner(parent_run_id, run_id)
             self._nodes[run_id] = _Node(run, "model")
-            run.model_start(
+            run.call_started(
                 run_id,
-                messages[0] if messages else [],
+                self.clock(),
+                prompt=messages[0] if messages else [],
                 model_name=configured_model_name(metadata, invocation_params),
                 tools=bound_tool_names(invocation_params),
                 streaming=streaming_requested(invocation_params),
@@ -261,7 +296,7 @@ class EventBridge(BaseCallbackHandler):
             message = getattr(chunk, "message", None)
             if not isinstance(message, AIMessageChunk):
                 message = AIMessageChunk(content=token)  # a model that sends text only
-            node.run.model_token(run_id, message)
+            node.run.call_token(run_id, message)
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         with self._lock:
@@ -269,7 +304,7 @@ class EventBridge(BaseCallbackHandler):
             if node is None:
                 return
             reply = _reply(response)
-            node.run.model_end(run_id, reply)
+            node.run.call_replied(run_id, self.clock(), reply)
             if not reply.tool_calls and not reply.invalid_tool_calls:
                 self._end_loose(node.run, None)
 
@@ -278,7 +313,7 @@ class EventBridge(BaseCallbackHandler):
             node = self._nodes.pop(run_id, None)
             if node is None:
                 return
-            node.run.model_error(run_id, error)
+            node.run.call_failed(run_id, self.clock(), error)
             self._end_loose(node.run, error)
 
     # -- tools ------------------------------------------------------------------------
@@ -299,8 +334,13 @@ class EventBridge(BaseCallbackHandler):
             given = kwargs.get("tool_call_id")
             name = (serialized or {}).get("name") or kwargs.get("name") or "tool"
             args: Any = inputs if inputs is not None else {"input": input_str}
-            call_id = run.tool_start(
-                run_id, given if isinstance(given, str) and given else None, str(name), args
+            call_id = run.tool_started(
+                run_id,
+                self.clock(),
+                call_id=given if isinstance(given, str) and given else None,
+                name=str(name),
+                args=args,
+                own_id=str(run_id),
             )
             self._nodes[run_id] = _Node(run, "tool", tool_call_id=call_id)
 
@@ -318,11 +358,12 @@ class EventBridge(BaseCallbackHandler):
             if node is None:
                 return
             if node.direct is not None:
-                _end(node.direct, output, error)
+                self._end(node.direct, output, error)
+            at = self.clock()
             if error is None:
-                node.run.tool_end(run_id, output)
+                _tool_returned(node.run, run_id, at, output, node.tool_call_id or str(run_id))
             else:
-                node.run.tool_error(run_id, error)
+                _tool_raised(node.run, run_id, at, error)
 
     # -- the end of a watch block -----------------------------------------------------
     def close(self, error: BaseException | None = None) -> None:
@@ -333,12 +374,137 @@ class EventBridge(BaseCallbackHandler):
                 self._end_loose(self._loose, error)
 
 
-def _end(run: BridgedRun, outputs: Any, error: BaseException | None) -> None:
-    """Finish ``run`` with ``outputs``, or fail it with ``error``."""
-    if error is None:
-        run.finish(outputs)
-    else:
-        run.fail(error)
+# -- what a callback says, handed to the run ---------------------------------------------------
+
+
+def _tool_returned(run: ForeignRun, key: UUID, at: float, output: Any, call_id: str) -> None:
+    """A tool returned ``output``: the ``ToolMessage`` answering its call when the output
+    holds one (its status is the tool's), else the output as text."""
+    message = _tool_message(output, call_id)
+    if message is not None:
+        status: ToolStatus = "error" if message.status == "error" else "success"
+        run.tool_returned(key, at, message.content, status=status, answer=message)
+        return
+    content = output if isinstance(output, str) or is_blocks(output) else dumps(output)
+    run.tool_returned(key, at, content)
+
+
+def _tool_raised(run: ForeignRun, key: UUID, at: float, error: BaseException) -> None:
+    """A tool raised: the framework may answer its call with an error ``ToolMessage`` (the
+    run waits for it) or let the error end the run; an interrupt or a hand-off leaves the
+    call unanswered."""
+    _interrupted_by(run, error)
+    if _bubbles_up(error):
+        run.tool_left_open(key, at)
+        return
+    reason = _error_reason(error)
+    run.tool_raised(
+        key,
+        at,
+        text=explain(error),
+        error_reason=reason,
+        error_type=error_name(error) if reason == "tool_error" else None,
+    )
+
+
+def _finish(run: ForeignRun, outputs: Any, at: float) -> None:
+    """The run's root returned ``outputs``; its end is sent once nothing it started is out."""
+    run.finish(at, text=_final_text(outputs), messages=tuple(messages_in(outputs)), wait=True)
+
+
+def _fail(run: ForeignRun, error: BaseException, at: float, *, announce: bool = False) -> None:
+    """The run raised ``error``; ``announce`` reports a run that failed before its first
+    model or tool call too (a top-level run). An ``interrupt()`` that reached the run's
+    root is no failure: the run finishes."""
+    if run.ending:
+        return
+    _interrupted_by(run, error)
+    if run.asked is not None and not _is_cancel(error):
+        _finish(run, None, at)
+        return
+    if not (run.started or announce):
+        run.ended = True
+        return
+    cancelled = _is_cancel(error)
+    kind, reason = _str_attr(error, "kind"), _str_attr(error, "reason")
+    failure = Failure(**failure_fields(error, kind=kind, reason=reason, cancelled=cancelled))
+    run.fail(at, failure, wait=True)
+
+
+def _interrupted_by(run: ForeignRun, error: BaseException) -> None:
+    """A chain or tool of the run raised ``error``: an ``interrupt()`` pauses the run (the
+    graph returns, or raises it to its caller), so it ends ``interrupted``."""
+    if "GraphInterrupt" in _names(error):
+        run.interrupt(_asked(error))
+
+
+def _tool_message(output: Any, call_id: str) -> ToolMessage | None:
+    """The ``ToolMessage`` answering ``call_id`` in a tool's output, if there is one."""
+    if isinstance(output, ToolMessage):
+        return output
+    for message in messages_in(output):
+        if isinstance(message, ToolMessage) and message.tool_call_id == call_id:
+            return message
+    return None
+
+
+def _final_text(outputs: Any) -> str | None:
+    """The run's answer: the text it returned, else the last message of its output (a
+    ``return_direct`` tool's result); ``None``: neither (the last reply's is the answer)."""
+    if isinstance(outputs, str):
+        return outputs
+    final: BaseMessage | None = None
+    for message in messages_in(outputs):
+        final = message
+    return str(final.text) if final is not None else None  # not a TextAccessor
+
+
+def _names(error: BaseException) -> set[str]:
+    return {kind.__name__ for kind in type(error).__mro__}
+
+
+def _asked(error: BaseException) -> str:
+    """What an ``interrupt()`` asked: its values as text, one a line (a string as it is,
+    anything else as JSON)."""
+    found = error.args[0] if error.args else ()
+    values = found if isinstance(found, (list, tuple)) else (found,)
+    said = []
+    for item in values:
+        value = getattr(item, "value", item)
+        said.append(value if isinstance(value, str) else dumps(json_safe(value)))
+    return "\n".join(said)
+
+
+def _bubbles_up(error: BaseException) -> bool:
+    """LangGraph's control flow (an interrupt, a hand-off), not a failure."""
+    return "GraphBubbleUp" in _names(error)
+
+
+def _is_cancel(error: BaseException) -> bool:
+    """The run was stopped: a cancelled task, Ctrl-C, or a consumer that closed the stream
+    before it ended (``GeneratorExit``)."""
+    stops = {"CancelledError", "KeyboardInterrupt", "SystemExit", "GeneratorExit"}
+    return bool(_names(error) & stops)
+
+
+def _error_reason(error: BaseException) -> str:
+    """Why a tool run raised, in the loop's words where they fit."""
+    if _is_cancel(error):
+        return "cancelled"
+    names = _names(error)
+    if names & {"ValidationError", "ToolInvocationError"}:
+        return "invalid_call"
+    if "TimeoutError" in names:
+        return "timeout"
+    return "tool_error"
+
+
+def _str_attr(error: BaseException, name: str) -> str | None:
+    value = getattr(error, name, None)
+    return value if isinstance(value, str) else None
+
+
+# -- what a callback's arguments hold -------------------------------------------------------
 
 
 def _reply(response: LLMResult) -> AIMessage:
@@ -375,3 +541,74 @@ def _count(inputs: Any) -> int | None:
     if isinstance(value, Sequence) and not isinstance(value, str):
         return sum(1 for m in value if isinstance(m, BaseMessage)) or None
     return None
+
+
+def messages_in(value: Any, _depth: int = 0) -> Iterator[BaseMessage]:
+    """Messages inside a chain or tool output: a message, a list of them, a state with a
+    ``messages`` entry, or a LangGraph ``Command`` whose ``update`` holds them."""
+    if _depth > _MAX_DEPTH:
+        return
+    if isinstance(value, BaseMessage):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from messages_in(item, _depth + 1)
+    elif isinstance(value, Mapping):
+        inner = value.get("messages")
+        if inner is not None:
+            yield from messages_in(inner, _depth + 1)
+    else:
+        update = getattr(value, "update", None)  # a Command (never a dict: handled above)
+        if isinstance(update, (Mapping, list, tuple)):
+            yield from messages_in(update, _depth + 1)
+
+
+def bound_tool_names(invocation_params: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """Names of the tools bound to a chat-model call, in any provider's tool format
+    (OpenAI ``{"function": {"name"}}``, Anthropic ``{"name"}``, legacy ``functions``)."""
+    if not invocation_params:
+        return ()
+    names: list[str] = []
+    for key in ("tools", "functions"):
+        tools = invocation_params.get(key)
+        if not isinstance(tools, (list, tuple)):
+            continue
+        for tool in tools:
+            name: Any = None
+            if isinstance(tool, Mapping):
+                inner = tool.get("function")
+                name = inner.get("name") if isinstance(inner, Mapping) else tool.get("name")
+            else:
+                name = getattr(tool, "name", None)
+            if isinstance(name, str) and name:
+                names.append(name)
+    return tuple(dict.fromkeys(names))
+
+
+def configured_model_name(
+    metadata: Mapping[str, Any] | None, invocation_params: Mapping[str, Any] | None
+) -> str | None:
+    """The model a call asks for: langchain-core's tracing name (``ls_model_name``, which
+    every integration fills in), else the invocation parameters' own spelling."""
+    for source, keys in (
+        (metadata, ("ls_model_name",)),
+        (invocation_params, ("model_name", "model", "model_id")),
+    ):
+        if not source:
+            continue
+        for key in keys:
+            value = source.get(key)
+            if isinstance(value, str) and value:
+                return value
+    return None
+
+
+def streaming_requested(invocation_params: Mapping[str, Any] | None) -> bool:
+    """The call's parameters ask for a stream (``streaming=True`` / ``stream=True``).
+
+    A framework may still decide to stream later (LangGraph's ``messages`` stream mode
+    does): such a call reports ``False`` here and its ``model_delta`` events come anyway.
+    """
+    if not invocation_params:
+        return False
+    return invocation_params.get("stream") is True or invocation_params.get("streaming") is True

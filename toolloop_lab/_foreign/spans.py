@@ -1,5 +1,13 @@
-"""``SpanSource`` and ``watch_spans``: OpenTelemetry GenAI spans in, the loop's typed events
-out, live. How spans become events is :class:`SpanSource`'s docstring."""
+"""The spans adapter: ``SpanSource`` and ``watch_spans``, OpenTelemetry GenAI spans in, a
+:class:`~.run.ForeignRun` per agent fed from them, the loop's typed events out, live.
+
+How spans become events is :class:`SpanSource`'s docstring; what a span says is read by
+:mod:`.conventions` (in any of the three conventions frameworks speak). Every time comes
+from the spans themselves (start and end times, in nanoseconds, relative to the agent
+span's start), never from the clock when a span arrives, so a run read live and the same
+spans read later give the same events. A run whose agent span ended has ended for good
+(``wait=False``): what it started that is still open is closed with it.
+"""
 
 from __future__ import annotations
 
@@ -7,22 +15,28 @@ import hashlib
 import logging
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, TypeAlias
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final, TypeAlias
 
+from langchain_core.messages import AIMessage
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.trace import StatusCode
 
+from toolloop_lab import events as ev
+from toolloop_lab._otel_names import GEN_AI, TOOLLOOP
 from toolloop_lab._spend.pricing import PriceTable
 from toolloop_lab._stream import checked_observers
 from toolloop_lab.errors import ConfigurationError
 from toolloop_lab.events import Observer
-from toolloop_lab.otel import _conventions as cv
-from toolloop_lab.otel._names import GEN_AI, TOOLLOOP
-from toolloop_lab.otel._span_run import Failure, SpanRun
+
+from . import conventions as cv
+from .run import Counts, Failure, ForeignRun, Said, SourceError
+
+NS_PER_SECOND: Final = 1e9
 
 _log = logging.getLogger("toolloop_lab")
 
@@ -54,14 +68,16 @@ class _Open:
     """One open span inside a run: the run, what the span is, and the tool call it
     stands under (a sub-agent started under it answers that call)."""
 
-    run: SpanRun
+    run: ForeignRun
     role: cv.Role | None
     name: str
     tool_call_id: str | None = None
     root: bool = False
     """Its end ends ``run`` (the agent span, or a lone call's span)."""
-    parent: SpanRun | None = None
+    parent: ForeignRun | None = None
     """The run a sub-agent's run was started under (its root span only)."""
+    memo: cv.PromptMemo = field(default_factory=cv.PromptMemo)
+    """The run's last prompt read (one memo per run, shared by its spans)."""
 
 
 class SpanSource(SpanProcessor):
@@ -175,7 +191,11 @@ class SpanSource(SpanProcessor):
             for key, held in list(self._open.items()):
                 if held.root and key in self._open:
                     self._end_run(
-                        key, held, {}, _last_ns(held.run), Failure("incomplete", "shut down")
+                        key,
+                        held,
+                        {},
+                        int(held.run.latest()),
+                        SourceError("incomplete", "shut down"),
                     )
             self._open.clear()
             self._gone.clear()
@@ -229,12 +249,18 @@ class SpanSource(SpanProcessor):
             parent = self._open[key]
         if parent is None:
             return  # a span of no agent: not ours
-        held = _Open(parent.run, role, span.name, parent.tool_call_id, root=key in self._open)
+        held = _Open(
+            parent.run,
+            role,
+            span.name,
+            parent.tool_call_id,
+            root=key in self._open,
+            memo=parent.memo,
+        )
         if role == "chat":
-            parent.run.call_started(key[1], attributes, start)
+            _call_started(held, key[1], attributes, start)
         elif role == "tool":
-            name = cv.tool_name(attributes, span.name)
-            held.tool_call_id = parent.run.tool_started(key[1], attributes, name, start)
+            held.tool_call_id = _tool_started(held.run, key[1], attributes, span.name, start)
         self._open[key] = held
 
     def _new_run(
@@ -244,16 +270,29 @@ class SpanSource(SpanProcessor):
         name: str,
         start: int,
         parent: _Open | None,
-    ) -> SpanRun:
+    ) -> ForeignRun:
+        """``loop_start``: an agent span (or a lone call's) began."""
         said = attributes.get(TOOLLOOP.RUN_ID)  # our own export's run, read back
         run_id = said if isinstance(said, str) and said else _run_id(key)
-        run = SpanRun(self.observers, run_id, start, prices=self.prices)
-        run.start(
-            attributes,
-            name,
+        agent = cv.text(attributes, GEN_AI.AGENT_NAME, "agent_name", "agent.name")
+        if agent is None and name.startswith(f"{GEN_AI.OP_INVOKE_AGENT} "):
+            agent = name.removeprefix(f"{GEN_AI.OP_INVOKE_AGENT} ")
+        run = ForeignRun(
+            self.observers,
+            run_id,
+            "otel",
+            start,
+            per_second=NS_PER_SECOND,
+            prices=self.prices,
+            started_at=_iso(start),
+            name=agent,
+            tags=_strings(attributes.get(TOOLLOOP.TAGS)),
             parent_run_id=parent.run.run_id if parent is not None else None,
             parent_tool_call_id=parent.tool_call_id if parent is not None else None,
+            input_messages=cv.count(attributes, (TOOLLOOP.INPUT_MESSAGES,)) or 0,
         )
+        tools = _strings(attributes.get(TOOLLOOP.TOOLS))
+        run.start(start, model_name=cv.model_name(attributes), tools=tools)
         return run
 
     def _ended(self, span: ReadableSpan) -> None:
@@ -270,9 +309,9 @@ class SpanSource(SpanProcessor):
         end = _ns(span.end_time, _ns(span.start_time, 0))
         failure = _failure(span)
         if held.role == "chat":
-            held.run.call_ended(key[1], attributes, end, failure)
+            _call_ended(held, key[1], attributes, end, failure)
         elif held.role == "tool":
-            held.run.tool_ended(key[1], attributes, end, failure)
+            _tool_ended(held.run, key[1], attributes, end, failure)
         if held.root:
             self._end_run(key, held, attributes if held.role == "agent" else {}, end, failure)
 
@@ -283,7 +322,7 @@ class SpanSource(SpanProcessor):
         held: _Open,
         attributes: cv.Attributes,
         end: int,
-        failure: Failure | None,
+        failure: SourceError | None,
     ) -> None:
         """``held``'s run ends: first the runs it started that are still open (a sub-agent
         cannot outlive the tool call that ran it), then it; then its spans still open are
@@ -291,9 +330,9 @@ class SpanSource(SpanProcessor):
         self._open.pop(key, None)
         for below, other in list(self._open.items()):
             if other.root and other.parent is held.run and below in self._open:
-                ended_first = Failure("incomplete", "the run that called it ended first")
+                ended_first = SourceError("incomplete", "the run that called it ended first")
                 self._end_run(below, other, {}, end, ended_first)
-        held.run.finish(attributes, end, failure)
+        _finish(held.run, attributes, end, failure)
         self._gone[key] = (held.run.run_id, None)
         for left, other in list(self._open.items()):
             if other.run is held.run:
@@ -341,7 +380,7 @@ class SpanSource(SpanProcessor):
             _log.warning("%s (%d such so far: SpanSource.dropped)", message % args, count)
 
 
-def _failure(span: ReadableSpan) -> Failure | None:
+def _failure(span: ReadableSpan) -> SourceError | None:
     """What an error span says went wrong: ``error.type`` or the recorded exception's
     type (its class name), and the exception's message or the status's description."""
     if span.status.status_code is not StatusCode.ERROR:
@@ -354,7 +393,8 @@ def _failure(span: ReadableSpan) -> Failure | None:
             found = event.attributes or {}
             kind = kind or cv.text(found, "exception.type")
             message = cv.text(found, "exception.message")
-    return Failure((kind or "error").rsplit(".", 1)[-1], message or span.status.description or "")
+    said = (kind or "error").rsplit(".", 1)[-1]
+    return SourceError(said, message or span.status.description or "")
 
 
 def _ns(value: Any, fallback: int) -> int:
@@ -369,12 +409,6 @@ def _run_id(key: Key) -> str:
     trace_id, span_id = key
     said = f"{trace_id:x}/{span_id:x}".encode("ascii")
     return hashlib.blake2b(said, digest_size=6).hexdigest()
-
-
-def _last_ns(run: SpanRun) -> int:
-    starts = [c.start_ns for c in run.open_calls.values()]
-    starts += [t.start_ns for t in run.open_tools.values()]
-    return max([run.t0_ns, *starts])
 
 
 @contextmanager
@@ -396,3 +430,211 @@ def watch_spans(
         yield source
     finally:
         source.stop()
+
+
+# -- what a span says, handed to its run ---------------------------------------------------------
+
+
+def _call_started(held: _Open, key: int, attributes: cv.Attributes, at: int) -> None:
+    """A call span began: what it says the call is (our export says round, synthesis or
+    pruning; else the run infers it), its model, tools and prompt (often only at its end)."""
+    run = held.run
+    said = attributes.get(TOOLLOOP.CALL_PURPOSE)
+    model = cv.model_name(attributes) or run.model_name
+    if said == "pruning":
+        run.call_started(
+            key,
+            at,
+            prompt=cv.input_messages(attributes) or [],
+            model_name=model,
+            purpose="pruning",
+            pruned_call_id=cv.text(attributes, TOOLLOOP.PRUNING_TOOL_CALL_ID),
+        )
+        return
+    run.call_started(
+        key,
+        at,
+        prompt=cv.input_messages(attributes, held.memo),
+        model_name=model,
+        tools=_tool_names(attributes),
+        streaming=attributes.get(GEN_AI.REQUEST_STREAM) is True,
+        purpose="synthesis" if said == "synthesis" else "round" if said == "round" else None,
+    )
+
+
+def _call_ended(
+    held: _Open, key: int, attributes: cv.Attributes, at: int, failure: SourceError | None
+) -> None:
+    """A call span ended: its reply, usage and time to first chunk, or its error."""
+    run = held.run
+    purpose = run.purpose_of(key)
+    if purpose is None:
+        return
+    if failure is not None:
+        run.call_failed(key, at, failure)
+        return
+    reply = _reply(attributes, run.model_name)
+    if purpose == "pruning":
+        before = cv.count(attributes, (TOOLLOOP.PRUNING_TOKENS_BEFORE,)) or 0
+        run.call_pruned(
+            key,
+            at,
+            reply,
+            prompt=cv.input_messages(attributes) or [],
+            counts=_counts(attributes),
+            tool_call_id=cv.text(attributes, TOOLLOOP.PRUNING_TOOL_CALL_ID) or "",
+            tool_name=cv.text(attributes, TOOLLOOP.PRUNING_TOOL_NAME) or "",
+            tokens_before=before,
+            tokens_after=cv.count(attributes, (TOOLLOOP.PRUNING_TOKENS_AFTER,)) or before,
+        )
+        return
+    run.call_replied(
+        key,
+        at,
+        reply,
+        prompt=cv.input_messages(attributes, held.memo),
+        counts=_counts(attributes),
+        first_token_s=cv.seconds(attributes, GEN_AI.RESPONSE_TIME_TO_FIRST_CHUNK),
+    )
+
+
+def _tool_started(
+    run: ForeignRun, key: int, attributes: cv.Attributes, span_name: str, at: int
+) -> str:
+    """A tool span began; returns the call id the tool answers."""
+    return run.tool_started(
+        key,
+        at,
+        call_id=cv.tool_call_id(attributes),
+        name=cv.tool_name(attributes, span_name),
+        args=cv.tool_args(attributes),
+        own_id=f"{key:016x}",
+    )
+
+
+def _tool_ended(
+    run: ForeignRun, key: int, attributes: cv.Attributes, at: int, failure: SourceError | None
+) -> None:
+    """A tool span ended, with the status it says (our export's, else its error status)
+    and its result; one that failed without a result waits for the framework's."""
+    said = attributes.get(TOOLLOOP.TOOL_STATUS)
+    status: ev.ToolStatus = "error" if failure is not None else "success"
+    if said in ("success", "error", "cancelled"):
+        status = said
+    reason = cv.text(attributes, TOOLLOOP.TOOL_ERROR_REASON)
+    result = cv.tool_result(attributes)
+    ran = attributes.get(TOOLLOOP.TOOL_RAN) is not False
+    error_type = failure.error_type if failure is not None and status == "error" else None
+    text = f"{failure.error_type}: {failure.message}" if failure is not None else ""
+    if result is None and failure is not None and ran and status != "success":
+        run.tool_raised(
+            key,
+            at,
+            text=text,
+            error_reason=reason or "tool_error",
+            error_type=error_type,
+            status=status,
+        )
+        return
+    run.tool_returned(
+        key,
+        at,
+        text if result is None else result,
+        status=status,
+        error_reason=reason,
+        error_type=error_type,
+        ran=ran,
+    )
+
+
+def _finish(
+    run: ForeignRun, attributes: cv.Attributes, at: int, failure: SourceError | None
+) -> None:
+    """The run's agent span ended: ``loop_finish``, or ``loop_failure`` for an error status
+    (our export's outcome, rounds and reasons read back where present)."""
+    outcome = attributes.get(TOOLLOOP.OUTCOME)
+    rounds = cv.count(attributes, (TOOLLOOP.ROUNDS,))
+    if failure is not None:
+        failed: ev.Outcome = "failed"
+        if outcome in ev.FAILED_OUTCOMES:
+            failed = outcome
+        said = Failure(
+            error_type=failure.error_type,
+            message=failure.message,
+            error_kind=cv.text(attributes, TOOLLOOP.ERROR_KIND),
+            reason=cv.text(attributes, TOOLLOOP.ERROR_REASON),
+            cause_type=cv.text(attributes, TOOLLOOP.ERROR_CAUSE_TYPE),
+            cancelled=failed == "cancelled",
+            outcome=failed,
+        )
+        run.fail(at, said, said_rounds=rounds, wait=False)
+        return
+    final = cv.output_messages(attributes)
+    run.finish(
+        at,
+        text=final[-1].text if final else None,
+        said=Said(
+            outcome=outcome,
+            rounds=rounds,
+            budget_exhausted=attributes.get(TOOLLOOP.BUDGET_EXHAUSTED) is True,
+            synthesis_reason=attributes.get(TOOLLOOP.SYNTHESIS_REASON),
+        ),
+        wait=False,
+    )
+
+
+def _reply(attributes: cv.Attributes, fallback: str | None) -> AIMessage:
+    """The reply a call span records, as a message (empty text when not recorded), with
+    its finish reason and model in the metadata where usage and cost are read."""
+    said = cv.output_messages(attributes) or []
+    replies = [m for m in said if isinstance(m, AIMessage)]
+    base = replies[-1] if replies else AIMessage(content="")
+    meta: dict[str, Any] = {}
+    model = cv.model_name(attributes) or fallback
+    if model:
+        meta["model_name"] = model
+    reason = cv.finish_reasons(attributes)
+    if reason:
+        meta["finish_reason"] = reason
+    if attributes.get(TOOLLOOP.USAGE_ESTIMATED) is True:
+        meta["usage_estimated"] = True
+    return AIMessage(
+        content=base.content,
+        tool_calls=base.tool_calls,
+        invalid_tool_calls=base.invalid_tool_calls,
+        response_metadata=meta,
+    )
+
+
+def _counts(attributes: cv.Attributes) -> Counts:
+    """The token counts a call span reports, in any convention (each ``None`` if not)."""
+    return Counts(
+        input_tokens=cv.count(attributes, cv.INPUT_TOKENS),
+        output_tokens=cv.count(attributes, cv.OUTPUT_TOKENS),
+        cache_read_tokens=cv.count(attributes, cv.CACHE_READ_TOKENS),
+        cache_write_tokens=cv.count(attributes, cv.CACHE_WRITE_TOKENS),
+    )
+
+
+def _tool_names(attributes: cv.Attributes) -> tuple[str, ...]:
+    """The tools bound to a call, when the span lists them."""
+    raw = attributes.get(GEN_AI.TOOL_DEFINITIONS)
+    if not isinstance(raw, str):
+        return ()
+    data = cv.parse_json(raw)
+    if not isinstance(data, list):
+        return ()
+    names = (d.get("name") for d in data if isinstance(d, Mapping))
+    return tuple(n for n in names if isinstance(n, str))
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    """The texts of a list attribute (tags, tool names); items of another type are no
+    text, and are left out rather than made one by ``str()``."""
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return tuple(v for v in value if isinstance(v, str))
+    return ()
+
+
+def _iso(ns: int) -> str:
+    return datetime.fromtimestamp(ns / 1e9, UTC).isoformat()

@@ -1,7 +1,7 @@
 """``watch``: every LangChain run started inside a block, handed to observers.
 
 ``watch`` uses langchain-core's configure hook (``register_configure_hook``): while the
-block runs, a context variable holds one :class:`~.handler.EventBridge`, and langchain-core
+block runs, a context variable holds one :class:`~.langchain.EventBridge`, and langchain-core
 adds it to the callbacks of every run configured in that context (and of everything those
 runs start), so no call needs a ``config`` argument. The hook is registered once, when this
 module is imported; outside a block the variable is ``None`` and costs langchain-core one
@@ -26,7 +26,7 @@ from toolloop_lab._spend.pricing import PriceTable
 from toolloop_lab._stream import checked_observers
 from toolloop_lab.events import Observer
 
-from .handler import EventBridge
+from .langchain import EventBridge
 from .run import Clock
 
 _ACTIVE: Final[ContextVar[EventBridge | None]] = ContextVar("toolloop_lab_bridge", default=None)
