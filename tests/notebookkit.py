@@ -17,8 +17,10 @@ three at once:
   with ``--nbval-current-env``) runs the IPython start-up file ``reversed_finish.py``: the
   calls of a reply finish the other way round, and each reordered group is logged.
 - The plugin keeps what each cell printed (nbval's fresh outputs), whether it passed, and
-  how long each notebook took, and moves the notebooks to the front of the run, so the
-  Binder and tutorial tests that come later read the results (fixture ``tutorial_run``).
+  how long each notebook took, and runs the notebooks before the Binder and tutorial tests,
+  which read the results (fixture ``tutorial_run``). Under pytest-xdist
+  (``-n 2 --dist loadscope``) the notebooks and those tests are one scope, run by one
+  worker in that order; the browser tests are another (:func:`scope_of`).
 
 When a session did not run the notebooks that way (``pytest tests/test_binder.py`` alone,
 or ``--nbval-current-env``), ``tutorial_run`` runs them once itself: nbval in a
@@ -371,29 +373,53 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_itemcollected(item: pytest.Item) -> None:
     if _is_cell(item):
         item.add_marker(pytest.mark.slow)
-    if hasattr(item.config, "workerinput"):  # a pytest-xdist worker (-n 2 --dist loadgroup)
-        item.add_marker(pytest.mark.xdist_group(_group(item)))
-
-
-def _group(item: pytest.Item) -> str:
-    """The tests one pytest-xdist worker runs together, in order: the notebooks and every
-    check that reads their run (it is this process's); the browser tests (one JupyterLab,
-    one chromium); otherwise a module (its module-scoped fixtures are made once)."""
-    if _is_cell(item) or _READERS & set(getattr(item, "fixturenames", ())):
-        return "notebooks"
-    where = item.path.relative_to(REPO) if item.path.is_relative_to(REPO) else item.path
-    return "browser" if where.parts[:2] == ("tests", "browser") else where.as_posix()
-
-
-_READERS = {"tutorial_run", "binder_env"}
-"""The fixtures of this plugin: a test that takes one reads this process's notebook run."""
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The notebooks first (each one's cells in order), so that the checks reading their
-    run come after it."""
-    items[:] = [i for i in items if _is_cell(i)] + [i for i in items if not _is_cell(i)]
+    """The browser tests first, then the notebooks (each one's cells in order), then the
+    tests that read the notebooks' run, then the rest: so that the checks reading the run
+    come after it, and so that under pytest-xdist the two long groups start at once."""
+    rank = {"browser": 0, "notebooks": 2}
+    order = {id(i): (rank.get(scope_of(i.nodeid), 3), not _is_cell(i)) for i in items}
+    items.sort(key=lambda i: order[id(i)])  # stable: each group keeps its order
+
+
+READERS = ("tests/test_binder.py", "tests/test_tutorials.py")
+"""The modules whose tests read the notebooks' run (``tutorial_run``, ``binder_env``)."""
+
+
+def scope_of(nodeid: str) -> str:
+    """The tests one pytest-xdist worker runs together, in order (``--dist loadscope``):
+    the notebooks and the modules that read their run (it is this process's); the browser
+    tests (one JupyterLab, one chromium); otherwise a module (its module-scoped fixtures,
+    a Dask cluster say, made once)."""
+    path = nodeid.split("::", 1)[0]
+    if path.startswith("notebooks/") or path in READERS:
+        return "notebooks"
+    if path.startswith("tests/browser/"):
+        return "browser"
+    return path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadscope`` with this suite's scopes (:func:`scope_of`), given to the
+    workers in the order :func:`pytest_collection_modifyitems` put them, not by size.
+
+    (``--dist loadgroup`` with ``xdist_group`` marks would say the same, but pytest-xdist
+    3.8 writes its group into a node id field pytest 9.2 no longer reads, so the marks are
+    silently ignored: pytest-xdist issue 1386.)"""
+    if config.getoption("dist", None) != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SuiteScopes(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scope_of(nodeid)
+
+    config.option.loadscopereorder = False
+    return SuiteScopes(config, log)
 
 
 @pytest.hookimpl(wrapper=True)
