@@ -68,6 +68,8 @@ PREFIX_ENV = "TOOLLOOP_BINDER_PREFIX"
 """Set by the fallback for its nbval subprocess: the Binder environment already made."""
 INSTALL_TIMEOUT_S = 1_200
 RUN_TIMEOUT_S = 1_500
+STALE_S = 86_400
+"""A run's copy of the Binder environment older than this was left by a killed run."""
 STATE = pytest.StashKey["NotebookRun"]()
 
 
@@ -201,6 +203,9 @@ class NotebookRun:
         # A copy for this run: postBuild installs this checkout's package into it, and the
         # cached environment stays as pip left it (other checkouts share it).
         runs = base.parent / "runs"
+        for stale in runs.glob("binder-*"):  # left by a run that was killed
+            if time.time() - stale.stat().st_mtime > STALE_S:
+                shutil.rmtree(stale, ignore_errors=True)
         self._made = clone_venv(base, runs / f"binder-{uuid.uuid4().hex[:12]}")
         env = BinderEnv(self._made)
         # repo2docker runs postBuild from the repository root; pip then builds the package

@@ -158,4 +158,5 @@ def clone_venv(source: Path, target: Path, *, timeout: float = 300) -> Path:
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(source, target, symlinks=True)
     (target / ".complete").unlink(missing_ok=True)
+    os.utime(target)  # cp -a kept the source's time; the copy's age is its own
     return target
