@@ -366,8 +366,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE] = NotebookRun(config)
+    # pytest-benchmark (langchain-tests brings it) switches itself off under xdist and says
+    # so after pytest's summary line, which must stay the last line; nothing here is timed
+    # with it (its fixture still runs the code once).
+    xdist = config.getoption("numprocesses", None) or hasattr(config, "workerinput")
+    if xdist and config.pluginmanager.hasplugin("benchmark"):
+        config.option.benchmark_disable = True
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -384,9 +391,9 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The browser tests first, then the notebooks (each one's cells in order), then the
     tests that read the notebooks' run, then the rest: so that the checks reading the run
-    come after it, and so that under pytest-xdist the two long groups start at once."""
-    rank = {"browser": 0, "notebooks": 2}
-    order = {id(i): (rank.get(scope_of(i.nodeid), 3), not _is_cell(i)) for i in items}
+    come after it, and so that under pytest-xdist the two long scopes start at once."""
+    rank = {"browser": 0, "notebooks": 1}
+    order = {id(i): (rank.get(scope_of(i.nodeid), 2), not _is_cell(i)) for i in items}
     items.sort(key=lambda i: order[id(i)])  # stable: each group keeps its order
 
 
