@@ -345,8 +345,10 @@ class NotebookRun:
         path.write_text(json.dumps(data), encoding="utf-8")
 
     def close(self) -> None:
+        """Remove this run's copy of the Binder environment and its files (again: no-op)."""
         if self._made is not None:
             shutil.rmtree(self._made, ignore_errors=True)
+            self._made = self._binder = None
         shutil.rmtree(self.work, ignore_errors=True)
 
 
@@ -471,9 +473,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    run = session.config.stash[STATE]
     if path := session.config.getoption("notebook_results"):
-        session.config.stash[STATE].write_results(Path(path))
+        run.write_results(Path(path))
+    # Here, not only at unconfigure: a pytest-xdist worker may be ended once it has reported
+    # its session finished, and deleting the copy's files takes a while on a busy machine.
+    run.close()
 
 
 # -- fixtures ----------------------------------------------------------------------------------
