@@ -1,7 +1,9 @@
 """Sweep throughput here and on a Dask LocalCluster: 1,000 scenarios of 5 rounds each.
 
-Run: ``python benchmarks/bench_dask.py`` (needs the ``toolloop-lab[dask]`` extra;
-``--scenarios``, ``--rounds``, ``--workers``, ``--concurrency`` vary it). The workload is
+Run: ``python benchmarks/bench_dask.py`` (needs the ``toolloop-lab[dask]`` extra; it starts
+its own ``LocalCluster``; about 2 minutes, ``--cluster-only`` about 1, ``--quick`` 200
+scenarios and one pair, about 30 seconds; ``--scenarios``, ``--rounds``, ``--workers``,
+``--concurrency`` vary it). The workload is
 ``bench_lab.sweep``: scripted models priced as gpt-4o-mini, one ``echo`` call per round.
 ``--cpu-ms N`` makes each scenario's model factory burn N ms of CPU first, a stand-in for a
 local model that needs real compute; ``--tool-cpu-ms N`` makes every ``echo`` call spend N
@@ -23,7 +25,12 @@ as a ratio to the local sweep's. Cluster start-up is timed separately and not co
 CPU each side spent per scenario is printed too (here: the client and, on a LocalCluster,
 the scheduler; the workers; the local sweep), with the ceiling it sets on the ratio: on a
 machine with as many cores as workers, the caller's CPU comes out of the workers' share.
-Not part of the test suite: timing figures live here only.
+
+It ends with the goals the workload has: the local sweep at least 360 five-round scenarios a
+second (the default workload); a two-worker cluster never slower than the local sweep with
+cheap scenarios (no ``--cpu-ms`` or ``--tool-cpu-ms``), and at least 1.6x faster with tools
+that spend 10 ms of CPU a call (``--tool-cpu-ms 10``). Not part of the test suite: timing
+figures live here only.
 """
 
 from __future__ import annotations
@@ -41,13 +48,26 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
-from bench_lab import sweep
+from bench_lab import sweep, sweep_goal
+from benchkit import Goal, goal, load, print_goals
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool, StructuredTool
 
-from toolloop_lab.lab import LabResults, Scenario, ScriptedModel, run_scenarios
-from toolloop_lab.lab.dask import run_scenarios_on_dask
-from toolloop_lab.lab.frames import drop_volatile
+from toolloop_lab.lab import (
+    LabResults,
+    Scenario,
+    ScriptedModel,
+    drop_volatile,
+    run_scenarios,
+    run_scenarios_on_dask,
+)
+from toolloop_lab.lab._dask import batch_size_for
+
+CHEAP_GOAL = 1.0
+"""With cheap scenarios, a two-worker cluster is never slower than the local sweep."""
+TOOL_CPU_GOAL = (10.0, 1.6)
+"""With tools that spend this many ms of CPU a call, a two-worker cluster is at least this
+many times as fast as the local sweep."""
 
 
 @dataclass(frozen=True)
@@ -124,14 +144,16 @@ def ceiling(local_cpu: float, here: float, there: float, workers: int) -> str:
     return f"ceiling from CPU: {bound:.2f}x the local sweep ({cores} cores, {workers} workers)"
 
 
-def _batch_size(scenarios: int, threads: int) -> int:
-    """The Dask sweep's automatic batch size (1 for a version that sent one task each, so
-    the benchmark also measures the sweep before batching)."""
-    try:
-        from toolloop_lab.lab.dask import batch_size_for
-    except ImportError:
-        return 1
-    return batch_size_for(scenarios, threads)
+def cluster_goal(ratio: float, workers: int, cpu_ms: float, tool_ms: float) -> list[Goal]:
+    """The cluster's goal for this workload, if the project set one."""
+    if workers != 2 or cpu_ms > 0:
+        return []
+    what = "two-worker LocalCluster / local sweep, speed"
+    if tool_ms == 0:
+        return [goal(f"{what}, cheap scenarios", ratio, at_least=CHEAP_GOAL)]
+    if tool_ms == TOOL_CPU_GOAL[0]:
+        return [goal(f"{what}, tools spending 10 ms a call", ratio, at_least=TOOL_CPU_GOAL[1])]
+    return []
 
 
 def main() -> None:
@@ -151,7 +173,10 @@ def main() -> None:
         action="store_true",
         help="only the local sweep and run_scenarios_on_dask (no process pool, no executor)",
     )
+    parser.add_argument("--quick", action="store_true", help="200 scenarios, one pair")
     args = parser.parse_args()
+    if args.quick:
+        args.scenarios, args.repeats = min(args.scenarios, 200), 1
 
     import dask
     import distributed
@@ -161,7 +186,7 @@ def main() -> None:
         f"python {sys.version.split()[0]}, dask {dask.__version__}, "
         f"{os.cpu_count()} CPUs; {args.scenarios:,} scenarios x {args.rounds} rounds, "
         f"{args.cpu_ms:g} ms of model CPU each, {args.tool_cpu_ms:g} ms of CPU per tool call; "
-        f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+        f"load {load()}"
     )
 
     def local_sweep(s: list[Scenario]) -> LabResults:
@@ -172,6 +197,9 @@ def main() -> None:
     local, local_s = timed(f"local (conc. {args.concurrency})", local_sweep, scenarios)
     local_cpu = time.process_time() - local_cpu
     assert (local.runs["outcome"] == "final_answer").all()
+    goals: list[Goal] = []
+    if args.cpu_ms == 0 and args.tool_cpu_ms == 0:
+        goals += sweep_goal(len(scenarios) / local_s, args.rounds, args.concurrency)
 
     if not args.cluster_only:
         ctx: Any = multiprocessing.get_context("spawn")
@@ -194,7 +222,7 @@ def main() -> None:
     with cluster, distributed.Client(cluster) as client:
         client.wait_for_workers(args.workers)
         print(f"{'cluster start':<18}: {time.perf_counter() - started:6.2f} s (not counted)")
-        size = args.batch_size or _batch_size(len(scenarios), args.workers)
+        size = args.batch_size or batch_size_for(len(scenarios), args.workers)
         options = {} if args.batch_size is None else {"batch_size": args.batch_size}
 
         def on_cluster(s: list[Scenario]) -> LabResults:
@@ -225,16 +253,21 @@ def main() -> None:
             f"pairs ({each}); {size} scenarios a task",
             flush=True,
         )
-        if args.cluster_only:
-            return
-        executor = client.get_executor(pure=False)
-        via_executor, _ = timed(
-            "cluster executor",
-            lambda s: run_scenarios(s, executor=executor, progress=False),
-            scenarios,
+        goals += cluster_goal(
+            statistics.median(ratios), args.workers, args.cpu_ms, args.tool_cpu_ms
         )
-        same(via_executor, local)
+        if not args.cluster_only:
+            executor = client.get_executor(pure=False)
+            via_executor, _ = timed(
+                "cluster executor",
+                lambda s: run_scenarios(s, executor=executor, progress=False),
+                scenarios,
+            )
+            same(via_executor, local)
     print("frames: every remote sweep equals the local one (durations and run ids aside)")
+    print(f"load {load()}")
+    if goals:
+        print_goals(goals)
 
 
 if __name__ == "__main__":

@@ -1,17 +1,21 @@
 """Scenario-lab throughput: 1,000 scenarios of 5 rounds each, then their frames; and the
 multi-turn ``files`` workload.
 
-Run: ``python benchmarks/bench_lab.py`` (``--scenarios``, ``--rounds``, ``--concurrency``
-to vary it). Each scenario is a scripted model priced as gpt-4o-mini that makes one
-``echo`` call per round and answers in the last round, so every run has exactly
+Run: ``python benchmarks/bench_lab.py`` (about 30 seconds; ``--quick``, 200 scenarios and
+5 copies of the files sweep, about 10 seconds; ``--scenarios``, ``--rounds``,
+``--concurrency`` to vary it). Each scenario is a scripted model priced as gpt-4o-mini that
+makes one ``echo`` call per round and answers in the last round, so every run has exactly
 ``--rounds`` rounds. Two passes: a timed one (no tracing, so the figure is not slowed by
 it) and one under tracemalloc for the peak memory of the sweep plus its ``runs`` and
-``rounds`` frames. Prints scenarios per second and the peak.
+``rounds`` frames. Prints scenarios per second and the peak; the goal (at least 360
+five-round scenarios a second at concurrency 4, the sweep alone) is judged on the
+default workload.
 
 Then ``--files`` copies of the ``files`` workload's sweep (6 conversations of 2-3 turns
 each, tools built from JSON-schema docs around a fresh backend per run, calls in order):
 conversations, turns and tool calls per second, and the time to build the ``turns`` and
-``tools`` frames. Not part of the test suite: timing figures live here, never in tests.
+``tools`` frames (no goal). Not part of the test suite: timing figures live here, never in
+tests.
 """
 
 from __future__ import annotations
@@ -23,8 +27,21 @@ import sys
 import time
 import tracemalloc
 
+from benchkit import Goal, goal, load, print_goals
+
 from toolloop_lab.lab import LabResults, Reply, Scenario, run_scenarios
-from toolloop_lab.workloads.files import sweep as files_sweep
+from toolloop_lab.workloads import files_sweep
+
+GOAL_PER_S = 360
+"""The fewest five-round scenarios a second the local sweep may run at concurrency 4."""
+
+
+def sweep_goal(scenarios_per_s: float, rounds: int, concurrency: int) -> list[Goal]:
+    """The sweep's goal, where the workload is the one it is set for (else none)."""
+    if rounds != 5 or concurrency != 4:
+        return []
+    what = "local sweep, five-round scenarios at concurrency 4"
+    return [goal(what, scenarios_per_s, at_least=GOAL_PER_S, unit=" a second", digits=0)]
 
 
 def sweep(scenarios: int, rounds: int) -> list[Scenario]:
@@ -85,7 +102,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--files", type=int, default=50, help="copies of the files sweep")
+    parser.add_argument("--quick", action="store_true", help="200 scenarios, 5 files copies")
     args = parser.parse_args()
+    if args.quick:
+        args.scenarios, args.files = min(args.scenarios, 200), min(args.files, 5)
     scenarios = sweep(args.scenarios, args.rounds)
     run(scenarios[:20], args.concurrency)  # warm caches (imports, price lookups)
 
@@ -106,7 +126,7 @@ def main() -> None:
     n = args.scenarios
     print(
         f"python {sys.version.split()[0]}; {n:,} scenarios x {args.rounds} rounds, "
-        f"concurrency {args.concurrency}"
+        f"concurrency {args.concurrency}; load {load()}"
     )
     print(
         f"sweep            : {swept:.2f} s  ->  {n / swept:,.0f} scenarios/s "
@@ -121,6 +141,9 @@ def main() -> None:
     print(f"events kept      : {sum(len(r.events) for r in results.records):,}")
     if args.files:
         bench_files(args.files, args.concurrency)
+    judged = sweep_goal(n / swept, args.rounds, args.concurrency)
+    if judged:
+        print_goals(judged)
 
 
 if __name__ == "__main__":

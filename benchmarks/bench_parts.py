@@ -1,9 +1,11 @@
 """What the loop's own contract costs a round, part by part, beside ``LLMAgent`` itself.
 
-Run: ``python benchmarks/bench_parts.py`` (about 90 seconds on a 2-core machine; ``--quick``
+Run: ``python benchmarks/bench_parts.py`` (about 2 minutes on a 2-core machine; ``--quick``
 for a short smoke run). ``bench_loop.py`` says how far ``LLMAgent`` is from the bare
 langchain-core loop (the floor); this says how much of that distance the parts that every
-view, budget and stop relies on take when nothing else runs. Each variant below is the
+view, budget and stop relies on take when nothing else runs: the floor under
+``bench_loop.py``'s goals. Where that least loop alone is above a goal, ``LLMAgent`` cannot
+meet it without giving up a part. Each variant below is the
 floor's own loop (same ``benchkit.InstantChatModel``, one ``echo`` call a round) with one
 more part added to the one before, built from the package's real pieces:
 
@@ -24,11 +26,14 @@ then that least loop with a JSONL trace, and with a headless ``LoopDebugger``, a
 then ``LLMAgent`` with events on, which adds the rest (the budgets' gates, the pause points,
 tool-call id checks, stuck-round detection, the run's start and end and its error guard),
 and with a trace and a debugger. Before timing anything, :func:`check_faithful` makes sure
-the least loop, every part on, emits what ``LLMAgent`` emits.
+the least loop, every part on, emits what ``LLMAgent`` emits (``tests/test_bench_parts.py``
+runs that check with the suite).
 
 The variants run interleaved in one process and one event loop (``bench_loop``'s harness),
 and the figures are CPU-time medians (the loops do no I/O), so the ratios hold on a shared
-machine. Not part of the test suite: timing lives here, never in tests.
+machine. It prints CPU µs a round, the ratio to the floor and what each step adds, then
+``bench_loop.py``'s goals judged on ``LLMAgent``, each with the least loop's own figure
+beside it. Not part of the test suite: timing lives here, never in tests.
 """
 
 from __future__ import annotations
@@ -45,8 +50,11 @@ from typing import Any
 
 from bench_loop import (
     BUDGET_S,
+    EVENTS,
     FLOOR,
+    LOOP_GOALS,
     SIZES,
+    WIDGET,
     Variant,
     _agent,
     _debugger,
@@ -56,22 +64,18 @@ from bench_loop import (
     floor,
     measure_loops,
 )
-from benchkit import RUNNER, Cell, InstantChatModel, load, script
+from bench_loop import TRACE as LOOP_TRACE
+from benchkit import RUNNER, Cell, Goal, InstantChatModel, goal, load, print_goals, script
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from toolloop_lab import Usage, echo_tool
 from toolloop_lab import events as ev
+from toolloop_lab._engine.call_events import priced_usage, tool_started
+from toolloop_lab._engine.run_state import RunState
+from toolloop_lab._stream import finish_outcome
 from toolloop_lab._support.jsonsafe import frozen_json
-from toolloop_lab.engine.call_events import priced_usage, tool_started
-from toolloop_lab.engine.run_state import RunState
-from toolloop_lab.spend.usage import Usage
-from toolloop_lab.tools.builtin import echo_tool
-from toolloop_lab.tools.dispatcher import (
-    DispatchHooks,
-    DispatchOutcome,
-    RunCaller,
-    ToolBox,
-    dispatch,
-)
+from toolloop_lab._tools.callers import RunCaller
+from toolloop_lab._tools.dispatcher import DispatchHooks, DispatchOutcome, ToolBox, dispatch
 
 PARTS = ("events", "copies", "usage", "task", "dispatcher")
 """Added one at a time, in this order: each variant has every part before it too."""
@@ -149,7 +153,7 @@ def _finished(run: RunState, reply: AIMessage, copies: bool) -> None:
         budget_exhausted=False,
         synthesis_was_run=False,
         synthesis_reason=None,
-        outcome=ev.finish_outcome(budget_exhausted=False, synthesis_was_run=False),
+        outcome=finish_outcome(budget_exhausted=False, synthesis_was_run=False),
         final_empty=False,
         final_truncated=False,
         messages=run.unsent_messages() if copies else (),
@@ -228,7 +232,7 @@ _TRACES = tempfile.TemporaryDirectory(prefix="bench_parts_")
 
 async def _with_trace(run: Callable[..., Any], rounds: int) -> None:
     """``run`` with a fresh ``TraceWriter`` observing it (one file a run, as in a notebook)."""
-    from toolloop_lab.trace import TraceWriter
+    from toolloop_lab import TraceWriter
 
     path = Path(_TRACES.name) / "trace.jsonl"
     writer = TraceWriter(path)
@@ -282,13 +286,45 @@ def report(
         print(row)
 
 
+LEAST = f"+ {PARTS[-1]}"
+"""The least loop: the floor with every part."""
+JUDGED = {
+    EVENTS: (AGENT, LEAST),
+    LOOP_TRACE: (f"  {TRACE} ", f"  {TRACE}"),
+    WIDGET: (f"  {DEBUGGER} ", f"  {DEBUGGER}"),
+}
+"""Each of ``bench_loop.py``'s goals: the ``LLMAgent`` variant it judges and the least
+loop's variant that does the same work."""
+
+
+def goals(cells: Mapping[tuple[str, int], Cell], sizes: Sequence[int]) -> list[Goal]:
+    """``bench_loop.py``'s goals on this run's ``LLMAgent`` figures, the least loop's beside."""
+
+    def ratio(name: str, rounds: int) -> float:
+        return cells[(name, rounds)].cpu_median / cells[(FLOOR, rounds)].cpu_median
+
+    out: list[Goal] = []
+    for name, limit in LOOP_GOALS:
+        agent, least = JUDGED[name]
+        out += [
+            goal(
+                f"{name} / floor at {r:,} rounds",
+                ratio(agent, r),
+                at_most=limit,
+                note=f"; the required parts alone: {ratio(least, r):.2f}x",
+            )
+            for r in sizes
+        ]
+    return out
+
+
 def check_faithful(rounds: int = 3, parts: Collection[str] = PARTS) -> None:
     """With ``parts`` (every part, by default) the loop emits the events ``LLMAgent``
     emits, in its order, with the same messages carried and the same spend, and a view
     reads the same run of them: else the comparison would be unfair. ``AssertionError``
     names the first difference. ``tests/test_bench_parts.py`` runs it, so the least loop
     cannot drift from ``LLMAgent`` unnoticed."""
-    from toolloop_lab.runview import RunView
+    from toolloop_lab import RunView
 
     ours = RUNNER.run(parts_loop(rounds, parts))
     agent = RUNNER.run(_agent(rounds).arun("go")).events
@@ -316,17 +352,18 @@ def _same(mine: Any, real: Any) -> bool:
 
 
 def main() -> None:
-    check_faithful()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a quarter of the repeats")
     parser.add_argument("--rounds", type=int, nargs="+", default=list(SIZES))
     args = parser.parse_args()
+    check_faithful()
     chosen = variants()
     runs = {name: variant for name, (variant, _base) in chosen.items()}
     cells, notes = measure_loops(runs, args.rounds, args.quick, BUDGET_S)
     report(cells, {name: base for name, (_variant, base) in chosen.items()}, args.rounds)
     for note in notes:
-        print(note)
+        print(f"note: {note}")
+    print_goals(goals(cells, args.rounds), "goals (ratios of CPU-time medians)")
 
 
 if __name__ == "__main__":

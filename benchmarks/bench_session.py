@@ -1,73 +1,35 @@
 """A debugger's session of a thousand runs, one of them 10,000 rounds long: the bounds.
 
-Run: ``python benchmarks/bench_session.py`` (about a minute; ``--browser`` adds the real
-chromium figures, about two more minutes). The session is ``tests/browser/streams.py``'s
-``session_runs(1_000, 10_000)``: 999 short named runs (every 25th calls a nested agent
-from its ``research`` tool) and last a run of 10,000 rounds, 60,385 events in all, fed to
-a ``LoopDebugger`` at the pace of an instant scripted model (0.5 ms of run time an event,
-on a fake clock, so the pacing figures are exact and the timings are this process's).
+Run: ``python benchmarks/bench_session.py`` (about a minute; ``--quick``, 100 runs and a
+1,000-round one, a few seconds; ``--browser`` adds the real chromium figures, about two
+more minutes, and needs Debian's chromium, Playwright and JupyterLab). The session is
+``tests/browser/streams.py``'s ``session_runs(1_000, 10_000)``: 999 short named runs (every
+25th calls a nested agent from its ``research`` tool) and last a run of 10,000 rounds,
+60,385 events in all, fed to a ``LoopDebugger`` at the pace of an instant scripted model
+(0.5 ms of run time an event, on a fake clock, so the pacing figures are exact and the
+timings are this process's).
 
 Kernel side, it prints:
 
 * the observer's cost: µs per event of ``dbg(event)`` (the session's append, the shown
   run's fold, a send request), with a page connected (the messages built, rows included);
-* what reaches the page: messages, the most in any one-second window (the bound: 10),
-  the bytes sent, and the run list's rows sent (only changed rows travel);
+* what reaches the page: messages, the most in any one-second window, the bytes sent, and
+  the run list's rows sent (only changed rows travel);
 * ``LoopDebugger.runs`` over the whole session (every run folded, nested totals linked);
 * the saved widget state (what the notebook file keeps: the newest rounds of the run shown
-  and the newest rows of the run list; the bound: under 1 MB), and how many runs it leaves out.
+  and the newest rows of the run list), and how many runs it leaves out.
 
 With ``--browser`` it runs ``tests/browser/test_runs_browser.py::
-test_a_thousand_runs_stay_fast_small_and_paced`` (JupyterLab in Debian's chromium) and
-prints its figures: long tasks (the bound: none over 50 ms), DOM nodes in the widget (at
-most 3,000), kernel-to-browser messages (at most ten a second) and the saved widget state.
-Long tasks move with the machine's load: ``load`` says how busy it was.
+test_a_thousand_runs_stay_fast_small_and_paced`` (JupyterLab in chromium) in a process of
+its own and prints its figures: long tasks, DOM nodes in the widget, kernel-to-browser
+messages and the saved widget state. Long tasks move with the machine's load: ``load``
+says how busy it was.
 
-The long tasks, before the page's work was sliced and after, in three rounds minutes apart
-on a shared 2-core machine whose load other jobs kept at 1.6-5 (``uptime``'s one-minute load
-beside each): before 76 long tasks, the longest 421 ms (load 3.9), after 9, 194 ms (load
-5.1); before 20, 225 ms (load 2.6), after 5, 92 ms (load 2.7); before 2, 53 ms (load 1.6),
-after 29, 192 ms (load 4.4); after 11, 153 ms (load 3.0), before 7, 108 ms (load 2.3). The
-machine's load moves these more than the slicing does, and the bound (none over 50 ms) is
-not met on this machine under this load. What the long tasks were: each draw's canvas text
-(``measureText``, ``fillText`` and setting the font) made the page work out its styles in
-the middle of the draw, and following the newest round scrolled the list after every other
-write, laying the whole page out again. A draw now comes in slices of about 8 ms (the rest
-in the next task, the canvas on the next frame, painted through an ``OffscreenCanvas``).
-What remains over 50 ms is mostly the page's own layout and paint of what a draw wrote (the
-first slice scrolls the round list, which lays the page out there and then), and garbage
-collection.
-
-A day later, the machine nearly quiet (load 1.2-1.9: the test's own kernel, server and
-browser), ten sessions: six had no long task, four had one each (53, 63, 76 and 93 ms). The
-bundle before and after the round list kept its unchanged rows, alternated three times each:
-before, none in all three; after, none in one and one task (63, 93 ms) in two: too few to
-tell apart, and nothing to show the kept rows helped this bound.
-Where the 93 ms went (the long animation frame the test records): 52 ms in a scroll event's
-handlers and 62 ms laying out and painting the page.
-
-A day later again, traced with the DevTools protocol (``Tracing``) and run untraced,
-alternated with two candidate changes, load 0.7-2.9:
-
-* What a frame costs while the session streams: a heavy frame is about 19 ms (about 10 ms
-  our draw's first slice, 4 ms style, 1.6 ms layout, 3.5 ms paint and commit); about 75
-  tasks a session reach 16 ms and 3-6 reach 25 ms. Each layout starts at the document and
-  covers 900-1,600 layout objects: changes in the widget outside the round list reach the
-  page, and ``contain: strict`` on a wrapper did not stop that inside JupyterLab.
-* The ``#document.onscroll`` handlers are JupyterLab's completers' capture listeners; over
-  a whole session its 79 scroll events cost 20 ms (at most 1.7 ms each), with 0.1 ms of
-  forced layout. The 52 ms seen once was not their usual cost. Garbage collection alone was
-  23-33 ms in traced sessions, and once one kernel message's websocket handler took 58 ms.
-* Untraced, the head (A) had **no long task in 10 of 10 sessions**. A round list that stays
-  at its end without a scroll (``flex-direction: column-reverse``, B) had one (62 ms) in 4;
-  one draw slice per animation frame instead of per task (F) had one session with two
-  (63 and 65 ms, the websocket handler) in 6. Traced, B had 2-3 times as many tasks over
-  25 ms as A (its style time fell and its layout rose by as much). Neither was kept.
-* The head on its own afterwards: six sessions (load 0.1-1.4), this script once (load 0.9)
-  and two with ``TOOLLOOP_STRICT_TIMING=1`` (load 0.9, 1.7): no long task in any; inside
-  a CI run on the same machine, none either. With the ten above: 20 of 20 sessions.
-
-Not part of the test suite: timing figures live here, never in tests.
+It ends with the bounds, the browser test's: at most ten messages a second (in the page:
+any eleven in a row span at least 0.8 s), widget state under 1,000,000 bytes, and in the
+browser no long task (over 50 ms), the debugger's own script under 50 ms in any frame, at
+most 3,000 DOM nodes in the widget. Not part of the test
+suite: timing figures live here, never in tests.
 """
 
 from __future__ import annotations
@@ -84,19 +46,77 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import comm  # noqa: E402
-from benchkit import browser_figures  # noqa: E402
+from benchkit import Goal, browser_figures, goal, print_goals  # noqa: E402
 from browser.streams import session_runs  # noqa: E402
 from loopkit import FakeTime, MockComm, channel  # noqa: E402
 
-from toolloop_lab.runview import summaries  # noqa: E402
-from toolloop_lab.widget import LoopDebugger  # noqa: E402
-from toolloop_lab.widget.runrows import RowFeed  # noqa: E402
-from toolloop_lab.widget.session import Session  # noqa: E402
+from toolloop_lab._runview import summaries  # noqa: E402
+from toolloop_lab._widget.debugger import LoopDebugger  # noqa: E402
+from toolloop_lab._widget.runs import RowFeed, Session  # noqa: E402
 
 RUNS = 1_000
 LONG = 10_000
 STEP = 0.0005
 """Run time an event takes (an instant scripted model's pace)."""
+MESSAGES_A_SECOND = 10
+"""The most messages the page gets in any one second."""
+SAVED_BYTES = 1_000_000
+"""The saved widget state stays under this many bytes."""
+ELEVEN_S = 0.8
+"""In the page, any eleven messages in a row span at least this long: ten a second, with room
+for the jitter of their arrival (trait updates included)."""
+MODULE_MS = 50
+"""The debugger's own script time in one frame stays under this."""
+DOM_NODES = 3_000
+"""The most DOM nodes in the widget, the newest run shown or an old one."""
+
+
+def under_saved(what: str, size: int) -> Goal:
+    """The saved widget state against its bound (strictly under)."""
+    return Goal(what, f"{size:,} bytes", f"under {SAVED_BYTES:,} bytes", size < SAVED_BYTES)
+
+
+def kernel_goals(k: dict[str, Any]) -> list[Goal]:
+    return [
+        goal(
+            "kernel side: messages to the page in the busiest second",
+            k["busiest_second"],
+            at_most=MESSAGES_A_SECOND,
+            unit="",
+            digits=0,
+        ),
+        under_saved("kernel side: saved widget state", k["saved_state_bytes"]),
+    ]
+
+
+def browser_goals(b: dict[str, Any]) -> list[Goal]:
+    def count(what: str, value: float, most: int) -> Goal:
+        return goal(f"browser: {what}", value, at_most=most, unit="", digits=0)
+
+    module = b["module_ms_max"]
+    return [
+        Goal(
+            "browser: long tasks (over 50 ms)",
+            f"{b['long_tasks']} (longest {b['longest_task_ms']:.0f} ms)",
+            "none",
+            b["long_tasks"] == 0,
+        ),
+        Goal(
+            "browser: the debugger's longest script time in one frame",
+            f"{module:.0f} ms",
+            f"under {MODULE_MS} ms",
+            module < MODULE_MS,
+        ),
+        count("DOM nodes in the widget", b["dom_nodes"], DOM_NODES),
+        count("DOM nodes in the widget, an old run shown", b["dom_nodes_old_run_shown"], DOM_NODES),
+        goal(
+            "browser: the tightest eleven messages in a row span",
+            b["tightest_eleven_s"],
+            at_least=ELEVEN_S,
+            unit=" s",
+        ),
+        under_saved("browser: saved widget state", b["saved_widget_state_bytes"]),
+    ]
 
 
 def load() -> str:
@@ -203,7 +223,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=RUNS)
     parser.add_argument("--long", type=int, default=LONG, help="rounds of the long run")
     parser.add_argument("--browser", action="store_true", help="also run the chromium test")
+    parser.add_argument("--quick", action="store_true", help="100 runs, one of 1,000 rounds")
     args = parser.parse_args()
+    if args.quick:
+        args.runs, args.long = min(args.runs, 100), min(args.long, 1_000)
     print(f"python {sys.version.split()[0]}, {load()}")
     k = kernel_side(args.runs, args.long)
     print(
@@ -213,32 +236,36 @@ def main() -> None:
         f"part: {k['record_us']:.2f} µs to record it, {k['message_ms']:.2f} ms a message to "
         f"fold the summaries and find the changed rows)\n"
         f"  messages to the page:       {k['messages']:,} ({k['published']:,} with the trait "
-        f"updates), busiest second {k['busiest_second']} (bound: 10)\n"
+        f"updates), busiest second {k['busiest_second']}\n"
         f"  bytes sent:                 {k['bytes_sent']:,}; run list rows sent "
         f"{k['rows_sent']:,} (changed rows only)\n"
         f"  LoopDebugger.runs:          {k['runs_kept']:,} runs kept, {k['runs_left_out']} "
         f"left out, {k['runs_ms']:.1f} ms (summaries of the whole stream: "
         f"{k['trace_summaries_ms']:.0f} ms)\n"
-        f"  saved widget state:         {k['saved_state_bytes']:,} bytes (bound: 1,000,000); "
+        f"  saved widget state:         {k['saved_state_bytes']:,} bytes; "
         f"{k['saved_rows']} rows kept, {k['saved_rows_left_out']} runs left out"
     )
+    goals = kernel_goals(k)
     if args.browser:
         b = browser_side()
         if b is None:
             print("\nbrowser side: the chromium test did not run (see above)")
-            return
+            print_goals(goals)
+            raise SystemExit(1)
         print(
             f"\nbrowser side (JupyterLab, chromium; {load()}):\n"
             f"  long tasks:                 {b['long_tasks']} (longest {b['longest_task_ms']:.0f} "
             f"ms; this module's longest script time in one frame {b['module_ms_max']:.0f} ms)\n"
             f"  DOM nodes in the widget:    {b['dom_nodes']} (an old run shown: "
-            f"{b['dom_nodes_old_run_shown']}; bound: 3,000)\n"
+            f"{b['dom_nodes_old_run_shown']})\n"
             f"  kernel-to-browser messages: {b['messages']} over {b['seconds']:.0f} s, busiest "
             f"second {b['busiest_second']}, tightest eleven in a row "
             f"{b['tightest_eleven_s']:.2f} s\n"
             f"  saved widget state:         {b['saved_widget_state_bytes']:,} bytes "
             f"(notebook {b['notebook_bytes']:,})"
         )
+        goals += browser_goals(b)
+    print_goals(goals)
 
 
 if __name__ == "__main__":

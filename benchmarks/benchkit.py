@@ -1,12 +1,13 @@
-"""The timing harness ``bench_loop.py`` and ``bench_bridge.py`` share.
+"""The harness every benchmark shares.
 
 One event loop for every run (``RUNNER``), so loop start-up is not counted as per-round
 cost; a run timed once for wall-clock and process-CPU µs per round, or once under
 tracemalloc for its peak bytes per round; the cell a variant's samples at one size gather
-in; the scripted model reply list both benchmarks drive their loops with, and
+in; the scripted model reply list the loop benchmarks drive their loops with, and
 :class:`InstantChatModel`, the chat model the loop benchmark measures every loop on: it is
 defined here, not in the package, so no change to the package's own models can move the
-yardstick.
+yardstick. :func:`goal` and :func:`print_goals` write the lines every benchmark ends with,
+one per goal: ``[met]`` or ``[missed]``, the figure, the goal.
 """
 
 from __future__ import annotations
@@ -169,3 +170,57 @@ def browser_figures(test: str, figures: Path) -> dict[str, Any] | None:
         return None
     data: dict[str, Any] = json.loads(figures.read_text())
     return data
+
+
+@dataclasses.dataclass(frozen=True)
+class Goal:
+    """One goal judged on today's figure: what is measured, the figure, the goal, met or not
+    (``None`` where the project set no goal: the figure is printed as it is)."""
+
+    what: str
+    figure: str
+    goal: str | None
+    met: bool | None
+
+    def line(self) -> str:
+        """``[met] events on / floor at 100 rounds: 1.24x (goal <= 1.30x)``."""
+        if self.met is None or self.goal is None:
+            return f"[no goal] {self.what}: {self.figure}"
+        return f"[{'met' if self.met else 'missed'}] {self.what}: {self.figure} (goal {self.goal})"
+
+
+def goal(
+    what: str,
+    value: float,
+    *,
+    at_most: float | None = None,
+    at_least: float | None = None,
+    unit: str = "x",
+    digits: int = 2,
+    note: str = "",
+) -> Goal:
+    """``value`` judged against one bound (``at_most`` or ``at_least``, both inclusive),
+    both written with ``digits`` decimals and ``unit``; ``note`` follows the goal."""
+    if (at_most is None) == (at_least is None):
+        raise ValueError("goal() takes exactly one of at_most= and at_least=")
+
+    def show(x: float) -> str:
+        return f"{x:,.{digits}f}{unit}"
+
+    bound = at_most if at_most is not None else at_least
+    assert bound is not None
+    met = value <= bound if at_most is not None else value >= bound
+    sign = "<=" if at_most is not None else ">="
+    return Goal(what, show(value), f"{sign} {show(bound)}{note}", met)
+
+
+def no_goal(what: str, figure: str) -> Goal:
+    """A headline figure the project set no goal for."""
+    return Goal(what, figure, None, None)
+
+
+def print_goals(goals: list[Goal], heading: str = "goals") -> None:
+    """The closing lines: a heading, then one line per goal."""
+    print(f"\n{heading}:")
+    for judged in goals:
+        print(judged.line())

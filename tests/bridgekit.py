@@ -32,9 +32,8 @@ from stubs.clients import chat_openai
 from stubs.openai_stub import OpenAIStub, OpenAIToolCall, OpenAIUsage
 from stubs.prices import openai_cost
 
-from toolloop_lab import ScriptedChatModel
+from toolloop_lab import RunView, ScriptedChatModel
 from toolloop_lab.events import Event, ModelCalled, ToolDispatched
-from toolloop_lab.runview import RunView
 
 __all__ = [
     "AGENTS",

@@ -25,7 +25,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.tools import BaseTool
 
-from toolloop_lab import AgentConfig, ScriptedChatModel
+from toolloop_lab import AgentConfig, ScriptedChatModel, tools_from_schema
 from toolloop_lab._support.words import time_limit_text
 from toolloop_lab.events import LoopFailed, ModelCallFailed
 from toolloop_lab.lab import (
@@ -37,8 +37,7 @@ from toolloop_lab.lab import (
     ToolCallSpec,
     Turn,
 )
-from toolloop_lab.lab.builtin_scenarios import PRUNING_REPLY
-from toolloop_lab.tools.schema import tools_from_schema
+from toolloop_lab.lab._builtin_scenarios import PRUNING_REPLY
 
 __all__ = [
     "TALLY_FUNCTIONS",

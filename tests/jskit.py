@@ -9,6 +9,7 @@ under ``tests/js/``.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import contextvars
 import json
@@ -21,6 +22,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage
+from langchain_core.messages.content import create_image_block, create_text_block
 from langchain_core.tools import BaseTool, StructuredTool
 from loopkit import (
     ALL,
@@ -36,10 +38,10 @@ from loopkit import (
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, compare, usd_budget
 from toolloop_lab._support.escape import BIDI_CONTROLS
+from toolloop_lab._widget.comparison import comparison_payload
+from toolloop_lab._widget.wire import event_payload
 from toolloop_lab.events import Event, ToolDispatched
 from toolloop_lab.lab import catalog
-from toolloop_lab.widget.comparing import comparison_payload
-from toolloop_lab.widget.wire import event_payload
 
 __all__ = [
     "HOSTILE",
@@ -91,6 +93,22 @@ def _tool(name: str, fn: Callable[..., Any]) -> BaseTool:
 def _hostile_text(text: str) -> str:
     """Returns hostile markup, unicode and a long line."""
     return f"{ALL} · 日本語 · 🙂 · \u202e{text}\u202c · " + "x" * 50_000
+
+
+IMAGE_B64 = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(12_000)).decode("ascii")
+"""A 12 KB image a tool returns (an MCP screenshot, say)."""
+
+
+def _shot(page: str) -> tuple[list[Any], None]:
+    """Answers as an MCP tool does: content blocks, each with an id langchain-core made up."""
+    text = create_text_block(text=f"screenshot of {page} {HOSTILE}")
+    return [text, create_image_block(base64=IMAGE_B64, mime_type="image/png")], None
+
+
+def _blocks_tool() -> BaseTool:
+    return StructuredTool.from_function(
+        func=_shot, name="shot", description="shot.", response_format="content_and_artifact"
+    )
 
 
 def _count(n: int) -> str:
@@ -155,7 +173,7 @@ def _interrupted() -> list[Event]:
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.types import interrupt
 
-    from toolloop_lab.bridge import watch
+    from toolloop_lab import watch
 
     def confirm(question: str) -> str:
         """Ask a person."""
@@ -258,7 +276,8 @@ def hostile_cases() -> dict[str, list[Event]]:
     model that runs out of replies (the run fails), a token budget tripped mid-run, a USD
     limit that stops a run mid-round, a run read from spans whose counts no event can hold,
     every bidirectional control in every field, a model that reports no usage (estimated
-    counts); and a long run (``LONG_ROUNDS`` rounds of one call)."""
+    counts), a tool that answers with content blocks (a text and an image, as an MCP tool
+    does); and a long run (``LONG_ROUNDS`` rounds of one call)."""
     stopped = _cancelled_tool()
     hostile = _tool("hostile", _hostile_text)
     boom = _tool("boom", _boom)
@@ -294,6 +313,10 @@ def hostile_cases() -> dict[str, list[Event]]:
         "cancelled_tool": stopped,
         "bidi_text": _bidi_text(),
         "estimated_counts": _estimated(),
+        "tool_blocks": _run(
+            [calls(tool_call("shot", {"page": "home"}, "s1")), final("A blank page.")],
+            [_blocks_tool()],
+        ),
         "langgraph_interrupted": _interrupted(),
         "spans_past_the_schema": _spans_past_the_schema(),
         "tool_result_missing": [

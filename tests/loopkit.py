@@ -148,7 +148,8 @@ def catalog_run(name: str, *observers: Callable[[Any], object]) -> Any:
     """Run the catalog's scenario ``name`` to its end with ``observers`` watching; returns
     its :class:`~toolloop_lab.lab.ScenarioRun` (``events``, ``outcome``, error fields). The
     scenario runs under its own USD limit, so failing scenarios are rows, not raises."""
-    from toolloop_lab.lab import arun_one, catalog
+    from toolloop_lab.lab import catalog
+    from toolloop_lab.lab._runner import arun_one
 
     scenario = next(s for s in catalog() if s.name == name)
     return asyncio.run(arun_one(scenario, observers=observers))

@@ -16,9 +16,13 @@ three at once:
 - Every kernel nbval starts while this plugin is loaded (that one, or the test environment's
   with ``--nbval-current-env``) runs the IPython start-up file ``reversed_finish.py``: the
   calls of a reply finish the other way round, and each reordered group is logged.
-- The plugin keeps what each cell printed (nbval's fresh outputs), whether it passed, and
-  how long each notebook took, and runs the notebooks before the Binder and tutorial tests,
-  which read the results (fixture ``tutorial_run``). Under pytest-xdist
+- The plugin keeps every message each cell's kernel sent, whether the cell passed, and how
+  long each notebook took, and runs the notebooks before the Binder and tutorial tests,
+  which read the results (fixture ``tutorial_run``). From the messages it makes the notebook
+  as executing it leaves it (nbval keeps a cell's outputs as the cell ends, and drops a
+  later update of a display): nbclient, the executor of ``nbconvert --execute``, is given
+  them in order with no kernel, so a display updated by a later cell shows its update by
+  nbclient's own rules. Under pytest-xdist
   (``-n 2 --dist loadscope``) the notebooks and those tests are one scope, run by one
   worker in that order; the browser tests are another (:func:`scope_of`).
 
@@ -48,6 +52,8 @@ from typing import Any
 
 import nbformat
 import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionComplete
 from venvcache import (
     VenvError,
     cached_venv,
@@ -102,7 +108,7 @@ class BinderEnv:
 
 @dataclass(frozen=True)
 class NotebookResult:
-    """One notebook as nbval ran it: what each code cell printed, fresh."""
+    """One notebook as nbval ran it: what each code cell shows once it has run."""
 
     name: str
     kernel: str
@@ -111,6 +117,8 @@ class NotebookResult:
     failures: tuple[str, ...]
     """One line per cell nbval failed (an exception, or outputs unlike the stored ones)."""
     outputs: tuple[tuple[dict[str, Any], ...], ...]
+    """Each code cell's outputs as executing the notebook leaves them (later display
+    updates applied), in order."""
     seconds: float
     """From the start of its kernel to the end of its last cell."""
 
@@ -138,6 +146,14 @@ class NotebookResult:
     def errors(self) -> list[dict[str, Any]]:
         return [out for cell in self.outputs for out in cell if out.get("output_type") == "error"]
 
+    def executed(self) -> nbformat.NotebookNode:
+        """The stored notebook with each code cell's outputs as this run left them."""
+        nb = nbformat.read(NOTEBOOKS / self.name, as_version=4)
+        code = [cell for cell in nb.cells if cell.cell_type == "code"]
+        for cell, outputs in zip(code, self.outputs, strict=True):
+            cell.outputs = [nbformat.from_dict(out) for out in outputs]
+        return nb
+
 
 @dataclass(frozen=True)
 class TutorialRun:
@@ -156,7 +172,63 @@ class _Cells:
     ended: float = 0.0
     cells: int = 0
     failures: list[str] = field(default_factory=list)
-    outputs: list[tuple[dict[str, Any], ...]] = field(default_factory=list)
+    current: int = -1
+    """The code cell running now (its number among the code cells, as nbval counts)."""
+    requests: dict[int, str] = field(default_factory=dict)
+    """The id of each code cell's execute request, as nbval sent it."""
+    messages: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    """Each code cell's iopub messages (those answering its request), as they came."""
+    recording: bool = False
+
+    def record(self, kernel: Any) -> None:
+        """Keep what nbval sends to and reads from ``kernel`` (its ``RunningKernel``)."""
+        execute, get = kernel.execute_cell_input, kernel.get_message
+
+        def execute_cell_input(*args: Any, **kwargs: Any) -> str:
+            msg_id: str = execute(*args, **kwargs)
+            self.requests[self.current] = msg_id
+            self.messages[self.current] = []
+            return msg_id
+
+        def get_message(stream: str, timeout: float | None = None) -> dict[str, Any]:
+            msg: dict[str, Any] = get(stream, timeout=timeout)
+            request = self.requests.get(self.current)
+            if stream == "iopub" and msg["parent_header"].get("msg_id") == request:
+                self.messages[self.current].append(_kept(msg))
+            return msg
+
+        kernel.execute_cell_input = execute_cell_input
+        kernel.get_message = get_message
+        self.recording = True
+
+    def executed_outputs(self, nb: nbformat.NotebookNode) -> list[tuple[dict[str, Any], ...]]:
+        """Each code cell's outputs once ``nb`` has run, made by nbclient from the messages
+        (no kernel): a display a later cell updates shows its update, as in
+        ``nbconvert --execute``."""
+        client = NotebookClient(nb, record_timing=False)
+        code = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
+        for number, index in enumerate(code):
+            cell = nb.cells[index]
+            cell.outputs = []
+            client.clear_before_next_output = False  # as nbclient starts each cell
+            for msg in self.messages.get(number, []):
+                try:  # a copy: nbclient renames an update's header in place
+                    client.process_message({**msg, "header": dict(msg["header"])}, cell, index)
+                except CellExecutionComplete:
+                    break
+        return [tuple(dict(out) for out in nb.cells[i].outputs) for i in code]
+
+
+def _kept(msg: dict[str, Any]) -> dict[str, Any]:
+    """What nbclient reads of an iopub message (its header's dates left out)."""
+    return {
+        "msg_type": msg["msg_type"],
+        "header": {"msg_type": msg["header"]["msg_type"]},
+        "parent_header": {"msg_id": msg["parent_header"].get("msg_id")},
+        "metadata": msg.get("metadata", {}),
+        "content": msg["content"],
+        "buffers": [bytes(b) for b in msg.get("buffers", [])],
+    }
 
 
 class NotebookRun:
@@ -274,7 +346,7 @@ class NotebookRun:
             kernel=KERNEL if self.uses_binder_kernel() else "the test environment's",
             cells=seen.cells,
             failures=tuple(seen.failures),
-            outputs=tuple(seen.outputs),
+            outputs=tuple(seen.executed_outputs(nb)),
             seconds=seen.ended - seen.started,
         )
 
@@ -444,12 +516,17 @@ def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
     seen = run.cells_of(item)
     if seen.started is None:
         seen.started = time.perf_counter()
+    seen.current = getattr(item, "cell_num", -1)
     # the kernel starts in the setup of a notebook's first cell, and takes this environment
     given = run.kernel_env()
     saved = {key: os.environ.get(key) for key in given}
     os.environ.update(given)
     try:
-        return (yield)
+        outcome = yield
+        kernel = getattr(item.parent, "kernel", None)
+        if not seen.recording and kernel is not None:
+            seen.record(kernel)
+        return outcome
     finally:
         for key, value in saved.items():
             if value is None:
@@ -465,7 +542,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         seen = item.config.stash[STATE].cells_of(item)
         seen.cells += 1
         seen.ended = time.perf_counter()
-        seen.outputs.append(tuple(dict(out) for out in getattr(item, "test_outputs", None) or ()))
         if report.failed:
             text = _ANSI.sub("", str(report.longrepr))
             said = [ln for ln in text.splitlines() if ln.startswith(f"{item.name}:")]

@@ -24,6 +24,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from toolloop_lab import Usage
+from toolloop_lab._stream import message_dicts
 from toolloop_lab.events import (
     BudgetGate,
     CallPurpose,
@@ -44,9 +46,7 @@ from toolloop_lab.events import (
     ToolCallView,
     ToolDispatched,
     ToolStarted,
-    message_dicts,
 )
-from toolloop_lab.spend.usage import Usage
 
 STARTED_AT = "2026-03-01T12:00:00.250000+00:00"
 STARTED_NS = 1_772_366_400_250_000_000

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import toolloop_lab.tools.dispatcher
+import toolloop_lab._tools.dispatcher
 
 _TOGETHER_S = 0.01
 """Calls started within this time of a group's first call belong to that group."""
@@ -29,7 +29,7 @@ _STEP_S = 0.03
 _DEPTH = 5
 """Groups larger than this keep the order of their later calls."""
 
-_run_in_executor = toolloop_lab.tools.dispatcher.run_in_executor
+_run_in_executor = toolloop_lab._tools.dispatcher.run_in_executor
 _lock = threading.Lock()
 _group = {"started": -1.0, "size": 0}
 
@@ -56,4 +56,4 @@ async def _reversed(executor: Any, func: Callable[..., Any], *args: Any, **kwarg
         await asyncio.sleep(_STEP_S * max(_DEPTH - place, 0))
 
 
-toolloop_lab.tools.dispatcher.run_in_executor = _reversed  # type: ignore[assignment]
+toolloop_lab._tools.dispatcher.run_in_executor = _reversed  # type: ignore[assignment]

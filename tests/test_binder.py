@@ -39,7 +39,8 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "01_quickstart.ipynb": (
         "Final answer: revenue grew 12% quarter on quarter and churn fell to 2.1%.",
         "input tokens:     6000",
-        "LoopDebugger: idle",
+        # the debugger displayed before the run ends showing it (dbg.start, awaited later)
+        "LoopDebugger: finished · 2 tool rounds, 4 model calls (at most 6 rounds)",
     ),
     "02_budgets_and_synthesis.ipynb": (
         "reason=round_cap",
@@ -162,7 +163,7 @@ def test_package_comes_from_the_binder_environment(binder_env: BinderEnv, tmp_pa
             str(binder_env.python),
             "-c",
             "import json, sys, toolloop_lab, ipywidgets, jupyterlab; "
-            "from toolloop_lab.lab.scenario import sample_data_dir; "
+            "from toolloop_lab.lab._scenario import sample_data_dir; "
             "print(json.dumps({'file': toolloop_lab.__file__, 'prefix': sys.prefix, "
             "'ipywidgets': ipywidgets.__version__, "
             "'data': (sample_data_dir() / 'report.txt').is_file()}))",

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from toolloop_lab._cli import DEFAULT_REPORT, main
 from toolloop_lab._support.words import OUTCOME
-from toolloop_lab.cli import DEFAULT_REPORT, main
 from toolloop_lab.lab import LabResults, catalog
-from toolloop_lab.workloads.files import sweep as files_sweep
+from toolloop_lab.workloads import files_sweep
 
 HEADER = ["scenario", "outcome", "tool", "rounds", "model", "calls", "prompt", "completion"]
 
@@ -105,7 +105,7 @@ def test_bad_arguments_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
 def test_the_command_runs_as_a_process(tmp_path: Path) -> None:
     env = {**os.environ, "MPLBACKEND": "Agg"}
     done = subprocess.run(
-        [sys.executable, "-m", "toolloop_lab.cli", "demo", "--out", "r.html"],
+        [sys.executable, "-m", "toolloop_lab._cli", "demo", "--out", "r.html"],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -272,7 +272,7 @@ def test_a_write_that_fails_after_the_sweep_is_one_line_and_status_1(
 
 def test_a_bad_path_exits_2_as_a_process(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "toolloop_lab.cli", "demo", "--out", "no/such/r.html"],
+        [sys.executable, "-m", "toolloop_lab._cli", "demo", "--out", "no/such/r.html"],
         cwd=tmp_path,
         env={**os.environ, "MPLBACKEND": "Agg"},
         capture_output=True,

@@ -41,13 +41,12 @@ from loopkit import (
     usage,
 )
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
+from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, Usage
 from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS, TEXT_CHARS, clip
+from toolloop_lab._widget.debugger import LoopDebugger
 from toolloop_lab.events import Event, LoopFailed, LoopStarted, ToolDispatched
 from toolloop_lab.lab import LabResults, Reply, run_scenarios
 from toolloop_lab.lab import Scenario as LabScenario
-from toolloop_lab.spend.usage import Usage
-from toolloop_lab.widget import LoopDebugger
 
 MB = 1_000_000
 MARK = "… (1,000,000 chars)"
@@ -94,7 +93,7 @@ def test_clip_keeps_short_text_and_marks_a_cut() -> None:
 
 
 def test_every_cut_in_the_package_says_so_with_the_one_marker() -> None:
-    from toolloop_lab.replay.recording_file import describe_message
+    from toolloop_lab._replay.recording_file import describe_message
 
     line = describe_message({"role": "human", "content": "x" * 500}, limit=40)
     assert line == f"human {clip('x' * 500, 40)!r}"

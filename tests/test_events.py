@@ -20,15 +20,16 @@ from pydantic import BaseModel, ValidationError
 
 from toolloop_lab import (
     AgentConfig,
-    ExecutionError,
     LLMAgent,
+    PausePoint,
     ScriptedChatModel,
-    ToolLoopError,
     Usage,
+    file_read_tool,
     usd_budget,
 )
+from toolloop_lab._stream import message_dicts
 from toolloop_lab._support.jsonsafe import FrozenDict, frozen_json
-from toolloop_lab.engine.hooks import PausePoint
+from toolloop_lab.errors import ExecutionError, ToolLoopError
 from toolloop_lab.events import (
     EVENT_TYPES,
     BudgetGate,
@@ -45,11 +46,9 @@ from toolloop_lab.events import (
     ToolDispatched,
     ToolStarted,
     event_from_dict,
-    message_dicts,
     transcript,
 )
 from toolloop_lab.lab import Scenario, catalog
-from toolloop_lab.tools.builtin import file_read_tool
 
 
 def _two_round_model() -> ScriptedChatModel:
@@ -299,7 +298,9 @@ async def test_to_json_writes_the_bytes_pydantic_writes(
 ) -> None:
     # trace lines are written by the fast path; the event schema (pydantic) is what reads
     # them, so the two must agree byte for byte, Decimal digits and field order included
-    from toolloop_lab.events import EVENT_ADAPTER
+    from toolloop_lab.events import _adapter
+
+    adapter = _adapter()  # the one (de)serialiser of events, private to events.py
 
     events = await _every_kind(tmp_path, echo_tool)
     usage_costs = Usage(
@@ -310,7 +311,7 @@ async def test_to_json_writes_the_bytes_pydantic_writes(
     )
     events.append(dataclasses.replace(events[-1], usage=usage_costs))
     for event in events:
-        assert event.to_json() == EVENT_ADAPTER.dump_json(event), event.kind
+        assert event.to_json() == adapter.dump_json(event), event.kind
     first = events[-1].to_json()
     assert first is not None
     assert b'"input_cost_usd":"0.0000030"' in first  # the Decimal's own digits, kept

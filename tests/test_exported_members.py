@@ -1,86 +1,237 @@
-"""``toolloop_lab.__all__`` stays complete and sorted (the httpx habit).
+"""The public surface, held in one place (httpx's ``tests/test_exported_members.py`` habit).
 
-Some names are loaded lazily from modules other parts of the project provide (widget, lab,
-recording); only the eager names are imported here.
+A newcomer imports from the package root and five documented public modules, and from
+nothing else. :data:`PUBLIC` lists every public module and the exact, sorted ``__all__`` of
+each: the list *is* the review, so a change to the public surface changes this file. The
+tests below keep the edges: each public name has one public home and a docstring, ``__all__``
+lives on public modules only, and every other module is private (its name, or a package
+above it, starts with an underscore).
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
+import inspect
+from collections import Counter
 from pathlib import Path
-from types import ModuleType
+from typing import Any
 
 import pytest
 
 import toolloop_lab
 from toolloop_lab import errors
 
-SPEC_NAMES = [
-    "LLMAgent",
-    "AgentConfig",
-    "ToolLoopResult",
-    "ScriptedChatModel",
-    "usd_budget",
-    "ExecutionError",
-    "ConfigurationError",
-    "ToolLoopError",
-]
-LAZY = set(toolloop_lab._LAZY)
-EAGER = [name for name in toolloop_lab.__all__ if name not in LAZY]
+PACKAGE = Path(toolloop_lab.__file__).resolve().parent
 
-
-def test_all_is_sorted_and_unique() -> None:
-    assert toolloop_lab.__all__ == sorted(toolloop_lab.__all__)
-    assert len(set(toolloop_lab.__all__)) == len(toolloop_lab.__all__)
-
-
-def test_every_public_name_is_exported() -> None:
-    public = {
-        name
-        for name, value in vars(toolloop_lab).items()
-        if not name.startswith("_")
-        and not isinstance(value, ModuleType)
-        and getattr(value, "__module__", "").startswith("toolloop_lab")
-    }
-    assert public - LAZY <= set(toolloop_lab.__all__)
-    assert set(toolloop_lab.__all__) >= LAZY
-
-
-def test_lazy_names_point_at_project_modules() -> None:
-    # LoopDebugger is no lazy name but a stand-in that loads the widget on first use
-    # (tests/test_first_import.py)
-    expected = {
-        "Scenario",
-        "run_scenarios",
-        "arun_scenarios",
-        "catalog",
-        "LabResults",
+PUBLIC: dict[str, list[str]] = {
+    "toolloop_lab": [
+        "AgentConfig",
+        "EventBridge",
+        "Fork",
+        "ForkResult",
+        "LLMAgent",
+        "LoopDebugger",
+        "PausePoint",
+        "Recording",
         "RecordingChatModel",
         "ReplayChatModel",
-    }
-    assert expected <= LAZY  # other parts of the project may add lazy names
-    assert all(module.startswith("toolloop_lab.") for module in toolloop_lab._LAZY.values())
+        "RunComparison",
+        "RunSummary",
+        "RunView",
+        "ScriptedChatModel",
+        "TokenPrice",
+        "ToolLoopResult",
+        "TraceRead",
+        "TraceWriter",
+        "Usage",
+        "WhatIfResult",
+        "afork",
+        "awhat_if",
+        "compare",
+        "echo_tool",
+        "file_read_tool",
+        "fork",
+        "prepare_fork",
+        "read_trace",
+        "tools_from_schema",
+        "usd_budget",
+        "watch",
+        "what_if",
+    ],
+    "toolloop_lab.errors": [
+        "ConfigurationError",
+        "ConversationError",
+        "DivergedField",
+        "ExecutionError",
+        "FormatProblem",
+        "InterventionError",
+        "NoPauseError",
+        "PaidCallError",
+        "PartialRun",
+        "PauseTimeoutError",
+        "RecordedCallError",
+        "RecordingError",
+        "RecordingFormatError",
+        "RecordingWriteError",
+        "ReplayDivergedError",
+        "ReplayExhaustedError",
+        "RunStopped",
+        "ScriptError",
+        "TimeLimitError",
+        "ToolLoopError",
+        "ToolLoopLabError",
+        "TraceError",
+        "UnknownRunError",
+    ],
+    "toolloop_lab.events": [
+        "BudgetGate",
+        "CallPurpose",
+        "EVENT_TYPES",
+        "Event",
+        "FAILED_OUTCOMES",
+        "Intervention",
+        "InterventionAction",
+        "LoopFailed",
+        "LoopFinished",
+        "LoopStarted",
+        "ModelCallFailed",
+        "ModelCallStarted",
+        "ModelCalled",
+        "ModelDelta",
+        "OUTCOMES",
+        "Observer",
+        "Outcome",
+        "PauseStage",
+        "Paused",
+        "Pruned",
+        "RoundStarted",
+        "SynthesisReason",
+        "SynthesisStarted",
+        "ToolCallDelta",
+        "ToolCallView",
+        "ToolDispatched",
+        "ToolStarted",
+        "ToolStatus",
+        "by_run",
+        "event_from_dict",
+        "parse_event",
+        "run_ids",
+        "select_run",
+        "tool_rounds_of",
+        "top_level_run_ids",
+        "transcript",
+    ],
+    "toolloop_lab.lab": [
+        "LabResults",
+        "Reply",
+        "Scenario",
+        "ScenarioRun",
+        "ScriptedModel",
+        "ScriptedTurns",
+        "ToolCallSpec",
+        "Turn",
+        "VOLATILE_COLUMNS",
+        "arun_scenarios",
+        "catalog",
+        "drop_volatile",
+        "run_scenarios",
+        "run_scenarios_on_dask",
+        "sample_data_dir",
+    ],
+    "toolloop_lab.otel": [
+        "ExportOptions",
+        "ExportedTrace",
+        "OTelObserver",
+        "SEMCONV_VERSION",
+        "SpanSource",
+        "export_events",
+        "export_trace",
+        "otlp_tracer_provider",
+        "watch_spans",
+    ],
+    "toolloop_lab.workloads": [
+        "FILES_CONFIGS",
+        "FILE_FUNCTIONS",
+        "FileSystem",
+        "FileSystemError",
+        "TICKET_FUNCTIONS",
+        "TicketError",
+        "TicketTracker",
+        "Workbench",
+        "files_scenarios",
+        "files_sweep",
+    ],
+}
+"""Every public module, and every name it exports (sorted), in one place."""
+
+PUBLIC_NAMES = [(module, name) for module, names in PUBLIC.items() for name in names]
 
 
-@pytest.mark.parametrize("name", EAGER)
-def test_eager_names_import(name: str) -> None:
-    value = getattr(toolloop_lab, name)
+def _dotted(path: Path) -> str:
+    """The module name of a file under the package (a package for its ``__init__.py``)."""
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_dotted(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+"""Every module and package of the package, by name."""
+
+
+def _private(module: str) -> bool:
+    return any(part.startswith("_") for part in module.split(".")[1:])
+
+
+@pytest.mark.parametrize("module", PUBLIC)
+def test_each_public_module_exports_exactly_its_listed_names(module: str) -> None:
+    assert PUBLIC[module] == sorted(PUBLIC[module])
+    assert sorted(importlib.import_module(module).__all__) == PUBLIC[module]
+
+
+@pytest.mark.parametrize(("module", "name"), PUBLIC_NAMES)
+def test_every_public_name_is_there_and_is_documented(module: str, name: str) -> None:
+    value = getattr(importlib.import_module(module), name)
     assert value is not None
-    module = importlib.import_module(value.__module__)
-    assert getattr(module, name) is value
+    assert _docstring(module, name, value), f"{module}.{name} has no docstring"
 
 
-def test_spec_names_are_exported() -> None:
-    assert set(SPEC_NAMES) <= set(EAGER)
+def test_no_name_is_exported_from_two_public_modules() -> None:
+    counts = Counter(name for _, name in PUBLIC_NAMES)
+    assert [name for name, n in counts.items() if n > 1] == []
 
 
-def test_spec_alias_for_the_tool_loop_error() -> None:
-    assert errors._ToolLoopError is toolloop_lab.ToolLoopError
+def test_every_module_without_an_underscore_is_a_public_one() -> None:
+    """Anything not public is private by its name (or its package's): nobody finds a
+    module to import that is not one of :data:`PUBLIC`."""
+    assert {m for m in MODULES if not _private(m)} == set(PUBLIC)
+
+
+@pytest.mark.parametrize("module", [m for m in MODULES if _private(m)])
+def test_no_private_module_has_an_all(module: str) -> None:
+    assert "__all__" not in _assigned(ast.parse(MODULES[module].read_text(encoding="utf-8")))
+
+
+def test_names_the_root_loads_on_first_use_are_defined_in_private_modules() -> None:
+    lazy = toolloop_lab._LAZY
+    assert set(lazy) <= set(toolloop_lab.__all__)
+    for name, module in lazy.items():
+        assert _private(module), module
+        assert getattr(importlib.import_module(module), name) is getattr(toolloop_lab, name)
+    assert set(PUBLIC["toolloop_lab"]) <= set(dir(toolloop_lab))
 
 
 def test_unknown_attributes_raise_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no attribute 'NotAThing'"):
         _ = toolloop_lab.NotAThing
+
+
+def test_exceptions_are_not_at_the_root() -> None:
+    """One public home each: ``toolloop_lab.errors``."""
+    for name in errors.__all__:
+        assert not hasattr(toolloop_lab, name), name
+
+
+# -- the exception tree -----------------------------------------------------------------
 
 
 def _subclasses(cls: type) -> set[type]:
@@ -90,28 +241,24 @@ def _subclasses(cls: type) -> set[type]:
     return found
 
 
-def test_every_exception_lives_in_errors_and_keeps_its_old_paths() -> None:
-    from toolloop_lab import recording
-    from toolloop_lab.replay import recording_file as recording_format
-
-    strays = {
-        cls.__qualname__
-        for cls in _subclasses(errors.ToolLoopLabError)
-        if cls.__module__.startswith("toolloop_lab") and cls.__module__ != errors.__name__
+def test_every_exception_lives_in_errors_and_is_public_there() -> None:
+    ours = {
+        c for c in _subclasses(errors.ToolLoopLabError) if c.__module__.startswith(PACKAGE.name)
     }
-    assert strays == set()
-    for name in ("RecordingError", "RecordingFormatError", "ReplayDivergedError"):
-        assert getattr(recording, name) is getattr(errors, name)
-        assert getattr(recording_format, name) is getattr(errors, name)
-        assert name in errors.__all__
+    assert {c.__qualname__ for c in ours if c.__module__ != errors.__name__} == set()
+    assert {c.__name__ for c in ours} <= set(errors.__all__)
+
+
+def test_the_spec_alias_for_the_tool_loop_error() -> None:
+    assert errors._ToolLoopError is errors.ToolLoopError
 
 
 def test_the_exception_tree_is_drawn_once() -> None:
-    root = Path(__file__).resolve().parents[1]
-    files = [*root.joinpath("toolloop_lab").rglob("*.py"), *root.joinpath("docs").rglob("*.md")]
+    root = PACKAGE.parent
+    files = [*PACKAGE.rglob("*.py"), *root.joinpath("docs").rglob("*.md"), root / "README.md"]
     drawn = {
         str(path.relative_to(root))
-        for path in [*files, root / "README.md"]
+        for path in files
         if any(
             ("├──" in line or "└──" in line) and "Error" in line
             for line in path.read_text(encoding="utf-8").splitlines()
@@ -120,38 +267,37 @@ def test_the_exception_tree_is_drawn_once() -> None:
     assert drawn == {"toolloop_lab/errors.py"}
 
 
-DATA_TABLES = {("lab/builtin_scenarios.py", "catalog"), ("workloads/files.py", "_turns")}
-"""Functions that only spell out data (the built-in scenarios, a workload's turns)."""
+# -- helpers ------------------------------------------------------------------------------
 
 
-def test_no_function_is_longer_than_fifty_lines() -> None:
-    import ast
-
-    root = Path(toolloop_lab.__file__).parent
-    long = []
-    for path in sorted(root.rglob("*.py")):
-        where = path.relative_to(root).as_posix()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                lines = (node.end_lineno or node.lineno) - node.lineno + 1
-                if lines > 50 and (where, node.name) not in DATA_TABLES:
-                    long.append(f"{where}::{node.name} ({lines} lines)")
-    assert long == []
+def _assigned(tree: ast.Module) -> set[str]:
+    """The names a module assigns at its top level."""
+    names: set[str] = set()
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, ast.AnnAssign):
+            targets = [node.target]
+        names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return names
 
 
-def test_the_layers_show_on_disk() -> None:
-    """At most twelve modules at the package's top (the public face and the documented
-    paths); everything else lives in a subpackage named for its layer."""
-    package = Path(__file__).resolve().parents[1] / "toolloop_lab"
-    top = sorted(p.name for p in package.glob("*.py"))
-    assert len(top) <= 12, top
-    for layer in ("engine", "tools", "models", "spend", "replay", "_support"):
-        assert (package / layer / "__init__.py").is_file(), layer
+def _docstring(module: str, name: str, value: Any) -> str:
+    """A class's or a function's own docstring (not a dataclass's made-up signature);
+    for a constant or a type alias, the string under its assignment where it is defined."""
+    if inspect.isclass(value) or inspect.isroutine(value):
+        doc = inspect.getdoc(value) or ""
+        return "" if doc.startswith(f"{name}(") else doc
+    return _attribute_doc(module, name)
 
 
-def test_no_hand_written_front_end_module_is_over_400_lines() -> None:
-    src = Path(__file__).resolve().parents[1] / "toolloop_lab" / "widget" / "src"
-    sizes = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in src.glob("*.js")}
-    assert len(sizes) > 1
-    assert {name: n for name, n in sizes.items() if n >= 400} == {}
-    assert all(p.read_text(encoding="utf-8").startswith("// @ts-check") for p in src.glob("*.js"))
+def _attribute_doc(module: str, name: str, depth: int = 0) -> str:
+    """The docstring of ``name`` in ``module``, following the imports that bring it there."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    for node, after in zip(tree.body, [*tree.body[1:], None], strict=True):
+        if name in _assigned(ast.Module(body=[node], type_ignores=[])):
+            docs = isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+            return str(after.value.value) if docs else ""  # type: ignore[union-attr]
+        imported = isinstance(node, ast.ImportFrom) and node.module and depth < 5
+        if imported and any((a.asname or a.name) == name for a in node.names):  # type: ignore[attr-defined]
+            return _attribute_doc(node.module, name, depth + 1)  # type: ignore[attr-defined]
+    return ""

@@ -62,7 +62,7 @@ def test_a_plain_run_and_an_isinstance_check_load_nothing_heavy() -> None:
 def test_the_debugger_loads_its_widget_when_first_built() -> None:
     code = """
         from toolloop_lab import LoopDebugger
-        from toolloop_lab.widget.debugger import LoopDebugger as Widget
+        from toolloop_lab._widget.debugger import LoopDebugger as Widget
         assert isinstance(LoopDebugger(), Widget)
         """
     assert {"ipywidgets", "anywidget", "traitlets"} <= set(loaded_after(code))
@@ -71,7 +71,7 @@ def test_the_debugger_loads_its_widget_when_first_built() -> None:
 def test_a_schema_check_at_a_pause_loads_jsonschema_then() -> None:
     code = """
         from langchain_core.tools import StructuredTool
-        from toolloop_lab.engine.interventions import check_args
+        from toolloop_lab._engine.interventions import check_args
 
         schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
         tool = StructuredTool(name="t", description="d", args_schema=schema, func=lambda n: n)

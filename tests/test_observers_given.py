@@ -16,13 +16,10 @@ import pytest
 from loopkit import final
 from opentelemetry.sdk.trace import TracerProvider
 
-from toolloop_lab import LLMAgent, LoopDebugger, ScriptedChatModel
-from toolloop_lab.bridge import EventBridge, callbacks, watch
+from toolloop_lab import EventBridge, LLMAgent, ScriptedChatModel, watch
 from toolloop_lab.events import Event
-from toolloop_lab.lab import Reply, Scenario, run_scenarios
-from toolloop_lab.lab.dask import run_scenarios_on_dask
-from toolloop_lab.otel import SpanSource
-from toolloop_lab.otel.spans import watch_spans
+from toolloop_lab.lab import Reply, Scenario, run_scenarios, run_scenarios_on_dask
+from toolloop_lab.otel import SpanSource, watch_spans
 
 
 def _observer(event: Event) -> None:
@@ -43,15 +40,10 @@ def _dask(observers: Any) -> object:
     return run_scenarios_on_dask(scenarios, None, observers=observers)
 
 
-def _bridge(observers: Any) -> object:
-    return EventBridge(observers)
-
-
 TAKE_A_LIST: dict[str, Callable[[Any], object]] = {
     "LLMAgent": _agent,
     "run_scenarios": _sweep,
     "run_scenarios_on_dask": _dask,
-    "EventBridge": _bridge,
 }
 """Where observers come as one list argument, ``observers=``."""
 
@@ -92,31 +84,11 @@ def _watch(*observers: Any) -> object:
         return bridge
 
 
-def _debugger(method: str) -> Callable[..., object]:
-    def take(*observers: Any) -> object:
-        dbg = LoopDebugger()
-        try:
-            if method == "watch_spans":
-                with dbg.watch_spans(TracerProvider(), *observers) as source:
-                    return source
-            if method == "watch":
-                with dbg.watch(*observers) as bridge:
-                    return bridge
-            return dbg.callbacks(*observers)
-        finally:
-            dbg.close()
-
-    return take
-
-
 TAKE_EACH: dict[str, Callable[..., object]] = {
     "SpanSource": _source,
+    "EventBridge": EventBridge,
     "watch_spans": _spans,
-    "callbacks": callbacks,
     "watch": _watch,
-    "dbg.watch": _debugger("watch"),
-    "dbg.callbacks": _debugger("callbacks"),
-    "dbg.watch_spans": _debugger("watch_spans"),
 }
 """Where observers come one per argument, ``*observers``."""
 

@@ -21,7 +21,8 @@ from langchain.agents import create_agent
 from langchain_core.tools import tool
 from loopkit import MODEL, MockComm, calls, final, tool_call
 
-from toolloop_lab import LoopDebugger, NoPauseError, ScriptedChatModel
+from toolloop_lab import LoopDebugger, ScriptedChatModel, watch
+from toolloop_lab.errors import NoPauseError
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -74,7 +75,7 @@ async def test_a_bridged_run_is_observed_and_cannot_pause() -> None:
 
     replies = [calls(tool_call("add", {"a": 2, "b": 3}, "c1")), final("5")]
     graph = create_agent(ScriptedChatModel(replies, model_name=MODEL), [add])
-    with dbg.watch():
+    with watch(dbg):
         await graph.ainvoke({"messages": [("user", "2 + 3?")]})
     assert len(refused) == 1
     assert "no run this debugger can pause" in refused[0]

@@ -16,10 +16,10 @@ from browser.streams import Stream, ToolSpec
 from langchain_core.tools import tool
 from loopkit import MODEL, calls, final, reference_cost, tool_call
 
-from toolloop_lab import LLMAgent, ScriptedChatModel, ToolLoopError
-from toolloop_lab.builtin_tools import echo_tool
+from toolloop_lab import LLMAgent, RunSummary, RunView, ScriptedChatModel, echo_tool
+from toolloop_lab._runview import MAX_SPANS, RunBook, summaries
+from toolloop_lab.errors import ToolLoopError
 from toolloop_lab.events import Event, LoopFinished
-from toolloop_lab.runview import MAX_SPANS, RunBook, RunSummary, RunView, summaries
 
 
 def test_a_summary_per_run_in_start_order_with_the_runs_figures() -> None:

@@ -19,7 +19,20 @@ import pytest
 from langchain_core.tools import tool
 from loopkit import CATALOG_NAMES, MODEL, calls, catalog_run, final, tool_call
 
-from toolloop_lab.engine.agent import LLMAgent, ToolLoopResult
+from toolloop_lab import (
+    LLMAgent,
+    RunView,
+    ScriptedChatModel,
+    ToolLoopResult,
+    TraceWriter,
+    Usage,
+    echo_tool,
+    fork,
+    read_trace,
+)
+from toolloop_lab._replay.figures import RunFigures
+from toolloop_lab._trace import encode_event, write_trace
+from toolloop_lab._widget.debugger import LoopDebugger
 from toolloop_lab.errors import TraceError, UnknownRunError
 from toolloop_lab.events import (
     Event,
@@ -32,14 +45,6 @@ from toolloop_lab.events import (
     top_level_run_ids,
     transcript,
 )
-from toolloop_lab.models.scripted import ScriptedChatModel
-from toolloop_lab.replay.figures import RunFigures
-from toolloop_lab.replay.fork import fork
-from toolloop_lab.runview import RunView
-from toolloop_lab.spend.usage import Usage
-from toolloop_lab.tools.builtin import echo_tool
-from toolloop_lab.trace import TraceWriter, encode_event, read_trace, write_trace
-from toolloop_lab.widget import LoopDebugger
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -274,7 +279,7 @@ _WRITER = textwrap.dedent(
     """
     import sys
     from toolloop_lab.events import ToolDispatched
-    from toolloop_lab.trace import TraceWriter
+    from toolloop_lab import TraceWriter
 
     run_id, path = sys.argv[1], sys.argv[2]
     writer = TraceWriter(path, fsync=False)
@@ -310,7 +315,7 @@ _KILLED = textwrap.dedent(
     from langchain_core.messages import AIMessage
     from langchain_core.tools import StructuredTool
     from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
-    from toolloop_lab.trace import TraceWriter
+    from toolloop_lab import TraceWriter
 
     def work(text: str) -> str:
         if text == "die":

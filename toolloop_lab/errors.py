@@ -40,9 +40,9 @@ never have to match on message text. Constructing an error has no side effects.
         └── RecordedCallError        the recorded call itself failed; replay raises this
                                      in its place (call_index, error_type, status_code)
 
-This is the one drawing of the tree; other modules and the docs point here. The record and
-replay errors are importable from :mod:`toolloop_lab.recording` (and
-:mod:`toolloop_lab.replay.recording_file`) too, where users have always found them.
+This is the one drawing of the tree; other modules and the docs point here. This module is
+every exception's one public home: import them from here (``from toolloop_lab.errors import
+RunStopped``), never from the package root.
 """
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal
+
+from toolloop_lab._support.errortext import describe
 
 if TYPE_CHECKING:
     from langchain_core.messages import AIMessage, BaseMessage
@@ -78,18 +80,7 @@ __all__ = [
     "ToolLoopLabError",
     "TraceError",
     "UnknownRunError",
-    "_ToolLoopError",
-    "describe",
 ]
-
-
-def describe(exc: BaseException) -> str:
-    """``str(exc)``, or a placeholder when the exception's own ``__str__`` fails: a broken
-    message must never replace the error it describes."""
-    try:
-        return str(exc)
-    except Exception:  # noqa: BLE001 - any failure of a foreign __str__
-        return f"<unprintable {type(exc).__name__}>"
 
 
 class ToolLoopLabError(Exception):

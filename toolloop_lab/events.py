@@ -32,30 +32,21 @@ is a file anyone can edit: what reaches a view is exactly what the loop could ha
 from __future__ import annotations
 
 import functools
-import inspect
 import json
-import logging
 import reprlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeAlias, get_args
+from typing import Annotated, Any, Final, Literal, TypeAlias, get_args
 
 import orjson
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    ChatMessage,
-    HumanMessage,
-    SystemMessage,
-    ToolMessage,
-    messages_from_dict,
-)
+from langchain_core.messages import BaseMessage
 from pydantic import Field, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
 
-from toolloop_lab._support.callables import Role, callables, one_callable
+from toolloop_lab._spend.usage import Usage
+from toolloop_lab._stream import failure_outcome, finish_outcome, message_from_dict
 from toolloop_lab._support.fields import (
     Count,
     FiniteDecimal,
@@ -67,16 +58,13 @@ from toolloop_lab._support.fields import (
     Text,
 )
 from toolloop_lab._support.jsonl import load_line
-from toolloop_lab._support.jsonsafe import FrozenDict, frozen_json, json_safe, thaw
+from toolloop_lab._support.jsonsafe import FrozenDict, json_safe, thaw
 from toolloop_lab._support.pickling import quick_pickle
-from toolloop_lab.errors import ConfigurationError, UnknownRunError, describe
-from toolloop_lab.spend.usage import Usage
+from toolloop_lab.errors import ConfigurationError, UnknownRunError
 
 __all__ = [
-    "EVENT_ADAPTER",
     "EVENT_TYPES",
     "FAILED_OUTCOMES",
-    "OBSERVERS",
     "OUTCOMES",
     "BudgetGate",
     "CallPurpose",
@@ -104,16 +92,7 @@ __all__ = [
     "ToolStarted",
     "ToolStatus",
     "by_run",
-    "checked_observer",
-    "checked_observers",
     "event_from_dict",
-    "failure_fields",
-    "failure_outcome",
-    "finish_outcome",
-    "message_dicts",
-    "message_from_dict",
-    "nested_run_ids",
-    "notify",
     "parse_event",
     "run_ids",
     "select_run",
@@ -152,6 +131,8 @@ Outcome: TypeAlias = Literal[
 """
 
 OUTCOMES: Final[tuple[Outcome, ...]] = get_args(Outcome)
+"""Every :data:`Outcome`, in the order the vocabulary lists them."""
+
 FAILED_OUTCOMES: Final[frozenset[Outcome]] = frozenset(
     {"usd_budget_exhausted", "failed", "cancelled"}
 )
@@ -172,17 +153,6 @@ PauseStage: TypeAlias = Literal["model_call", "tool_dispatch"]
 """Where a pause holds the loop: before a model call, or before a round's tool dispatch."""
 
 
-def finish_outcome(
-    *, budget_exhausted: bool, synthesis_was_run: bool, interrupted: bool = False
-) -> Outcome:
-    """The outcome of a run that returned a result (or, bridged, paused at an interrupt)."""
-    if interrupted:
-        return "interrupted"
-    if budget_exhausted:
-        return "token_budget_exhausted"
-    return "synthesis" if synthesis_was_run else "final_answer"
-
-
 def tool_rounds_of(end: LoopFinished | LoopFailed) -> int:
     """Rounds that ended in tool calls (each answered: by its tools, or as not run when the
     token budget ran out first), read from a run's closing event: every round ``rounds``
@@ -195,31 +165,6 @@ def tool_rounds_of(end: LoopFinished | LoopFailed) -> int:
         and end.outcome != "interrupted"  # the graph paused inside a tool: that round ran
     )
     return max(end.rounds - 1, 0) if answered else end.rounds
-
-
-def failure_outcome(*, cancelled: bool, error_kind: str | None, reason: str | None) -> Outcome:
-    """The outcome of a run that raised."""
-    if cancelled:
-        return "cancelled"
-    if (error_kind, reason) == ("cost", "budget_exhausted"):
-        return "usd_budget_exhausted"
-    return "failed"
-
-
-def failure_fields(
-    error: BaseException, *, kind: str | None, reason: str | None, cancelled: bool
-) -> dict[str, Any]:
-    """The fields of a :class:`LoopFailed` that say what ended the run, so the loop and
-    the bridge describe an error the same way (the run's counts are theirs to add)."""
-    return {
-        "error_type": type(error).__name__,
-        "error_kind": kind,
-        "reason": reason,
-        "message": describe(error),
-        "cause_type": type(error.__cause__).__name__ if error.__cause__ else None,
-        "cancelled": cancelled,
-        "outcome": failure_outcome(cancelled=cancelled, error_kind=kind, reason=reason),
-    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -443,7 +388,9 @@ class ToolDispatched(_Base):
     held the loop before it."""
     output_chars: Count
     content: Text
-    """The tool's output text (a later ``Pruned`` event with this id may shorten it)."""
+    """The tool's output text (a later ``Pruned`` event with this id may shorten it); a
+    result of content blocks in words, as every view shows it: its text, an image as
+    ``[image: image/png, 12 KB]`` (see ``blocks``)."""
     ran: Flag = True
     """False for a call the loop answered without running it (a spent budget, a stop
     before it began, a cut-off reply, a person's skip): it has no duration and no size of
@@ -451,6 +398,10 @@ class ToolDispatched(_Base):
     error_type: Text | None = None
     """The class name of the exception the tool raised (``ValueError``), for a
     ``tool_error`` that was one; ``None`` otherwise, and in traces written before it."""
+    blocks: tuple[JsonObject, ...] | None = None
+    """A result of content blocks (an MCP tool's, say), as the model was sent them: text,
+    images, files, without the ids langchain-core made up for them; ``None`` for a result
+    that is text, and in traces written before it."""
     kind: Literal["tool_dispatch"] = "tool_dispatch"
 
 
@@ -532,7 +483,7 @@ class Paused(_Base):
     stage: PauseStage
     purpose: Text
     """``round``, ``synthesis`` or ``pruning`` before a model call; ``tools`` before
-    dispatch (as :class:`~toolloop_lab.engine.hooks.PausePoint` says)."""
+    dispatch (as :class:`~toolloop_lab._engine.hooks.PausePoint` says)."""
     paused_s: Seconds
     """How long the hooks held the loop here."""
     kind: Literal["pause"] = "pause"
@@ -607,13 +558,10 @@ Event: TypeAlias = (
 EVENT_TYPES: Final[Mapping[str, type[Event]]] = {
     cls.__dataclass_fields__["kind"].default: cls for cls in get_args(Event)
 }
+"""Each event type by its ``kind`` tag (``"loop_start"``: :class:`LoopStarted`, ...)."""
 
 for _cls in (*get_args(Event), ToolCallView, ToolCallDelta):
     quick_pickle(_cls)  # a sweep's events cross processes pickled: see _support/pickling.py
-
-if TYPE_CHECKING:
-    EVENT_ADAPTER: TypeAdapter[Event]
-    """The one (de)serialiser of events: a union discriminated on ``kind``."""
 
 
 def _decimal_text(value: object) -> str:
@@ -626,66 +574,19 @@ def _decimal_text(value: object) -> str:
 
 @functools.cache
 def _adapter() -> TypeAdapter[Event]:
-    """``EVENT_ADAPTER``, built on first use: building it takes pydantic about 16 ms, which
-    every notebook's first import paid though a run only needs it to write or read a trace."""
+    """The one (de)serialiser of events, a union discriminated on ``kind``, built on first
+    use: building it takes pydantic about 16 ms, which every notebook's first import paid
+    though a run only needs it to write or read a trace."""
     return TypeAdapter(Annotated[Event, Field(discriminator="kind")])
 
 
-def __getattr__(name: str) -> Any:
-    if name == "EVENT_ADAPTER":  # PEP 562: the adapter is made when first asked for
-        return _adapter()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), "EVENT_ADAPTER"})
-
-
 Observer: TypeAlias = Callable[[Event], object]
-"""A plain callable fed every event in order; one that raises never breaks the loop."""
+"""A plain callable fed every event in order; one that raises never breaks the loop.
 
-OBSERVERS: Final = Role("observers", "observer", "a callable given every event")
-"""What an observer is, as a refusal of one says it."""
-
-
-def checked_observers(value: Any, *, spread: str | None = None) -> tuple[Observer, ...]:
-    """``value`` as the observers of whatever takes them, checked where they are given (an
-    observer that cannot be called would record nothing, silently); a ``TypeError`` names
-    the argument and the fix. ``spread`` names a function taking them one per argument."""
-    return callables(value, OBSERVERS, spread=spread)
-
-
-def checked_observer(value: Any, *, where: str = "callback") -> Observer:
-    """One observer given on its own (``agent.subscribe(callback)``), checked likewise."""
-    observer: Observer = one_callable(value, OBSERVERS, where=where)
-    return observer
-
-
-_log = logging.getLogger("toolloop_lab")
-
-
-def notify(observers: Iterable[Observer], event: Event) -> None:
-    """Feed ``event`` to each observer: the one policy for the loop and for sweeps.
-
-    An observer that raises is logged and skipped, never breaking the run; one that returns
-    an awaitable (an ``async def`` observer) would silently never run, so it is closed and
-    logged instead.
-    """
-    for observer in observers:
-        try:
-            outcome = observer(event)
-        except Exception:  # noqa: BLE001 - an observer never breaks the loop
-            _log.warning("observer %r raised on %s", observer, event.kind, exc_info=True)
-            continue
-        if outcome is not None and inspect.isawaitable(outcome):
-            if inspect.iscoroutine(outcome):
-                outcome.close()
-            _log.warning(
-                "observer %r returned an awaitable on %s; observers are plain callables "
-                "(schedule async work yourself)",
-                observer,
-                event.kind,
-            )
+Give observers where a run takes them: ``LLMAgent(model, tools, observers=[...])`` (or
+``agent.subscribe``), ``watch(...)`` for LangChain runs, ``watch_spans(provider, ...)`` for
+spans, ``run_scenarios(..., observers=[...])``. A ``LoopDebugger`` given to an agent this way
+is connected to it too: it holds the agent's runs in step mode, however they are started."""
 
 
 def parse_event(line: bytes | str) -> Event:
@@ -774,24 +675,6 @@ def top_level_run_ids(events: Iterable[Event]) -> tuple[str, ...]:
     return tuple(i for i in ids if i not in nested)
 
 
-def nested_run_ids(events: Iterable[Event], run_id: str) -> tuple[str, ...]:
-    """The runs ``run_id`` started, and the runs those started, and so on (sub-agents
-    called from its tools), in the order they started."""
-    stream = tuple(events)
-    parents = {
-        e.run_id: e.parent_run_id
-        for e in stream
-        if isinstance(e, LoopStarted) and e.parent_run_id not in (None, e.run_id)
-    }
-    below: set[str] = {run_id}
-    out: list[str] = []
-    for child in run_ids(stream):  # start order: a parent is met before its children
-        if parents.get(child) in below:
-            below.add(child)
-            out.append(child)
-    return tuple(out)
-
-
 def select_run(
     events: Iterable[Event],
     run_id: str | None = None,
@@ -844,96 +727,3 @@ def transcript(events: Iterable[Event], run_id: str | None = None) -> list[BaseM
         ):
             dicts.extend(event.messages)
     return [message_from_dict(d) for d in thaw(dicts)]
-
-
-def message_from_dict(data: dict[str, Any]) -> BaseMessage:
-    """One message back from its dict. A reply that was never a valid message (a test
-    double or a broken client can hand the loop such a thing, and the loop keeps what it
-    was given) is rebuilt field for field, without validation, so it equals the original."""
-    try:
-        return messages_from_dict([data])[0]
-    except ValidationError:
-        kind = _MESSAGE_TYPES.get(data.get("type", ""))
-        if kind is None:
-            raise
-        return kind.model_construct(**data["data"])
-
-
-_MESSAGE_TYPES: Final[Mapping[str, type[BaseMessage]]] = {
-    "ai": AIMessage,
-    "human": HumanMessage,
-    "system": SystemMessage,
-    "tool": ToolMessage,
-    "chat": ChatMessage,
-}
-
-
-def message_dicts(messages: Iterable[BaseMessage]) -> tuple[Mapping[str, Any], ...]:
-    """Messages as frozen, JSON-safe langchain-core dicts (what events carry): the shape of
-    ``message_to_dict``, without pydantic's warnings for a reply that was never valid (the
-    loop keeps what it was given, and says so elsewhere)."""
-    return tuple(_plain_tool_result(m) or _message_dict(m) for m in messages)
-
-
-def _message_dict(message: BaseMessage) -> FrozenDict:
-    # frozen_json({"type": ..., "data": ...}) without the dict in between (same depth)
-    return FrozenDict(
-        type=frozen_json(message.type), data=frozen_json(message.model_dump(warnings=False), 1)
-    )
-
-
-def _plain_tool_result(message: BaseMessage) -> FrozenDict | None:
-    """:func:`_message_dict` of a tool result as the loop makes one (a ``ToolMessage`` with
-    text content and nothing else set), built straight from its fields: the same dict, keys
-    in the same order, in a quarter of the time of a pydantic dump walked again to freeze it
-    (one a round, on the loop's hot path). ``None`` for any other message."""
-    if type(message) is not ToolMessage or not _TOOL_FIELDS_KNOWN:
-        return None
-    data = message.__dict__
-    content, name, id_ = data["content"], data["name"], data["id"]
-    if (
-        type(content) is not str
-        or data["additional_kwargs"]
-        or data["response_metadata"]
-        or data["artifact"] is not None
-        or message.__pydantic_extra__
-        or type(data["tool_call_id"]) is not str
-        or not (name is None or type(name) is str)
-        or not (id_ is None or type(id_) is str)
-        or type(data["status"]) is not str
-        or data["type"] != "tool"
-    ):
-        return None
-    return FrozenDict(
-        type="tool",
-        data=FrozenDict(
-            content=content,
-            additional_kwargs=frozen_json(data["additional_kwargs"]),  # {}: the shared one
-            response_metadata=frozen_json(data["response_metadata"]),
-            type="tool",
-            name=name,
-            id=id_,
-            tool_call_id=data["tool_call_id"],
-            artifact=None,
-            status=data["status"],
-        ),
-    )
-
-
-_TOOL_FIELDS_KNOWN: Final = (
-    tuple(ToolMessage.model_fields)
-    == (
-        "content",
-        "additional_kwargs",
-        "response_metadata",
-        "type",
-        "name",
-        "id",
-        "tool_call_id",
-        "artifact",
-        "status",
-    )
-    and not ToolMessage.model_computed_fields
-)
-"""The fields :func:`_plain_tool_result` writes are all a ``ToolMessage`` has (a release of
-langchain-core that adds one gets the pydantic dump instead)."""

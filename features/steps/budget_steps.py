@@ -9,7 +9,7 @@ from behave import then
 from langchain_core.messages import AIMessage, HumanMessage
 from loopkit import reference_cost
 
-from toolloop_lab import ExecutionError
+from toolloop_lab.errors import ExecutionError
 from toolloop_lab.events import LoopStarted, SynthesisStarted
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from behave import then
 
-from toolloop_lab import ToolLoopError
+from toolloop_lab.errors import ToolLoopError
 from toolloop_lab.events import LoopFailed, event_from_dict
 
 

@@ -24,14 +24,13 @@ from loopkit import MODEL, calls, final, invalid_call, reference_cost, tool_call
 
 from toolloop_lab import (
     AgentConfig,
-    ExecutionError,
     LLMAgent,
     ScriptedChatModel,
     TokenPrice,
-    ToolLoopError,
     ToolLoopResult,
     usd_budget,
 )
+from toolloop_lab.errors import ExecutionError, ToolLoopError
 from toolloop_lab.events import Event
 
 DEFAULT_MODEL = MODEL

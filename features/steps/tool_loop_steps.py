@@ -21,15 +21,13 @@ from loopkit import MODEL, calls, changed_config, final, reference_cost, tool_ca
 
 from toolloop_lab import (
     AgentConfig,
-    ConfigurationError,
-    ExecutionError,
     LLMAgent,
     ScriptedChatModel,
-    ToolLoopError,
+    echo_tool,
+    file_read_tool,
     usd_budget,
 )
-from toolloop_lab.errors import _ToolLoopError
-from toolloop_lab.tools.builtin import echo_tool, file_read_tool
+from toolloop_lab.errors import ConfigurationError, ExecutionError, ToolLoopError, _ToolLoopError
 
 MODEL_NAME = MODEL
 PRUNING_MODEL_NAME = MODEL

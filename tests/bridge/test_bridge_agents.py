@@ -35,7 +35,8 @@ from stubs.openai_stub import OpenAIStub, OpenAIToolCall, OpenAIUsage
 from stubs.prices import openai_cost
 from stubs.sse import StreamFault, StreamPlan
 
-from toolloop_lab.bridge import callbacks, watch
+from toolloop_lab import EventBridge, watch
+from toolloop_lab._widget.debugger import LoopDebugger
 from toolloop_lab.events import (
     BudgetGate,
     LoopFailed,
@@ -47,7 +48,6 @@ from toolloop_lab.events import (
     ToolStarted,
     transcript,
 )
-from toolloop_lab.widget import LoopDebugger
 
 Provider = Literal["scripted", "openai"]
 
@@ -229,7 +229,7 @@ async def test_explicit_callbacks_see_the_same_run_as_watch(kind: AgentKind) -> 
             with watch(seen):
                 await run_agent(kind, model, stream=False)
         else:
-            await run_agent(kind, model, stream=False, config={"callbacks": [callbacks(seen)]})
+            await run_agent(kind, model, stream=False, config={"callbacks": [EventBridge(seen)]})
         runs.append(seen.events)
     # the same events (tools run concurrently, so their events may interleave differently)
     assert sorted(e.kind for e in runs[0]) == sorted(e.kind for e in runs[1])

@@ -23,14 +23,12 @@ from langgraph.types import Command, interrupt
 from loopkit import MODEL, calls, final, tool_call
 from opentelemetry.trace import StatusCode
 
-from toolloop_lab import ScriptedChatModel
-from toolloop_lab.bridge import watch
+from toolloop_lab import RunSummary, RunView, ScriptedChatModel, watch
+from toolloop_lab._widget.debugger import LoopDebugger
+from toolloop_lab._widget.text import summary_text
 from toolloop_lab.events import FAILED_OUTCOMES, Event, LoopFinished, LoopStarted, ToolDispatched
 from toolloop_lab.otel import OTelObserver
-from toolloop_lab.otel.names import TOOLLOOP
-from toolloop_lab.runview import RunSummary, RunView
-from toolloop_lab.widget import LoopDebugger
-from toolloop_lab.widget.text import summary_text
+from toolloop_lab.otel._names import TOOLLOOP
 
 pytest_plugins = ("otelkit",)
 
@@ -157,7 +155,7 @@ def test_an_interrupt_inside_a_subgraph_interrupts_the_graph_that_runs_it() -> N
 
 async def test_the_debugger_shows_an_interrupted_run_as_such() -> None:
     dbg = LoopDebugger()
-    with dbg.watch():
+    with watch(dbg):
         await _approval_graph().ainvoke({"messages": [HumanMessage("Restart it.")]}, CONFIG)
     assert dbg.view.status == "finished"
     assert dbg.runs[-1].outcome == "interrupted"

@@ -40,14 +40,14 @@ from langgraph.types import Command, interrupt
 from loopkit import MODEL, calls, final, reference_cost, tool_call, wait_until
 from stubs.openai_stub import OpenAIStub, OpenAIUsage
 
-from toolloop_lab import ScriptedChatModel
-from toolloop_lab.bridge import EventBridge, callbacks, watch
-from toolloop_lab.bridge.conversation import (
+from toolloop_lab import EventBridge, RunView, ScriptedChatModel, watch
+from toolloop_lab._bridge.conversation import (
     Conversation,
     bound_tool_names,
     configured_model_name,
     messages_in,
 )
+from toolloop_lab._widget.debugger import LoopDebugger
 from toolloop_lab.events import (
     Event,
     LoopFailed,
@@ -62,8 +62,6 @@ from toolloop_lab.events import (
     ToolStarted,
     transcript,
 )
-from toolloop_lab.runview import RunView
-from toolloop_lab.widget import LoopDebugger
 
 _WAIT_S = 10.0
 """Longest wait for a thread a test holds (a safety net: tests release them at once)."""
@@ -518,7 +516,7 @@ def test_a_model_call_still_out_when_its_run_fails_is_closed_with_the_failure() 
     # langchain-core reports no end for a call its run cancelled, so a failure cannot wait
     # for one; a reply that comes anyway belongs to an ended run and changes nothing
     events: list[Event] = []
-    bridge = callbacks(events.append)
+    bridge = EventBridge(events.append)
     root, call = uuid.uuid4(), uuid.uuid4()
     bridge.on_chain_start(None, {"messages": [HumanMessage("go")]}, run_id=root)
     bridge.on_chat_model_start(None, [[HumanMessage("go")]], run_id=call, parent_run_id=root)
@@ -532,7 +530,7 @@ def test_a_model_call_still_out_when_its_run_fails_is_closed_with_the_failure() 
 
 def test_a_repeated_chain_start_is_the_same_run_and_it_ends() -> None:
     events: list[Event] = []
-    bridge = callbacks(events.append)
+    bridge = EventBridge(events.append)
     root, call = uuid.uuid4(), uuid.uuid4()
     inputs = {"messages": [HumanMessage("go")]}
     bridge.on_chain_start({"name": "agent"}, inputs, run_id=root)
@@ -550,7 +548,7 @@ def test_a_repeated_chain_start_is_the_same_run_and_it_ends() -> None:
 
 def test_a_repeated_chat_model_start_is_one_call_of_one_round() -> None:
     events: list[Event] = []
-    bridge = callbacks(events.append)
+    bridge = EventBridge(events.append)
     root, call = uuid.uuid4(), uuid.uuid4()
     prompt = [[HumanMessage("go")]]
     bridge.on_chain_start(None, {"messages": prompt[0]}, run_id=root)
@@ -598,7 +596,7 @@ def test_hand_loop_runs_are_told_apart_by_their_final_replies() -> None:
 
 def test_a_hand_loop_seen_through_explicit_callbacks_closes_on_its_final_reply() -> None:
     seen = Snapshots()
-    handler = callbacks(seen)
+    handler = EventBridge(seen)
     model = _script(calls(tool_call("add", {"a": 1, "b": 2}, "x1")), final("3"))
     bound = model.bind_tools([add])
     config: Any = {"callbacks": [handler]}

@@ -22,8 +22,12 @@ from langchain_core.tools import tool
 from loopkit import MODEL, calls, final, tool_call
 from stubs.openai_stub import OpenAIStub
 
-from toolloop_lab import LLMAgent, ScriptedChatModel
-from toolloop_lab.bridge import watch
+from toolloop_lab import LLMAgent, RunView, ScriptedChatModel, TraceWriter, read_trace, watch
+from toolloop_lab._support import words as fig
+from toolloop_lab._widget.debugger import LoopDebugger
+from toolloop_lab._widget.snapshot import snapshot_html
+from toolloop_lab._widget.text import summary_text
+from toolloop_lab._widget.wire import event_payload
 from toolloop_lab.events import (
     Event,
     LoopFinished,
@@ -33,16 +37,9 @@ from toolloop_lab.events import (
     event_from_dict,
     transcript,
 )
-from toolloop_lab.lab import LabResults
-from toolloop_lab.lab.frames import rounds_frame, runs_frame, tools_frame
-from toolloop_lab.lab.record import ScenarioRun, outcome_of_events
-from toolloop_lab.runview import RunView
-from toolloop_lab.trace import TraceWriter, read_trace
-from toolloop_lab.widget import LoopDebugger
-from toolloop_lab.widget import figures as fig
-from toolloop_lab.widget.snapshot import snapshot_html
-from toolloop_lab.widget.text import summary_text
-from toolloop_lab.widget.wire import event_payload
+from toolloop_lab.lab import LabResults, ScenarioRun
+from toolloop_lab.lab._frames import rounds_frame, runs_frame, tools_frame
+from toolloop_lab.lab._record import outcome_of_events
 
 
 def _record(name: str, events: list[Event]) -> ScenarioRun:
@@ -242,7 +239,7 @@ def test_a_tool_that_raises_says_so_by_its_exception_under_both() -> None:
         assert "flaky: error (raised ValueError)" in snapshot_html(view), source
 
 
-_DEBUGGER_JS = Path(__file__).parents[2] / "toolloop_lab" / "widget" / "static" / "debugger.js"
+_DEBUGGER_JS = Path(__file__).parents[2] / "toolloop_lab" / "_widget" / "static" / "debugger.js"
 _FOLD_IN_NODE = r"""
 import { readFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";

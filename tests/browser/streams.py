@@ -25,6 +25,8 @@ from langchain_core.messages import (
 )
 from loopkit import ALL, PAYLOADS
 
+from toolloop_lab import Usage
+from toolloop_lab._stream import message_dicts
 from toolloop_lab._support.jsonsafe import thaw
 from toolloop_lab.events import (
     BudgetGate,
@@ -44,9 +46,7 @@ from toolloop_lab.events import (
     ToolCallView,
     ToolDispatched,
     ToolStarted,
-    message_dicts,
 )
-from toolloop_lab.spend.usage import Usage
 
 __all__ = ["Stream", "ToolSpec", "four_round_run", "hostile_run", "long_run", "sample_run"]
 
@@ -561,7 +561,7 @@ class PlaybackAgent:
         import asyncio
         import dataclasses
 
-        from toolloop_lab.engine.hooks import PausePoint
+        from toolloop_lab import PausePoint
 
         loop = asyncio.get_running_loop()
         start = loop.time()

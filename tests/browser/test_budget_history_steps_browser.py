@@ -38,8 +38,8 @@ from browser.jupyterkit import (
     write_notebook,
 )
 from browser.streams import XSS, Stream, ToolSpec
+from toolloop_lab._widget.page import static_page
 from toolloop_lab.events import Event, ModelCallFailed
-from toolloop_lab.widget.page import static_page
 
 pytestmark = pytest.mark.browser
 

@@ -84,9 +84,9 @@ reader, ticketer = agent(READ), agent(TICKET)
 '''
 
 RUNS = """\
-dbg.attach(reader)
+reader.subscribe(dbg)
 first = await reader.arun(PROMPT, name="reads the build log")
-dbg.attach(ticketer)
+ticketer.subscribe(dbg)
 second = await ticketer.arun(PROMPT, name="opens a ticket")
 compared = dbg.compare(first.run_id, second.run_id)
 print(compared.frame()[["round", "same", "a_tools", "b_tools", "tokens_delta"]])

@@ -1,10 +1,11 @@
 """The controls in a real JupyterLab (and Notebook 7), as a person meets them.
 
-* ``dbg.attach(agent)``, then a cell that awaits ``agent.arun(...)``: the page pauses the
+* ``agent.subscribe(dbg)`` (the debugger among the agent's observers), then a cell that
+  awaits ``agent.arun(...)``: the page pauses the
   run before its tools, Step goes on to the next pause, Stop ends the run ("Stopped by
   you", the partial counts shown), the cell says ``RunStopped`` in one line, and the kernel
   is free afterwards.
-* A LangGraph run watched with ``dbg.watch()`` (observed, never driven): Continue, Step,
+* A LangGraph run watched with ``watch(dbg)`` (observed, never driven): Continue, Step,
   Stop and the pause selector are disabled, their tooltip (``title``) and a hint beside
   them saying why; its ``interrupt()`` ends it as "Interrupted, waiting for input".
 * ``agent.run(...)`` while the kernel reads clicks on the thread it blocks: the controls
@@ -120,7 +121,7 @@ def _run_cell(page: Any, index: int) -> None:
 
 
 @pytest.mark.parametrize("ui", ["lab", "notebook"])
-def test_stop_and_step_reach_an_attached_run_a_cell_awaits(
+def test_stop_and_step_reach_a_connected_run_a_cell_awaits(
     page_for: Any, jupyter: Jupyter, ui: str
 ) -> None:
     name = write_notebook(
@@ -128,7 +129,7 @@ def test_stop_and_step_reach_an_attached_run_a_cell_awaits(
         f"controls_await_{ui}.ipynb",
         [
             AGENT + "agent = LLMAgent(asks(4), [lookup])",
-            'dbg = LoopDebugger(pause_on="tools")\ndbg.attach(agent)\ndbg',
+            'dbg = LoopDebugger(pause_on="tools")\nagent.subscribe(dbg)\ndbg',
             'await agent.arun("Are tickets 1 to 4 open?")',
             'print("kernel free:", 1 + 1)',
         ],
@@ -186,7 +187,8 @@ def test_a_bridged_run_has_its_controls_off_with_the_reason(
         [
             AGENT + GRAPH,
             'dbg = LoopDebugger(pause_on="tools")\ndbg',
-            "with dbg.watch():\n"
+            "from toolloop_lab import watch\n"
+            "with watch(dbg):\n"
             '    out = await graph.ainvoke({"messages": [HumanMessage("Restart it.")]},\n'
             '                              {"configurable": {"thread_id": "t1"}})\n'
             'out["__interrupt__"][0].value',
@@ -228,7 +230,7 @@ def test_a_sync_run_the_clicks_cannot_reach_says_so(page_for: Any, jupyter: Jupy
         "controls_sync.ipynb",
         [
             AGENT + "agent = LLMAgent(asks(2), [lookup])",
-            'dbg = LoopDebugger(pause_on="tools")\ndbg.attach(agent)\ndbg',
+            'dbg = LoopDebugger(pause_on="tools")\nagent.subscribe(dbg)\ndbg',
             'agent.run("Are tickets 1 and 2 open?").final_response.text',
         ],
     )

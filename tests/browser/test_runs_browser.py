@@ -65,7 +65,7 @@ for word in ("one", "two", "three"):
     replies += [asks("echo", {"text": word}, f"c_{word}"), says(f"The answer is {word}.")]
 agent = LLMAgent(ScriptedChatModel(replies, model_name="gpt-4o-mini"), [echo])
 dbg = LoopDebugger()
-dbg.attach(agent)
+agent.subscribe(dbg)
 dbg
 """
 RUN_THREE = """\
@@ -103,8 +103,8 @@ boss = LLMAgent(
     [research],
 )
 nest = LoopDebugger()
-nest.attach(boss)
-nest.attach(helper)
+boss.subscribe(nest)
+helper.subscribe(nest)
 nest
 """
 RUN_NESTED = """\

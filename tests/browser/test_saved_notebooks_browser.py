@@ -26,11 +26,13 @@ from widget.test_widget_saved_notebook import executed_notebook
 
 from browser.jupyterkit import (
     KERNEL,
+    REPO,
     Jupyter,
     install_kernel,
     looks,
     run_all_cells,
     shot,
+    wait_idle,
     widget,
     write_notebook,
 )
@@ -38,7 +40,7 @@ from toolloop_lab._support.words import OUTCOME
 
 pytestmark = pytest.mark.browser
 
-ERRORS = re.compile(r"Error displaying widget|model not found|waiting for a run|LoopDebugger: idle")
+ERRORS = re.compile(r"Error displaying widget|model not found|waiting for a run")
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +135,7 @@ agent = LLMAgent(
     ScriptedChatModel(script, model_name="gpt-4o-mini"), [step], AgentConfig(tool_max_rounds=2100)
 )
 dbg = LoopDebugger(pause_on="both")
-dbg.attach(agent)
+agent.subscribe(dbg)
 dbg
 '''
 
@@ -185,6 +187,119 @@ def test_a_saved_2001_round_run_reopens_with_its_true_totals_and_no_kernel_contr
     )
     text = _page_text(page)
     assert not ERRORS.search(text), ERRORS.search(text)
+    assert "Agent loop debugger:" not in text, "the drawn view, not the snapshot kept beside it"
     saved_view.scroll_into_view_if_needed()
     shot(saved_view, "lab_saved_long_run_reopened")
     looks(page, saved_view, "lab_saved_long_run_reopened")  # dark and 600 px too
+
+
+DEFAULT_SAVED = [
+    '''\
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
+from toolloop_lab import LLMAgent, LoopDebugger, ScriptedChatModel
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+def agent(answer):
+    call = AIMessage("", tool_calls=[{"name": "add", "args": {"a": 1, "b": 2}, "id": "c1"}],
+                     usage_metadata={"input_tokens": 50, "output_tokens": 10, "total_tokens": 60})
+    last = AIMessage(answer,
+                     usage_metadata={"input_tokens": 70, "output_tokens": 5, "total_tokens": 75})
+    return LLMAgent(ScriptedChatModel([call, last], model_name="gpt-4o-mini"), [add])
+''',
+    "first = agent('three')\ndbg = LoopDebugger()\nfirst.subscribe(dbg)\ndbg",
+    "result = await first.arun('add 1 and 2')",
+    "dbg2 = LoopDebugger()\ndbg2",
+    "result2 = await dbg2.start(agent('also three'), 'add 1 and 2 again')",
+]
+
+
+def _saved_outputs_say(jupyter: Jupyter, name: str, text: str) -> int:
+    """How many outputs of the saved file carry ``text`` in their HTML."""
+    saved = jupyter.api(f"/api/contents/{name}?content=1")["content"]
+    found = 0
+    for cell in saved["cells"]:
+        for output in cell.get("outputs", []):
+            html = output.get("data", {}).get("text/html", "")
+            found += text in ("".join(html) if isinstance(html, list) else html)
+    return found
+
+
+@pytest.mark.usefixtures("default_settings")
+@pytest.mark.parametrize("ui", ["lab", "notebook"])
+def test_a_notebook_saved_without_widget_state_reopens_showing_its_runs(
+    page_for: Any, jupyter: Jupyter, ui: str
+) -> None:
+    """Run in the page, saved with the widget manager's defaults (no widget state), the
+    kernel gone, reopened: each debugger shows its finished run (one subscribed and awaited,
+    one started with ``dbg.start``), and no widget error anywhere."""
+    name = write_notebook(jupyter.root, f"default_saved_{ui}.ipynb", DEFAULT_SAVED)
+    page = page_for(name, ui, width=1100)
+    try:
+        run_all_cells(page)
+        for index in (0, 1):
+            widget(page, index).locator(".tl-badge", has_text="Finished").wait_for()
+        wait_idle(page)
+        live = _page_text(page)
+        assert live.count("Agent loop debugger:") == 0, "the live widgets, not their snapshots"
+        widget(page, 1).scroll_into_view_if_needed()
+        shot(page, f"{ui}_default_saved_live")
+        for _attempt in range(20):  # the snapshots are updated as the runs end: save until kept
+            page.keyboard.press("Control+s")
+            page.wait_for_timeout(500)
+            if _saved_outputs_say(jupyter, name, "Agent loop debugger: finished") == 2:
+                break
+        assert _saved_outputs_say(jupyter, name, "Agent loop debugger: finished") == 2
+        saved = jupyter.api(f"/api/contents/{name}?content=1")["content"]
+        assert "widgets" not in saved["metadata"], "the default: no widget state in the file"
+        jupyter.stop_kernels()
+        page.reload()
+        page.wait_for_selector(".jp-Notebook .jp-Cell")
+        wait_idle(page)
+        snapshots = page.locator(".jp-OutputArea-output", has_text="Agent loop debugger: finished")
+        snapshots.nth(1).wait_for()
+        page.wait_for_timeout(2_000)  # the widget manager has restored what it could
+        text = _page_text(page)
+        assert not ERRORS.search(text), ERRORS.search(text)
+        assert "Loading widget" not in text
+        assert snapshots.count() == 2
+        assert text.count(OUTCOME["final_answer"]) >= 2
+        assert "120 input" in text
+        assert "$0.000027" in text
+        snapshots.first.scroll_into_view_if_needed()
+        shot(page, f"{ui}_default_saved_reopened")
+    except BaseException:
+        shot(page, f"{ui}_default_saved_failure")
+        print("\n".join(page.errors))
+        print(jupyter.log_tail())
+        raise
+
+
+@pytest.mark.parametrize("ui", ["lab", "notebook"])
+@pytest.mark.parametrize("tutorial", ["01_quickstart.ipynb", "12_many_runs.ipynb"])
+def test_a_tutorial_opened_without_running_shows_its_finished_runs(
+    page_for: Any, jupyter: Jupyter, ui: str, tutorial: str
+) -> None:
+    """A Binder visitor opens a tutorial as stored and runs nothing: each debugger shows
+    the finished run the tutorial makes, never an idle one."""
+    name = f"{ui}_{tutorial}"
+    (jupyter.root / name).write_bytes((REPO / "notebooks" / tutorial).read_bytes())
+    page = page_for(name, ui, width=1100)
+    try:
+        snapshots = page.locator(".jp-OutputArea-output", has_text="Agent loop debugger:")
+        snapshots.first.wait_for()
+        text = _page_text(page)
+        assert not ERRORS.search(text), ERRORS.search(text)
+        assert "Agent loop debugger: finished" in text
+        assert "Agent loop debugger: waiting" not in text
+        snapshots.first.scroll_into_view_if_needed()
+        shot(page, f"{ui}_tutorial_{tutorial.split('_')[0]}_as_stored")
+    except BaseException:
+        shot(page, f"{ui}_tutorial_as_stored_failure")
+        raise

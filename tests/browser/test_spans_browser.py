@@ -1,6 +1,6 @@
 """A pydantic-ai agent watched through its OpenTelemetry spans, live, in a real JupyterLab.
 
-A cell awaits ``agent.run(...)`` inside ``dbg.watch_spans(provider)``: the debugger shows
+A cell awaits ``agent.run(...)`` inside ``watch_spans(provider, dbg)``: the debugger shows
 the run while it is in flight (the Running badge, its first round), with Continue, Step,
 Stop and the pause selector off and saying why (the run is read from spans, not driven),
 then the finished run: the answer, the tool calls, the tokens pydantic-ai reported, and
@@ -76,7 +76,8 @@ def test_a_pydantic_ai_run_shows_live_from_its_spans(page_for: Any, jupyter: Jup
         [
             AGENT,
             "dbg = LoopDebugger()\ndbg",
-            "with dbg.watch_spans(provider):\n"
+            "from toolloop_lab.otel import watch_spans\n"
+            "with watch_spans(provider, dbg):\n"
             '    result = await agent.run("Are tickets 7 and 8 open?")\n'
             "result.output",
         ],

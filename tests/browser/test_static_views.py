@@ -18,9 +18,8 @@ from loopkit import PAYLOADS
 
 from browser.jupyterkit import open_file, shot
 from browser.streams import XSS, Stream, ToolSpec, hostile_run, sample_run
-from toolloop_lab import run_scenarios
-from toolloop_lab.lab import Reply, Scenario
-from toolloop_lab.widget.page import static_page
+from toolloop_lab._widget.page import static_page
+from toolloop_lab.lab import Reply, Scenario, run_scenarios
 
 pytestmark = pytest.mark.browser
 

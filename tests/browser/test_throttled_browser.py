@@ -90,7 +90,7 @@ replies.append(AIMessage("Revenue rose 12%, churn fell to 2% and costs held flat
 agent = LLMAgent(Typing(replies, model_name="gpt-4o-mini"), [lookup],
                  AgentConfig(tool_max_rounds=6, streaming=True))
 dbg = LoopDebugger()
-dbg.attach(agent)
+agent.subscribe(dbg)
 agent.subscribe(ended)
 dbg
 """

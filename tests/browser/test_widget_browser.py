@@ -463,7 +463,7 @@ def test_ten_thousand_rounds_stay_fast_and_small(page_for: Any, jupyter: Jupyter
         debuggers = [
             m
             for m in models.values()
-            if m["state"].get("_anywidget_id") == "toolloop_lab.widget.debugger.LoopDebugger"
+            if m["state"].get("_anywidget_id") == "toolloop_lab._widget.debugger.LoopDebugger"
         ]
         rerun_state = len(json.dumps(saved["metadata"]["widgets"]))
         print(f"[re-run] debuggers in the saved state: {len(debuggers)}, {rerun_state:,} bytes")

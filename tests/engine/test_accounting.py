@@ -14,9 +14,9 @@ from loopkit import MODEL, calls, final, reference_cost, tool_call, usage
 from pydantic import TypeAdapter
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, TokenPrice, Usage
+from toolloop_lab._spend.pricing import cost_of
+from toolloop_lab._spend.usage import estimate_tokens
 from toolloop_lab.events import LoopFinished, ModelCalled
-from toolloop_lab.spend.pricing import cost_of
-from toolloop_lab.spend.usage import estimate_tokens
 
 CLAUDE = "claude-3-5-sonnet-20241022"
 

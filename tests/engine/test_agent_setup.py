@@ -19,7 +19,8 @@ from langchain_core.tools import BaseTool, StructuredTool, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from loopkit import MODEL, calls, final, tool_call
 
-from toolloop_lab import ConfigurationError, LLMAgent, ScriptedChatModel
+from toolloop_lab import LLMAgent, ScriptedChatModel
+from toolloop_lab.errors import ConfigurationError
 
 
 def add(a: int, b: int) -> int:
@@ -357,7 +358,8 @@ def test_prune_tools_without_a_pruning_model_is_refused_when_built(echo_tool: Ba
 async def test_a_pruning_model_taken_away_later_fails_the_run_before_any_call(
     echo_tool: BaseTool,
 ) -> None:
-    from toolloop_lab import AgentConfig, ToolLoopError
+    from toolloop_lab import AgentConfig
+    from toolloop_lab.errors import ToolLoopError
 
     model = _script(final("never"))
     config = AgentConfig(prune_tools=("echo",))

@@ -16,18 +16,14 @@ from langchain_core.tools import BaseTool, StructuredTool, tool
 from loopkit import MODEL, calls, changed_config, final, reference_cost, tool_call
 from pydantic import BaseModel
 
-from toolloop_lab import (
-    AgentConfig,
+from toolloop_lab import AgentConfig, LLMAgent, PausePoint, ScriptedChatModel, usd_budget
+from toolloop_lab.errors import (
     ConfigurationError,
     ExecutionError,
-    LLMAgent,
-    ScriptedChatModel,
     ScriptError,
     ToolLoopError,
-    usd_budget,
+    _ToolLoopError,
 )
-from toolloop_lab.engine.hooks import PausePoint
-from toolloop_lab.errors import _ToolLoopError
 from toolloop_lab.events import Event, LoopFailed, ModelCallFailed, ToolDispatched, event_from_dict
 
 BAD_CONFIG: list[tuple[str, Any]] = [

@@ -25,8 +25,17 @@ from langchain_core.tools import BaseTool, StructuredTool, tool
 from loopkit import MODEL, calls, final, invalid_call, tool_call, until
 from pydantic import BaseModel, Field
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopResult
-from toolloop_lab.engine.hooks import PausePoint
+from toolloop_lab import (
+    AgentConfig,
+    LLMAgent,
+    PausePoint,
+    RunView,
+    ScriptedChatModel,
+    ToolLoopResult,
+    read_trace,
+)
+from toolloop_lab._trace import write_trace
+from toolloop_lab._widget.steps import StepController
 from toolloop_lab.errors import InterventionError
 from toolloop_lab.events import (
     Event,
@@ -37,9 +46,6 @@ from toolloop_lab.events import (
     ToolStarted,
     transcript,
 )
-from toolloop_lab.runview import RunView
-from toolloop_lab.trace import read_trace, write_trace
-from toolloop_lab.widget.step import StepController
 
 Step = Callable[[PausePoint], None]
 

@@ -19,8 +19,7 @@ from stubs.anthropic_stub import AnthropicStub, AnthropicToolUse, AnthropicUsage
 from stubs.clients import chat_anthropic, chat_openai
 from stubs.openai_stub import OpenAIStub, OpenAIToolCall, OpenAIUsage
 
-from toolloop_lab import AgentConfig, LLMAgent, ToolLoopResult
-from toolloop_lab.engine.hooks import PausePoint
+from toolloop_lab import AgentConfig, LLMAgent, PausePoint, ToolLoopResult
 from toolloop_lab.events import Intervention, ToolDispatched, transcript
 
 ran: list[tuple[str, dict[str, Any]]] = []

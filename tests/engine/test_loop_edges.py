@@ -17,18 +17,10 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
 from loopkit import MODEL, calls, final, tool_call, usage
 
-from toolloop_lab import (
-    AgentConfig,
-    ConfigurationError,
-    LLMAgent,
-    ScriptedChatModel,
-    TokenPrice,
-    ToolLoopError,
-)
+from toolloop_lab import AgentConfig, LLMAgent, PausePoint, ScriptedChatModel, TokenPrice, Usage
+from toolloop_lab._spend.pricing import cost_of, known_price
 from toolloop_lab._support.jsonsafe import dumps, json_safe
-from toolloop_lab.engine.hooks import PausePoint
-from toolloop_lab.spend.pricing import cost_of, known_price
-from toolloop_lab.spend.usage import Usage
+from toolloop_lab.errors import ConfigurationError, ToolLoopError
 
 
 async def test_pause_hooks_see_every_model_call_and_dispatch_in_order() -> None:

@@ -9,7 +9,7 @@ from langchain_core.tools import BaseTool
 from loopkit import MODEL, calls, final, reference_cost, tool_call
 
 from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
-from toolloop_lab.engine.agent import DEFAULT_SYNTHESIS_PROMPT
+from toolloop_lab._engine.config import DEFAULT_SYNTHESIS_PROMPT
 from toolloop_lab.events import Event, ModelCalled, SynthesisStarted, ToolDispatched
 
 

@@ -18,16 +18,10 @@ from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.tools import BaseTool
 from loopkit import MODEL, calls, final, tool_call
 
-from toolloop_lab import (
-    AgentConfig,
-    ExecutionError,
-    LLMAgent,
-    ScriptedChatModel,
-    TimeLimitError,
-    ToolLoopError,
-)
+from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
+from toolloop_lab._engine.config import DEFAULT_MODEL_TIMEOUT_S
 from toolloop_lab._support.words import TIME_LIMIT, time_limit_text
-from toolloop_lab.engine.config import DEFAULT_MODEL_TIMEOUT_S
+from toolloop_lab.errors import ExecutionError, TimeLimitError, ToolLoopError
 from toolloop_lab.events import Event, LoopFailed, ModelCalled, ModelCallFailed
 
 SAFETY_S = 30.0

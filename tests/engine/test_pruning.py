@@ -10,8 +10,9 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import BaseTool, tool
 from loopkit import MODEL, calls, final, reference_cost, tool_call, usage
 
-from toolloop_lab import AgentConfig, ConfigurationError, LLMAgent, ScriptedChatModel, ToolLoopError
-from toolloop_lab.engine.pruning import DEFAULT_PRUNING_PROMPT
+from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
+from toolloop_lab._engine.pruning import DEFAULT_PRUNING_PROMPT
+from toolloop_lab.errors import ConfigurationError, ToolLoopError
 from toolloop_lab.events import Event, Pruned, ToolDispatched
 
 LONG = "The quarterly revenue went up by twelve percent. " * 60

@@ -28,16 +28,11 @@ from stubs.clients import chat_anthropic, chat_openai
 from stubs.openai_stub import OpenAIStub, OpenAIToolCall, OpenAIUsage
 from stubs.prices import anthropic_cost, openai_cost, price
 
-from toolloop_lab import (
-    AgentConfig,
-    ExecutionError,
-    LLMAgent,
-    ToolLoopError,
-    ToolLoopResult,
-    usd_budget,
-)
+from toolloop_lab import AgentConfig, LLMAgent, ToolLoopResult, usd_budget
+from toolloop_lab.errors import ExecutionError, ToolLoopError
 from toolloop_lab.events import LoopFailed, LoopStarted, ModelCalled, ToolDispatched
-from toolloop_lab.lab import Scenario, run_one, run_scenarios
+from toolloop_lab.lab import Scenario, run_scenarios
+from toolloop_lab.lab._runner import run_one
 
 
 @tool

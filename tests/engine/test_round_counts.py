@@ -12,9 +12,9 @@ import pytest
 from langchain_core.tools import BaseTool
 from loopkit import MODEL, calls, final, tool_call
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, usd_budget
+from toolloop_lab import AgentConfig, LLMAgent, RunView, ScriptedChatModel, usd_budget
+from toolloop_lab._runview import summaries
 from toolloop_lab.errors import ExecutionError, ToolLoopError
-from toolloop_lab.runview import RunView, summaries
 
 
 def echoes(n: int, tokens: tuple[int, int] = (10, 5)) -> list[object]:

@@ -19,8 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.tools import BaseTool
 from loopkit import CATALOG_NAMES, MODEL, calls, catalog_run, final, tool_call
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
-from toolloop_lab.engine.hooks import PausePoint
+from toolloop_lab import AgentConfig, LLMAgent, PausePoint, ScriptedChatModel
 
 
 def _ours(thing: object) -> bool:

@@ -14,10 +14,8 @@ from typing import Any
 import pytest
 from loopkit import MODEL, calls, final, tool_call
 
-from toolloop_lab import LLMAgent, ScriptedChatModel
-from toolloop_lab.builtin_tools import echo_tool
+from toolloop_lab import LLMAgent, ScriptedChatModel, TraceWriter, echo_tool, read_trace
 from toolloop_lab.events import Event, LoopStarted, event_from_dict
-from toolloop_lab.trace import TraceWriter, read_trace
 
 
 def agent(*observers: Any) -> LLMAgent:

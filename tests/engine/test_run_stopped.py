@@ -17,8 +17,9 @@ import pytest
 from langchain_core.tools import tool
 from loopkit import MODEL, calls, final, tool_call
 
-from toolloop_lab import LLMAgent, RunStopped, ScriptedChatModel
-from toolloop_lab.engine.stopping import STOP_MESSAGE, request_stop
+from toolloop_lab import LLMAgent, ScriptedChatModel
+from toolloop_lab._engine.stopping import STOP_MESSAGE, request_stop
+from toolloop_lab.errors import RunStopped
 from toolloop_lab.events import Event, LoopFailed, LoopStarted, ToolDispatched
 
 _SAFETY_S = 10.0

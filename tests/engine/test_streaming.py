@@ -28,8 +28,10 @@ from stubs.openai_stub import OpenAIStub, OpenAIToolCall, OpenAIUsage
 from stubs.prices import anthropic_cost, openai_cost
 from stubs.sse import StreamFault, StreamPlan, pieces
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopError
-from toolloop_lab.engine.model_call import DELTA_INTERVAL_S, DeltaBuffer
+from toolloop_lab import AgentConfig, LLMAgent, RunView, ScriptedChatModel, TraceWriter, read_trace
+from toolloop_lab._engine.model_call import DELTA_INTERVAL_S, DeltaBuffer
+from toolloop_lab._trace import encode_event
+from toolloop_lab.errors import ToolLoopError
 from toolloop_lab.events import (
     Event,
     LoopFailed,
@@ -42,8 +44,6 @@ from toolloop_lab.events import (
     transcript,
 )
 from toolloop_lab.otel import OTelObserver
-from toolloop_lab.runview import RunView
-from toolloop_lab.trace import TraceWriter, encode_event, read_trace
 
 SAFETY_S = 30.0
 """Only a deadlock guard: turns a hang into a failure, never a timing assertion."""

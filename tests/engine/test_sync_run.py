@@ -19,7 +19,8 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, tool
 from loopkit import IN_A_LOOP, MODEL, calls, final, reference_cost, tool_call
 
-from toolloop_lab import ExecutionError, LLMAgent, ScriptedChatModel, ToolLoopResult, usd_budget
+from toolloop_lab import LLMAgent, ScriptedChatModel, ToolLoopResult, usd_budget
+from toolloop_lab.errors import ExecutionError
 from toolloop_lab.events import Event, LoopFailed, LoopStarted, ToolDispatched
 
 # asyncio.run stands in for a notebook cell here, but is no IPython shell: the warning

@@ -11,10 +11,9 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
 from loopkit import MODEL, calls, final, tool_call, usage
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
+from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, file_read_tool
+from toolloop_lab._spend.budget import DEFAULT_CONTEXT_WINDOW, resolve_token_budget
 from toolloop_lab.events import BudgetGate, LoopStarted, SynthesisStarted, ToolDispatched
-from toolloop_lab.spend.budget import DEFAULT_CONTEXT_WINDOW, resolve_token_budget
-from toolloop_lab.tools.builtin import file_read_tool
 
 
 def _started(events: tuple[object, ...]) -> LoopStarted:

@@ -15,22 +15,10 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.tools import BaseTool, tool
 from loopkit import IN_A_LOOP, MODEL, calls, final, reference_cost, tool_call
 
-from toolloop_lab import (
-    AgentConfig,
-    ConfigurationError,
-    ExecutionError,
-    LLMAgent,
-    ScriptedChatModel,
-)
-from toolloop_lab.errors import ConversationError
-from toolloop_lab.events import (
-    Event,
-    LoopFailed,
-    LoopStarted,
-    ModelCallStarted,
-    message_from_dict,
-    transcript,
-)
+from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
+from toolloop_lab._stream import message_from_dict
+from toolloop_lab.errors import ConfigurationError, ConversationError, ExecutionError
+from toolloop_lab.events import Event, LoopFailed, LoopStarted, ModelCallStarted, transcript
 
 SYSTEM = "You are terse."
 

@@ -20,13 +20,14 @@ from loopkit import MODEL, calls, final, reference_cost, tool_call, usage
 
 from toolloop_lab import (
     AgentConfig,
-    ConfigurationError,
-    ExecutionError,
     LLMAgent,
     ScriptedChatModel,
     TokenPrice,
+    file_read_tool,
     usd_budget,
 )
+from toolloop_lab._spend.budget import UsdBudget, current_usd_budget
+from toolloop_lab.errors import ConfigurationError, ExecutionError
 from toolloop_lab.events import (
     BudgetGate,
     Event,
@@ -35,8 +36,6 @@ from toolloop_lab.events import (
     ModelCalled,
     ToolDispatched,
 )
-from toolloop_lab.spend.budget import UsdBudget, current_usd_budget
-from toolloop_lab.tools.builtin import file_read_tool
 
 
 def _round(n: int, tokens: tuple[int, int]) -> AIMessage:
@@ -223,7 +222,7 @@ async def test_prices_override_genai_prices(echo_tool: BaseTool) -> None:
 
 
 def test_token_price_keeps_float_prices_exact_and_prices_cached_input() -> None:
-    from toolloop_lab.spend.usage import Usage
+    from toolloop_lab import Usage
 
     price = TokenPrice(0.15, 0.6, cache_read_mtok=0.075)  # type: ignore[arg-type]
     assert (price.input_mtok, price.output_mtok, price.cache_read_mtok) == (
@@ -356,8 +355,8 @@ async def test_an_override_under_the_configured_name_wins_over_a_dated_reply_nam
 
 
 def test_call_cost_prefers_the_most_specific_name() -> None:
-    from toolloop_lab.spend.pricing import call_cost
-    from toolloop_lab.spend.usage import Usage
+    from toolloop_lab import Usage
+    from toolloop_lab._spend.pricing import call_cost
 
     spent = Usage(1000, 1000)
     dated, alias = "gpt-4o-mini-2024-07-18", "my-alias"

@@ -26,8 +26,10 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
-from toolloop_lab import LLMAgent, ToolLoopResult
+from toolloop_lab import LLMAgent, ToolLoopResult, Usage
+from toolloop_lab._stream import message_dicts, message_from_dict
 from toolloop_lab._support.jsonsafe import thaw
+from toolloop_lab._trace import encode_event
 from toolloop_lab.errors import PartialRun
 from toolloop_lab.events import (
     Event,
@@ -41,13 +43,9 @@ from toolloop_lab.events import (
     Pruned,
     ToolDispatched,
     ToolStarted,
-    message_dicts,
-    message_from_dict,
     parse_event,
     transcript,
 )
-from toolloop_lab.spend.usage import Usage
-from toolloop_lab.trace import encode_event
 
 __all__ = [
     "SAFETY_S",

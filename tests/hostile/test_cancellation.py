@@ -37,12 +37,9 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import BaseTool, StructuredTool, tool
 from loopkit import IN_A_LOOP, MODEL, calls, final, tool_call, usage
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
-from toolloop_lab.engine.hooks import PausePoint
+from toolloop_lab import AgentConfig, LLMAgent, PausePoint, RunView, ScriptedChatModel, Usage
+from toolloop_lab._tools.dispatcher import STOPPED_TEXT
 from toolloop_lab.events import Event, LoopFailed, ModelCallFailed, ToolStarted, transcript
-from toolloop_lab.runview import RunView
-from toolloop_lab.spend.usage import Usage
-from toolloop_lab.tools.dispatcher import STOPPED_TEXT
 
 pytestmark = pytest.mark.usefixtures("no_leftover_tasks")
 

@@ -24,16 +24,10 @@ from hostilekit import SAFETY_S, check_events, check_partial, check_result, kind
 from langchain_core.tools import BaseTool, StructuredTool, tool
 from loopkit import MODEL, calls, final, reference_cost, tool_call
 
-from toolloop_lab import (
-    AgentConfig,
-    ExecutionError,
-    LLMAgent,
-    ScriptedChatModel,
-    TokenPrice,
-    usd_budget,
-)
+from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, TokenPrice, usd_budget
+from toolloop_lab._spend.budget import UsdBudget, current_usd_budget
+from toolloop_lab.errors import ExecutionError
 from toolloop_lab.events import BudgetGate, Event, LoopFailed, LoopStarted
-from toolloop_lab.spend.budget import UsdBudget, current_usd_budget
 
 SPEND = (1000, 100)
 """Tokens of every call below; ``reference_cost`` prices them independently."""

@@ -23,8 +23,7 @@ from hostilekit import SAFETY_S, check_result, dispatched, dumped, only, tool_me
 from langchain_core.messages import ToolMessage
 from loopkit import MODEL, calls, final, tool_call
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopResult
-from toolloop_lab.tools.builtin import file_read_tool
+from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopResult, file_read_tool
 
 SECRET = "TOP-SECRET-0xC0FFEE"
 LIMIT = 64

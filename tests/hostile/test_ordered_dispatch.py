@@ -24,10 +24,9 @@ from hostilekit import (
 from langchain_core.tools import BaseTool, tool
 from loopkit import MODEL, calls, final, tool_call
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
+from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, tools_from_schema
+from toolloop_lab._tools.dispatcher import STOPPED_TEXT
 from toolloop_lab.events import Event, ToolDispatched, ToolStarted
-from toolloop_lab.tools.dispatcher import STOPPED_TEXT
-from toolloop_lab.tools.schema import tools_from_schema
 from toolloop_lab.workloads import FILE_FUNCTIONS, FileSystem
 
 ORDERED = AgentConfig(parallel_tool_calls=False)

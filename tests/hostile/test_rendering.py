@@ -50,12 +50,20 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from loopkit import ALL, MODEL, PAYLOADS, MockComm, channel, invalid_call, strings, usage
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopError, compare, fork
+from toolloop_lab import (
+    AgentConfig,
+    LLMAgent,
+    ScriptedChatModel,
+    compare,
+    echo_tool,
+    file_read_tool,
+    fork,
+)
+from toolloop_lab._trace import write_trace
+from toolloop_lab._widget.debugger import LoopDebugger
+from toolloop_lab._widget.page import LOADER, module_source
+from toolloop_lab.errors import ToolLoopError
 from toolloop_lab.lab import LabResults, Reply, Scenario, run_scenarios
-from toolloop_lab.tools.builtin import echo_tool, file_read_tool
-from toolloop_lab.trace import write_trace
-from toolloop_lab.widget import LoopDebugger
-from toolloop_lab.widget.page import LOADER, module_source
 
 matplotlib.use("Agg")
 
@@ -794,7 +802,7 @@ def test_a_replay_divergence_describes_its_messages_with_the_codes_shown() -> No
     """A recording that diverges says which message differs, one line per side: the role,
     the call's name and id are shown as every text view shows them (the content was
     already quoted with ``repr``)."""
-    from toolloop_lab.replay.recording_file import describe_message
+    from toolloop_lab._replay.recording_file import describe_message
 
     line = describe_message(
         {

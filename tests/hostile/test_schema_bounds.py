@@ -23,14 +23,19 @@ from langchain_core.tools import tool
 from loopkit import MODEL, calls, final, tool_call, usage
 from opentelemetry.sdk.trace import TracerProvider
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
+from toolloop_lab import (
+    AgentConfig,
+    LLMAgent,
+    RunView,
+    ScriptedChatModel,
+    TraceWriter,
+    Usage,
+    read_trace,
+    watch,
+)
 from toolloop_lab._support.fields import MAX_INT
-from toolloop_lab.bridge import watch
 from toolloop_lab.events import Event, LoopFinished
 from toolloop_lab.otel import SpanSource
-from toolloop_lab.runview import RunView
-from toolloop_lab.spend.usage import Usage
-from toolloop_lab.trace import TraceWriter, read_trace
 
 HUGE = 2**62
 """A count past the schema's bound (``MAX_INT``), as a hostile provider or span says."""

@@ -33,11 +33,18 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import StructuredTool, tool
 from loopkit import MODEL, calls, final, tool_call, usage
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopResult
+from toolloop_lab import (
+    AgentConfig,
+    LLMAgent,
+    ScriptedChatModel,
+    ToolLoopResult,
+    TraceWriter,
+    read_trace,
+)
+from toolloop_lab._trace import encode_event, write_trace
 from toolloop_lab.errors import TraceError
 from toolloop_lab.events import Event, ModelCalled, ToolDispatched, transcript
 from toolloop_lab.lab import LabResults, Reply, Scenario, run_scenarios
-from toolloop_lab.trace import TraceWriter, encode_event, read_trace, write_trace
 
 REPO = Path(__file__).resolve().parents[2]
 SAFETY_S = 120.0
@@ -71,7 +78,7 @@ _CHILD = textwrap.dedent(
     from langchain_core.messages import AIMessage
     from langchain_core.tools import StructuredTool
     from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
-    from toolloop_lab.trace import TraceWriter
+    from toolloop_lab import TraceWriter
 
     path, known, fsync = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
 
@@ -262,7 +269,8 @@ _WRITER_CHILD = textwrap.dedent(
     from langchain_core.messages import AIMessage
     from langchain_core.tools import StructuredTool
     from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
-    from toolloop_lab.trace import TraceWriter, write_trace
+    from toolloop_lab import TraceWriter
+    from toolloop_lab._trace import write_trace
 
     shared, own, name = sys.argv[1], sys.argv[2], sys.argv[3]
     tool = StructuredTool.from_function(lambda n: name * 100_000 + str(n), name="big",

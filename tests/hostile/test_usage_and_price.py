@@ -26,16 +26,16 @@ from loopkit import MODEL, calls, final, reference_cost, tool_call, usage
 
 from toolloop_lab import (
     AgentConfig,
-    ExecutionError,
     LLMAgent,
     ScriptedChatModel,
     TokenPrice,
     ToolLoopResult,
+    Usage,
     usd_budget,
 )
+from toolloop_lab._spend.pricing import call_cost, cost_of, known_price
+from toolloop_lab.errors import ExecutionError
 from toolloop_lab.events import BudgetGate, ModelCalled
-from toolloop_lab.spend.pricing import call_cost, cost_of, known_price
-from toolloop_lab.spend.usage import Usage
 
 PROMPT = [HumanMessage("go")]
 ANSWER = "The figures are in."

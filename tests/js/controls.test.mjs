@@ -77,9 +77,9 @@ test("a run the controls reach keeps them enabled, with their own tooltips", asy
   close();
 });
 
-test("Stop may act where pausing cannot (an agent not attached)", async () => {
-  const why = "Pausing needs `dbg.attach(agent)`.";
-  const { el, close } = await live(startOf("loop"), running({ stop: true, pause: false, why, code: "not_attached", hint: "No pausing" }));
+test("Stop may act where pausing cannot (a debugger not among the agent's observers)", async () => {
+  const why = "Pausing needs the debugger among the agent's observers.";
+  const { el, close } = await live(startOf("loop"), running({ stop: true, pause: false, why, code: "not_connected", hint: "No pausing" }));
   const buttons = Object.fromEntries([...el.querySelectorAll(".tl-controls .tl-btn")].map((b) => [b.textContent, b]));
   assert.equal(buttons.Stop.disabled, false);
   assert.equal(buttons.Step.title, why);

@@ -3,7 +3,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
-const SRC = new URL("../../toolloop_lab/widget/src/", import.meta.url);
+const SRC = new URL("../../toolloop_lab/_widget/src/", import.meta.url);
 
 /** The URL of a source module of the front end. */
 export const src = (name) => new URL(name, SRC).href;

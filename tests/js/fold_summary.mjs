@@ -1,9 +1,9 @@
 // The browser's fold of runs, summarised for tests/widget/test_widget_parity.py: reads
-// {case: [wire payload, ...]} on stdin, folds each case with toolloop_lab/widget/src/fold.js
+// {case: [wire payload, ...]} on stdin, folds each case with toolloop_lab/_widget/src/fold.js
 // and prints {case: summary} (the same summary the Python side writes from RunView).
 import { readFileSync } from "node:fs";
 
-const src = (name) => new URL(`../../toolloop_lab/widget/src/${name}`, import.meta.url).href;
+const src = (name) => new URL(`../../toolloop_lab/_widget/src/${name}`, import.meta.url).href;
 const { fold } = await import(src("fold.js"));
 const { createRun, outcomeText } = await import(src("run.js"));
 const { STATUS, statusCode, toolOutcome, usd, word } = await import(src("words.js"));

@@ -1,5 +1,5 @@
 // The words and numbers a person reads: outcomes, reasons, money, durations, counts.
-// The usd() digits are format_usd's (toolloop_lab/spend/usage.py) for the same amounts.
+// The usd() digits are format_usd's (toolloop_lab/_spend/usage.py) for the same amounts.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { src } from "./fixtures.mjs";

@@ -119,3 +119,24 @@ test("the control state a batch carries answers the request waiting for it, once
   assert.deepEqual(answers, [{ request: 7, ok: true }]);
   assert.equal(s.control.note, "hi");
 });
+
+test("every answer a message carries reaches the request waiting for it, whatever its batch's verdict", () => {
+  const s = createStore();
+  const got = [];
+  for (const n of [3, 4, 5, 6]) s.requests.pending.set(n, (a) => got.push([n, a.reason]));
+  const control = (answers) => ({ paused_at: null, running: true, note: null, stopped_by_user: false, answer: answers[answers.length - 1], answers });
+  const refused = (n, reason) => ({ request: n, ok: false, reason, message: `refused ${n}` });
+  receive(s, batch(1, 0, [{}], { control: control([]) }));
+  // two answers given before one message went out: both reach their requests
+  receive(s, batch(1, 1, [], { control: control([refused(3, "not_paused"), refused(4, "failed")]) }));
+  // a batch that is a duplicate, of an older epoch, or after a gap: its answers count all the same
+  receive(s, batch(1, 0, [], { reset: false, control: control([refused(5, "unknown_request")]) }));
+  assert.equal(receive(s, batch(1, 9, [{}], { control: control([refused(6, "bad_request")]) })), false);
+  assert.deepEqual(got, [
+    [3, "not_paused"],
+    [4, "failed"],
+    [5, "unknown_request"],
+    [6, "bad_request"],
+  ]);
+  assert.equal(s.requests.pending.size, 0);
+});

@@ -115,3 +115,22 @@ test("estimated counts say so in the words file's words", async () => {
   exact.dispose();
   dispose();
 });
+
+test("a tool's image reads as its words, in its result and in what the model was sent", async () => {
+  const { el, dispose } = await mounted("tool_blocks");
+  for (const n of [1, 2]) {
+    el.querySelector(`.tl-row[data-n='${n}']`).dispatchEvent(new dom.window.MouseEvent("click", { bubbles: true }));
+    await frame();
+    for (const b of el.querySelectorAll(".tl-toggle")) if (b.textContent === "Show") b.click();
+    await frame();
+    const shown = el.textContent;
+    assert.ok(shown.includes("[image: image/png, 12 KB]"), `round ${n} says the image in words`);
+    assert.ok(shown.includes("<img src=x onerror=alert(1)>"), `round ${n} shows the tool's text as text`);
+    assert.ok(!shown.includes("iVBORw0KGgo"), `round ${n} shows no base64`);
+    assert.ok(!shown.includes("lc_"), `round ${n} shows no made-up block id`);
+  }
+  const sent = [...el.querySelectorAll(".tl-msg.tl-role-tool pre")].map((p) => p.textContent);
+  assert.ok(sent.some((t) => t.endsWith("\n[image: image/png, 12 KB]")), "the tool message sent to the model");
+  assert.equal(el.querySelectorAll("img, script").length, 0);
+  dispose();
+});

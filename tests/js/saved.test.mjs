@@ -9,7 +9,7 @@ import { loadCase, src } from "./fixtures.mjs";
 const dom = new JSDOM("<!doctype html><html><body></body></html>", { pretendToBeVisual: true });
 for (const name of ["document", "requestAnimationFrame", "cancelAnimationFrame"]) globalThis[name] = dom.window[name];
 const { default: widget, SAVED_NOTE } = await import(src("debugger.js"));
-const { ANSWER_WAIT_MS, NO_ANSWER } = await import(src("control.js"));
+const { ANSWER_WAIT_MS, NO_ANSWER } = await import(src("control_state.js"));
 
 const frame = (ms = 60) => settled(ms); // a draw starts on the next frame and may go on in later tasks
 const text = (el, selector) => el.querySelector(selector).textContent;
@@ -86,7 +86,7 @@ test("without a kernel no control is drawn: no Continue, Step, Stop, pause selec
 test("a request nobody answers says so after a while, never waits forever", async () => {
   mock.timers.enable({ apis: ["setTimeout"] });
   try {
-    const { numbered, createRequests } = await import(src("control.js"));
+    const { numbered, createRequests } = await import(src("control_state.js"));
     const req = createRequests();
     const answers = [];
     const msg = numbered(req, { type: "fork" }, (a) => answers.push(a));

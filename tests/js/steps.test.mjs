@@ -173,3 +173,107 @@ test("after Continue the selector says this run will not pause again; the next r
   await frame(DRAW);
   assert.equal(note.hidden, true);
 });
+
+/** A host that answers Step and Continue with an edit as Python does: the edit is checked, then made, or refused. */
+const python = (msg) => {
+  if (msg.action === "check_args") return typeof msg.args.database === "string" ? { ok: true } : { ok: false, reason: "invalid_args", message: "database: Input should be a valid string" };
+  if (msg.type !== "control") return null;
+  const args = msg.change && msg.change.args;
+  if (args && typeof args.database !== "string") return { ok: false, action: msg.action, reason: "invalid_args", message: "database: Input should be a valid string" };
+  return { ok: true, action: msg.action };
+};
+
+async function editArgs(el, text) {
+  byText(el, "button", "Edit arguments…").click();
+  await frame();
+  const area = el.querySelector(".tl-editor textarea");
+  area.value = text;
+  area.dispatchEvent(new dom.window.Event("input", { bubbles: true }));
+}
+
+for (const [label, action] of [["Step", "step"], ["Continue", "continue"]]) {
+  test(`${label} with an argument edit open applies the edit first: it goes with the click, never the model's arguments alone`, async (t) => {
+    const { el, s, sent, push, dispose } = live(python);
+    t.after(dispose);
+    await frame();
+    await editArgs(el, '{"database": "orders"}');
+    await frame(420); // the live check says they fit
+    const button = byText(el, ".tl-controls button", label);
+    button.click();
+    const released = sent.filter((m) => m.type === "control");
+    assert.deepEqual(
+      released.map(({ request, ...m }) => m),
+      [{ type: "control", action, pause: 2, change: { type: "intervene", pause: 2, action: "edit_args", call_id: "call_1", args: { database: "orders" } } }],
+    );
+    // said before the click, where the person looks: the button's tooltip and the editor
+    assert.match(button.title, /^Apply the edit you have open, then/);
+    assert.equal(el.querySelector(".tl-edit-release").textContent, "Step and Continue apply it first");
+    assert.equal(typeof released[0].request, "number"); // answered: a refusal is said next to the edit
+    assert.match(el.querySelector(".tl-edit-msg").textContent, /^Applying your edit, then/);
+    await frame(); // Python made the edit and let the loop go on
+    assert.equal(s.ui.edit, null);
+    push([], { paused_at: null });
+    await frame(DRAW);
+    assert.equal(el.querySelector(".tl-editor"), null);
+  });
+
+  test(`${label} with an argument edit Python refuses is refused, with the reason next to the edit; the pause holds`, async (t) => {
+    const { el, sent, dispose } = live(python);
+    t.after(dispose);
+    await frame();
+    await editArgs(el, '{"database": 7}');
+    byText(el, ".tl-controls button", label).click(); // before the live check said anything
+    await frame(DRAW);
+    const said = el.querySelector(".tl-editor .tl-edit-msg").textContent;
+    assert.equal(said, `${label} refused (invalid_args): database: Input should be a valid string — your edit was not applied; the run is unchanged and still paused. Fix it or cancel it (Esc), then ${label} again.`);
+    assert.ok(el.querySelector(".tl-editor .tl-edit-error"));
+    assert.equal(sent.filter((m) => m.type === "control" && !m.change).length, 0); // no release without the edit
+    // arguments known to be wrong, or not JSON, are not sent at all: the words say why
+    sent.length = 0;
+    await typeArgs(el, "{not json");
+    byText(el, ".tl-controls button", label).click();
+    await frame();
+    assert.match(el.querySelector(".tl-editor .tl-edit-msg").textContent, new RegExp(`^${label} waits for your edit: Not valid JSON`));
+    assert.deepEqual(sent.filter((m) => m.type === "control"), []);
+  });
+}
+
+test("Step with an editor left as it opened closes it and steps as it is", async (t) => {
+  const { el, s, sent, dispose } = live(python);
+  t.after(dispose);
+  await frame();
+  byText(el, "button", "Edit arguments…").click();
+  await frame();
+  byText(el, ".tl-controls button", "Step").click();
+  assert.deepEqual(sent.filter((m) => m.type === "control"), [{ type: "control", action: "step" }]);
+  assert.equal(s.ui.edit, null);
+});
+
+test("Step with an answer written by hand open applies it: the call is skipped with it", async (t) => {
+  const { el, sent, dispose } = live(python);
+  t.after(dispose);
+  await frame();
+  byText(el, "button", "Skip with result…").click();
+  await frame();
+  const area = el.querySelector(".tl-editor textarea");
+  area.value = "users: OK (by hand)";
+  area.dispatchEvent(new dom.window.Event("input", { bubbles: true }));
+  byText(el, ".tl-controls button", "Step").click();
+  const [released] = sent.filter((m) => m.type === "control");
+  assert.deepEqual(released.change, { type: "intervene", pause: 2, action: "skip", call_id: "call_1", content: "users: OK (by hand)", status: "success" });
+});
+
+test("Step clicked while the edit's own button is on its way goes once the edit is made", async (t) => {
+  const applied = [];
+  const { el, sent, push, dispose } = live((msg) => (msg.action === "edit_args" ? (applied.push(msg), null) : python(msg)));
+  t.after(dispose);
+  await frame();
+  await editArgs(el, '{"database": "orders"}');
+  await frame(420);
+  byText(el, ".tl-editor button", "Run with these arguments").click();
+  byText(el, ".tl-controls button", "Step").click();
+  assert.equal(el.querySelector(".tl-editor .tl-edit-msg").textContent, "Applying your edit, then stepping…");
+  assert.deepEqual(sent.filter((m) => m.type === "control"), []); // not before the edit is made
+  push([], { answer: { request: applied[0].request, action: "edit_args", ok: true } }); // Python made it
+  assert.deepEqual(sent.filter((m) => m.type === "control"), [{ type: "control", action: "step" }]);
+});

@@ -40,7 +40,8 @@ from dask_helpers import (
 )
 from langchain_core.tools import BaseTool, StructuredTool
 
-from toolloop_lab import ConfigurationError, ScriptedChatModel
+from toolloop_lab import ScriptedChatModel
+from toolloop_lab.errors import ConfigurationError
 from toolloop_lab.events import FAILED_OUTCOMES, Event
 from toolloop_lab.lab import (
     LabResults,
@@ -50,9 +51,10 @@ from toolloop_lab.lab import (
     catalog,
     drop_volatile,
     run_scenarios,
+    run_scenarios_on_dask,
 )
-from toolloop_lab.lab.dask import EXTRA, run_batch, run_scenarios_on_dask
-from toolloop_lab.workloads.files import sweep as files_sweep
+from toolloop_lab.lab._dask import EXTRA, run_batch
+from toolloop_lab.workloads import files_sweep
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -341,8 +343,8 @@ def test_the_package_and_the_lab_never_import_dask() -> None:
     code = """
         import sys
         from concurrent.futures import ThreadPoolExecutor
-        import toolloop_lab, toolloop_lab.lab, toolloop_lab.lab.dask
-        from toolloop_lab import catalog, run_scenarios
+        import toolloop_lab, toolloop_lab.lab, toolloop_lab.lab._dask
+        from toolloop_lab.lab import catalog, run_scenarios
         with ThreadPoolExecutor(2) as pool:
             run_scenarios(catalog(), executor=pool, progress=False)
         print(sorted(m for m in sys.modules if m.split(".")[0] in {"dask", "distributed"}))
@@ -664,7 +666,7 @@ def test_a_scenario_past_its_time_limit_on_dask_is_a_row(
 def test_a_large_sweep_goes_out_in_batches_with_the_frames_of_a_local_run(
     client: Any, sweep: list[Scenario], local: LabResults
 ) -> None:
-    from toolloop_lab.lab.dask import MAX_BATCH, batch_size_for
+    from toolloop_lab.lab._dask import MAX_BATCH, batch_size_for
 
     assert batch_size_for(len(sweep), 2) > 1  # the fixture's sweep is batched
     assert batch_size_for(10, 2) == 1  # a small sweep: one scenario a task

@@ -18,9 +18,8 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import BaseTool
 from loopkit import calls, final, tool_call
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
+from toolloop_lab import AgentConfig, LLMAgent, PausePoint, ScriptedChatModel
 from toolloop_lab._support.words import USAGE
-from toolloop_lab.engine.hooks import PausePoint
 from toolloop_lab.events import Event, Paused
 from toolloop_lab.lab import (
     VOLATILE_COLUMNS,
@@ -32,9 +31,9 @@ from toolloop_lab.lab import (
     catalog,
     drop_volatile,
     run_scenarios,
+    sample_data_dir,
 )
-from toolloop_lab.lab.builtin_scenarios import PRUNING_REPLY
-from toolloop_lab.lab.scenario import sample_data_dir
+from toolloop_lab.lab._builtin_scenarios import PRUNING_REPLY
 
 MODEL = "gpt-4o-mini"
 

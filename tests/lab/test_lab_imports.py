@@ -1,6 +1,6 @@
 """Layering: the core loop never loads the lab, and the lab never loads a widget library.
 
-The lab's report draws each run with the debugger's ES module (``toolloop_lab.widget.page``
+The lab's report draws each run with the debugger's ES module (``toolloop_lab._widget.page``
 and the event format in ``.wire``), which are plain Python; ipywidgets, anywidget and the
 ``LoopDebugger`` widget itself stay unloaded, so a sweep and its report work (and import
 fast) where no widget front end exists.
@@ -11,8 +11,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-
-import toolloop_lab.lab as lab
 
 
 def run(code: str) -> str:
@@ -40,7 +38,7 @@ def test_a_core_run_loads_no_lab_pandas_or_matplotlib() -> None:
     assert out.strip() == "[]"
 
 
-WIDGET_LIBRARIES = ("ipywidgets", "anywidget", "toolloop_lab.widget.debugger")
+WIDGET_LIBRARIES = ("ipywidgets", "anywidget", "toolloop_lab._widget.debugger")
 
 
 def test_a_whole_lab_session_loads_no_widget_library() -> None:
@@ -49,9 +47,9 @@ def test_a_whole_lab_session_loads_no_widget_library() -> None:
     out = run(
         f"""
         import sys
-        from toolloop_lab import catalog, run_scenarios
+        from toolloop_lab.lab import catalog, run_scenarios
         def loaded():
-            prefixes = ("toolloop_lab.widget", "ipywidgets", "anywidget")
+            prefixes = ("toolloop_lab._widget", "ipywidgets", "anywidget")
             return sorted(m for m in sys.modules if m.startswith(prefixes))
         results = run_scenarios(catalog(), progress=False)
         results.runs, results.turns, results.rounds, results.tools, results.events
@@ -64,16 +62,3 @@ def test_a_whole_lab_session_loads_no_widget_library() -> None:
     swept, reported = out.strip().splitlines()
     assert swept == "[]"
     assert reported == "[]"
-
-
-def test_lazy_names_resolve_to_the_lab() -> None:
-    import toolloop_lab
-
-    for name in ("Scenario", "run_scenarios", "arun_scenarios", "catalog", "LabResults"):
-        assert getattr(toolloop_lab, name) is getattr(lab, name)
-
-
-def test_all_names_exist_once() -> None:
-    assert len(set(lab.__all__)) == len(lab.__all__)
-    for name in lab.__all__:
-        assert hasattr(lab, name)

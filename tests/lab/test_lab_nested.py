@@ -11,10 +11,9 @@ import pandas as pd
 import pytest
 from langchain_core.tools import BaseTool, tool
 
-from toolloop_lab import LLMAgent, ScriptedChatModel
+from toolloop_lab import LLMAgent, RunView, ScriptedChatModel
 from toolloop_lab.events import LoopStarted
 from toolloop_lab.lab import LabResults, Reply, Scenario, run_scenarios
-from toolloop_lab.runview import RunView
 
 MODEL = "gpt-4o-mini"
 

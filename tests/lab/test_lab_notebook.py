@@ -14,7 +14,7 @@ CELL = textwrap.dedent(
     """
     import asyncio
     asyncio.get_running_loop()  # a cell runs inside the kernel's event loop
-    from toolloop_lab import catalog, run_scenarios, arun_scenarios
+    from toolloop_lab.lab import catalog, run_scenarios, arun_scenarios
     from toolloop_lab.lab import drop_volatile
     results = run_scenarios(catalog())
     again = await arun_scenarios(catalog(), progress=False)

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from langchain_core.tools import BaseTool, StructuredTool
 
-from toolloop_lab import AgentConfig, ConfigurationError, ScriptedChatModel
+from toolloop_lab import AgentConfig, ScriptedChatModel
+from toolloop_lab.errors import ConfigurationError
 from toolloop_lab.lab import (
     Reply,
     Scenario,

@@ -10,7 +10,7 @@ import pytest
 from dask_helpers import TallyBench, tally_reads, tally_scenario
 from langchain_core.tools import BaseTool
 
-from toolloop_lab import ConfigurationError
+from toolloop_lab.errors import ConfigurationError
 from toolloop_lab.lab import Reply, Scenario, run_scenarios
 
 

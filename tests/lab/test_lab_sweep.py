@@ -23,7 +23,8 @@ from dask_helpers import HangsAfterOneRound, assert_timed_out_row
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool, StructuredTool
 
-from toolloop_lab import AgentConfig, ConfigurationError, ScriptedChatModel, TokenPrice, usd_budget
+from toolloop_lab import AgentConfig, ScriptedChatModel, TokenPrice, usd_budget
+from toolloop_lab.errors import ConfigurationError
 from toolloop_lab.events import FAILED_OUTCOMES, Event
 from toolloop_lab.lab import (
     LabResults,
@@ -33,10 +34,9 @@ from toolloop_lab.lab import (
     arun_scenarios,
     catalog,
     drop_volatile,
-    run_one,
     run_scenarios,
 )
-from toolloop_lab.lab.runner import DEFAULT_SCENARIO_TIMEOUT_S
+from toolloop_lab.lab._runner import DEFAULT_SCENARIO_TIMEOUT_S, run_one
 
 
 def stable(frame: pd.DataFrame) -> pd.DataFrame:

@@ -16,7 +16,8 @@ import pandas as pd
 import pytest
 from langchain_core.messages import HumanMessage
 
-from toolloop_lab import AgentConfig, ConfigurationError
+from toolloop_lab import AgentConfig
+from toolloop_lab.errors import ConfigurationError
 from toolloop_lab.events import Event, transcript
 from toolloop_lab.lab import (
     LabResults,
@@ -25,10 +26,10 @@ from toolloop_lab.lab import (
     ScriptedModel,
     ScriptedTurns,
     Turn,
-    run_one,
     run_scenarios,
 )
-from toolloop_lab.lab.scenario import DEFAULT_PROMPT
+from toolloop_lab.lab._runner import run_one
+from toolloop_lab.lab._scenario import DEFAULT_PROMPT
 
 MODEL = "gpt-4o-mini"
 

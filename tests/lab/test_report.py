@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 
 from toolloop_lab._support.words import OUTCOME, SYNTHESIS_REASON, USAGE, word
+from toolloop_lab._widget.page import LOADER
 from toolloop_lab.lab import LabResults, Reply, Scenario, catalog, run_scenarios
-from toolloop_lab.lab.report import CSP, TEXT_LIMIT
-from toolloop_lab.widget.page import LOADER
+from toolloop_lab.lab._report import CSP, TEXT_LIMIT
 
 ALLOWED_TAGS = {
     "html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "table",

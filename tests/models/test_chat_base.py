@@ -15,9 +15,8 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Huma
 from loopkit import invalid_call, tool_call, usage
 from pydantic import Field
 
-from toolloop_lab import ScriptedChatModel
-from toolloop_lab.models.base import ChatCall, ChatModelBase, aggregate_chunks, chunks_of
-from toolloop_lab.recording import RecordingChatModel, ReplayChatModel
+from toolloop_lab import RecordingChatModel, ReplayChatModel, ScriptedChatModel
+from toolloop_lab._models.base import ChatCall, ChatModelBase, aggregate_chunks, chunks_of
 
 PROMPT = [HumanMessage("hi")]
 

@@ -11,8 +11,9 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import BaseTool
 from loopkit import MODEL, invalid_call, tool_call, usage
 
-from toolloop_lab import ScriptedChatModel, ScriptError
-from toolloop_lab.spend.usage import estimate_tokens
+from toolloop_lab import ScriptedChatModel
+from toolloop_lab._spend.usage import estimate_tokens
+from toolloop_lab.errors import ScriptError
 
 PROMPT = [HumanMessage("Please echo hello.")]
 
@@ -99,6 +100,19 @@ def test_assert_complete() -> None:
     model.invoke(PROMPT)
     model.assert_complete()
     assert model.remaining == 0
+
+
+def test_answering_from_plays_the_script_again_from_an_item_on_a_copy() -> None:
+    model = ScriptedChatModel(["a", "b", "c"], model_name=MODEL)
+    for _ in range(3):
+        model.invoke(PROMPT)
+    again = model.answering_from(1)
+    assert (again.model_name, again.remaining, again.calls) == (MODEL, 2, ())
+    assert [again.invoke(PROMPT).content for _ in range(2)] == ["b", "c"]
+    assert (model.remaining, len(model.calls)) == (0, 3)  # the model itself is unchanged
+    for bad in (-1, 4, True, "1"):
+        with pytest.raises(ScriptError, match="answering_from"):
+            model.answering_from(bad)  # type: ignore[arg-type]
 
 
 def test_exceptions_and_callables_in_the_script(echo_tool: BaseTool) -> None:

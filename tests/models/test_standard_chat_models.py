@@ -8,7 +8,7 @@ calling, structured output, usage metadata, streaming usage, model override) run
 
 * ``ScriptedChatModel`` plays :func:`responder.respond`, which answers from the request.
 * ``RecordingChatModel`` wraps such a responder and records every call to a tmp file;
-  after each test, the file must load back as a :class:`~toolloop_lab.recording.Recording`.
+  after each test, the file must load back as a :class:`~toolloop_lab.Recording`.
 * ``ReplayChatModel``: each test first runs, unchanged, against a recorder (the same
   standard test, on the recording suite), and is then run against a replay of exactly that
   recording: a fresh replay per test, each with its own recording.
@@ -30,13 +30,8 @@ from langchain_tests.integration_tests import ChatModelIntegrationTests
 from langchain_tests.unit_tests import ChatModelUnitTests
 from responder import MODEL_NAME, responder_model
 
-from toolloop_lab import ScriptedChatModel
-from toolloop_lab.recording import (
-    Recording,
-    RecordingChatModel,
-    ReplayChatModel,
-    ReplayDivergedError,
-)
+from toolloop_lab import Recording, RecordingChatModel, ReplayChatModel, ScriptedChatModel
+from toolloop_lab.errors import ReplayDivergedError
 
 OVERRIDE = "scripted-override"
 """A per-call ``model=`` name; each of our models reports it as the reply's model name."""

@@ -23,7 +23,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 from otelkit import shape
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopLabError, usd_budget
+from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, echo_tool, usd_budget
+from toolloop_lab.errors import ToolLoopLabError
 from toolloop_lab.events import (
     FAILED_OUTCOMES,
     Event,
@@ -37,7 +38,6 @@ from toolloop_lab.events import (
 )
 from toolloop_lab.lab import Scenario, catalog
 from toolloop_lab.otel import OTelObserver, export_events
-from toolloop_lab.tools.builtin import echo_tool
 
 pytest_plugins = ("otelkit",)  # the exporter and provider fixtures
 

@@ -1,7 +1,7 @@
 """The export's ``gen_ai.*`` names are the conventions' names, letter for letter.
 
 ``opentelemetry-semantic-conventions`` generates its constants from the conventions'
-registry; every name :mod:`toolloop_lab.otel.names` pins must be one of them, and the
+registry; every name :mod:`toolloop_lab.otel._names` pins must be one of them, and the
 schema URL one the package knows. The loop's own names stay under ``toolloop.``.
 """
 
@@ -12,7 +12,7 @@ import warnings
 import pytest
 
 import toolloop_lab.otel
-from toolloop_lab.otel import names
+from toolloop_lab.otel import _names as names
 
 with warnings.catch_warnings():  # the package marks the GenAI names "moved", not gone
     warnings.simplefilter("ignore", DeprecationWarning)

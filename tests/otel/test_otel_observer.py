@@ -30,6 +30,8 @@ from otelkit import (
     usage,
 )
 
+from toolloop_lab import Usage
+from toolloop_lab._trace import write_trace
 from toolloop_lab.errors import ConfigurationError, TraceError
 from toolloop_lab.events import (
     LoopFinished,
@@ -38,9 +40,8 @@ from toolloop_lab.events import (
     ToolDispatched,
     parse_event,
 )
-from toolloop_lab.otel import OTelObserver, export_events, export_trace, provider_for_model
-from toolloop_lab.spend.usage import Usage
-from toolloop_lab.trace import write_trace
+from toolloop_lab.otel import OTelObserver, export_events, export_trace
+from toolloop_lab.otel._observer import provider_for_model
 
 NS = 1_000_000_000
 

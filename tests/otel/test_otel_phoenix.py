@@ -50,7 +50,8 @@ import pytest
 from otelkit import RunBuilder, echo_call, usage
 from venvcache import VenvError, cached_venv, venv_python
 
-from toolloop_lab import ToolLoopLabError
+from toolloop_lab import TraceWriter, read_trace
+from toolloop_lab.errors import ToolLoopLabError
 from toolloop_lab.events import (
     Event,
     LoopFailed,
@@ -60,9 +61,8 @@ from toolloop_lab.events import (
     ToolDispatched,
 )
 from toolloop_lab.lab import Scenario, catalog
-from toolloop_lab.lab.builtin_scenarios import CATALOG_PROMPT
+from toolloop_lab.lab._builtin_scenarios import CATALOG_PROMPT
 from toolloop_lab.otel import OTelObserver, export_events, export_trace, otlp_tracer_provider
-from toolloop_lab.trace import TraceWriter, read_trace
 
 pytestmark = pytest.mark.slow
 

@@ -16,13 +16,13 @@ agents = pytest.importorskip("agents")
 oi_agents = pytest.importorskip("openinference.instrumentation.openai_agents")
 openai = pytest.importorskip("openai")
 
-from toolloop_lab.events import (  # noqa: E402 - after the optional imports are known
+from toolloop_lab._runview import nested_run_ids  # noqa: E402 - after the optional imports are known
+from toolloop_lab.events import (  # noqa: E402
     Event,
     LoopFinished,
     LoopStarted,
     ModelCalled,
     ToolDispatched,
-    nested_run_ids,
     transcript,
 )
 from toolloop_lab.otel import SpanSource  # noqa: E402

@@ -15,6 +15,8 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Span, Status, StatusCode, Tracer, set_span_in_context
 
+from toolloop_lab import RunView, Usage
+from toolloop_lab._spend.pricing import price_of
 from toolloop_lab.events import (
     Event,
     LoopFailed,
@@ -27,9 +29,6 @@ from toolloop_lab.events import (
     transcript,
 )
 from toolloop_lab.otel import SpanSource
-from toolloop_lab.runview import RunView
-from toolloop_lab.spend.pricing import price_of
-from toolloop_lab.spend.usage import Usage
 
 
 @pytest.fixture

@@ -23,6 +23,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import Span, Tracer, set_span_in_context
 
+from toolloop_lab import RunView, TraceWriter, Usage, read_trace
+from toolloop_lab._spend.pricing import price_of
 from toolloop_lab.events import (
     Event,
     LoopFinished,
@@ -32,11 +34,7 @@ from toolloop_lab.events import (
     parse_event,
 )
 from toolloop_lab.otel import SpanSource
-from toolloop_lab.otel.span_run import SpanRun
-from toolloop_lab.runview import RunView
-from toolloop_lab.spend.pricing import price_of
-from toolloop_lab.spend.usage import Usage
-from toolloop_lab.trace import TraceWriter, read_trace
+from toolloop_lab.otel._span_run import SpanRun
 
 AGENT = {"gen_ai.operation.name": "invoke_agent"}
 PRICED = "gpt-4o"

@@ -23,6 +23,11 @@ from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.usage import RequestUsage
 
+from toolloop_lab import RunView, TokenPrice, Usage, read_trace
+from toolloop_lab._runview import nested_run_ids
+from toolloop_lab._spend.pricing import price_of
+from toolloop_lab._trace import write_trace
+from toolloop_lab._widget.debugger import LoopDebugger
 from toolloop_lab.events import (
     Event,
     LoopFailed,
@@ -33,15 +38,9 @@ from toolloop_lab.events import (
     ToolDispatched,
     ToolStarted,
     by_run,
-    nested_run_ids,
     transcript,
 )
 from toolloop_lab.otel import SpanSource, export_events, watch_spans
-from toolloop_lab.runview import RunView
-from toolloop_lab.spend.pricing import TokenPrice, price_of
-from toolloop_lab.spend.usage import Usage
-from toolloop_lab.trace import read_trace, write_trace
-from toolloop_lab.widget import LoopDebugger
 
 MODEL = "gpt-4o-mini"
 
@@ -357,7 +356,7 @@ def test_the_debugger_shows_a_span_run_and_says_it_cannot_drive_it(
     provider: TracerProvider,
 ) -> None:
     dbg = LoopDebugger()
-    with dbg.watch_spans(provider):
+    with watch_spans(provider, dbg):
         _calculator(provider).run_sync("What is 1 + 2?")
     assert dbg.view.status == "finished"
     assert dbg.view.usage.input_tokens == 65
@@ -398,7 +397,7 @@ def test_a_span_run_is_a_trace_a_replay_and_an_export_like_any_other(
 def test_the_lab_frames_read_a_span_run(provider: TracerProvider) -> None:
     pytest.importorskip("pandas")
     from toolloop_lab.lab import ScenarioRun
-    from toolloop_lab.lab.frames import runs_frame, tools_frame
+    from toolloop_lab.lab._frames import runs_frame, tools_frame
 
     events: list[Event] = []
     provider.add_span_processor(SpanSource(events.append))

@@ -11,7 +11,8 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from opentelemetry.sdk.trace import TracerProvider
 
-from toolloop_lab import ToolLoopLabError, usd_budget
+from toolloop_lab import usd_budget
+from toolloop_lab.errors import ToolLoopLabError
 from toolloop_lab.events import (
     Event,
     LoopFailed,

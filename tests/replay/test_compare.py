@@ -21,17 +21,19 @@ from loopkit import MODEL, calls, final, tool_call
 
 from toolloop_lab import (
     AgentConfig,
-    ConfigurationError,
+    ForkResult,
     LLMAgent,
+    PausePoint,
+    RunComparison,
     ScriptedChatModel,
     ToolLoopResult,
+    TraceWriter,
     compare,
+    fork,
+    read_trace,
 )
-from toolloop_lab.engine.hooks import PausePoint
-from toolloop_lab.errors import ToolLoopError, TraceError, UnknownRunError
-from toolloop_lab.replay.compare import COMPARE_DTYPES, RunComparison
-from toolloop_lab.replay.fork import ForkResult, fork
-from toolloop_lab.trace import TraceWriter, read_trace
+from toolloop_lab._replay.compare import COMPARE_DTYPES
+from toolloop_lab.errors import ConfigurationError, ToolLoopError, TraceError, UnknownRunError
 
 
 @tool
@@ -266,7 +268,7 @@ def test_every_kind_of_source_reads_the_same_run(tmp_path: Path) -> None:
 
 
 def test_two_runs_of_one_trace_are_picked_by_run_id(tmp_path: Path) -> None:
-    path = tmp_path / "runs.jsonl"
+    path = tmp_path / "run_list.jsonl"
     with TraceWriter(path) as writer:
         first = run(
             [calls(tool_call("read_log", {"path": "x"}, "c1")), final("one")], observers=[writer]

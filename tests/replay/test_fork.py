@@ -26,28 +26,26 @@ from loopkit import IN_A_LOOP, MODEL, calls, changed_config, final, reference_co
 import toolloop_lab
 from toolloop_lab import (
     AgentConfig,
-    ConfigurationError,
-    ExecutionError,
-    LLMAgent,
-    ScriptedChatModel,
-    ToolLoopError,
-    ToolLoopResult,
-    usd_budget,
-)
-from toolloop_lab._support.words import outcome_text
-from toolloop_lab.engine.hooks import PausePoint
-from toolloop_lab.errors import TraceError
-from toolloop_lab.events import Event, Intervention, LoopStarted, transcript
-from toolloop_lab.recording import Recording, RecordingChatModel, ReplayChatModel, RunFigures
-from toolloop_lab.replay.fork import (
-    COMPARISON_DTYPES,
     ForkResult,
-    RoundFigures,
+    LLMAgent,
+    PausePoint,
+    Recording,
+    RecordingChatModel,
+    ReplayChatModel,
+    ScriptedChatModel,
+    ToolLoopResult,
+    TraceWriter,
     afork,
     fork,
     prepare_fork,
+    read_trace,
+    usd_budget,
 )
-from toolloop_lab.trace import TraceWriter, read_trace
+from toolloop_lab._replay.figures import RunFigures
+from toolloop_lab._replay.fork.result import COMPARISON_DTYPES, RoundFigures
+from toolloop_lab._support.words import outcome_text
+from toolloop_lab.errors import ConfigurationError, ExecutionError, ToolLoopError, TraceError
+from toolloop_lab.events import Event, Intervention, LoopStarted, transcript
 
 
 class Adder:
@@ -173,6 +171,115 @@ def test_the_fork_takes_rounds_from_every_kind_of_source(tmp_path: Path) -> None
             assert forked.forked == expected, (kind, at_round)
             assert forked.original == expected, (kind, at_round)
             assert_same_rounds(forked, at_round)
+
+
+# -- the model that made the run, forked again -----------------------------------------
+
+
+@pytest.mark.parametrize("at_round", [1, 2, 3, 4])
+def test_a_fork_on_the_scripted_model_that_made_the_run_answers_from_its_round(
+    at_round: int,
+) -> None:
+    """The model that made the run has played its script; the fork still runs on it, from
+    the reply the original got at the fork's round, and the model itself is unchanged."""
+    script = replies(3)
+    config = AgentConfig(tool_max_rounds=6)
+    result, scripted = original(script, config)
+    assert scripted.remaining == 0
+
+    forked = fork(result, at_round, model=scripted, tools=Adder().tools, config=config)
+
+    assert forked.error is None
+    assert forked.forked == forked.original == RunFigures.of_result(result)
+    assert_same_rounds(forked, at_round)
+    assert (scripted.remaining, len(scripted.calls)) == (0, len(script))
+
+
+def test_a_fork_on_the_models_that_made_a_pruned_run_answers_from_its_round() -> None:
+    """The main and the pruning model both made the run (every pruning request the same
+    text): each answers the fork from its own place in its script."""
+
+    @tool
+    def fetch(page: int) -> str:
+        """Fetch a page."""
+        return "x" * 50
+
+    script = [
+        calls(tool_call("fetch", {"page": n}, f"p{n}"), tokens=(100 * n, 10)) for n in (1, 2, 3)
+    ] + [final("read", tokens=(500, 20))]
+    prune_script = [final(f"short {n}", tokens=(40 + n, 5)) for n in (1, 2, 3)]
+    config = AgentConfig(tool_max_rounds=6, prune_tools=("fetch",), prune_min_chars=10)
+    main, pruner = model(script), model(prune_script)
+    result = LLMAgent(main, [fetch], config, pruning_model=pruner).run("Read.")
+    for at_round in (1, 2, 3, 4):
+        forked = fork(
+            result, at_round, model=main, tools=[fetch], pruning_model=pruner, config=config
+        )
+        assert forked.error is None, at_round
+        assert forked.forked == RunFigures.of_result(result), at_round
+        assert_same_rounds(forked, at_round)
+        assert forked.result is not None
+        pruned = [m.content for m in forked.result.messages if isinstance(m, ToolMessage)]
+        assert pruned == ["short 1", "short 2", "short 3"], at_round
+    # a pruning model with no reply left for the fork's pruning calls: refused, named
+    spent = model([final("elsewhere")])
+    spent.invoke("Something else.")
+    with pytest.raises(ConfigurationError) as caught:
+        fork(result, 2, model=main, tools=[fetch], pruning_model=spent, config=config)
+    assert caught.value.field == "pruning_model"
+    assert "the pruning model is a ScriptedChatModel" in str(caught.value)
+    assert len(spent.calls) == 1
+
+
+def test_a_fork_of_the_earlier_of_two_runs_with_one_prompt_answers_as_it_did() -> None:
+    """One scripted model ran the same prompt twice, with different replies: a fork of
+    either run from round 1 answers as that run was answered."""
+    first, second = replies(2), replies(1, answer_tokens=(900, 90))
+    scripted = model([*first, *second])
+    agent = LLMAgent(scripted, Adder().tools)
+    a, b = agent.run("Add things."), agent.run("Add things.")
+    assert RunFigures.of_result(a) != RunFigures.of_result(b)
+    for result in (a, b):
+        for at_round in range(1, result.rounds + 1):
+            forked = fork(result, at_round, model=scripted, tools=Adder().tools)
+            assert forked.forked == RunFigures.of_result(result), (result.rounds, at_round)
+
+
+def test_a_scripted_model_that_cannot_answer_the_fork_is_refused_before_any_call() -> None:
+    result, _ = original(replies(2))
+    spent = model(replies(1))
+    LLMAgent(spent, Adder().tools).run("Something else.")  # every reply played, elsewhere
+    made = len(spent.calls)
+    with pytest.raises(ConfigurationError) as caught:
+        fork(result, 2, model=spent, tools=Adder().tools)
+    assert caught.value.field == "model"
+    said = str(caught.value)
+    assert "ScriptedChatModel that has played all 2 of its replies" in said
+    assert "none answered what round 2 was sent" in said
+    assert "fork with a model that can answer" in said
+    assert len(spent.calls) == made  # refused before any call
+
+
+def test_a_replay_that_replayed_the_run_answers_the_fork_afresh(tmp_path: Path) -> None:
+    script = replies(2)
+    recorded = tmp_path / "session.jsonl"
+    LLMAgent(RecordingChatModel(model(script), recorded), Adder().tools).run("Add things.")
+    replay = ReplayChatModel.from_file(recorded)
+    result = LLMAgent(replay, Adder().tools).run("Add things.")
+    assert replay.remaining == 0
+    for at_round in (1, 2, 3):
+        forked = fork(result, at_round, model=replay, tools=Adder().tools)
+        assert forked.error is None, at_round
+        assert forked.forked == RunFigures.of_result(result), at_round
+    assert replay.remaining == 0  # the replay itself is unchanged
+    other = tmp_path / "other.jsonl"
+    LLMAgent(RecordingChatModel(model(script), other), Adder().tools).run("Something else.")
+    elsewhere = ReplayChatModel.from_file(other)
+    LLMAgent(elsewhere, Adder().tools).run("Something else.")
+    with pytest.raises(ConfigurationError) as caught:
+        fork(result, 2, model=elsewhere, tools=Adder().tools)
+    assert caught.value.field == "model"
+    assert "has no call sent what round 2 was sent" in str(caught.value)
 
 
 def test_equality_when_the_round_cap_ends_the_run() -> None:
@@ -467,7 +574,7 @@ def test_added_messages_follow_the_prefix() -> None:
 
 
 async def test_a_prepared_fork_runs_under_the_debugger_in_step_mode() -> None:
-    from toolloop_lab.widget import LoopDebugger
+    from toolloop_lab._widget.debugger import LoopDebugger
 
     script = replies(3)
     result, _ = original(script)

@@ -18,10 +18,8 @@ from stubs.clients import chat_anthropic, chat_openai
 from stubs.openai_stub import OpenAIStub, OpenAIToolCall, OpenAIUsage
 from stubs.prices import anthropic_cost, openai_cost
 
-from toolloop_lab import AgentConfig, LLMAgent
-from toolloop_lab.recording import RunFigures
-from toolloop_lab.replay.fork import fork
-from toolloop_lab.trace import TraceWriter
+from toolloop_lab import AgentConfig, LLMAgent, TraceWriter, fork
+from toolloop_lab._replay.figures import RunFigures
 
 
 @tool
@@ -100,7 +98,7 @@ async def test_anthropic_fork_with_a_changed_config_shows_the_deltas(ant: Anthro
 
 
 async def asyncio_fork(source: Any, at_round: int, model: Any, tools: Any, **kw: Any) -> Any:
-    from toolloop_lab.replay.fork import afork
+    from toolloop_lab import afork
 
     return await afork(source, at_round, model=model, tools=tools, **kw)
 

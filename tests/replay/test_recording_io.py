@@ -17,15 +17,14 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
 from loopkit import MODEL, tool_call, usage
 
-from toolloop_lab import LLMAgent, ScriptedChatModel, ToolLoopError, ToolLoopLabError
-from toolloop_lab.errors import PaidCallError
-from toolloop_lab.recording import (
-    Recording,
-    RecordingChatModel,
+from toolloop_lab import LLMAgent, Recording, RecordingChatModel, ReplayChatModel, ScriptedChatModel
+from toolloop_lab.errors import (
+    PaidCallError,
     RecordingError,
     RecordingFormatError,
     RecordingWriteError,
-    ReplayChatModel,
+    ToolLoopError,
+    ToolLoopLabError,
 )
 
 ODD_TEXT = "line\u2028separator\u2029paragraph\x85next-line and caf\u00e9"

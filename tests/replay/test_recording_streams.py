@@ -26,8 +26,7 @@ from pydantic import BaseModel, Field
 from stubs.openai_stub import OpenAIStub, OpenAIToolCall, OpenAIUsage
 from stubs.prices import openai_cost
 
-from toolloop_lab import LLMAgent, ScriptedChatModel
-from toolloop_lab.recording import Recording, RecordingChatModel, ReplayChatModel
+from toolloop_lab import LLMAgent, Recording, RecordingChatModel, ReplayChatModel, ScriptedChatModel
 
 PROMPT = [HumanMessage("Tell me about streams, at some length please.")]
 LONG = "Streams arrive in pieces; a recorder keeps every piece as the provider sent it."

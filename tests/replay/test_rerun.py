@@ -9,17 +9,10 @@ from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
 from loopkit import MODEL, calls, changed_config, final, tool_call
 
-from toolloop_lab import (
-    AgentConfig,
-    ConfigurationError,
-    ExecutionError,
-    LLMAgent,
-    ScriptedChatModel,
-    ToolLoopError,
-    usd_budget,
-)
-from toolloop_lab.replay.figures import RunFigures
-from toolloop_lab.replay.rerun import Rerun, rerun, stop_notes
+from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, usd_budget
+from toolloop_lab._replay.figures import RunFigures
+from toolloop_lab._replay.rerun import Rerun, rerun, stop_notes
+from toolloop_lab.errors import ConfigurationError, ExecutionError, ToolLoopError
 
 
 @tool

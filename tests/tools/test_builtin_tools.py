@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from langchain_core.tools import ToolException
 
-from toolloop_lab.tools.builtin import echo_tool, file_read_tool
+from toolloop_lab import echo_tool, file_read_tool
 
 
 @pytest.fixture

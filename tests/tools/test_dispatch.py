@@ -19,13 +19,11 @@ from langchain_core.tools import BaseTool, StructuredTool, tool
 from loopkit import MODEL, calls, final, tool_call, usage
 from pydantic import BaseModel
 
-from toolloop_lab import AgentConfig, ExecutionError, LLMAgent, ScriptedChatModel, ToolLoopResult
+from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopResult
+from toolloop_lab._tools.call_ids import normalize_tool_call_ids
+from toolloop_lab._tools.dispatcher import not_available_error, serialize_output
+from toolloop_lab.errors import ExecutionError
 from toolloop_lab.events import Event, ModelCalled, ToolDispatched
-from toolloop_lab.tools.dispatcher import (
-    normalize_tool_call_ids,
-    not_available_error,
-    serialize_output,
-)
 
 SAFETY_S = 30.0
 """Only a deadlock guard: turns a hang into a failure, never a timing assertion."""

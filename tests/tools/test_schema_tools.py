@@ -19,10 +19,11 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import StructuredTool
 from loopkit import MODEL, calls, final, tool_call
 
-from toolloop_lab import ConfigurationError, LLMAgent, ScriptedChatModel
-from toolloop_lab.engine.interventions import check_args
+from toolloop_lab import LLMAgent, ScriptedChatModel, tools_from_schema
+from toolloop_lab._engine.interventions import check_args
+from toolloop_lab._tools.schema import function_spec, json_schema_problem
+from toolloop_lab.errors import ConfigurationError
 from toolloop_lab.events import ToolDispatched
-from toolloop_lab.tools.schema import function_spec, json_schema_problem, tools_from_schema
 
 SAFETY_S = 60.0
 """Guard against a stall: far beyond what a check that cannot stall takes."""
@@ -378,7 +379,7 @@ def test_a_backtracking_pattern_cannot_stall_the_process() -> None:
         from toolloop_lab import LLMAgent, ScriptedChatModel
         from toolloop_lab.errors import InterventionError
         from toolloop_lab.events import ToolDispatched
-        from toolloop_lab.tools.schema import tools_from_schema
+        from toolloop_lab import tools_from_schema
 
         EVIL = "a" * 40 + "!"
         SCHEMA = {"type": "object", "properties": {"key": {"type": "string",

@@ -9,17 +9,21 @@ import json
 import pandas as pd
 import pytest
 
+from toolloop_lab import tools_from_schema
 from toolloop_lab.lab import LabResults, ScenarioRun, drop_volatile, run_scenarios
-from toolloop_lab.tools.schema import tools_from_schema
 from toolloop_lab.workloads import (
     FILE_FUNCTIONS,
+    FILES_CONFIGS,
     TICKET_FUNCTIONS,
     FileSystem,
     FileSystemError,
     TicketError,
     TicketTracker,
+    Workbench,
+    files_scenarios,
+    files_sweep,
 )
-from toolloop_lab.workloads.files import CONFIGS, SEED_FILES, Workbench, scenarios, sweep
+from toolloop_lab.workloads._files import SEED_FILES
 
 
 # -- the backends ------------------------------------------------------------------------
@@ -136,7 +140,7 @@ def test_the_workbench_builds_fresh_backends_that_share_the_file_system() -> Non
 # -- the sweep ---------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def results() -> LabResults:
-    return run_scenarios(sweep(), progress=False)
+    return run_scenarios(files_sweep(), progress=False)
 
 
 def contents(run: ScenarioRun, turn: int, name: str) -> list[str]:
@@ -145,12 +149,12 @@ def contents(run: ScenarioRun, turn: int, name: str) -> list[str]:
 
 
 def test_the_sweep_is_every_scenario_under_both_configs(results: LabResults) -> None:
-    names = [s.name for s in scenarios()]
-    assert [r.scenario for r in results] == [f"{n}[{c}]" for c in CONFIGS for n in names]
+    names = [s.name for s in files_scenarios()]
+    assert [r.scenario for r in results] == [f"{n}[{c}]" for c in FILES_CONFIGS for n in names]
     runs = results.runs
     assert (runs["turns"] == runs["turns_run"]).all()  # no turn failed
     assert runs["usage_estimated"].all()  # counted from what each call really sent
-    assert [tuple(t) for t in runs["tags"]] == [("files", c) for c in CONFIGS for _ in names]
+    assert [tuple(t) for t in runs["tags"]] == [("files", c) for c in FILES_CONFIGS for _ in names]
 
 
 def test_roomy_turns_answer_and_the_backend_carries_over(results: LabResults) -> None:
@@ -191,7 +195,7 @@ def test_a_tight_round_cap_leaves_work_undone_and_later_turns_fail(
 
 
 def test_the_sweep_is_the_same_every_time(results: LabResults) -> None:
-    again = run_scenarios(sweep(), concurrency=2, progress=False)
+    again = run_scenarios(files_sweep(), concurrency=2, progress=False)
     for name in ("runs", "turns", "rounds", "tools"):
         pd.testing.assert_frame_equal(
             drop_volatile(getattr(again, name)), drop_volatile(getattr(results, name)), obj=name

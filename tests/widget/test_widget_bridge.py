@@ -1,9 +1,9 @@
-"""``LoopDebugger.watch()`` and ``.callbacks()``: a LangChain agent's run in the debugger.
+"""A LangChain agent's run in the debugger: ``with watch(dbg): ...`` or
+``config={"callbacks": [EventBridge(dbg)]}``, the one spelling of each.
 
-Both are thin: they hand the debugger (and any other observers) to the bridge's ``watch``
-and ``callbacks``. A scripted ``create_agent`` runs under each; the debugger must show the
-run the bridge saw (the events an independent observer got, in the same order), and what
-it sends the browser must be those events.
+A scripted ``create_agent`` runs under each; the debugger must show the run the bridge saw
+(the events an independent observer got, in the same order), and what it sends the browser
+must be those events.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from langchain.agents import create_agent
 from langchain_core.tools import tool
 from loopkit import MODEL, MockComm, calls, final, received, tool_call
 
-from toolloop_lab import ScriptedChatModel
+from toolloop_lab import EventBridge, ScriptedChatModel, watch
+from toolloop_lab._widget.debugger import LoopDebugger
+from toolloop_lab._widget.wire import event_payload
 from toolloop_lab.events import Event, LoopStarted
-from toolloop_lab.widget import LoopDebugger
-from toolloop_lab.widget.wire import event_payload
 
 
 @pytest.fixture(autouse=True)
@@ -58,7 +58,7 @@ async def test_watch_shows_every_run_started_in_the_block() -> None:
     dbg = LoopDebugger()
     seen: list[Event] = []
     graph = agent()
-    with dbg.watch(seen.append):
+    with watch(dbg, seen.append):
         await graph.ainvoke({"messages": [("user", "What is 2 + 3?")]})  # type: ignore[attr-defined]
     shown(dbg, seen)
     # outside the block, nothing is watched
@@ -71,7 +71,7 @@ async def test_watch_shows_every_run_started_in_the_block() -> None:
 def test_callbacks_show_the_run_they_are_passed_to() -> None:
     dbg = LoopDebugger()
     seen: list[Event] = []
-    handler = dbg.callbacks(seen.append)
+    handler = EventBridge(dbg, seen.append)
     agent().invoke(  # type: ignore[attr-defined]
         {"messages": [("user", "What is 2 + 3?")]}, config={"callbacks": [handler]}
     )
@@ -82,7 +82,7 @@ def test_callbacks_show_the_run_they_are_passed_to() -> None:
 async def test_two_runs_in_one_watch_block_are_both_kept() -> None:
     dbg = LoopDebugger()
     seen: list[Event] = []
-    with dbg.watch(seen.append):
+    with watch(dbg, seen.append):
         await agent().ainvoke({"messages": [("user", "What is 2 + 3?")]})  # type: ignore[attr-defined]
         await agent().ainvoke({"messages": [("user", "And again?")]})  # type: ignore[attr-defined]
     first, second = (e for e in seen if isinstance(e, LoopStarted))

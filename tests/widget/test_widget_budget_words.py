@@ -19,12 +19,12 @@ import re
 from jskit import usd_stop_mid_run
 from loopkit import catalog_run
 
+from toolloop_lab import RunView
 from toolloop_lab._support.words import BUDGET_STOP, OUTCOME, STATUS, shown_status
+from toolloop_lab._widget import figures
+from toolloop_lab._widget.snapshot import snapshot_html
+from toolloop_lab._widget.text import summary_text
 from toolloop_lab.lab import catalog, run_scenarios
-from toolloop_lab.runview import RunView
-from toolloop_lab.widget import figures
-from toolloop_lab.widget.snapshot import snapshot_html
-from toolloop_lab.widget.text import summary_text
 
 MID_RUN = "Stopped by the USD limit after 4 paid calls; round 4's 2 tool calls did not run"
 OVER = "the budget is checked after each call, so the last call can overshoot it"

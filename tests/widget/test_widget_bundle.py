@@ -1,7 +1,7 @@
 """The shipped front end is the bundle of its sources, and its words are the Python views'.
 
-``toolloop_lab/widget/static/debugger.js`` is committed (so ``pip install``, Binder and CI
-need no Node) but generated: esbuild bundles ``toolloop_lab/widget/src`` and the words
+``toolloop_lab/_widget/static/debugger.js`` is committed (so ``pip install``, Binder and CI
+need no Node) but generated: esbuild bundles ``toolloop_lab/_widget/src`` and the words
 file it imports. These tests rebuild it and fail when the committed file is stale (under
 CI, a missing ``npm ci`` fails too), and check that every code of the event vocabulary has
 its words.
@@ -17,11 +17,11 @@ from typing import get_args, get_type_hints
 
 from jskit import need_node
 
+from toolloop_lab._replay.figures import Detail
+from toolloop_lab._runview import GateState, RunStatus
 from toolloop_lab._support import words
+from toolloop_lab._widget.frontend import STATIC
 from toolloop_lab.events import OUTCOMES, BudgetGate, InterventionAction, SynthesisReason
-from toolloop_lab.replay.figures import Detail
-from toolloop_lab.runview import GateState, RunStatus
-from toolloop_lab.widget.debugger import STATIC
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,7 +40,7 @@ def test_the_committed_bundle_is_the_build_of_its_sources(tmp_path: Path) -> Non
     )
     shipped = (STATIC / "debugger.js").read_text(encoding="utf-8")
     assert fresh.read_text(encoding="utf-8") == shipped, (
-        "toolloop_lab/widget/static/debugger.js is stale: run `npm ci && npm run build`"
+        "toolloop_lab/_widget/static/debugger.js is stale: run `npm ci && npm run build`"
     )
 
 

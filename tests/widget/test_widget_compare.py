@@ -1,7 +1,7 @@
 """Two runs side by side in the debugger: the wire form, ``dbg.compare``, the page's request
 and the fork's comparison (mock comm).
 
-The page draws what :mod:`toolloop_lab.widget.comparing` writes, so what a person must be
+The page draws what :mod:`toolloop_lab._widget.comparison` writes, so what a person must be
 able to read off it is asserted here on the data: a call that became another tool's is a
 change (never "±0 tokens"), calls added and removed, text diffs that rebuild both texts,
 rounds that did the same as one line, both runs' totals, clipping and a byte budget. The
@@ -23,16 +23,22 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool, tool
 from loopkit import ALL, IN_A_LOOP, MODEL, MockComm, calls, channel, final, tool_call
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel, ToolLoopResult, compare
+from toolloop_lab import (
+    AgentConfig,
+    LLMAgent,
+    PausePoint,
+    RunComparison,
+    ScriptedChatModel,
+    ToolLoopResult,
+    compare,
+    fork,
+)
 from toolloop_lab._support.words import CALL_CHANGE, CALL_CHANGE_PART
-from toolloop_lab.engine.hooks import PausePoint
+from toolloop_lab._trace import write_trace
+from toolloop_lab._widget.comparison import COMPARE_CHARS, comparison_payload
+from toolloop_lab._widget.debugger import LoopDebugger
+from toolloop_lab._widget.textdiff import DIFF_OPS, text_opcodes
 from toolloop_lab.errors import ConfigurationError, ToolLoopError, UnknownRunError
-from toolloop_lab.replay.compare import RunComparison
-from toolloop_lab.replay.fork import fork
-from toolloop_lab.trace import write_trace
-from toolloop_lab.widget import LoopDebugger
-from toolloop_lab.widget.comparing import COMPARE_CHARS, comparison_payload
-from toolloop_lab.widget.textdiff import DIFF_OPS, text_opcodes
 
 
 @pytest.fixture(autouse=True)
@@ -344,10 +350,10 @@ async def watched_runs() -> tuple[LoopDebugger, str, str]:
     """A debugger attached to an agent that ran twice: the runs of ``dbg.runs``."""
     dbg = LoopDebugger()
     first = agent([LOOK, READ, final("done", tokens=(300, 10))])
-    dbg.attach(first)
+    first.subscribe(dbg)
     await first.arun("go", name="reads")
     second = agent([LOOK, TICKET, final("done", tokens=(300, 10))])
-    dbg.attach(second)
+    second.subscribe(dbg)
     await second.arun("go", name="tickets")
     a, b = (s.run_id for s in dbg.runs)
     return dbg, a, b

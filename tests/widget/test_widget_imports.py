@@ -14,12 +14,12 @@ import sys
 import pytest
 
 RENDERERS = [
-    "toolloop_lab.widget.text",
-    "toolloop_lab.widget.snapshot",
-    "toolloop_lab.widget.wire",
-    "toolloop_lab.widget.page",
-    "toolloop_lab.widget.requests",
-    "toolloop_lab.lab.report",
+    "toolloop_lab._widget.text",
+    "toolloop_lab._widget.snapshot",
+    "toolloop_lab._widget.wire",
+    "toolloop_lab._widget.page",
+    "toolloop_lab._widget.requests",
+    "toolloop_lab.lab._report",
 ]
 
 
@@ -41,24 +41,14 @@ def test_importing_a_renderer_loads_no_widget_library(module: str) -> None:
     assert done.stdout.strip() == "clean"
 
 
-def test_the_debugger_is_still_importable_from_the_widget_package() -> None:
+def test_the_widget_package_itself_loads_no_widget_library() -> None:
     done = _run(
         "import sys\n"
-        "import toolloop_lab.widget as w\n"
+        "import toolloop_lab._widget\n"
         "assert 'ipywidgets' not in sys.modules, 'loaded before use'\n"
-        "from toolloop_lab.widget import LoopDebugger\n"
-        "from toolloop_lab.widget.debugger import LoopDebugger as Direct\n"
-        "assert LoopDebugger is Direct and w.LoopDebugger is Direct\n"
+        "from toolloop_lab._widget.debugger import LoopDebugger\n"
         "assert 'ipywidgets' in sys.modules\n"
-        "assert 'LoopDebugger' in dir(w)\n"
         "print('ok')"
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
-
-
-def test_an_unknown_name_is_an_attribute_error() -> None:
-    import toolloop_lab.widget
-
-    with pytest.raises(AttributeError, match="NoSuchThing"):
-        getattr(toolloop_lab.widget, "NoSuchThing")  # noqa: B009 - the name is made up

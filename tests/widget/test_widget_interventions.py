@@ -21,13 +21,12 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.tools import tool
 from loopkit import ALL, MockComm, calls, channel, final, received, tool_call, until
 
-from toolloop_lab import AgentConfig, LLMAgent, ScriptedChatModel
+from toolloop_lab import AgentConfig, ForkResult, LLMAgent, ScriptedChatModel, fork
+from toolloop_lab._trace import write_trace
+from toolloop_lab._widget.debugger import LoopDebugger
+from toolloop_lab._widget.requests import MAX_REQUEST_CHARS
+from toolloop_lab._widget.wire import event_payload
 from toolloop_lab.errors import ConfigurationError
-from toolloop_lab.replay.fork import ForkResult, fork
-from toolloop_lab.trace import write_trace
-from toolloop_lab.widget import LoopDebugger
-from toolloop_lab.widget.requests import MAX_REQUEST_CHARS
-from toolloop_lab.widget.wire import event_payload
 
 
 @pytest.fixture(autouse=True)
@@ -298,6 +297,72 @@ async def test_a_click_meant_for_an_earlier_pause_changes_nothing() -> None:
     dbg.close()
 
 
+# -- Step and Continue with an edit open on the page -------------------------------------
+def release(action: str, point: dict[str, Any], request: int) -> dict[str, Any]:
+    """Step or Continue clicked at ``point`` with an edit open: the page sends the edit
+    with the click (``change``, as its own button would have sent it)."""
+    edit = {"type": "intervene", "pause": point["pause"], "call_id": "c1"}
+    return {
+        "type": "control",
+        "action": action,
+        "pause": point["pause"],
+        "request": request,
+        "change": edit,
+    }
+
+
+@pytest.mark.parametrize("action", ["step", "continue"])
+async def test_step_or_continue_with_an_edit_open_applies_it_then_goes_on(action: str) -> None:
+    dbg = LoopDebugger(pause_on="tools")
+    task = dbg.start(agent(), "Check the backups.")
+    point = await paused(dbg, "tool_dispatch")
+    asked = release(action, point, 21)
+    asked["change"] |= {"action": "edit_args", "args": {"database": "users"}}
+    channel(dbg).from_browser(asked)
+    result = await task
+    assert ran == ["users"]  # the tool ran with the arguments the person set up
+    assert result.final_response.text == "answer: users: OK"
+    answer = control(dbg)["answer"]
+    assert (answer["request"], answer["action"], answer["ok"]) == (21, action, True)
+    (event,) = interventions(dbg)
+    assert (event["action"], event["after"]) == ("edit_args", {"database": "users"})
+    dbg.close()
+
+
+@pytest.mark.parametrize("action", ["step", "continue"])
+async def test_step_or_continue_with_an_invalid_edit_open_is_refused_and_the_pause_holds(
+    action: str,
+) -> None:
+    dbg = LoopDebugger(pause_on="tools")
+    task = dbg.start(agent(), "Check the backups.")
+    point = await paused(dbg, "tool_dispatch")
+    asked = release(action, point, 22)
+    asked["change"] |= {"action": "edit_args", "args": {"database": 7}}
+    answer = ask(dbg, asked)
+    assert (answer["request"], answer["ok"], answer["reason"]) == (22, False, "invalid_args")
+    assert "database" in answer["message"]  # the schema's words, shown next to the edit
+    # nothing ran, nothing changed, and the loop still waits at the same pause
+    assert ran == []
+    assert interventions(dbg) == []
+    assert dbg.paused_at is not None
+    assert control(dbg)["paused_at"]["pause"] == point["pause"]
+    # a change of a kind no release takes, or at another pause, is refused the same way
+    for bad, reason in (
+        ({"action": "check_args", "args": {"database": "users"}}, "bad_request"),
+        ({"action": "skip", "content": "x", "pause": point["pause"] - 1}, "stale"),
+    ):
+        asked = release(action, point, 23)
+        asked["change"] |= bad
+        refused = ask(dbg, asked)
+        assert (refused["request"], refused["ok"], refused["reason"]) == (23, False, reason)
+    assert dbg.paused_at is not None
+    assert ran == []
+    dbg.continue_()
+    await task
+    assert ran == ["orders"]
+    dbg.close()
+
+
 def test_a_change_with_nothing_paused_is_refused() -> None:
     dbg = LoopDebugger()
     answer = ask(
@@ -454,6 +519,55 @@ async def test_a_fork_that_cannot_be_made_is_refused_with_its_field() -> None:
     with pytest.raises(ConfigurationError) as caught:
         dbg.fork(2)
     assert caught.value.field == "tool_max_rounds"
+    dbg.close()
+
+
+async def test_fork_from_here_of_a_run_that_played_its_whole_script_runs_the_fork() -> None:
+    """A tutorial's model plays a script of fixed replies, and its run plays all of them:
+    "Fork from here" still runs the fork on it, from the reply the original got at the
+    fork's round, and it ends as the original did (not "Failed, 0 model calls")."""
+    script = [
+        calls(tool_call("read_log", {"database": "orders"}, "c1")),
+        calls(tool_call("read_log", {"database": "users"}, "c2")),
+        final("orders failed, users ok"),
+    ]
+    model = ScriptedChatModel(script, model_name="gpt-4o-mini")
+    dbg = LoopDebugger()
+    await dbg.start(LLMAgent(model, [read_log]), "Check the backups.")
+    assert model.remaining == 0
+    answer = ask(dbg, {"type": "fork", "request": 1, "round": 2})
+    assert (answer["ok"], answer["action"]) == (True, "fork")
+    (child,) = dbg.forks
+    await until(lambda: child.paused_at is not None)
+    child.continue_()
+    result = await child.task  # type: ignore[misc]
+    assert isinstance(result, ForkResult)
+    assert result.error is None
+    assert result.forked == result.original
+    assert child.view.final_text == "orders failed, users ok"
+    assert model.remaining == 0  # the agent's model is unchanged
+    assert len(model.calls) == 3
+    child.close()
+    dbg.close()
+
+
+async def test_a_fork_whose_model_cannot_answer_is_refused_where_it_was_asked() -> None:
+    """A model with no reply left for the fork: the page's request is refused with the
+    reason (beside the button), and ``dbg.fork`` raises it, before any call."""
+    spent = ScriptedChatModel([final("elsewhere")], model_name="gpt-4o-mini")
+    spent.invoke("Something else.")
+    dbg = LoopDebugger(fork_with=LLMAgent(spent, [read_log]))
+    await finished(dbg)
+    answer = ask(dbg, {"type": "fork", "request": 1, "round": 2})
+    assert (answer["ok"], answer["reason"]) == (False, "model")
+    assert "has no reply for the fork" in answer["message"]
+    assert "fork with a model that can answer" in answer["message"]
+    assert dbg.forks == ()
+    with pytest.raises(ConfigurationError) as caught:
+        dbg.fork(2)
+    assert caught.value.field == "model"
+    assert dbg.forks == ()
+    assert len(spent.calls) == 1  # no call was made for the fork
     dbg.close()
 
 

@@ -1,5 +1,6 @@
-"""The controls in a real kernel, as a notebook drives them: ``dbg.attach(agent)``, then a
-cell awaiting ``agent.arun(...)`` or calling ``agent.run(...)``, while a client plays the
+"""The controls in a real kernel, as a notebook drives them: ``LLMAgent(...,
+observers=[dbg])``, then a cell awaiting ``agent.arun(...)`` or calling ``agent.run(...)``,
+while a client plays the
 page (its ``hello``, Step and Stop as comm messages on the shell channel, or on a kernel
 subshell as JupyterLab sends them) and reads what the widget sends back on IOPub.
 
@@ -21,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from toolloop_lab.widget.reach import KernelInfo
+from toolloop_lab._widget.reach import KernelInfo
 
 jupyter_client = pytest.importorskip("jupyter_client")
 manager = pytest.importorskip("jupyter_client.manager")
@@ -35,7 +36,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 import ipykernel
 from toolloop_lab import LLMAgent, ScriptedChatModel
-from toolloop_lab.widget import LoopDebugger
+from toolloop_lab._widget.debugger import LoopDebugger
 
 @tool
 async def slow(x: int) -> int:
@@ -43,15 +44,13 @@ async def slow(x: int) -> int:
     await asyncio.sleep(0.4)
     return x
 
-def make_agent(rounds):
+def make_agent(rounds, *observers):
     asks = [AIMessage("", tool_calls=[{"name": "slow", "args": {"x": i}, "id": f"c{i}",
             "type": "tool_call"}]) for i in range(rounds)]
-    return LLMAgent(ScriptedChatModel([*asks, AIMessage("done")], model_name="gpt-4o-mini"), [slow])
-def make_observed(rounds, dbg):
-    agent = make_agent(rounds)
-    return LLMAgent(agent.model, agent.tools, observers=[dbg])
+    model = ScriptedChatModel([*asks, AIMessage("done")], model_name="gpt-4o-mini")
+    return LLMAgent(model, [slow], observers=observers)
 
-def make_parent(sub):
+def make_parent(sub, *observers):
     @tool
     async def ask_helper(question: str) -> str:
         \"\"\"Ask the helper agent.\"\"\"
@@ -59,7 +58,7 @@ def make_parent(sub):
     call = {"name": "ask_helper", "args": {"question": "q"}, "id": "h1", "type": "tool_call"}
     model = ScriptedChatModel([AIMessage("", tool_calls=[call]), AIMessage("parent done")],
                               model_name="gpt-4o-mini")
-    return LLMAgent(model, [ask_helper])
+    return LLMAgent(model, [ask_helper], observers=observers)
 print(ipykernel.__version__)
 """
 
@@ -159,11 +158,12 @@ def kernel() -> Iterator[Kernel]:
 
 
 def _debugger(kernel: Kernel, name: str, pause_on: str, rounds: int) -> str:
-    """``name`` = a debugger attached to an agent with ``rounds`` slow rounds; its comm id."""
+    """``name`` = a debugger given to an agent with ``rounds`` slow rounds as its observer
+    (``LLMAgent(..., observers=[dbg])``, the one way to connect it); its comm id."""
     return _watch(
         kernel,
-        f"{name} = LoopDebugger(pause_on={pause_on!r}); {name}_agent = make_agent({rounds})\n"
-        f"{name}.attach({name}_agent); print({name}.comm.comm_id)",
+        f"{name} = LoopDebugger(pause_on={pause_on!r})\n"
+        f"{name}_agent = make_agent({rounds}, {name}); print({name}.comm.comm_id)",
     )
 
 
@@ -178,7 +178,9 @@ def _paused(kernel: Kernel, stage: str) -> Callable[[], bool]:
     return lambda: (kernel.control().get("paused_at") or {}).get("stage") == stage
 
 
-def test_stop_and_step_reach_an_attached_run_the_cell_awaits(kernel: Kernel) -> None:
+def test_stop_and_step_reach_a_run_the_cell_awaits_with_the_debugger_as_its_observer(
+    kernel: Kernel,
+) -> None:
     comm_id = _debugger(kernel, "dbg", "tools", 4)
     kernel.send(comm_id, {"type": "hello"}, None)
     cell = kernel.submit("await dbg_agent.arun('go')")
@@ -262,19 +264,19 @@ def test_on_a_subshell_a_sync_run_is_held_exactly_when_clicks_reach_it(kernel: K
 
 
 def test_a_nested_run_is_held_only_through_its_parent(kernel: Kernel) -> None:
-    """A sub-agent awaited by a tool of the held run, attached too: the page pauses the
+    """A sub-agent awaited by a tool of the held run, connected too: the page pauses the
     parent only (the sub-agent never waits at a pause of its own), and a Stop of the
     parent is what ends it."""
     if not KernelInfo(kernel.version).comms_during_await:
         pytest.skip(f"ipykernel {kernel.version} reads clicks only after a cell ends")
     comm_id = _watch(
         kernel,
-        'nest = LoopDebugger(pause_on="model"); helper = make_agent(1)\n'
-        "parent = make_parent(helper); nest.attach(parent); nest.attach(helper)\n"
+        'nest = LoopDebugger(pause_on="model"); helper = make_agent(1, nest)\n'
+        "nest_agent = make_parent(helper, nest)\n"
         "print(nest.comm.comm_id)",
     )
     kernel.send(comm_id, {"type": "hello"}, None)
-    cell = kernel.submit("await parent.arun('go')")
+    cell = kernel.submit("await nest_agent.arun('go')")
     kernel.pump(_paused(kernel, "model_call"))
     first = kernel.control()["paused_at"]
     kernel.send(comm_id, {"type": "control", "action": "step", "pause": first["pause"]}, None)
@@ -293,21 +295,22 @@ def test_a_nested_run_is_held_only_through_its_parent(kernel: Kernel) -> None:
 
 
 def test_stop_reaches_a_run_that_only_reports_to_the_debugger(kernel: Kernel) -> None:
-    """``LLMAgent(..., observers=[dbg])`` without ``attach``: the run has no pause hook,
-    so it never pauses, but Stop still reaches it."""
+    """An agent that feeds the debugger its events without having it as an observer (a
+    function of its own in between): the run has no pause hook, so it never pauses, and
+    the page says how to connect it; Stop still reaches it."""
     if not KernelInfo(kernel.version).comms_during_await:
         pytest.skip(f"ipykernel {kernel.version} reads clicks only after a cell ends")
     comm_id = _watch(
         kernel,
-        'seen = LoopDebugger(pause_on="tools"); seen_agent = make_observed(4, seen)\n'
+        'seen = LoopDebugger(pause_on="tools"); seen_agent = make_agent(4, lambda e: seen(e))\n'
         "print(seen.comm.comm_id)",
     )
     kernel.send(comm_id, {"type": "hello"}, None)
     cell = kernel.submit("await seen_agent.arun('go')")
     kernel.pump(lambda: kernel.control().get("running") is True)
     reach = kernel.control()["reach"]
-    assert (reach["stop"], reach["pause"], reach["code"]) == (True, False, "not_attached")
-    assert "dbg.attach(agent)" in reach["why"]
+    assert (reach["stop"], reach["pause"], reach["code"]) == (True, False, "not_connected")
+    assert "observers=[dbg]" in reach["why"]
     kernel.send(comm_id, {"type": "control", "action": "stop"}, None)
     kernel.pump(lambda: cell in kernel.replies)
     assert kernel.replies[cell]["ename"] == "RunStopped"

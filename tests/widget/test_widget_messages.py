@@ -1,7 +1,7 @@
 """What the debugger sends the browser, read off a mock comm (no browser, no kernel).
 
 The widget's contract with its ES module is a stream of small messages (see
-``toolloop_lab.widget.wire``): each event once, in order, in paced batches; everything
+``toolloop_lab._widget.wire``): each event once, in order, in paced batches; everything
 again after a front end says hello; the step state with each batch; a bounded tail of the
 run in the saved state. Time is a fake clock with a timer queue the test advances, so the
 pacing figures are exact.
@@ -24,15 +24,15 @@ import pytest
 from browser.streams import PlaybackAgent, Stream, ToolSpec, long_run, sample_run, slow_run
 from loopkit import FakeTime, MockComm, channel, received, until
 
+from toolloop_lab import RunView
+from toolloop_lab._spend.usage import format_usd
+from toolloop_lab._tools.dispatcher import STOPPED_TEXT
+from toolloop_lab._trace import write_trace
+from toolloop_lab._widget.coalesce import Coalescer
+from toolloop_lab._widget.debugger import LoopDebugger
+from toolloop_lab._widget.frontend import STATIC
+from toolloop_lab._widget.wire import event_payload
 from toolloop_lab.events import Event, LoopFinished
-from toolloop_lab.runview import RunView
-from toolloop_lab.spend.usage import format_usd
-from toolloop_lab.tools.dispatcher import STOPPED_TEXT
-from toolloop_lab.trace import write_trace
-from toolloop_lab.widget import LoopDebugger
-from toolloop_lab.widget.coalesce import Coalescer
-from toolloop_lab.widget.debugger import STATIC
-from toolloop_lab.widget.wire import event_payload
 
 
 @pytest.fixture(autouse=True)

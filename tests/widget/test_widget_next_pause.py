@@ -159,7 +159,7 @@ async def test_a_forks_pause_says_the_round_its_debugger_and_summary_say() -> No
 
 
 async def test_a_fork_started_in_a_plain_debugger_is_numbered_as_its_source() -> None:
-    from toolloop_lab.forking import prepare_fork
+    from toolloop_lab import prepare_fork
 
     source = await LLMAgent(three_rounds(), TOOLS).arun("go")
     prepared = prepare_fork(source, 2, model=three_rounds(), tools=TOOLS, config=AgentConfig())

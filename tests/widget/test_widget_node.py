@@ -3,7 +3,7 @@
 ``node --test tests/js/`` runs the unit tests of the fold, the link protocol, the labels
 and a jsdom mount of finished runs, on real runs Python writes here first (the catalog's
 and the hostile cases of ``jskit``, as wire payloads). ``npm run check`` is ``tsc`` over
-``toolloop_lab/widget/src``. Both skip without Node and ``npm ci``, except under CI.
+``toolloop_lab/_widget/src``. Both skip without Node and ``npm ci``, except under CI.
 """
 
 from __future__ import annotations
@@ -42,3 +42,12 @@ def test_the_front_end_passes_the_type_check() -> None:
     npm = shutil.which("npm")
     assert npm is not None
     _run([npm, "run", "check", "--silent"])
+
+
+def test_every_front_end_module_asks_for_the_type_check() -> None:
+    """``tsc`` checks a file only under ``// @ts-check``: each hand-written module starts so."""
+    sources = sorted((ROOT / "toolloop_lab" / "_widget" / "src").glob("*.js"))
+    assert len(sources) > 1
+    assert [
+        p.name for p in sources if not p.read_text(encoding="utf-8").startswith("// @ts-check")
+    ] == []

@@ -1,7 +1,7 @@
 """One run reads the same in Python and in the browser.
 
-The widget's fold (``toolloop_lab/widget/src/fold.js``, run under Node) and
-:class:`~toolloop_lab.runview.RunView` fold the same runs: every scenario of the lab's
+The widget's fold (``toolloop_lab/_widget/src/fold.js``, run under Node) and
+:class:`~toolloop_lab._runview.RunView` fold the same runs: every scenario of the lab's
 catalog, the hostile cases of ``jskit`` and the browser tests' streams. The JS side gets
 exactly the wire payloads Python sends. Each side writes its summary explicitly (below,
 and in ``tests/js/fold_summary.mjs``), and both must agree on the status, outcome, number
@@ -19,12 +19,13 @@ import pytest
 from browser.streams import failed_run, hostile_run, long_run, sample_run
 from jskit import ROOT, all_cases, need_node, payloads
 
+from toolloop_lab import RunView
+from toolloop_lab._runview import RoundRow
+from toolloop_lab._spend.usage import format_usd
 from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS, clip
 from toolloop_lab._support.words import STATUS, shown_status, tool_outcome, word
+from toolloop_lab._widget import figures
 from toolloop_lab.events import Event
-from toolloop_lab.runview import RoundRow, RunView
-from toolloop_lab.spend.usage import format_usd
-from toolloop_lab.widget import figures
 
 CASES = {
     **all_cases(),

@@ -17,10 +17,10 @@ from langchain.agents import create_agent
 from langchain_core.tools import tool
 from loopkit import MODEL, MockComm, calls, channel, final, tool_call
 
-from toolloop_lab import LLMAgent, ScriptedChatModel
+from toolloop_lab import LLMAgent, ScriptedChatModel, watch
 from toolloop_lab._support.words import REACH, REACH_HINT
-from toolloop_lab.widget import LoopDebugger
-from toolloop_lab.widget.reach import FULL, KernelInfo, Reach, decide
+from toolloop_lab._widget.debugger import LoopDebugger
+from toolloop_lab._widget.reach import FULL, KernelInfo, Reach, decide
 
 
 @pytest.fixture(autouse=True)
@@ -50,7 +50,7 @@ NEW, OLD = KernelInfo("7.4.0"), KernelInfo("7.3.0")
 
 
 @pytest.mark.parametrize(
-    ("source", "attached", "home", "kernel", "off_home", "expected"),
+    ("source", "connected", "home", "kernel", "off_home", "expected"),
     [
         ("langchain", True, True, NEW, True, Reach(False, False, "bridged")),
         ("otel", True, True, NEW, True, Reach(False, False, "spans")),  # read from spans
@@ -60,19 +60,19 @@ NEW, OLD = KernelInfo("7.4.0"), KernelInfo("7.3.0")
         ("loop", True, True, OLD, True, FULL),  # clicks on a subshell's thread
         ("loop", True, False, NEW, False, Reach(False, False, "sync_run")),  # agent.run()
         ("loop", True, False, OLD, True, FULL),  # agent.run(), clicks on a subshell
-        ("loop", False, True, NEW, False, Reach(True, False, "not_attached")),
+        ("loop", False, True, NEW, False, Reach(True, False, "not_connected")),
     ],
 )
 def test_which_runs_the_clicks_reach(
     source: str,
-    attached: bool,
+    connected: bool,
     home: bool,
     kernel: KernelInfo | None,
     off_home: bool,
     expected: Reach,
 ) -> None:
     got = decide(
-        source=source, attached=attached, on_home_loop=home, kernel=kernel, page_off_home=off_home
+        source=source, connected=connected, on_home_loop=home, kernel=kernel, page_off_home=off_home
     )
     assert got == expected
 
@@ -102,7 +102,7 @@ def test_every_reason_has_words_and_a_hint_and_names_the_kernel() -> None:
 
 async def test_a_bridged_run_is_observed_and_its_controls_say_so() -> None:
     dbg = LoopDebugger(pause_on="tools")
-    with dbg.watch():
+    with watch(dbg):
         await create_agent(_script(), [add]).ainvoke({"messages": [("user", "go")]})
     assert dbg.view.status == "finished"
     assert dbg.reach == Reach(False, False, "bridged")
@@ -118,11 +118,10 @@ async def test_a_bridged_run_is_observed_and_its_controls_say_so() -> None:
 
 
 async def test_a_run_no_click_can_reach_is_never_held() -> None:
-    """No kernel here: an attached agent's run awaited in place must not wait at a pause
+    """No kernel here: a connected agent's run awaited in place must not wait at a pause
     nobody can answer, whatever the pause mode; the page is told why."""
     dbg = LoopDebugger(pause_on="both")
-    agent = LLMAgent(_script(), [add])
-    dbg.attach(agent)
+    agent = LLMAgent(_script(), [add], observers=[dbg])
     result = await asyncio.wait_for(agent.arun("go"), 10)
     assert result.final_response.text == "done"
     assert dbg.view.status == "finished"

@@ -20,16 +20,14 @@ from browser.streams import Stream, session_runs
 from langchain_core.tools import tool
 from loopkit import MODEL, FakeTime, MockComm, calls, channel, final, received, tool_call
 
-from toolloop_lab import LLMAgent, ScriptedChatModel
+from toolloop_lab import LLMAgent, RunSummary, ScriptedChatModel, TraceWriter, echo_tool
+from toolloop_lab._runview import summaries
 from toolloop_lab._support.escape import NAME_CHARS
-from toolloop_lab.builtin_tools import echo_tool
+from toolloop_lab._widget.debugger import LoopDebugger
+from toolloop_lab._widget.runs import MAX_TAGS, row_payload
+from toolloop_lab._widget.wire import event_payload
 from toolloop_lab.errors import UnknownRunError
 from toolloop_lab.events import Event
-from toolloop_lab.runview import RunSummary, summaries
-from toolloop_lab.trace import TraceWriter
-from toolloop_lab.widget import LoopDebugger
-from toolloop_lab.widget.runrows import MAX_TAGS, row_payload
-from toolloop_lab.widget.wire import event_payload
 
 
 @pytest.fixture(autouse=True)
@@ -66,7 +64,7 @@ def boss_and_helper(*observers: object) -> LLMAgent:
 def test_an_attached_agent_run_twice_is_two_runs_and_the_newest_is_shown() -> None:
     dbg = LoopDebugger()
     agent = echo_agent(times=2)
-    dbg.attach(agent)
+    agent.subscribe(dbg)
     first = agent.run("go", name="first")
     second = agent.run("again", name="second", tags=("retry",))
     assert dbg.runs == summaries((*first.events, *second.events))
@@ -125,7 +123,7 @@ def test_a_trace_opened_keeps_every_run_and_shows_the_one_picked(tmp_path: Path)
 def test_only_the_newest_runs_are_kept_past_the_bound() -> None:
     dbg = LoopDebugger(max_runs=2)
     agent = echo_agent(times=3)
-    dbg.attach(agent)
+    agent.subscribe(dbg)
     results = [agent.run("go", name=f"run {n}") for n in range(3)]
     assert [r.name for r in dbg.runs] == ["run 1", "run 2"]
     assert dbg.runs_left_out == 1
@@ -229,7 +227,7 @@ def test_show_run_pins_a_run_and_none_follows_the_newest_again() -> None:
     fake = FakeTime()
     dbg = make(fake)
     agent = echo_agent(times=3)
-    dbg.attach(agent)
+    agent.subscribe(dbg)
     first = agent.run("go", name="first")
     agent.run("again", name="second")
     fake.advance(1.0)
@@ -271,7 +269,7 @@ def test_the_page_asks_to_show_a_run_and_is_answered() -> None:
     fake = FakeTime()
     dbg = make(fake)
     agent = echo_agent(times=2)
-    dbg.attach(agent)
+    agent.subscribe(dbg)
     first = agent.run("go")
     agent.run("again")
     fake.advance(1.0)
@@ -354,7 +352,7 @@ def test_a_sub_agent_reaches_what_watches_its_parent_with_no_wiring(tmp_path: Pa
         [ask_helper],
     )
     dbg = LoopDebugger()
-    dbg.attach(boss)
+    boss.subscribe(dbg)
     path = tmp_path / "nested.jsonl"
     with TraceWriter(path) as writer:
         boss.subscribe(writer)
@@ -398,7 +396,7 @@ def test_the_shown_run_is_kept_while_its_sub_agents_start_past_the_bound() -> No
     exact though one of them is let go once they end."""
     dbg = LoopDebugger(max_runs=3)
     top = nested_chain(4)
-    dbg.attach(top)
+    top.subscribe(dbg)
     seen: list[Event] = []
     top.subscribe(seen.append)
     outer = top.run("Go down.", name="level 1")
@@ -457,7 +455,7 @@ def test_a_run_picked_to_show_is_never_let_go() -> None:
     (the oldest finished run used to go, though it was the one on screen)."""
     dbg = LoopDebugger(max_runs=2)
     agent = echo_agent(times=4)
-    dbg.attach(agent)
+    agent.subscribe(dbg)
     first = agent.run("go", name="first")
     agent.run("go", name="second")
     dbg.show_run(first.run_id)
@@ -468,7 +466,7 @@ def test_a_run_picked_to_show_is_never_let_go() -> None:
     assert dbg.events == first.events
     dbg.show_run(None)  # following the newest again: the first may go now
     agent_more = echo_agent()
-    dbg.attach(agent_more)
+    agent_more.subscribe(dbg)
     agent_more.run("go", name="fifth")
     assert [r.name for r in dbg.runs] == ["fourth", "fifth"]
     dbg.close()

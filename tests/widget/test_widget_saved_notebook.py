@@ -33,12 +33,13 @@ def add(a: int, b: int) -> int:
     """Add two numbers."""
     return a + b
 
-def agent(answer):
+def agent(answer, dbg):
     call = AIMessage("", tool_calls=[{"name": "add", "args": {"a": 1, "b": 2}, "id": "c1"}],
                      usage_metadata={"input_tokens": 50, "output_tokens": 10, "total_tokens": 60})
     last = AIMessage(answer,
                      usage_metadata={"input_tokens": 70, "output_tokens": 5, "total_tokens": 75})
-    return LLMAgent(ScriptedChatModel([call, last], model_name="gpt-4o-mini"), [add])
+    model = ScriptedChatModel([call, last], model_name="gpt-4o-mini")
+    return LLMAgent(model, [add], observers=[dbg])
 '''
 
 
@@ -47,9 +48,9 @@ def executed_notebook(folder: Path) -> nbformat.NotebookNode:
     run synchronously), executed as ``nbconvert --execute`` does."""
     sources = [
         SETUP,
-        "first = agent('three')\ndbg = LoopDebugger()\ndbg.attach(first)\ndbg",
+        "dbg = LoopDebugger()\nfirst = agent('three', dbg)\ndbg",
         "result = await first.arun('add 1 and 2')",
-        "second = agent('also three')\ndbg2 = LoopDebugger()\ndbg2.attach(second)\ndbg2",
+        "dbg2 = LoopDebugger()\nsecond = agent('also three', dbg2)\ndbg2",
         "result2 = second.run('add 1 and 2 again')",
     ]
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
@@ -107,5 +108,47 @@ def test_the_html_export_shows_the_finished_runs_not_the_empty_debugger(
     page, _ = HTMLExporter().from_notebook_node(notebook)
     body = re.sub(r"<script\b.*?</script>", "", page, flags=re.S)  # what a reader sees
     assert body.count(OUTCOME["final_answer"]) >= 2
-    assert "LoopDebugger: idle" not in body
+    assert "LoopDebugger: waiting for a run" not in body
     assert "waiting for a run" not in body
+
+
+STARTED = [
+    SETUP,
+    "dbg = LoopDebugger()\ndbg",
+    "task = dbg.start(agent('three', dbg), 'add 1 and 2')",
+    "result = await task",
+    "dbg2 = LoopDebugger()\ndbg2",
+    "task2 = dbg2.start(agent('also three', dbg2), 'add 1 and 2 again')",
+    "import asyncio\nawait asyncio.wait_for(asyncio.shield(task2), 60)\nlen(dbg2.events) > 0",
+    "result2 = await task2",
+]
+
+
+@pytest.fixture(scope="module")
+def started(tmp_path_factory: pytest.TempPathFactory) -> nbformat.NotebookNode:
+    """Runs started with ``dbg.start`` in one cell and awaited in a later one (the
+    tutorials' way), executed as ``nbconvert --execute`` does."""
+    folder = tmp_path_factory.mktemp("started")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("JUPYTER_PATH", str(install_kernel(folder / "prefix")))
+        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in STARTED])
+        NotebookClient(
+            notebook, kernel_name=KERNEL, timeout=180, resources={"metadata": {"path": str(folder)}}
+        ).execute()
+    return notebook
+
+
+@pytest.mark.parametrize("cell", [1, 4])
+def test_a_run_started_with_dbg_start_is_kept_in_the_stored_output(
+    started: nbformat.NotebookNode, cell: int
+) -> None:
+    """The output of the cell that displayed the debugger ends as the finished run, though
+    the run went on in a background task after that cell (and the next) had ended."""
+    (output,) = outputs(started, cell)
+    data = output["data"]
+    assert WIDGET_VIEW not in data
+    assert OUTCOME["final_answer"] in data["text/plain"]
+    assert "idle" not in data["text/plain"]
+    assert "waiting for a run" not in data["text/html"]
+    assert "Agent loop debugger: finished" in data["text/html"]
+    assert "120 input" in data["text/html"]

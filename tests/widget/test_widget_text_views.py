@@ -19,11 +19,10 @@ from loopkit import MODEL, MockComm, calls, final, tool_call
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Status, StatusCode, Tracer
 
-from toolloop_lab import LLMAgent, ScriptedChatModel
+from toolloop_lab import LLMAgent, ScriptedChatModel, echo_tool
 from toolloop_lab._support.words import TABLES
-from toolloop_lab.builtin_tools import echo_tool
+from toolloop_lab._widget.debugger import LoopDebugger
 from toolloop_lab.otel import SpanSource
-from toolloop_lab.widget import LoopDebugger
 
 ESTIMATED = TABLES["usage"]["estimated"]
 """The words the browser's header shows beside the totals of a run with estimated counts."""
@@ -142,3 +141,34 @@ def test_a_round_of_many_tool_calls_stays_a_few_lines(
     if tools - shown:
         assert f"… and {tools - shown:,} more tool calls" in cell.group()
     assert len(snapshot) < 6_000
+
+
+async def test_a_stopped_or_failed_run_reads_in_the_pages_words_in_every_view() -> None:
+    """The text view's status and ending say what the page and the snapshot say (the words
+    file's "stopped" for a cancelled run, never the code "cancelled"), and an ending whose
+    error has no message ends at its last figure, never at an empty ": "."""
+    import asyncio
+
+    from toolloop_lab._support.words import STATUS, word
+
+    stopper = LoopDebugger(pause_on="tools")
+    model = ScriptedChatModel(
+        [calls(tool_call("echo", {"text": "a"}, "c1")), final("done")], model_name=MODEL
+    )
+    task = stopper.start(LLMAgent(model, [echo_tool()]), "go")
+    await stopper.next_pause()
+    stopper.stop()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    text = stopper.summary()
+    html = stopper.snapshot_html()
+    stopper.close()
+    said = word(STATUS, "cancelled")
+    assert said != "cancelled"  # the words differ from the code, so the check can fail
+    assert text.splitlines()[0].startswith(f"LoopDebugger: {said} ·"), text
+    assert f"<b>Agent loop debugger: {said}</b>" in html
+    assert f"<b>{said}</b>" in html
+    ending = text.splitlines()[-1]
+    assert ending.startswith(f"{said}: CancelledError"), ending
+    assert not ending.rstrip().endswith(":"), ending
+    assert not any(line.startswith("cancelled") for line in text.splitlines()), text

@@ -22,8 +22,6 @@ from typing import Any
 
 from toolloop_lab._support.fields import shown
 
-__all__ = ["Role", "callables", "one_callable"]
-
 
 def _name(value: Any) -> str | None:
     """A function's own name, when it has one a fix may be written with."""

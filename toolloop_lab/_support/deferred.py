@@ -17,8 +17,6 @@ import inspect
 import sys
 from typing import Any
 
-__all__ = ["deferred_class"]
-
 
 class _Deferred(type):
     """The stand-ins' metaclass: each question about the class goes to the real one."""

@@ -14,8 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Generic, Self, TypeVar, overload
 
-__all__ = ["Derived"]
-
 Owner = TypeVar("Owner")
 T = TypeVar("T")
 

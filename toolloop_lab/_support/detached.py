@@ -23,8 +23,6 @@ from typing import Any, Final, TypeVar
 
 from langsmith import tracing_context
 
-__all__ = ["aiter_detached", "arun_detached", "iter_detached", "run_detached"]
-
 T = TypeVar("T")
 
 _ITEM: Final = "item"

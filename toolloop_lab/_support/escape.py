@@ -19,7 +19,7 @@ report:
   escapes, say) are shown as ``\\xNN`` instead of acting.
 * :func:`visible` shows every bidirectional control (:data:`BIDI_CONTROLS`) as its code,
   ``\\u202e``, so ``invoice_\\u202efdp.exe`` never reads ``invoice_exe.pdf``: both
-  :func:`plain` and :func:`esc` apply it, and the browser's ``visible`` (``widget/src/
+  :func:`plain` and :func:`esc` apply it, and the browser's ``visible`` (``_widget/src/
   format.js``) applies the same rule to the page. The data itself (a trace, the events the
   browser folds, an argument a person edits) keeps them: only what a person reads changes.
 """
@@ -29,19 +29,6 @@ from __future__ import annotations
 import html
 import re
 from typing import Any, Final
-
-__all__ = [
-    "BIDI_CONTROLS",
-    "ID_CHARS",
-    "NAME_CHARS",
-    "TEXT_CHARS",
-    "clip",
-    "esc",
-    "esc_clip",
-    "plain",
-    "scrub",
-    "visible",
-]
 
 ID_CHARS: Final = 100
 """Characters shown of an id (tool-call id, run id); real ones are 20 to 40."""

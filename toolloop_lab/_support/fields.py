@@ -23,29 +23,6 @@ from toolloop_lab._support.escape import NAME_CHARS, clip
 from toolloop_lab._support.jsonsafe import freeze
 from toolloop_lab.errors import ConfigurationError
 
-__all__ = [
-    "MAX_INT",
-    "MAX_TIMEOUT_S",
-    "Count",
-    "FiniteDecimal",
-    "Flag",
-    "JsonObject",
-    "JsonValue",
-    "PositiveInt",
-    "Prompt",
-    "Seconds",
-    "Text",
-    "TimeoutSeconds",
-    "checked",
-    "dotted",
-    "refused",
-    "reported_count",
-    "reported_seconds",
-    "shown",
-    "validation_text",
-    "where_message",
-]
-
 MAX_INT: Final = 2**53
 """Largest integer a setting may take: every int up to it is exact as a float, so no later
 arithmetic with it overflows or rounds (``10**400`` rounds is refused up front)."""

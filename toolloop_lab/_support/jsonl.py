@@ -32,8 +32,6 @@ from typing import Any, Final
 
 from toolloop_lab._support.jsonsafe import json_safe
 
-__all__ = ["HALVES_KEY", "JsonlLines", "Line", "dump_line", "load_line", "read_lines"]
-
 HALVES_KEY: Final = "surrogate_halves"
 """The mark of a line whose strings keep surrogate halves apart (see the module notes)."""
 _HALVES_SCHEME: Final = 1

@@ -18,17 +18,6 @@ from decimal import Decimal
 from pathlib import PurePath
 from typing import Any, Final
 
-__all__ = [
-    "FrozenDict",
-    "FrozenList",
-    "dumps",
-    "freeze",
-    "frozen_json",
-    "is_mapping",
-    "json_safe",
-    "thaw",
-]
-
 _MAX_DEPTH = 64
 
 

@@ -1,6 +1,6 @@
 """Names a package hands on from modules it imports only on first use (PEP 562).
 
-``toolloop_lab`` and ``toolloop_lab.widget`` keep their heavy parts (the widget library,
+``toolloop_lab`` and ``toolloop_lab._widget`` keep their heavy parts (the widget library,
 pandas, matplotlib, the recording models) unloaded until one of their names is read: each
 says in one table which module holds which name, and :func:`lazy_getattr` makes the
 package's ``__getattr__`` from it.
@@ -11,8 +11,6 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any
-
-__all__ = ["lazy_getattr"]
 
 
 def lazy_getattr(

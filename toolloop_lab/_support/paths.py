@@ -10,8 +10,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["resolved"]
-
 
 def resolved(path: Path) -> Path | None:
     """``path`` with every symlink followed (missing parts kept as written), or ``None``

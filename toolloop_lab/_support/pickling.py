@@ -19,8 +19,6 @@ import types
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["quick_pickle"]
-
 T = TypeVar("T")
 
 

@@ -48,8 +48,6 @@ from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final, ParamSpec, TypeVar
 
-__all__ = ["blocked_app_loop", "parameters_of", "run_sync"]
-
 T = TypeVar("T")
 P = ParamSpec("P")
 

@@ -15,39 +15,6 @@ from importlib.resources import files
 from types import MappingProxyType
 from typing import Final
 
-__all__ = [
-    "BUDGET_STOP",
-    "CALL_CHANGE",
-    "CALL_CHANGE_PART",
-    "COUNTS",
-    "CUT_SHORT",
-    "FAILED",
-    "GATE",
-    "GATE_NAME",
-    "GATE_STATE",
-    "GATE_TRIPPED",
-    "INTERVENTION",
-    "INTERVENTION_SUMMARY",
-    "NOT_RUN",
-    "OUTCOME",
-    "REACH",
-    "REACH_HINT",
-    "ROUND_KIND",
-    "STATUS",
-    "SYNTHESIS_REASON",
-    "TABLES",
-    "TIME_LIMIT",
-    "TOOL_OUTCOME",
-    "USAGE",
-    "estimated",
-    "outcome_text",
-    "reason_words",
-    "shown_status",
-    "time_limit_text",
-    "tool_outcome",
-    "word",
-]
-
 
 def _load() -> Mapping[str, Mapping[str, str]]:
     """Every table of the file, read-only; ``_about`` is the file's own note."""
@@ -100,6 +67,9 @@ USAGE: Final = TABLES["usage"]
 (a provider that reported none, a span without usage), on the one condition every view
 uses (the run's total ``Usage.estimated``); ``estimated_hint`` says why, where a tooltip
 can."""
+CONTENT_BLOCK: Final = TABLES["content_block"]
+"""How a content block that is no text reads (an image a tool returned, say): templates
+filled in with its kind and details (MIME type, size, where it is)."""
 BUDGET_STOP: Final = TABLES["budget_stop"]
 """How a run the USD limit stopped reads: templates whose ``{names}`` both sides fill in
 from the events (how many calls were paid for, what of the last round never happened)."""
@@ -136,7 +106,7 @@ def tool_outcome(
     """What happened to one tool call, as a person says it: ``ok``, ``raised ValueError``,
     ``unknown tool``, ``bad arguments``, ``timed out``, ``stopped while running``,
     ``not run (token budget)``, ``answered by you``. The browser's ``toolOutcome``
-    (``widget/src/words.js``) says the same from the same table."""
+    (``_widget/src/words.js``) says the same from the same table."""
     if status == "cancelled" and ran:
         return CUT_SHORT.get(error_reason or "", CUT_SHORT["cancelled"])
     if not ran or status == "not_run":
@@ -173,7 +143,7 @@ def outcome_text(outcome: str, synthesis_reason: str | None = None) -> str:
 def shown_status(status: str, outcome: str | None) -> str:
     """The code of the status table a run's status reads as: a run the USD limit stopped
     has its own (the limit did its job; the run did not fail), every other its status.
-    The browser's ``statusCode`` (``widget/src/words.js``) says the same."""
+    The browser's ``statusCode`` (``_widget/src/words.js``) says the same."""
     if status == "failed" and outcome == "usd_budget_exhausted":
         return outcome
     return status

@@ -1,36 +1,35 @@
 """The scenario lab: run many scenarios, then read their spend as frames, plots and a report.
 
-Modules, one job each: :mod:`.scenario` (the picklable spec, one or more user turns),
-:mod:`.record` (one run's outcome and events), :mod:`.runner` (sweeps, sync and async),
-:mod:`.frames` (pandas), :mod:`.results` (``LabResults``: frames, plots, JSONL),
-:mod:`.plots` (matplotlib), :mod:`.report` (HTML), :mod:`.builtin_scenarios`
-(``catalog()``) and :mod:`.dask` (sweeps on a Dask cluster; Dask itself is imported only
-when that runs). The core loop never imports this package, and this package never imports
-the widget.
+A :class:`Scenario` is a picklable spec (a model, tools, a config, one or more user
+:class:`Turn`\\ s); :func:`run_scenarios` (:func:`arun_scenarios`, on an executor, or
+:func:`run_scenarios_on_dask` on a Dask cluster) runs many and returns :class:`LabResults`:
+one :class:`ScenarioRun` each, pandas frames, plots, an HTML report, a JSONL save.
+:func:`catalog` is a set of built-in scenarios on scripted models. The core loop never
+imports this package, and this package never imports the widget; Dask is imported only
+when a sweep runs on it.
 """
 
 from __future__ import annotations
 
-from toolloop_lab.lab.builtin_scenarios import catalog
-from toolloop_lab.lab.dask import run_scenarios_on_dask
-from toolloop_lab.lab.frames import VOLATILE_COLUMNS, drop_volatile
-from toolloop_lab.lab.record import OUTCOMES, Outcome, ScenarioRun
-from toolloop_lab.lab.results import LabResults
-from toolloop_lab.lab.runner import arun_one, arun_scenarios, run_one, run_scenarios
-from toolloop_lab.lab.scenario import (
+from toolloop_lab.lab._builtin_scenarios import catalog
+from toolloop_lab.lab._dask import run_scenarios_on_dask
+from toolloop_lab.lab._frames import VOLATILE_COLUMNS, drop_volatile
+from toolloop_lab.lab._record import ScenarioRun
+from toolloop_lab.lab._results import LabResults
+from toolloop_lab.lab._runner import arun_scenarios, run_scenarios
+from toolloop_lab.lab._scenario import (
     Reply,
     Scenario,
     ScriptedModel,
     ScriptedTurns,
     ToolCallSpec,
     Turn,
+    sample_data_dir,
 )
 
 __all__ = [
-    "OUTCOMES",
     "VOLATILE_COLUMNS",
     "LabResults",
-    "Outcome",
     "Reply",
     "Scenario",
     "ScenarioRun",
@@ -38,11 +37,10 @@ __all__ = [
     "ScriptedTurns",
     "ToolCallSpec",
     "Turn",
-    "arun_one",
     "arun_scenarios",
     "catalog",
     "drop_volatile",
-    "run_one",
     "run_scenarios",
     "run_scenarios_on_dask",
+    "sample_data_dir",
 ]

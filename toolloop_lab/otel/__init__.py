@@ -9,13 +9,14 @@ Live, one observer::
 or later, from a saved trace: ``export_trace("run.jsonl", provider)``. Spans per run: one
 ``invoke_agent``, a ``chat`` per model call (pruning and synthesis calls named as such), an
 ``execute_tool`` per tool call; the loop's own facts under ``toolloop.*``. Content only with
-``capture_content=True``. See :mod:`toolloop_lab.otel.observer` for the mapping and
-:mod:`toolloop_lab.otel.names` for every name.
+``capture_content=True`` (:class:`ExportOptions`). :class:`OTelObserver` documents the
+mapping; every attribute name is in this package's ``_names.py``.
 
 The other way, spans in: :class:`SpanSource` is a span processor that turns the GenAI spans
 of any framework (pydantic-ai, the OpenAI client, OpenInference instrumentations) into our
-events, live (``provider.add_span_processor(SpanSource(dbg))``, or ``with
-watch_spans(provider, dbg): ...``); see :mod:`toolloop_lab.otel.spans`.
+events, live: ``with watch_spans(provider, dbg): ...``, or
+``provider.add_span_processor(SpanSource(dbg))`` for a provider you keep; see
+:class:`SpanSource`.
 
 Needs the ``otel`` extra (``pip install 'toolloop-lab[otel]'``); the loop itself never
 imports OpenTelemetry.
@@ -30,19 +31,17 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "toolloop_lab.otel needs OpenTelemetry: pip install 'toolloop-lab[otel]'"
     ) from exc
 
-from toolloop_lab.otel.export import (
+from toolloop_lab.otel._export import (
     ExportedTrace,
     export_events,
     export_trace,
     otlp_tracer_provider,
 )
-from toolloop_lab.otel.names import PREFIX, SCHEMA_URL, SEMCONV_VERSION
-from toolloop_lab.otel.observer import ExportOptions, OTelObserver, provider_for_model
-from toolloop_lab.otel.spans import SpanSource, watch_spans
+from toolloop_lab.otel._names import SEMCONV_VERSION
+from toolloop_lab.otel._observer import ExportOptions, OTelObserver
+from toolloop_lab.otel._spans import SpanSource, watch_spans
 
 __all__ = [
-    "PREFIX",
-    "SCHEMA_URL",
     "SEMCONV_VERSION",
     "ExportOptions",
     "ExportedTrace",
@@ -51,6 +50,5 @@ __all__ = [
     "export_events",
     "export_trace",
     "otlp_tracer_provider",
-    "provider_for_model",
     "watch_spans",
 ]
