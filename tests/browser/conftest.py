@@ -162,7 +162,7 @@ def page_for(browser: Any, jupyter: Jupyter) -> Iterator[Any]:
         page.errors = []
         page.dialogs = []  # hostile text calls alert() if it ever runs: none may open
         page.on("dialog", lambda dialog: on_dialog(page, dialog))
-        page.on("pageerror", lambda exc: page.errors.append(str(exc)))
+        page.on("pageerror", lambda exc: page.errors.append(f"{exc.message}\n{exc.stack}"))
         page.on(
             "console",
             lambda msg: (

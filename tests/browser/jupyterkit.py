@@ -117,10 +117,17 @@ def open_file(browser: Any, path: Path, width: int = 1200) -> Any:
     page.errors = []
     page.dialogs = []
     page.on("dialog", lambda dialog: on_dialog(page, dialog))
-    page.on("pageerror", lambda exc: page.errors.append(str(exc)))
+    page.on("pageerror", lambda exc: page.errors.append(f"{exc.message}\n{exc.stack}"))
     page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
     page.goto(path.as_uri())
     return page
+
+
+def ours(errors: list[str]) -> list[str]:
+    """The page's errors raised in the debugger's own code. anywidget loads the bundle from
+    a ``blob:`` URL, so its stack frames name no file of the package; the pages record each
+    uncaught error with its stack so the frames can be told apart from the front end's."""
+    return [e for e in errors if "toolloop" in e.lower() or "blob:" in e]
 
 
 def wait_idle(page: Any) -> None:

@@ -22,6 +22,7 @@ from browser.jupyterkit import (
     Jupyter,
     contrast_report,
     layout_problems,
+    ours,
     run_all_cells,
     shot,
     switch_theme,
@@ -233,7 +234,7 @@ def test_edit_skip_add_and_fork_by_clicking(page_for: Any, jupyter: Jupyter) -> 
         wait_idle(page)
         assert page.dialogs == []  # the hostile prompt and result never ran
         assert page.locator(".tl-root img").count() == 0
-        assert not [e for e in page.errors if "toolloop" in e.lower()]
+        assert not ours(page.errors), page.errors
     except BaseException:
         shot(page, "interventions_failure")
         print("\n".join(page.errors))

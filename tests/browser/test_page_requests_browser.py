@@ -22,6 +22,7 @@ from browser.jupyterkit import (
     Jupyter,
     contrast_report,
     layout_problems,
+    ours,
     run_all_cells,
     shot,
     switch_theme,
@@ -71,12 +72,6 @@ def _stacks(page: Any) -> list[str]:
     stacks: list[str] = []
     page.on("pageerror", lambda exc: stacks.append(f"{exc.message}\n{exc.stack}"))
     return stacks
-
-
-def _ours(stacks: list[str]) -> list[str]:
-    """The errors raised in the debugger's own module (anywidget loads it from a blob: or
-    data: URL, so its frames name no file of the package; JupyterLab's name theirs)."""
-    return [s for s in stacks if "toolloop" in s.lower() or "blob:" in s or "data:" in s]
 
 
 @pytest.mark.parametrize("ui", ["lab", "notebook"])
@@ -160,7 +155,7 @@ def test_step_and_continue_apply_an_open_edit_or_say_why_not(
         live.scroll_into_view_if_needed()
         shot(live, f"requests_{ui}_edits_applied")
         wait_idle(page)
-        assert _ours(stacks) == [], stacks
+        assert ours(stacks) == [], stacks
     except BaseException:
         shot(page, f"requests_edit_{ui}_failure")
         print("\n".join(page.errors))
@@ -270,7 +265,7 @@ def test_switching_runs_while_resizing_and_a_failed_request_said(
             activity.get_by_text("The short run is done.").wait_for()
         page.evaluate(WIGGLE, False)
         page.wait_for_timeout(600)
-        assert _ours(stacks) == [], stacks
+        assert ours(stacks) == [], stacks
         marks = view.locator(".tl-gantt-marks").inner_text()
         assert "round 80" not in marks, marks
         assert "round 3" not in marks, marks
@@ -289,7 +284,7 @@ def test_switching_runs_while_resizing_and_a_failed_request_said(
         assert "The long run is done." in activity.inner_text()  # nothing changed
         view.scroll_into_view_if_needed()
         shot(view, f"requests_{ui}_failed_request_said")
-        assert _ours(stacks) == [], stacks
+        assert ours(stacks) == [], stacks
     except BaseException:
         shot(page, f"requests_runs_{ui}_failure")
         print("\n".join(page.errors))

@@ -15,7 +15,7 @@ from typing import Any
 import nbformat
 import pytest
 
-from browser.jupyterkit import KERNEL, REPO, Jupyter, run_all_cells, shot, wait_idle, widget
+from browser.jupyterkit import KERNEL, REPO, Jupyter, ours, run_all_cells, shot, wait_idle, widget
 
 pytestmark = pytest.mark.browser
 
@@ -88,7 +88,7 @@ def test_fork_from_here_on_the_quickstarts_run_runs_and_a_fork_that_cannot_is_re
         forked.scroll_into_view_if_needed()
         shot(forked, f"{ui}_quickstart_fork_finished")
         assert page.dialogs == []
-        assert not [e for e in page.errors if "toolloop" in e.lower()]
+        assert not ours(page.errors), page.errors
     except BaseException:
         shot(page, f"{ui}_quickstart_fork_failure")
         print("\n".join(page.errors))

@@ -22,6 +22,7 @@ from browser.jupyterkit import (
     Jupyter,
     contrast_report,
     layout_problems,
+    ours,
     run_all_cells,
     shot,
     switch_theme,
@@ -224,7 +225,7 @@ def test_live_run_steps_ticks_and_inspects(page_for: Any, jupyter: Jupyter, ui: 
             page.wait_for_timeout(100)
         assert page.dialogs == ["control"]
         assert page.locator(".tl-root img").count() == 0
-        assert not [e for e in page.errors if "toolloop" in e.lower()]
+        assert not ours(page.errors), page.errors
     except BaseException:
         shot(page, f"{tag}_failure")
         print("\n".join(page.errors))

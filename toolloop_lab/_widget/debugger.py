@@ -276,7 +276,7 @@ class LoopDebugger(anywidget.AnyWidget):
         """A change at a pause, "Fork from here", a run to show or a comparison, asked by
         the browser."""
         if content.get("type") == "show_run":
-            return self._runs.request(content)
+            return self._runs.request(content, self.show_run)
         if content.get("type") == "compare":
             return self._comparisons.request(content)
         return self._control.carry_out(

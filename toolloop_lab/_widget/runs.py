@@ -281,14 +281,16 @@ class Runs:
         else:
             self._request()
 
-    def request(self, content: dict[Any, Any]) -> Answer:
-        """A ``show_run`` request from the page; a run this debugger does not keep is
-        refused (``unknown_run``), a malformed request too (``bad_request``)."""
+    def request(self, content: dict[Any, Any], show: Callable[[str | None], None]) -> Answer:
+        """A ``show_run`` request from the page, carried out by ``show`` (the debugger's
+        public :meth:`LoopDebugger.show_run`, so the page and Python take one path); a run
+        this debugger does not keep is refused (``unknown_run``), a malformed request too
+        (``bad_request``)."""
         request = parse_show_run(content)
         if isinstance(request, Answer):
             return request
         try:
-            self.show(request.run_id)
+            show(request.run_id)
         except UnknownRunError:
             name = clip(str(request.run_id), ID_CHARS)
             message = f"this debugger keeps no run {name!r}"
