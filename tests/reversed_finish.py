@@ -1,4 +1,4 @@
-"""IPython start-up file for ``tests/test_tutorials.py``: in the kernel it starts in, tool
+"""IPython start-up file for every kernel nbval starts (``notebookkit.py``): in it, tool
 calls run at once finish in the reverse of the order they started in.
 
 The loop runs a sync tool on a worker thread; which of a reply's concurrent calls finishes
@@ -6,8 +6,9 @@ first is up to the threads, so a tutorial that prints events in the order they c
 a different output from run to run. Here the calls that start together (within a few
 milliseconds, as a reply's concurrent calls do) each finish a little later than the one
 after them: whatever a tutorial prints in completion order comes out reversed, and its
-stored output no longer matches. ``TOOLLOOP_FINISH_LOG`` names a file that gets one line
-per group of calls reversed, so the test can tell the reordering really happened.
+stored output no longer matches (``tests/test_tutorials.py``). ``TOOLLOOP_FINISH_LOG``
+names a file that gets one line per group of calls reversed, so the test can tell the
+reordering really happened.
 """
 
 from __future__ import annotations

@@ -1,16 +1,18 @@
-"""Binder: install only what ``binder/`` lists into a fresh virtual environment, then run
-every tutorial notebook in it.
+"""Binder: only what ``binder/`` lists, installed the way repo2docker does, runs every
+tutorial notebook.
 
-This is what repo2docker does on Binder: ``pip install -r binder/requirements.txt``, then
-``binder/postBuild`` from the repository root (it installs the package itself). The test
-then checks that JupyterLab and the widgets' lab extension are there, registers an
-ipykernel kernelspec for the new environment in a temporary ``JUPYTER_PATH``, and executes
-each notebook in ``notebooks/`` with nbclient on that kernel. A notebook passes when no cell
-raises and, for the tutorials, when a cell known to print a given figure printed it.
+The environment is what repo2docker builds: ``pip install -r binder/requirements.txt``,
+then ``binder/postBuild`` from the repository root (it installs the package itself). The
+first is built once per machine and reused while the requirements stay the same
+(``venvcache.py``); each run copies it and runs ``postBuild`` in the copy
+(``notebookkit.py``). The tests check that the package and JupyterLab's widgets extension
+come from that environment, and that every notebook ran in a kernel of it: no cell raised
+and, for the tutorials, a cell known to print a given figure printed it.
 
-It installs from the package index through the machine's pip configuration and cache (a
-minute or two when cached). Under ``CI=true`` it always runs; elsewhere set
-``TOOLLOOP_SKIP_BINDER_TEST=1`` to skip it.
+The notebooks are not executed here: nbval executes them once, in this environment's kernel
+(``--nbval-kernel-name toolloop-binder``), and these checks read what it ran (fixture
+``tutorial_run``; run alone, it runs nbval once itself). Under ``CI=true`` they always
+run; elsewhere ``TOOLLOOP_SKIP_BINDER_TEST=1`` skips them.
 """
 
 from __future__ import annotations
@@ -18,25 +20,18 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
-import time
 import tomllib
-import venv
-from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
+from jupyter_client.kernelspec import KernelSpecManager
+from notebookkit import KERNEL, STATE, BinderEnv, TutorialRun, notebooks
 
 REPO = Path(__file__).resolve().parents[1]
 BINDER = REPO / "binder"
 NOTEBOOKS = REPO / "notebooks"
-KERNEL = "toolloop-binder"
-SKIP_ENV = "TOOLLOOP_SKIP_BINDER_TEST"
-INSTALL_TIMEOUT_S = 1_200
-CELL_TIMEOUT_S = 300
 
 # Text a notebook's outputs must contain: the figure each tutorial is about. A notebook in
 # notebooks/ that is not listed here must still run without an error.
@@ -142,28 +137,7 @@ def test_notebooks_reference_no_issue_numbers() -> None:
             assert not re.search(r"\bissues?\s*#?\d", cell.source, re.I), (path.name, cell.source)
 
 
-# -- the fresh environment ----------------------------------------------------------------
-def _skip_or_fail(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"the Binder test cannot run under CI: {reason}")
-    pytest.skip(reason)
-
-
-def _clean_env(bin_dir: Path) -> dict[str, str]:
-    """The caller's environment with the new venv first on PATH and nothing that would
-    make its Python see another environment's packages."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in {"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP", "PYTHONUSERBASE"}
-    }
-    env["PATH"] = os.pathsep.join([str(bin_dir), env.get("PATH", "")])
-    env["VIRTUAL_ENV"] = str(bin_dir.parent)
-    env["PYTHONNOUSERSITE"] = "1"
-    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-    return env
-
-
+# -- the Binder environment ---------------------------------------------------------------
 def _run(cmd: list[str], *, env: dict[str, str], cwd: Path, timeout: float) -> str:
     done = subprocess.run(
         cmd,
@@ -182,56 +156,8 @@ def _run(cmd: list[str], *, env: dict[str, str], cwd: Path, timeout: float) -> s
     return done.stdout
 
 
-class BinderEnv:
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.prefix = root / "venv"
-        self.bin = self.prefix / ("Scripts" if os.name == "nt" else "bin")
-        self.python = self.bin / "python"
-        self.env = _clean_env(self.bin)
-        self.timings: dict[str, float] = {}
-
-
-@pytest.fixture(scope="module")
-def binder_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BinderEnv]:
-    if os.environ.get(SKIP_ENV) and os.environ.get("CI") != "true":
-        pytest.skip(f"{SKIP_ENV} is set")
-    if shutil.which("bash") is None:
-        _skip_or_fail("bash is needed to run binder/postBuild")
-    benv = BinderEnv(tmp_path_factory.mktemp("binder"))
-
-    started = time.perf_counter()
-    venv.EnvBuilder(with_pip=True, clear=True).create(benv.prefix)
-    benv.timings["venv"] = time.perf_counter() - started
-
-    started = time.perf_counter()
-    _run(
-        [
-            str(benv.python),
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "-r",
-            str(BINDER / "requirements.txt"),
-        ],
-        env=benv.env,
-        cwd=benv.root,
-        timeout=INSTALL_TIMEOUT_S,
-    )
-    benv.timings["requirements"] = time.perf_counter() - started
-
-    # repo2docker runs postBuild from the repository root; pip then builds the package
-    # from a copy of the sources, so the work tree is left as it was.
-    started = time.perf_counter()
-    _run(["bash", str(BINDER / "postBuild")], env=benv.env, cwd=REPO, timeout=INSTALL_TIMEOUT_S)
-    benv.timings["postBuild"] = time.perf_counter() - started
-    yield benv
-    print(f"binder environment timings (s): {json.dumps(benv.timings)}")
-    shutil.rmtree(benv.prefix, ignore_errors=True)  # several hundred MB; pytest keeps tmp dirs
-
-
-def test_package_comes_from_the_binder_environment(binder_env: BinderEnv) -> None:
+@pytest.mark.slow
+def test_package_comes_from_the_binder_environment(binder_env: BinderEnv, tmp_path: Path) -> None:
     out = _run(
         [
             str(binder_env.python),
@@ -243,7 +169,7 @@ def test_package_comes_from_the_binder_environment(binder_env: BinderEnv) -> Non
             "'data': (sample_data_dir() / 'report.txt').is_file()}))",
         ],
         env=binder_env.env,
-        cwd=binder_env.root,  # not the repo: the import must come from site-packages
+        cwd=tmp_path,  # not the repo: the import must come from site-packages
         timeout=120,
     )
     facts = json.loads(out.strip().splitlines()[-1])
@@ -252,11 +178,12 @@ def test_package_comes_from_the_binder_environment(binder_env: BinderEnv) -> Non
     assert facts["data"], "the packaged sample data is missing from the installed package"
 
 
-def test_jupyterlab_has_the_widgets_extension(binder_env: BinderEnv) -> None:
+@pytest.mark.slow
+def test_jupyterlab_has_the_widgets_extension(binder_env: BinderEnv, tmp_path: Path) -> None:
     done = subprocess.run(
         [str(binder_env.python), "-m", "jupyter", "labextension", "list"],
         env=binder_env.env,
-        cwd=binder_env.root,
+        cwd=tmp_path,
         capture_output=True,
         text=True,
         timeout=120,
@@ -271,105 +198,33 @@ def test_jupyterlab_has_the_widgets_extension(binder_env: BinderEnv) -> None:
     assert "OK" in line
 
 
-@pytest.fixture(scope="module")
-def kernel_path(binder_env: BinderEnv, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A kernelspec running the Binder environment's Python, in a temporary JUPYTER_PATH."""
-    prefix = tmp_path_factory.mktemp("kernel")
-    _run(
-        [
-            str(binder_env.python),
-            "-m",
-            "ipykernel",
-            "install",
-            "--prefix",
-            str(prefix),
-            "--name",
-            KERNEL,
-            "--display-name",
-            "Python (Binder environment)",
-        ],
-        env=binder_env.env,
-        cwd=binder_env.root,
-        timeout=120,
-    )
-    jupyter_path = prefix / "share" / "jupyter"
-    spec = json.loads((jupyter_path / "kernels" / KERNEL / "kernel.json").read_text())
-    assert Path(spec["argv"][0]).resolve() == binder_env.python.resolve()
-    return jupyter_path
-
-
-def _notebooks() -> list[str]:
-    return sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
-
-
-def _output_text(nb: nbformat.NotebookNode) -> str:
-    """Every cell's text output, one part per output, a stream's pieces joined as written:
-    the kernel may send one ``print`` as several stream outputs (it flushes on a timer),
-    and a line break put between them would split the line a test looks for."""
-    parts: list[str] = []
-    for cell in nb.cells:
-        stream: str | None = None  # the stream the previous output of this cell was on
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "stream":
-                if parts and out.get("name") == stream:
-                    parts[-1] += out.get("text", "")
-                else:
-                    parts.append(out.get("text", ""))
-                stream = out.get("name")
-                continue
-            stream = None
-            if "data" in out:
-                parts.append(out["data"].get("text/plain", ""))
-    return "\n".join(parts)
+@pytest.mark.slow
+def test_the_notebooks_kernel_is_the_binder_environments_python(
+    binder_env: BinderEnv, pytestconfig: pytest.Config
+) -> None:
+    """The kernel nbval runs the notebooks in (found as nbval finds it) is that Python."""
+    manager = KernelSpecManager()
+    manager.kernel_dirs = [str(pytestconfig.stash[STATE].kernel_path() / "kernels")]
+    spec = manager.get_kernel_spec(KERNEL)
+    assert Path(spec.argv[0]) == binder_env.python
+    assert "-E" in spec.argv  # PYTHONPATH does not reach it: the package is the installed one
 
 
 def test_every_tutorial_has_expectations() -> None:
-    ours = {n for n in _notebooks() if re.match(r"\d\d_", n)}
+    ours = {n for n in notebooks() if re.match(r"\d\d_", n)}
     assert ours == set(EXPECTED), "list the tutorial's expected output in EXPECTED"
 
 
-@pytest.mark.parametrize("name", _notebooks())
-def test_notebook_runs_in_the_binder_environment(
-    name: str,
-    binder_env: BinderEnv,
-    kernel_path: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # A copy, away from the repo: the notebook sees only the installed package, and
-    # anything it writes next to itself stays out of the work tree.
-    workdir = tmp_path / "notebooks"
-    shutil.copytree(NOTEBOOKS, workdir)
-    for key in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP"):
-        monkeypatch.delenv(key, raising=False)
-    monkeypatch.setenv("JUPYTER_PATH", str(kernel_path))
-    monkeypatch.setenv("PATH", binder_env.env["PATH"])
-    monkeypatch.setenv("VIRTUAL_ENV", str(binder_env.prefix))
-    monkeypatch.setenv("PYTHONNOUSERSITE", "1")
-
-    nb = nbformat.read(workdir / name, as_version=4)
-    client = NotebookClient(
-        nb,
-        kernel_name=KERNEL,
-        timeout=CELL_TIMEOUT_S,
-        startup_timeout=120,
-        record_timing=False,
-        resources={"metadata": {"path": str(workdir)}},
-    )
-    started = time.perf_counter()
-    client.execute()  # raises CellExecutionError, naming the cell, if any cell raises
-    took = time.perf_counter() - started
-
-    errors = [
-        out
-        for cell in nb.cells
-        for out in cell.get("outputs", [])
-        if out.get("output_type") == "error"
-    ]
-    assert errors == []
-    text = _output_text(nb)
+@pytest.mark.slow
+@pytest.mark.parametrize("name", notebooks())
+def test_notebook_runs_in_the_binder_environment(name: str, tutorial_run: TutorialRun) -> None:
+    ran = tutorial_run.notebooks[name]
+    assert ran.kernel == KERNEL
+    assert ran.errors() == []
+    text = ran.output_text()
     assert text.strip(), f"{name} produced no output at all"
     for expected in EXPECTED.get(name, ()):
         assert expected in text, f"{name}: no output contains {expected!r}"
     if name in EXPECTED:
+        took = ran.seconds
         assert took < 60, f"{name} took {took:.1f} s; a tutorial must run in under a minute"

@@ -29,7 +29,8 @@ TESTS = (
     "python3 -m ruff format --check . && python3 -m mypy && lint-imports && "
     "python3 -m behave --format progress features && "
     "python3 -m pytest tests notebooks --nbval --nbval-sanitize-with "
-    "notebooks/nbval_sanitize.cfg --nbval-current-env -p no:randomly"
+    "notebooks/nbval_sanitize.cfg --nbval-kernel-name toolloop-binder -p no:randomly "
+    "-n 2 --dist loadscope"
 )
 
 

@@ -2,63 +2,45 @@
 
 Strict nbval compares every output of ``notebooks/`` with the stored one. A tool result
 printed in completion order passes only as long as the threads happen to finish in the
-stored order; here every notebook runs in kernels where the calls of a reply finish in the
-reverse of the order they started in (``reversed_finish.py``), and must still match.
+stored order; so every kernel nbval starts runs the IPython start-up file
+``reversed_finish.py``, where the calls of a reply finish in the reverse of the order they
+started in, and every tutorial must still match.
 
 nbval compares a cell's output as that cell ends, and never applies a later update of it;
 a debugger displayed before its run (the tutorials' way: display it, then run the agent
 under it) is updated as the run ends, in a later cell. Those cells are tagged
 ``nbval-ignore-output``, and checked here instead: the stored output shows the finished
 run, and is what executing the notebook (as ``nbconvert --execute`` does) leaves there.
+
+Both read nbval's one execution of the notebooks (``notebookkit.py``): its verdicts, and
+the notebook as that execution leaves it, each display update applied by nbclient's own
+rules. Run alone, this module runs nbval once itself.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
-from browser.jupyterkit import KERNEL, install_kernel
-from nbclient import NotebookClient
 from nbval.plugin import get_sanitize_patterns
+from notebookkit import TutorialRun
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
-SLOW = {"06_dask_sweeps.ipynb"}
-"""Left to the plain nbval run: it starts a Dask cluster, and compares its sweep's frames
-with a local sweep's (already independent of the order calls finish in)."""
 
 
+@pytest.mark.slow
 def test_every_tutorial_output_holds_when_tool_calls_finish_the_other_way_round(
-    tmp_path: Path,
+    tutorial_run: TutorialRun,
 ) -> None:
-    startup = tmp_path / "ipython" / "profile_default" / "startup"
-    startup.mkdir(parents=True)
-    shutil.copy(Path(__file__).with_name("reversed_finish.py"), startup / "00_reversed.py")
-    log = tmp_path / "reversed.log"
-    env = {
-        **os.environ,
-        "IPYTHONDIR": str(tmp_path / "ipython"),
-        "TOOLLOOP_FINISH_LOG": str(log),
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-    }
-    notebooks = sorted(p for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb") if p.name not in SLOW)
-    command = [
-        *(sys.executable, "-m", "pytest", *map(str, notebooks), "--nbval"),
-        *("--nbval-sanitize-with", str(NOTEBOOKS / "nbval_sanitize.cfg")),
-        *("--nbval-current-env", "-p", "no:randomly", "-p", "no:cacheprovider", "-q"),
-    ]
-    done = subprocess.run(
-        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False
-    )
-    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
-    assert log.exists(), "the start-up file never reordered a group of calls"
+    tutorials = {n: r for n, r in tutorial_run.notebooks.items() if re.match(r"\d\d_", n)}
+    assert tutorials, "no tutorial ran"
+    failed = {n: r.failures for n, r in tutorials.items() if r.failures}
+    assert failed == {}, f"outputs unlike the stored ones ({tutorial_run.how}): {failed}"
+    assert tutorial_run.reversed_groups > 0, "the start-up file never reordered a group of calls"
 
 
 def _debugger_outputs(path: Path) -> list[tuple[int, str]]:
@@ -122,21 +104,14 @@ WITH_UPDATED = sorted(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", WITH_UPDATED, ids=lambda p: p.name)
 def test_a_debugger_displayed_before_its_run_stores_what_executing_leaves(
-    path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    path: Path, tutorial_run: TutorialRun
 ) -> None:
     stored = nbformat.read(path, as_version=4)
     cells = _updated_debuggers(stored)
-    monkeypatch.setenv("JUPYTER_PATH", str(install_kernel(tmp_path / "prefix")))
-    fresh = nbformat.read(path, as_version=4)
-    NotebookClient(
-        fresh,
-        kernel_name=KERNEL,
-        timeout=300,
-        record_timing=False,
-        resources={"metadata": {"path": str(NOTEBOOKS)}},
-    ).execute()
+    fresh = tutorial_run.notebooks[path.name].executed()
     patterns = get_sanitize_patterns((NOTEBOOKS / "nbval_sanitize.cfg").read_text())
     for number in cells:
         want = _shown(stored.cells[number].outputs, patterns)

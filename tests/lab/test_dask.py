@@ -2,7 +2,9 @@
 
 The Dask tests share one ``LocalCluster`` of 2 worker processes (1 thread each). Without
 Dask's ``distributed`` installed, or where worker processes cannot start, they are skipped
-with the reason, except under ``CI=true``, where they fail: CI installs the extra.
+with the reason, except under ``CI=true``, where they fail: CI installs the extra. The
+tests on the cluster are marked ``slow`` (the fast run, ``-m "not browser and not slow"``,
+leaves them out).
 """
 
 from __future__ import annotations
@@ -432,6 +434,7 @@ def test_a_batch_keeps_its_order_and_positions_at_any_concurrency() -> None:
 
 
 # -- on a LocalCluster -----------------------------------------------------------------
+@pytest.mark.slow
 def test_the_cluster_gives_the_frames_of_a_local_run(
     client: Any, sweep: list[Scenario], local: LabResults
 ) -> None:
@@ -445,6 +448,7 @@ def test_the_cluster_gives_the_frames_of_a_local_run(
     assert os.getpid() not in pids
 
 
+@pytest.mark.slow
 def test_progress_and_observers_follow_the_results(
     client: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -460,6 +464,7 @@ def test_progress_and_observers_follow_the_results(
     assert len(run_scenarios_on_dask([], client, progress=False)) == 0
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_sweep_loses_nothing(client: Any, tmp_path: Path) -> None:
     log = tmp_path / "blocked.log"
     normal = generated(60)
@@ -501,6 +506,7 @@ def test_a_worker_killed_mid_sweep_loses_nothing(client: Any, tmp_path: Path) ->
     assert results["blocked"].final_text == "blocked survived"
 
 
+@pytest.mark.slow
 def test_a_lost_scenario_is_retried_once_then_reported(
     client: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -543,6 +549,7 @@ def test_a_lost_scenario_is_retried_once_then_reported(
     assert f"failed={int(others.runs['outcome'].isin(failures).sum()) + 1}" in err
 
 
+@pytest.mark.slow
 def test_retries_zero_reports_the_first_loss(client: Any, tmp_path: Path) -> None:
     log = tmp_path / "once.log"
     scenarios = [*catalog()[:3], Scenario("dies_once", DieOnce(str(log), "dies_once"))]
@@ -554,6 +561,7 @@ def test_retries_zero_reports_the_first_loss(client: Any, tmp_path: Path) -> Non
     assert list(results.runs["outcome"][:3]) == ["final_answer", "final_answer", "synthesis"]
 
 
+@pytest.mark.slow
 def test_the_async_executor_form_runs_on_the_cluster(client: Any) -> None:
     async def sweep() -> LabResults:
         return await arun_scenarios(catalog(), executor=client.get_executor(), progress=False)
@@ -561,6 +569,7 @@ def test_the_async_executor_form_runs_on_the_cluster(client: Any) -> None:
     assert_same_frames(asyncio.run(sweep()), run_scenarios(catalog(), progress=False))
 
 
+@pytest.mark.slow
 def test_stateful_tools_get_a_fresh_backend_per_run_on_dask(client: Any) -> None:
     scenarios = [tally_scenario(f"tally_{i}") for i in range(6)]
     results = run_scenarios_on_dask(scenarios, client, progress=False)
@@ -568,6 +577,7 @@ def test_stateful_tools_get_a_fresh_backend_per_run_on_dask(client: Any) -> None
     assert_same_frames(results, run_scenarios(scenarios, progress=False))
 
 
+@pytest.mark.slow
 def test_a_lost_batch_sends_each_scenario_again_alone_at_no_attempts_cost(
     client: Any, tmp_path: Path
 ) -> None:
@@ -610,6 +620,7 @@ class Locked:
         return ScriptedChatModel(["never"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batch_size", [None, 4])
 def test_a_scenario_that_cannot_be_shipped_to_dask_is_a_row_naming_it(
     client: Any, batch_size: int | None
@@ -630,6 +641,7 @@ def test_a_scenario_that_cannot_be_shipped_to_dask_is_a_row_naming_it(
     assert_same_frames(others, run_scenarios(normal, progress=False))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batch_size", [None, 4])
 def test_a_scenario_past_its_time_limit_on_dask_is_a_row(
     client: Any, batch_size: int | None
@@ -650,6 +662,7 @@ def test_a_scenario_past_its_time_limit_on_dask_is_a_row(
     assert limit.value.field == "scenario_timeout_s"
 
 
+@pytest.mark.slow
 def test_a_large_sweep_goes_out_in_batches_with_the_frames_of_a_local_run(
     client: Any, sweep: list[Scenario], local: LabResults
 ) -> None:

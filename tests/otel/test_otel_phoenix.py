@@ -6,13 +6,14 @@ database lives there), telemetry and external resources off. It takes 10 to 50 s
 start on a 2-core machine; the fixture waits for ``/healthz`` and kills the server at the
 end of the session.
 
-The server (``arize-phoenix``) runs from its own virtual environment, which the fixture
-builds from the package index once per session (about a minute; ``TOOLLOOP_PHOENIX_VENV``
-names a directory to build it in once and reuse). It stays out of the test environment on
-purpose: it pins ``anthropic<2`` and brings ``pyarrow`` (which changes how pandas stores
-strings) and some 75 other packages, none of which the rest of the suite should run with.
-If this interpreter already has ``phoenix.server``, that one is used. Only the light
-client, ``arize-phoenix-client``, is a test dependency.
+The server (``arize-phoenix``) runs from its own virtual environment, built from the
+package index once per machine and reused by every later run (``venvcache.py``: about a
+minute the first time; ``TOOLLOOP_PHOENIX_VENV`` names a directory to use instead). It
+stays out of the test environment on purpose: it pins ``anthropic<2`` and brings
+``pyarrow`` (which changes how pandas stores strings) and some 75 other packages, none of
+which the rest of the suite should run with. If this interpreter already has
+``phoenix.server``, that one is used. Only the light client, ``arize-phoenix-client``, is a
+test dependency.
 
 The test sends runs through :func:`otlp_tracer_provider` into its own Phoenix project (real
 ``LLMAgent`` runs of catalog scenarios with the observer live, a saved trace file, a built
@@ -30,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -39,7 +39,6 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-import venv
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -49,6 +48,7 @@ from typing import Any
 
 import pytest
 from otelkit import RunBuilder, echo_call, usage
+from venvcache import VenvError, cached_venv, venv_python
 
 from toolloop_lab import TraceWriter, read_trace
 from toolloop_lab.errors import ToolLoopLabError
@@ -63,6 +63,8 @@ from toolloop_lab.events import (
 from toolloop_lab.lab import Scenario, catalog
 from toolloop_lab.lab._builtin_scenarios import CATALOG_PROMPT
 from toolloop_lab.otel import OTelObserver, export_events, export_trace, otlp_tracer_provider
+
+pytestmark = pytest.mark.slow
 
 PHOENIX_REQUIREMENT = "arize-phoenix>=20.20"
 """The server the fixture installs (Phoenix reads ``gen_ai.*`` spans since 20.x)."""
@@ -104,10 +106,6 @@ def _healthy(url: str) -> bool:
         return False
 
 
-def _venv_python(root: Path) -> Path:
-    return root / ("Scripts" if os.name == "nt" else "bin") / "python"
-
-
 def _has_server(python: Path) -> bool:
     probe = (
         "import importlib.util, sys; sys.exit(importlib.util.find_spec('phoenix.server') is None)"
@@ -116,36 +114,24 @@ def _has_server(python: Path) -> bool:
     return done.returncode == 0
 
 
-def _server_python(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path | None]:
-    """A Python that has ``phoenix.server`` (this one, a reused venv, or a new venv), and
-    the new venv's directory, to delete after the session (half a gigabyte)."""
+def _server_python() -> Path:
+    """A Python that has ``phoenix.server``: this one, the one in ``TOOLLOOP_PHOENIX_VENV``,
+    or the cached environment's (built on first use, see ``venvcache.py``)."""
     if importlib.util.find_spec("phoenix.server") is not None:
-        return Path(sys.executable), None
-    reuse = os.environ.get(VENV_ENV)
-    root = Path(reuse) if reuse else tmp_path_factory.mktemp("phoenix-venv")
-    python = _venv_python(root)
-    if python.exists() and _has_server(python):
-        return python, None
-    venv.EnvBuilder(with_pip=True, clear=True).create(root)
-    done = subprocess.run(
-        [
-            str(python),
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            PHOENIX_REQUIREMENT,
-        ],
-        env=_server_env(),
-        capture_output=True,
-        text=True,
-        timeout=INSTALL_TIMEOUT_S,
-        check=False,
-    )
-    if done.returncode != 0:
-        _unavailable(f"pip could not install {PHOENIX_REQUIREMENT}:\n{done.stderr[-3_000:]}")
-    return python, None if reuse else root
+        return Path(sys.executable)
+    if reuse := os.environ.get(VENV_ENV):
+        python = venv_python(Path(reuse))
+        if python.exists() and _has_server(python):
+            return python
+        _unavailable(f"{VENV_ENV}={reuse} has no phoenix.server")
+    try:
+        prefix = cached_venv("phoenix", [PHOENIX_REQUIREMENT], timeout=INSTALL_TIMEOUT_S)
+    except VenvError as exc:
+        _unavailable(f"no environment with {PHOENIX_REQUIREMENT}: {exc}")
+    python = venv_python(prefix)
+    if not _has_server(python):
+        _unavailable(f"{prefix} has no phoenix.server")
+    return python
 
 
 def _server_env(**extra: str) -> dict[str, str]:
@@ -160,7 +146,7 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phoenix]:
         pytest.skip(f"{SKIP_ENV} is set")
     if importlib.util.find_spec("phoenix.client") is None:
         _unavailable("arize-phoenix-client is not installed (pip install -e '.[test]')")
-    python, built = _server_python(tmp_path_factory)
+    python = _server_python()
     workdir = tmp_path_factory.mktemp("phoenix")
     port, grpc_port = _free_port(), _free_port()
     env = _server_env(
@@ -197,8 +183,6 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phoenix]:
         yield Phoenix(base_url, log)
     finally:
         _stop(process)
-        if built is not None:
-            shutil.rmtree(built, ignore_errors=True)
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
