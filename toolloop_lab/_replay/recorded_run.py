@@ -24,11 +24,12 @@ is refused, as ``recorded_calls`` left over say).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from decimal import Decimal
 from typing import Any, Final
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from pydantic import ConfigDict, PrivateAttr
@@ -239,15 +240,25 @@ async def replay_recording(
     recording: Recording,
     settings: ReplaySettings | None = None,
     *,
-    tools: Sequence[BaseTool] | None = None,
+    make_agent: Callable[[BaseChatModel], Any] | None = None,
 ) -> PlayedBack:
-    """Run the recording's task on a strict replay of it, with ``tools`` (by default its
-    recorded results, :func:`recorded_tools`) under ``settings`` (by default
-    :meth:`ReplaySettings.of_recording`); every stop but a bad config is the result's."""
+    """Run the recording's task on a strict replay of it, under ``settings`` (by default
+    :meth:`ReplaySettings.of_recording`), its calls answered by its recorded results
+    (:func:`recorded_tools`), or by the agent ``make_agent`` builds on the replay's model
+    (your real tools: a change in them makes the replay diverge where it shows); every
+    stop but a bad config is the result's."""
     chosen = settings if settings is not None else ReplaySettings.of_recording(recording)
     model = ReplayChatModel(recording)
-    given = recorded_tools(recording) if tools is None else list(tools)
-    agent = LLMAgent(model, given, chosen.config)
+    if make_agent is None:
+        agent = LLMAgent(model, recorded_tools(recording), chosen.config)
+    else:
+        agent = make_agent(model)
+        if not isinstance(agent, LLMAgent):
+            raise ConfigurationError(
+                f"the agent function returned {shown(agent)}, not an LLMAgent built on the "
+                "model it was given",
+                field="agent",
+            )
     if chosen.usd_limit is None:
         played = await rerun(agent, recording.task)
     else:
