@@ -82,6 +82,7 @@ PUBLIC: dict[str, list[str]] = {
         "not_called",
         "outcome",
         "satisfies",
+        "save_test",
         "verify",
     ],
     "toolloop_lab.errors": [

@@ -32,7 +32,8 @@ predicate over its events). Each refuses what it could not judge where it is wri
 
 In pytest, the ``toolloop_recording`` fixture records a model once and replays it offline
 after; ``toolloop-lab check`` replays recordings with the checks saved beside them; a
-debugger's "Save as test" writes both (see the how-to "Checks and recorded tests").
+debugger's "Save as test" (or :func:`save_test` on any run of ``LLMAgent``) writes a run's
+recording, checks read off it and a test file (see the how-to "Checks and recorded tests").
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from toolloop_lab.checks._kinds import (
 from toolloop_lab.checks._matchers import Matcher, contains, matches
 from toolloop_lab.checks._report import CheckReport, evaluate, verify
 from toolloop_lab.checks._run import CallSeen, CheckedRun
+from toolloop_lab.checks._test_file import save_test
 
 __all__ = [
     "CallSeen",
@@ -80,5 +82,6 @@ __all__ = [
     "not_called",
     "outcome",
     "satisfies",
+    "save_test",
     "verify",
 ]
