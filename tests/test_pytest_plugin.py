@@ -52,7 +52,11 @@ def test_ticket(toolloop_recording):
     result = LLMAgent(model, [lookup_ticket]).run("Is T-7 open?")
     toolloop_recording.verify(
         result,
-        [called("lookup_ticket", ticket="T-7"), outcome("final_answer"), answer_contains("open")],
+        [
+            called("lookup_ticket", ticket="T-7"),
+            outcome("final_answer"),
+            answer_contains(os.environ.get("WANT_IN_ANSWER", "open")),
+        ],
     )
 
 
@@ -159,6 +163,18 @@ def test_records_once_replays_offline_then_fails_with_the_diff_and_the_recording
         "If the change is intended, record the test again: "
         "pytest tests/test_agent.py::test_ticket --record-mode=rewrite"
     ) in out
+
+    # a check that fails on a replay that kept to its recording: its evidence, and the run
+    # round by round against the recorded one (the same: the checks changed)
+    checked = pytest_in(
+        project, *offline, "-k", "test_ticket", STUB_URL=url, WANT_IN_ANSWER="closed"
+    )
+    out = checked.stdout
+    assert checked.returncode == 1, out[-4000:]
+    assert "ChecksFailed" in out
+    assert "answer_contains('closed'): failed" in out
+    assert "seen:     the answer 'T-7 is open.'" in out
+    assert "Every round did what the recorded run did: the checks changed since it was" in out
 
     # a recording that is missing: the failure is the command that records it
     (folder / "test_langchain_agent.jsonl").unlink()
