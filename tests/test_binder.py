@@ -95,6 +95,13 @@ EXPECTED: dict[str, tuple[str, ...]] = {
         "LLMAgent  from loop  final_answer  rounds=2 tokens=998",
         "Every round did the same.",
     ),
+    "14_checks_and_recorded_tests.ipynb": (
+        "requests the server answered: 2",
+        "ReplayDivergedError",
+        "+T-7: closed, 'API key leaked', customer Acme",
+        "max_tool_rounds(0): failed",
+        "def test_ticket_lookup() -> None:",
+    ),
 }
 
 

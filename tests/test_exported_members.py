@@ -1,6 +1,6 @@
 """The public surface, held in one place (httpx's ``tests/test_exported_members.py`` habit).
 
-A newcomer imports from the package root and five documented public modules, and from
+A newcomer imports from the package root and six documented public modules, and from
 nothing else. :data:`PUBLIC` lists every public module and the exact, sorted ``__all__`` of
 each: the list *is* the review, so a change to the public surface changes this file. The
 tests below keep the edges: each public name has one public home and a docstring, ``__all__``
@@ -60,7 +60,34 @@ PUBLIC: dict[str, list[str]] = {
         "watch",
         "what_if",
     ],
+    "toolloop_lab.checks": [
+        "CallSeen",
+        "Check",
+        "CheckReport",
+        "CheckResult",
+        "CheckedRun",
+        "Matcher",
+        "answer_contains",
+        "answer_matches",
+        "called",
+        "called_in_order",
+        "contains",
+        "evaluate",
+        "llm_judge",
+        "matches",
+        "max_cost_usd",
+        "max_model_calls",
+        "max_tokens",
+        "max_tool_rounds",
+        "no_tool_errors",
+        "not_called",
+        "outcome",
+        "satisfies",
+        "save_test",
+        "verify",
+    ],
     "toolloop_lab.errors": [
+        "ChecksFailed",
         "ConfigurationError",
         "ConversationError",
         "DivergedField",

@@ -1,7 +1,9 @@
 """``toolloop-lab`` command. ``demo`` runs the built-in scenario catalog on scripted models
 (no API key), prints the spend table and writes a self-contained HTML report;
 ``demo --workload files`` runs the multi-turn file-system and ticket workload under two
-configurations instead, and prints the spend of every turn too.
+configurations instead, and prints the spend of every turn too. ``check PATH...`` replays
+recordings with the checks saved beside them and exits 1 when one fails
+(:mod:`toolloop_lab.checks._command`).
 
 Output paths are checked before the sweep runs, so a typo costs no sweep: a path that
 cannot be written is one line on stderr and exit status 2, argparse's usage-error status.
@@ -134,6 +136,18 @@ def _demo(args: argparse.Namespace) -> int:
     return status
 
 
+def _check(args: argparse.Namespace) -> int:
+    junit: Path | None = args.junit_xml
+    if junit is not None:
+        problem = _unwritable("--junit-xml", junit, replaced=False)
+        if problem is not None:
+            print(f"toolloop-lab check: error: {problem}", file=sys.stderr)
+            return 2
+    from toolloop_lab.checks._command import run_command
+
+    return run_command(args.paths, junit=junit, agent=args.agent)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``toolloop-lab`` command."""
     parser = argparse.ArgumentParser(
@@ -181,6 +195,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="hide the progress bar (it goes to stderr)",
     )
     demo.set_defaults(func=_demo)
+    check = sub.add_parser(
+        "check",
+        help="replay recordings with the checks saved beside them; exit 1 when one fails",
+        description="Replay each recording (a .jsonl file with its checks in a .checks.json "
+        "beside it, a checks file, or a folder searched for them) through the loop, with its "
+        "recorded replies and tool results (or the agent its checks file names), and judge "
+        "it by its checks. Prints PASS, FAIL with each failed check's expected, seen and "
+        "where, or ERROR with why a recording could not be judged.",
+        epilog="Exit status: 0 every check passed; 1 a check failed, a replay left its "
+        "recording or a recording could not be judged; 2 bad arguments.",
+    )
+    check.add_argument(
+        "paths", nargs="+", metavar="PATH", help="recordings, checks files or folders"
+    )
+    check.add_argument(
+        "--junit-xml",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also write the results as JUnit XML (one test case per check)",
+    )
+    check.add_argument(
+        "--agent",
+        default=None,
+        metavar="MODULE:FUNCTION",
+        help="replay with the LLMAgent this function builds on the replay's model (your real "
+        "tools) instead of the agent the checks file names, or the recorded tool results",
+    )
+    check.set_defaults(func=_check)
     args = parser.parse_args(argv)
     return int(args.func(args))
 

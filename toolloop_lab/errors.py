@@ -27,6 +27,8 @@ never have to match on message text. Constructing an error has no side effects.
     ├── PaidCallError                a model call was paid for but failed after its reply
     │                                came back; ``reply`` holds it, and the loop keeps it
     ├── ScriptError                  a ScriptedChatModel script was misused or ran out
+    ├── ChecksFailed                 verify(): a run does not pass its checks; ``failures``
+    │                                holds each one's evidence (also an AssertionError)
     ├── TraceError                   a trace file could not be read
     └── RecordingError               base of everything record/replay raises
         ├── RecordingFormatError     the file is missing or not a recording
@@ -57,6 +59,7 @@ if TYPE_CHECKING:
     from langchain_core.messages import AIMessage, BaseMessage
 
 __all__ = [
+    "ChecksFailed",
     "ConfigurationError",
     "ConversationError",
     "DivergedField",
@@ -351,6 +354,37 @@ class PaidCallError(ToolLoopLabError):
 
 class ScriptError(ToolLoopLabError):
     """A scripted model ran out of replies or was given something it cannot play."""
+
+
+class ChecksFailed(ToolLoopLabError, AssertionError):
+    """:func:`~toolloop_lab.checks.verify` found checks the run does not pass.
+
+    ``failures`` holds the result of each failed check (a
+    :class:`~toolloop_lab.checks.CheckResult`: what was expected, what was seen, and where:
+    the round, the tool call and its id); ``report`` every check's
+    (:class:`~toolloop_lab.checks.CheckReport`). Its message reads as a pytest assertion
+    does, and pytest reports it as one (it is an ``AssertionError`` too); a test that
+    compares the run with a recorded one adds the round-by-round diff (``diff``).
+    """
+
+    def __init__(
+        self, message: str, *, failures: Sequence[Any], report: Any, diff: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.failures: tuple[Any, ...] = tuple(failures)
+        self.report = report
+        self.diff = diff
+        """The run compared round by round with the recorded run it replays, as text, when
+        a test has one to compare with (``None`` otherwise)."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_checks_failed, (str(self), self.__dict__))
+
+
+def _rebuild_checks_failed(message: str, state: dict[str, Any]) -> ChecksFailed:
+    err = ChecksFailed(message, failures=(), report=None)
+    err.__dict__.update(state)
+    return err
 
 
 class TraceError(ToolLoopLabError):

@@ -255,3 +255,45 @@ test("a row that changed is redrawn alone; the others keep their elements", asyn
   assert.deepEqual([...after.keys()], ["c", "b", "a"]);
   dispose();
 });
+
+test("checks a person gave: each row's mark, a failed check's round marked, hostile evidence stays text", async () => {
+  const events = loadCase("single_round");
+  const shown = events[0].run_id;
+  const failed = { passed: false, total: 2, failed: 1, failures: [{ check: "max_tool_rounds(0)", round: 1, expected: "at most 0 tool rounds", seen: "<img src=x onerror=alert(1)> 1 tool round" }] };
+  const rows = [row(shown, { checks: failed }), row("other", { checks: { passed: true, total: 2, failed: 0, failures: [] } }), row("unjudged")];
+  const { el, s, dispose } = await page(rows, { events, h: host({ forking: true }) });
+  await frame(250);
+  const mark = el.querySelector(`.tl-run[data-run='${shown}'] .tl-check`);
+  assert.equal(mark.textContent, "1/2 checks failed");
+  assert.match(mark.title, /^max_tool_rounds\(0\): expected at most 0 tool rounds; seen <img/);
+  assert.equal(el.querySelector(".tl-run[data-run='other'] .tl-check").textContent, "2/2 checks");
+  assert.equal(el.querySelector(".tl-run[data-run='unjudged'] .tl-check"), null);
+  assert.equal(el.querySelector("img"), null); // evidence is text, never markup
+  // the round the evidence names carries the mark; no other round does
+  const marked = [...el.querySelectorAll(".tl-timeline .tl-row")].filter((r) => r.querySelector(".tl-check"));
+  assert.deepEqual(marked.map((r) => r.dataset.n), ["1"]);
+  // the row judged again (checks changed): the round's mark goes
+  receive(s, { type: "events", epoch: 1, first: events.length, reset: false, events: [], now: null, control: null, runs: { reset: false, rows: [row(shown, { checks: { passed: true, total: 1, failed: 0, failures: [] } })], left_out: 0, dropped: [] } });
+  await frame(250);
+  assert.equal(el.querySelectorAll(".tl-timeline .tl-row .tl-check").length, 0);
+  assert.equal(el.querySelector(`.tl-run[data-run='${shown}'] .tl-check`).textContent, "1/1 checks");
+  dispose();
+});
+
+test("Save as test asks Python for the run shown and says what it wrote, or why not", async () => {
+  const events = loadCase("single_round");
+  const shown = events[0].run_id;
+  const sent = [];
+  const { el, s, dispose } = await page([row(shown), row("other")], { events, h: host({ forking: true, send: (m) => sent.push(m) }) });
+  await frame(250);
+  const save = [...el.querySelectorAll(".tl-detail-head button")].find((b) => b.textContent === "Save as test");
+  assert.ok(save && !save.hidden);
+  click(save);
+  await frame();
+  const asked = sent.find((m) => m.type === "save_test");
+  assert.equal(asked.run_id, shown);
+  receive(s, { type: "events", epoch: 1, first: events.length, reset: false, events: [], now: null, control: { answer: { request: asked.request, action: "save_test", ok: false, reason: "path", message: "tests/test_run_x.py exists" }, answers: [] } });
+  await frame(250);
+  assert.match(el.querySelector(".tl-detail").textContent, /Cannot save it as a test \(path\): tests\/test_run_x\.py exists/);
+  dispose();
+});

@@ -321,6 +321,21 @@ class Recording:
         return self.usage(prices).cost_usd
 
 
+def looks_like_recording(path: str | os.PathLike[str]) -> bool:
+    """True when the file's first line names the recording format (a trace's lines are
+    events); a file that cannot be read is left to the reader that reports it."""
+    try:
+        with Path(path).open("rb") as handle:
+            first = handle.readline()
+    except OSError:
+        return False
+    try:
+        data = load_line(first)
+    except ValueError:  # not JSON, or nested too deep: the reader reports it
+        return False
+    return isinstance(data, dict) and data.get("format") == FORMAT
+
+
 def append_call(path: str | os.PathLike[str], call: RecordedCall) -> None:
     """Append one line as ASCII JSON; the caller serialises writers (RecordingChatModel
     holds a lock). Any failure (``OSError`` and the like) propagates to the caller."""

@@ -33,9 +33,11 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anywidget
 import comm
@@ -48,8 +50,10 @@ from toolloop_lab._replay.compare import RunComparison, RunSource
 from toolloop_lab._replay.fork import Fork
 from toolloop_lab._replay.fork.result import ForkResult
 from toolloop_lab._runview import RunSummary, RunView
+from toolloop_lab._support.errortext import describe
 from toolloop_lab._trace import TraceRead
 from toolloop_lab._widget.channel import Channel, Endpoints
+from toolloop_lab._widget.checked import RunChecks
 from toolloop_lab._widget.coalesce import Clock, Scheduler, loop_scheduler
 from toolloop_lab._widget.comparison import Comparisons
 from toolloop_lab._widget.control import Control, DebuggableAgent
@@ -58,12 +62,16 @@ from toolloop_lab._widget.forks import Forking
 from toolloop_lab._widget.frontend import ESM_LOADER, FrontEnd, front_end
 from toolloop_lab._widget.reach import Reach
 from toolloop_lab._widget.replayed import read_run
-from toolloop_lab._widget.requests import Answer
+from toolloop_lab._widget.requests import Answer, request_id
 from toolloop_lab._widget.runs import MAX_RUNS, Runs
 from toolloop_lab._widget.shown import ShownRun
 from toolloop_lab._widget.steps import PauseMode, Steps, check_mode
-from toolloop_lab.errors import ConfigurationError
+from toolloop_lab.errors import ConfigurationError, ToolLoopLabError
 from toolloop_lab.events import Event, LoopFailed, LoopFinished
+
+if TYPE_CHECKING:
+    from toolloop_lab.checks import Check, CheckReport
+    from toolloop_lab.checks._test_file import SavedTest
 
 R = TypeVar("R")
 
@@ -158,6 +166,7 @@ class LoopDebugger(anywidget.AnyWidget):
         pause_on: PauseMode = "off",
         fork_with: DebuggableAgent[Any] | None = None,
         max_runs: int = MAX_RUNS,
+        checks: Sequence[Check] | None = None,
         clock: Clock = time.monotonic,
         schedule: Scheduler = loop_scheduler,
     ) -> None:
@@ -168,7 +177,10 @@ class LoopDebugger(anywidget.AnyWidget):
             max_messages_per_second=max_messages_per_second,
         )
         check_mode(pause_on, f"LoopDebugger(pause_on={pause_on!r})")
+        judged = RunChecks()
+        judged.give(checks)  # refused here, before the widget opens a comm
         super().__init__()
+        self._checks = judged
         try:
             self._build(max_text_chars, saved_state_bytes, pause_on, fork_with, max_runs, clock)
             self._connect(max_messages_per_second, schedule)
@@ -220,6 +232,7 @@ class LoopDebugger(anywidget.AnyWidget):
             max_messages_per_second=max_messages_per_second,
             schedule=schedule,
         )
+        self._channel.rows.checks = self._checks
         self._runs = Runs(self._run, self._channel.finished, self._channel.request)
         self._pause_on = self._control.steps.mode
         self._update_can_fork()
@@ -240,6 +253,7 @@ class LoopDebugger(anywidget.AnyWidget):
             return
         self._control.observed(event)
         if isinstance(event, (LoopFinished, LoopFailed)):
+            self._judge(event.run_id)
             self._channel.finished()
             if not self._channel.frontend:  # a notebook runner: the output, while it looks
                 self._display.update(self, False)
@@ -248,6 +262,74 @@ class LoopDebugger(anywidget.AnyWidget):
 
     def _request(self) -> None:
         self._channel.request()
+
+    def _judge(self, run_id: str) -> None:
+        """Judge an ended top-level run by the checks given (its mark goes with its row)."""
+        if not self._checks.checks:
+            return
+        run = self._run
+        with run.lock:
+            if run_id not in run.session:
+                return
+            events = tuple(run.session.events(run_id))
+            summary = next((s for s in run.session.summaries() if s.run_id == run_id), None)
+            if summary is None or summary.parent_run_id is not None:
+                return
+            self._checks.judge(run_id, events)
+            self._checks.forget(set(run.session.run_ids()))
+
+    # -- checks ------------------------------------------------------------------------
+    @property
+    def checks(self) -> tuple[Check, ...]:
+        """The checks judged on each top-level run that ends (:mod:`toolloop_lab.checks`):
+        the run list marks each run's result, and a failed check's round. Setting them
+        judges every finished run kept again."""
+        return self._checks.checks
+
+    @checks.setter
+    def checks(self, checks: Sequence[Check] | None) -> None:
+        run = self._run
+        with run.lock:
+            self._checks.give(checks)
+            ended = [s.run_id for s in run.session.summaries() if s.status != "running"]
+        for run_id in ended:
+            self._judge(run_id)
+        self._request()
+
+    def check_report(self, run_id: str | None = None) -> CheckReport | None:
+        """The report of the checks on run ``run_id`` (default: the run shown); ``None``
+        when it was not judged (no checks given, a nested run, or still going)."""
+        with self._run.lock:
+            chosen = run_id if run_id is not None else self._shown_id()
+        return None if chosen is None else self._checks.reports.get(chosen)
+
+    def _shown_id(self) -> str | None:
+        started = self._run.view.started
+        return None if started is None else started.run_id
+
+    def save_test(
+        self,
+        path: str | os.PathLike[str],
+        run_id: str | None = None,
+        *,
+        name: str | None = None,
+        overwrite: bool = False,
+    ) -> SavedTest:
+        """ "Save as test": write run ``run_id``'s recording (default: the run shown), the
+        checks read off it and a pytest file at ``path`` that replays it and verifies them
+        (:func:`toolloop_lab.checks.save_test`); the page's button does the same."""
+        from toolloop_lab.checks._test_file import save_test
+
+        with self._run.lock:
+            chosen = run_id if run_id is not None else self._shown_id()
+            if chosen is None or chosen not in self._run.session:
+                raise ConfigurationError(
+                    "this debugger has no run to save as a test"
+                    + ("" if chosen is None else f" with id {chosen!r}"),
+                    field="run_id",
+                )
+            events = tuple(self._run.session.events(chosen))
+        return save_test(path, events, name=name, run_id=chosen, overwrite=overwrite)
 
     def _on_page(self, content: Any) -> None:
         """A message from a page; its hello gives back a view an update left out."""
@@ -279,11 +361,34 @@ class LoopDebugger(anywidget.AnyWidget):
             return self._runs.request(content, self.show_run)
         if content.get("type") == "compare":
             return self._comparisons.request(content)
+        if content.get("type") == "save_test":
+            return self._save_test_request(content)
         return self._control.carry_out(
             content,
             lambda request: self._forking.from_browser(
                 self, request, self._control.agent, self._display.fork_area
             ),
+        )
+
+    def _save_test_request(self, content: dict[Any, Any]) -> Answer:
+        """The page's "Save as test": the run shown, to ``tests/test_<run id>.py`` under
+        the kernel's working folder (a file already there is never replaced)."""
+        number = request_id(content)
+        shown_id = self._shown_id()
+        if shown_id is None:
+            return Answer(number, "save_test", False, "unknown_run", "no run is shown")
+        path = Path("tests") / f"test_run_{re.sub(r'[^0-9A-Za-z_]', '_', shown_id)}.py"
+        try:
+            saved = self.save_test(path, shown_id)
+        except (ToolLoopLabError, OSError) as exc:
+            field = getattr(exc, "field", None)
+            return Answer(number, "save_test", False, field or "failed", describe(exc))
+        return Answer(
+            number,
+            "save_test",
+            True,
+            None,
+            f"wrote {saved.test_file} and its recording {saved.recording}",
         )
 
     def flush(self) -> None:

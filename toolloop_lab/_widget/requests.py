@@ -198,7 +198,7 @@ _ACTIONS: Final = frozenset(
         *("step", "continue", "stop"),
     }
 )
-REQUEST_TYPES: Final = ("intervene", "fork", "show_run", "compare", "control")
+REQUEST_TYPES: Final = ("intervene", "fork", "show_run", "compare", "save_test", "control")
 """The requests a page may send (besides ``hello``); any other is answered as unknown."""
 
 

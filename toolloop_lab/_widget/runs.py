@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from toolloop_lab._runview import RunBook, RunSummary
 from toolloop_lab._support.escape import ID_CHARS, clip
+from toolloop_lab._widget.checked import RunChecks
 from toolloop_lab._widget.requests import Answer, parse_show_run
 from toolloop_lab._widget.wire import clip as clip_data
 from toolloop_lab.errors import UnknownRunError
@@ -135,9 +136,12 @@ def _t(value: float) -> float:
     return round(value, 4)
 
 
-def row_payload(summary: RunSummary, max_chars: int) -> dict[str, Any]:
+def row_payload(
+    summary: RunSummary, max_chars: int, checks: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """One run's row as the page gets it (a ``RunRow``): JSON, every string clipped as
-    the events' are (ids, names, labels), money as decimal strings (``None``: unpriced)."""
+    the events' are (ids, names, labels), money as decimal strings (``None``: unpriced);
+    ``checks``: the run's check mark (:mod:`.checked`), ``None`` when none was judged."""
     row = {
         "run_id": summary.run_id,
         "parent_run_id": summary.parent_run_id,
@@ -160,6 +164,7 @@ def row_payload(summary: RunSummary, max_chars: int) -> dict[str, Any]:
         "offset_s": _t(summary.offset_s),
         "spans": [[s.kind, _t(s.t0), _t(s.t1), s.failed] for s in summary.spans],
         "spans_left_out": summary.spans_left_out,
+        "checks": checks,
     }
     clipped: dict[str, Any] = clip_data(row, max_chars)
     return clipped
@@ -168,13 +173,17 @@ def row_payload(summary: RunSummary, max_chars: int) -> dict[str, Any]:
 class RowFeed:
     """What the page holds of the run list, and what to send it next."""
 
-    def __init__(self, max_chars: int) -> None:
+    def __init__(self, max_chars: int, checks: RunChecks | None = None) -> None:
         self.max_chars = max_chars
+        self.checks = checks if checks is not None else RunChecks()
+        """The check marks rows carry (a new set of checks sends every row again)."""
+        self._checks_version = self.checks.version
         self._sent: dict[str, RunSummary] = {}
         self._reset = True
         self._left_out = -1
         self._pinned: object = _UNSET
-        self._made: dict[str, tuple[RunSummary, dict[str, Any], int]] = {}
+        self._made: dict[str, tuple[RunSummary, object, dict[str, Any], int]] = {}
+        self._marks_sent: dict[str, object] = {}
 
     def hello(self) -> None:
         """A page opened: the next message carries every row."""
@@ -183,11 +192,12 @@ class RowFeed:
     def _row(self, summary: RunSummary) -> tuple[dict[str, Any], int]:
         """The row of ``summary`` and its size as JSON, made once per summary."""
         made = self._made.get(summary.run_id)
-        if made is None or made[0] is not summary:
-            row = row_payload(summary, self.max_chars)
-            made = (summary, row, len(json.dumps(row)))
+        mark = self.checks.marks.get(summary.run_id)
+        if made is None or made[0] is not summary or made[1] is not mark:
+            row = row_payload(summary, self.max_chars, mark)
+            made = (summary, mark, row, len(json.dumps(row)))
             self._made[summary.run_id] = made
-        return made[1], made[2]
+        return made[2], made[3]
 
     def _forget_gone(self, summaries: Sequence[RunSummary]) -> None:
         """Drop the rows made of runs the session no longer keeps (bounded memory)."""
@@ -200,9 +210,19 @@ class RowFeed:
     ) -> dict[str, Any] | None:
         """The ``runs`` part of the next message, or ``None`` when nothing changed."""
         sent = self._sent
+        if self._checks_version != self.checks.version:
+            self._checks_version, self._reset = self.checks.version, True
         reset = self._reset
+        marks, marks_sent = self.checks.marks, self._marks_sent
         changed = (
-            list(summaries) if reset else [s for s in summaries if sent.get(s.run_id) is not s]
+            list(summaries)
+            if reset
+            else [
+                s
+                for s in summaries
+                if sent.get(s.run_id) is not s
+                or marks.get(s.run_id) is not marks_sent.get(s.run_id)
+            ]
         )
         fresh = sum(1 for s in changed if s.run_id not in sent)
         dropped: list[str] = []
@@ -215,11 +235,14 @@ class RowFeed:
             return None
         if reset:
             sent.clear()
+            marks_sent.clear()
         for run_id in dropped:
             del sent[run_id]
+            marks_sent.pop(run_id, None)
             self._made.pop(run_id, None)
         for summary in changed:
             sent[summary.run_id] = summary
+            marks_sent[summary.run_id] = marks.get(summary.run_id)
         self._reset, self._left_out, self._pinned = False, left_out, pinned
         self._forget_gone(summaries)
         return {

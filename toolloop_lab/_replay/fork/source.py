@@ -15,7 +15,6 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
 
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
@@ -23,12 +22,11 @@ from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from toolloop_lab._engine.result import ToolLoopResult
 from toolloop_lab._replay.figures import RunFigures
 from toolloop_lab._replay.fork.result import RoundFigures, SourceKind, rows_of_view
-from toolloop_lab._replay.recording_file import FORMAT, Recording
+from toolloop_lab._replay.recording_file import Recording, looks_like_recording
 from toolloop_lab._runview import RunView
 from toolloop_lab._spend.pricing import PriceTable
 from toolloop_lab._spend.usage import Usage
 from toolloop_lab._stream import message_from_dict
-from toolloop_lab._support.jsonl import load_line
 from toolloop_lab._support.jsonsafe import thaw
 from toolloop_lab._trace import TraceRead, read_trace
 from toolloop_lab.errors import ConfigurationError, TraceError
@@ -95,7 +93,7 @@ def read_source(source: Any, at_round: int, run_id: str | None, prices: PriceTab
     if isinstance(source, TraceRead):
         return _from_trace(source, at_round, run_id)
     if isinstance(source, (str, os.PathLike)):
-        if _is_recording(Path(source)):
+        if looks_like_recording(source):
             return _from_recording(Recording.from_file(source), at_round, prices)
         return _from_trace(read_trace(source), at_round, run_id)
     if isinstance(source, Sequence) and all(isinstance(e, _EVENT_CLASSES) for e in source):
@@ -105,20 +103,6 @@ def read_source(source: Any, at_round: int, run_id: str | None, prices: PriceTab
         f"loaded object), not {type(source).__name__}",
         field="source",
     )
-
-
-def _is_recording(path: Path) -> bool:
-    """A recording's lines name their format; a trace's lines are events."""
-    try:
-        with path.open("rb") as handle:
-            first = handle.readline()
-    except OSError:
-        return False  # read_trace reports the missing file as a TraceError
-    try:
-        data = load_line(first)
-    except ValueError:  # not JSON, or nested too deep: read_trace reports it
-        return False
-    return isinstance(data, dict) and data.get("format") == FORMAT
 
 
 def _run_events(

@@ -22,7 +22,7 @@ import { SYNTH } from "./words.js";
 
 /**
  * @param {ViewContext} ctx
- * @param {{forkBtn: HTMLElement, forkMsg: HTMLElement}} fork the fork's button and message, in the pane's head
+ * @param {{forkBtn: HTMLElement, forkMsg: HTMLElement, saveBtn: HTMLElement, saveMsg: HTMLElement}} fork the fork's and "Save as test"'s buttons and messages, in the pane's head
  * @param {() => void} drawFork
  * @param {Editor} editor the pause's editor (shared with Step and Continue)
  */
@@ -34,9 +34,9 @@ export function createDetail(ctx, fork, drawFork, editor) {
     ctx.redraw(true);
   });
   const detailTitle = h("span", "tl-detail-title");
-  const detailHead = h("div", "tl-detail-head", detailTitle, h("span", "tl-grow"), fork.forkBtn, followBtn);
+  const detailHead = h("div", "tl-detail-head", detailTitle, h("span", "tl-grow"), fork.saveBtn, fork.forkBtn, followBtn);
   const detailBody = h("div", "tl-detail-body");
-  const detail = h("div", "tl-detail", detailHead, fork.forkMsg, detailBody);
+  const detail = h("div", "tl-detail", detailHead, fork.forkMsg, fork.saveMsg, detailBody);
   let detailTop = 0;
   let detailKey = "";
   detailBody.addEventListener("scroll", () => (detailTop = detailBody.scrollTop), { passive: true });

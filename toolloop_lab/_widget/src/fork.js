@@ -1,7 +1,8 @@
 // @ts-check
-// Forking: the "Fork from here" button and what Python answered, and on a fork's own
-// debugger where it came from (the two runs side by side at its end are compare.js's).
+// Forking: the "Fork from here" button and what Python answered (and "Save as test" beside
+// it, checks.js), and on a fork's own debugger where it came from (the two runs side by side at its end are compare.js's).
 
+import { createSaveTest } from "./checks.js";
 import { button, dot, h } from "./dom.js";
 import { count } from "./format.js";
 import { isDone } from "./run.js";
@@ -21,6 +22,7 @@ export function createFork(ctx) {
   const forkMsg = h("div", "tl-fork-msg");
   forkMsg.setAttribute("role", "status");
   const forkBox = h("div", "tl-forkbox");
+  const saving = createSaveTest(ctx); // "Save as test" sits beside "Fork from here"
 
   function forkHere() {
     const r = selectedRound(s);
@@ -50,6 +52,7 @@ export function createFork(ctx) {
     forkBtn.disabled = !can || !!(s.ui.forkMsg && s.ui.forkMsg.state === "idle");
     forkBtn.title = can ? "Run this run again from the selected round, in a new debugger below" : "This debugger knows no agent to fork with: open it with LoopDebugger.from_trace(path, fork_with=agent)";
     drawForkMsg();
+    saving.draw();
     // a fork's own debugger: where it came from
     const info = s.forkInfo;
     forkBox.textContent = "";
@@ -59,5 +62,5 @@ export function createFork(ctx) {
     forkBox.append(h("div", null, h("span", "tl-strong", `Fork of ${from} at round ${count(info.at_round)}.`), " ", h("span", "tl-meta", `Rounds before it were taken from the original; rounds are numbered as in the original.`)));
   }
 
-  return { nodes: { forkBtn, forkMsg, forkBox }, draw };
+  return { nodes: { forkBtn, forkMsg, forkBox, ...saving.nodes }, draw };
 }

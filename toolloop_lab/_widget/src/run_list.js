@@ -7,6 +7,7 @@
 
 import { button, dot, h } from "./dom.js";
 import { count, duration, plural, tokens, visible } from "./format.js";
+import { checkMark } from "./checks.js";
 import { calledBy, orderRuns, runDot, runName, runOutcome, runsTitle, startTime } from "./run_rows.js";
 import { usd } from "./words.js";
 
@@ -211,10 +212,13 @@ export function createRuns(ctx) {
     if (row.started_at) start.title = visible(String(row.started_at));
     const tok = h("span", "tl-r-num tl-r-tok", tokens(row.input_tokens + row.output_tokens));
     tok.title = `${tokens(row.input_tokens)} in · ${tokens(row.output_tokens)} out`;
+    const outcome = h("span", "tl-r-outcome", dot(runDot(row)), h("span", null, runOutcome(row)));
+    const mark = checkMark(row);
+    if (mark) outcome.append(mark);
     el.append(
       box,
       name,
-      h("span", "tl-r-outcome", dot(runDot(row)), h("span", null, runOutcome(row))),
+      outcome,
       h("span", "tl-r-num tl-r-rounds", count(row.rounds)),
       tok,
       cost,

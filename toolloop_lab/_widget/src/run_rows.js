@@ -30,6 +30,7 @@ import { STATUS, outcomeWords, statusCode, word } from "./words.js";
  * @property {number} offset_s seconds from its top-level run's start to its own
  * @property {[string, number, number, boolean][]} spans a nested run's calls, tools, pruning and pauses
  * @property {number} spans_left_out
+ * @property {import("./checks.js").CheckMark | null} [checks] the checks a person gave the debugger, judged on this run (checks.js)
  */
 
 /**

@@ -7,6 +7,7 @@
 import { dot, h } from "./dom.js";
 import { duration, tokens, visible } from "./format.js";
 import { trippedGates } from "./budget.js";
+import { failuresAt, roundCheckMark } from "./checks.js";
 import { isDone } from "./run.js";
 import { roundCost, roundLabel, roundState, roundTime, toolDot, toolSaid } from "./rounds.js";
 import { held, runNow } from "./store.js";
@@ -113,7 +114,7 @@ export function createRows(ctx, spacer, timeline, roundAt) {
    * @returns {string}
    */
   function signature(r, sel) {
-    return `${r.n}|${r.v}|${roundState(s, r)}|${sel === r}|${isDone(s.run)}|${r.call ? held(s, r.call) : ""}|${s.offset || 0}`;
+    return `${r.n}|${r.v}|${roundState(s, r)}|${sel === r}|${isDone(s.run)}|${r.call ? held(s, r.call) : ""}|${s.offset || 0}|${failuresAt(s, r.n).length}`;
   }
 
   /**
@@ -200,6 +201,8 @@ export function createRows(ctx, spacer, timeline, roundAt) {
       chip.title = `${said} in this round: its gate tripped here`;
       chips.append(chip);
     }
+    const checked = roundCheckMark(s, r.n); // a failed check's evidence names this round
+    if (checked) chips.append(checked);
     if (r.interventions.length) chips.append(h("span", "tl-chip tl-chip-hand", dot("warn"), "changed by you"));
     if (r.pauses.length) chips.append(h("span", "tl-chip tl-chip-paused", dot("paused"), `paused ${duration(r.paused)}`));
     if (chips.childNodes.length) sum.append(chips);
