@@ -89,10 +89,14 @@ _SPEND: Final[dict[str, Any]] = {
 
 RUN_DTYPES: Final[dict[str, Any]] = {
     "scenario": "string",
+    "variant": "string",
+    "repeat": "int64",
     "name": "string",
     "tags": "object",
     "model": "string",
     "outcome": _OUTCOME,
+    "passed": "boolean",
+    "failed_checks": "object",
     "turns": "int64",
     "turns_run": "int64",
     **_SPEND,
@@ -110,10 +114,16 @@ first turn's run was called (``run(..., name=)``, a bridged agent's name), ``<NA
 nobody named it; ``turns`` is how many the scenario holds, ``turns_run`` how many ran;
 ``run_id`` is the last turn's. The spend columns are the scenario's own runs'; the
 ``*_with_nested`` ones add the ``nested_runs`` its tools started (sub-agents), whose
-spend the agent pays too (``cost_usd_with_nested`` is NaN when any of it is unpriced)."""
+spend the agent pays too (``cost_usd_with_nested`` is NaN when any of it is unpriced).
+``variant`` is the variant of the sweep the row ran under (``<NA>``: the scenario as
+written) and ``repeat`` which run of that pair it is (from 1); every frame has both.
+``passed`` says whether every one of the scenario's checks passed (``<NA>`` without
+checks), and ``failed_checks`` lists each failed one with what it saw."""
 
 TURN_DTYPES: Final[dict[str, Any]] = {
     "scenario": "string",
+    "variant": "string",
+    "repeat": "int64",
     "turn": "int64",
     "name": "string",
     "message": "string",
@@ -134,6 +144,8 @@ the input of the turn's last model call (how much of the conversation it carried
 
 ROUND_DTYPES: Final[dict[str, Any]] = {
     "scenario": "string",
+    "variant": "string",
+    "repeat": "int64",
     "turn": "int64",
     "round": "int64",
     "purpose": pd.CategoricalDtype(["round", "synthesis"]),
@@ -178,6 +190,8 @@ round's first tool start to its last tool end (NaN when no tool ran)."""
 
 TOOL_DTYPES: Final[dict[str, Any]] = {
     "scenario": "string",
+    "variant": "string",
+    "repeat": "int64",
     "turn": "int64",
     "round": "int64",
     "call": "int64",
@@ -198,6 +212,8 @@ round. ``started_s`` is the run time it began (NaN for a call answered without r
 
 EVENT_DTYPES: Final[dict[str, Any]] = {
     "scenario": "string",
+    "variant": "string",
+    "repeat": "int64",
     "turn": "int64",
     "seq": "int64",
     "run_id": "string",
@@ -236,6 +252,11 @@ def _columns(dtypes: dict[str, Any]) -> dict[str, list[Any]]:
 def _add(cols: dict[str, list[Any]], values: dict[str, Any]) -> None:
     for name, value in values.items():
         cols[name].append(value)
+
+
+def _keys(rec: ScenarioRun) -> dict[str, Any]:
+    """What names a row's run in every frame: its scenario, variant and repeat."""
+    return {"scenario": rec.scenario, "variant": rec.variant, "repeat": rec.repeat}
 
 
 def _sum(usages: Iterable[Usage]) -> Usage:
@@ -298,11 +319,13 @@ def runs_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
         _add(
             cols,
             {
-                "scenario": rec.scenario,
+                **_keys(rec),
                 "name": _name(views[:1]),
                 "tags": rec.tags,
                 "model": rec.model_name,
                 "outcome": rec.outcome,
+                "passed": rec.passed,
+                "failed_checks": rec.failed_checks,
                 "turns": rec.planned_turns,
                 "turns_run": len(views),
                 **_spend(views),
@@ -339,7 +362,7 @@ def turns_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
             _add(
                 cols,
                 {
-                    "scenario": rec.scenario,
+                    **_keys(rec),
                     "turn": number,
                     "name": _name([view] if view is not None else []),
                     "message": rec.turns[number - 1] if number <= len(rec.turns) else None,
@@ -397,7 +420,7 @@ def rounds_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
                 cost = row.cost_usd
                 tokens_so_far += (row.usage + row.pruning_usage).total_tokens
                 cost_so_far = None if cost is None or cost_so_far is None else cost_so_far + cost
-                cells = {"scenario": rec.scenario, "turn": turn, **_round_cells(row)}
+                cells = {**_keys(rec), "turn": turn, **_round_cells(row)}
                 cells.update(cumulative_tokens=tokens_so_far, cumulative_cost_usd=_usd(cost_so_far))
                 _add(cols, {**cells, **_gate_cells(row)})
     return _frame(cols, ROUND_DTYPES)
@@ -456,7 +479,7 @@ def tools_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
                     _add(
                         cols,
                         {
-                            "scenario": rec.scenario,
+                            **_keys(rec),
                             "turn": turn,
                             "round": row.number,
                             "call": call,
@@ -487,7 +510,7 @@ def events_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
                 _add(
                     cols,
                     {
-                        "scenario": rec.scenario,
+                        **_keys(rec),
                         "turn": turn,
                         "seq": seq,
                         "run_id": event.run_id,
@@ -535,7 +558,10 @@ def spend_table(runs: pd.DataFrame) -> str:
     tokens and the tokens pruning saved; ``error`` is ``kind: reason``, or for a run the
     USD limit stopped its outcome's words; the total line counts the runs that answered,
     that the USD limit stopped and that failed apart (:func:`~.record.tally`). When some
-    run's counts were estimated, a last ``note`` column says so on its row.
+    run's counts were estimated, a last ``note`` column says so on its row. A sweep of
+    variants gets a ``variant`` column (and ``repeat`` when pairs ran more than once), and
+    a sweep with checks a ``checks`` column beside the spend (``passed``, or how many
+    failed), its total line the pass rate.
     """
     names = [str(n) for n in runs["scenario"]]
     errors = [
@@ -575,8 +601,42 @@ def spend_table(runs: pd.DataFrame) -> str:
             tally(str(o) for o in runs["outcome"]),
         ]
     )
-    header = _note_estimated(list(_TABLE.values()), rows, runs["usage_estimated"])
-    return _fixed_width(header, rows, right={2, 3, 4, 5, 6, 7, 8})
+    header = list(_TABLE.values())
+    right = {2, 3, 4, 5, 6, 7, 8}
+    if runs["passed"].notna().any():  # beside the spend: column 9, before the error
+        header.insert(9, "checks")
+        said = [*map(_checks_text, runs["passed"], runs["failed_checks"])]
+        for row, text in zip(rows, [*said, pass_rate_text(runs["passed"])], strict=True):
+            row.insert(9, text)
+    keys = []
+    if runs["variant"].notna().any():
+        keys.append(("variant", [_text(v) or "" for v in runs["variant"]]))
+    if bool(runs["repeat"].gt(1).any()):
+        keys.append(("repeat", [str(int(r)) for r in runs["repeat"]]))
+    for offset, (title, values) in enumerate(keys, start=1):
+        header.insert(offset, title)
+        for row, value in zip(rows, [*values, ""], strict=True):
+            row.insert(offset, value)
+    right = {i + len(keys) for i in right}
+    right |= {n for n, (title, _) in enumerate(keys, start=1) if title == "repeat"}
+    header = _note_estimated(header, rows, runs["usage_estimated"])
+    return _fixed_width(header, rows, right=right)
+
+
+def _checks_text(passed: Any, failed: Any) -> str:
+    """A row's checks in a word: ``passed``, ``failed 2``, or nothing without checks."""
+    if pd.isna(passed):
+        return ""
+    return "passed" if bool(passed) else f"failed {len(failed)}"
+
+
+def pass_rate_text(passed: pd.Series) -> str:
+    """``7 of 9 passed (78%)``: the runs with checks that passed them all."""
+    judged = passed.dropna()
+    if judged.empty:
+        return ""
+    good = int(judged.astype(bool).sum())
+    return f"{good} of {len(judged)} passed ({good / len(judged):.0%})"
 
 
 _TURN_TABLE: Final = (

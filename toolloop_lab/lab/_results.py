@@ -24,7 +24,15 @@ import pandas as pd
 from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError
 
 from toolloop_lab._spend.usage import format_usd
-from toolloop_lab._support.fields import Count, JsonObject, Seconds, Text, validation_text
+from toolloop_lab._support.fields import (
+    Count,
+    Flag,
+    JsonObject,
+    PositiveInt,
+    Seconds,
+    Text,
+    validation_text,
+)
 from toolloop_lab._support.jsonl import Line, dump_line, load_line, read_lines
 from toolloop_lab._support.jsonsafe import thaw
 from toolloop_lab._support.words import estimated
@@ -297,6 +305,10 @@ class _RunLine:
     duration_s: Seconds
     events: Count
     turns: tuple[Text, ...] = ()
+    variant: Text | None = None
+    repeat: PositiveInt = 1
+    passed: Flag | None = None
+    failed_checks: tuple[Text, ...] = ()
     type: Literal["run"] = "run"
 
     def record(self, source: Path, events: tuple[Event, ...]) -> ScenarioRun:
