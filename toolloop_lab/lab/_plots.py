@@ -251,3 +251,41 @@ def turns_figure(turns: pd.DataFrame) -> Figure:
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))
     _legend_beside(ax, len(groups))
     return fig
+
+
+def frontier_figure(frontier: pd.DataFrame) -> Figure:
+    """Mean cost per run against pass rate, one labelled point per variant with its Wilson
+    interval, the frontier's variants joined by a line (variants without checks or with
+    an unpriced call are left out: they have no place on these axes)."""
+    fig, ax = _axes("Cost against pass rate", "mean cost per run (USD)", "pass rate")
+    shown = frontier[frontier["pass_rate"].notna() & frontier["cost_known"]]
+    if shown.empty:
+        _empty(ax, "no variant has checks and a known cost")
+        return fig
+    for row in shown.itertuples(index=False):
+        on = bool(row.on_frontier)
+        rate = float(row.pass_rate)
+        ax.errorbar(
+            [float(row.mean_cost_usd)],
+            [rate],
+            yerr=[[rate - float(row.pass_rate_low)], [float(row.pass_rate_high) - rate]],
+            fmt="o",
+            color="#4C72B0" if on else "#8C8C8C",
+            capsize=3,
+        )
+        ax.annotate(
+            _label(row.variant),
+            (float(row.mean_cost_usd), rate),
+            textcoords="offset points",
+            xytext=(6, 4),
+            fontsize=8,
+        )
+    best = shown[shown["on_frontier"]].sort_values("mean_cost_usd")
+    ax.plot(
+        best["mean_cost_usd"], best["pass_rate"], "-", color="#4C72B0", label="frontier", zorder=0
+    )
+    ax.set_ylim(-0.05, 1.05)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:.0%}"))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"${v:.2g}"))
+    ax.legend(fontsize=8, loc="lower right")
+    return fig

@@ -47,6 +47,7 @@ from toolloop_lab.lab._frames import (
     turn_table,
     turns_frame,
 )
+from toolloop_lab.lab._frontier import frontier_frame
 from toolloop_lab.lab._record import ScenarioRun
 
 if TYPE_CHECKING:
@@ -159,6 +160,16 @@ class LabResults:
         """The spend per scenario as text, with totals (what ``toolloop-lab demo`` prints)."""
         return spend_table(self._frame("runs"))
 
+    def frontier(self) -> pd.DataFrame:
+        """One row per variant: its pass rate with a 95% Wilson interval, mean and total
+        cost, tokens and rounds per run, and ``on_frontier``: no other variant costs no
+        more and passes at least as often, better on one (see
+        :data:`~toolloop_lab.lab._frontier.FRONTIER_DTYPES`)."""
+        frame = self._frames.get("frontier")
+        if frame is None:
+            frame = self._frames["frontier"] = frontier_frame(self._frame("runs"))
+        return frame.copy()
+
     def turn_table(self) -> str:
         """The spend per turn as text, with totals (``toolloop-lab demo --workload files``)."""
         return turn_table(self._frame("turns"))
@@ -194,6 +205,13 @@ class LabResults:
 
         return budget_gates_figure(self._frame("rounds"))
 
+    def plot_frontier(self) -> Figure:
+        """Mean cost per run against pass rate, one labelled point per variant with its
+        interval, the frontier drawn as a line."""
+        from toolloop_lab.lab._plots import frontier_figure
+
+        return frontier_figure(self.frontier())
+
     def report_html(self, *, title: str = "toolloop_lab scenario report") -> str:
         """A self-contained HTML report: summary, plots, one timeline per scenario."""
         from toolloop_lab.lab._report import render_report
@@ -211,6 +229,8 @@ class LabResults:
         ]
         if any(r.planned_turns > 1 for r in self.records):
             figures.insert(1, ("Tokens per turn", self.plot_turns()))
+        if any(r.passed is not None for r in self.records):
+            figures.insert(0, ("Cost against pass rate", self.plot_frontier()))
         return figures
 
     def write_report(

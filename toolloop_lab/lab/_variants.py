@@ -119,7 +119,8 @@ class Variant:
             if not lists[name]:
                 raise ConfigurationError(f"Variant.grid: {name} has no values", field="variants")
         made = [
-            cls(dict(zip(lists, combo, strict=True))) for combo in itertools.product(*lists.values())
+            cls(dict(zip(lists, combo, strict=True)))
+            for combo in itertools.product(*lists.values())
         ]
         return {v.name: v for v in made}
 
@@ -247,9 +248,7 @@ def judge(scenario: Scenario, record: ScenarioRun) -> tuple[bool | None, tuple[s
         said = clip(record.error_message or "the scenario never ran", TEXT_CHARS)
         return False, tuple(f"{c.describe()}: no run to judge ({said})" for c in checks)
     report = evaluate(list(turns[-1]), checks)
-    failed = tuple(
-        clip(f"{r.description}: seen {r.seen}", TEXT_CHARS) for r in report.failures
-    )
+    failed = tuple(clip(f"{r.description}: seen {r.seen}", TEXT_CHARS) for r in report.failures)
     return report.passed, failed
 
 
