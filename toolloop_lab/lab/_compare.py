@@ -14,6 +14,7 @@ first.
 from __future__ import annotations
 
 import os
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -265,7 +266,7 @@ class SweepComparison:
         return f"<SweepComparison: {self.headline()}>"
 
 
-def _run_name(row: dict[str, Any]) -> str:
+def _run_name(row: Mapping[Hashable, Any]) -> str:
     variant = row["variant"]
     said = plain(row["scenario"], NAME_CHARS)
     if not pd.isna(variant):

@@ -262,20 +262,21 @@ def frontier_figure(frontier: pd.DataFrame) -> Figure:
     if shown.empty:
         _empty(ax, "no variant has checks and a known cost")
         return fig
-    for row in shown.itertuples(index=False):
-        on = bool(row.on_frontier)
-        rate = float(row.pass_rate)
+    for row in shown.to_dict("records"):
+        on = bool(row["on_frontier"])
+        rate = float(row["pass_rate"])
+        cost = float(row["mean_cost_usd"])
         ax.errorbar(
-            [float(row.mean_cost_usd)],
+            [cost],
             [rate],
-            yerr=[[rate - float(row.pass_rate_low)], [float(row.pass_rate_high) - rate]],
+            yerr=[[rate - float(row["pass_rate_low"])], [float(row["pass_rate_high"]) - rate]],
             fmt="o",
             color="#4C72B0" if on else "#8C8C8C",
             capsize=3,
         )
         ax.annotate(
-            _label(row.variant),
-            (float(row.mean_cost_usd), rate),
+            _label(row["variant"]),
+            (cost, rate),
             textcoords="offset points",
             xytext=(6, 4),
             fontsize=8,

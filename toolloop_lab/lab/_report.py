@@ -228,7 +228,7 @@ def _total_row(records: Sequence[ScenarioRun], runs: pd.DataFrame, checked: bool
     )
 
 
-def _rate(row: Mapping[str, Any]) -> str:
+def _rate(row: Mapping[Hashable, Any]) -> str:
     """``2 of 3: 67% (21% to 94%)``: a pass rate and its 95% Wilson interval, or nothing."""
     if not row["checked"]:
         return "no checks"

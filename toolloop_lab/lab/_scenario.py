@@ -397,8 +397,9 @@ class Scenario:
             # checked here, like the agent does, so a bad table fails when it is written
             checked = checked_prices(self.prices)
             self._set("prices", dict(checked) if checked else None)
-        given = self.checks
-        self._set("checks", checks_of(given) if given != () and given != [] else ())
+        given: Any = self.checks
+        empty = isinstance(given, tuple | list) and not given
+        self._set("checks", () if empty else checks_of(given))
 
     def _set(self, name: str, value: Any) -> None:
         """Keep a field's checked value (the dataclass is frozen)."""

@@ -42,5 +42,5 @@ def mcnemar_exact(regressed: int, fixed: int) -> float:
     if n == 0:
         return 1.0
     k = min(regressed, fixed)
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
-    return min(1.0, 2 * tail)
+    tail: float = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+    return min(1.0, 2.0 * tail)
