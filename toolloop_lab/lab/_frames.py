@@ -36,7 +36,8 @@ from typing import Any, Final
 
 import pandas as pd
 
-from toolloop_lab._runview import RoundRow, RunView
+from toolloop_lab._carried import Carried, carried_costs
+from toolloop_lab._runview import RoundRow, RunView, ToolRow
 from toolloop_lab._spend.usage import Usage, format_usd
 from toolloop_lab._support.escape import plain
 from toolloop_lab._support.words import estimated
@@ -205,10 +206,41 @@ TOOL_DTYPES: Final[dict[str, Any]] = {
     "output_chars": "int64",
     "pruned": "bool",
     "tokens_saved_by_pruning": "int64",
+    "output_tokens": "int64",
+    "times_sent": "int64",
+    "carried_tokens": "int64",
+    "carried_cost_usd": "float64",
+    "carried_estimated": "bool",
+    "pruning_cost_usd": "float64",
+    "pruning_saved_usd": "float64",
 }
 """Columns of :attr:`LabResults.tools`: one row per tool call, in call order within its
 round. ``started_s`` is the run time it began (NaN for a call answered without running);
-``duration_s`` how long it took."""
+``duration_s`` how long it took. What its output really cost (see
+:mod:`toolloop_lab._carried`): ``output_tokens`` as the model was sent it (after pruning),
+``times_sent`` the later model calls of its run that were sent it, ``carried_tokens`` and
+``carried_cost_usd`` what those sends cost (each at that call's input price; NaN when one
+was unpriced), ``carried_estimated`` true when the output's tokens are an estimate (a
+provider reports a request's total, never one message's); for a pruned output,
+``pruning_cost_usd`` what the pruning call cost and ``pruning_saved_usd`` what the tokens
+it kept out would have cost in those same sends."""
+
+BY_TOOL_DTYPES: Final[dict[str, Any]] = {
+    "name": "string",
+    "calls": "int64",
+    "errors": "int64",
+    "output_tokens": "int64",
+    "carried_tokens": "int64",
+    "carried_cost_usd": "float64",
+    "mean_carried_cost_usd": "float64",
+    "carried_estimated": "bool",
+    "pruned": "int64",
+    "tokens_saved_by_pruning": "int64",
+    "pruning_cost_usd": "float64",
+    "pruning_saved_usd": "float64",
+}
+"""Columns of :meth:`LabResults.by_tool`: the tool calls of the sweep summed per tool
+name, dearest carried cost first."""
 
 EVENT_DTYPES: Final[dict[str, Any]] = {
     "scenario": "string",
@@ -469,11 +501,38 @@ def _gate_cells(row: RoundRow) -> dict[str, Any]:
     }
 
 
+def _carried_cells(carried: Carried | None, tool: ToolRow) -> dict[str, Any]:
+    """What a tool call's output cost in the later calls of its run (nothing for an output
+    no later call was sent)."""
+    pruning = tool.pruning
+    pruning_cost = _usd(pruning.usage.cost_usd) if pruning is not None else 0.0
+    if carried is None:
+        return {
+            "output_tokens": 0,
+            "times_sent": 0,
+            "carried_tokens": 0,
+            "carried_cost_usd": 0.0,
+            "carried_estimated": False,
+            "pruning_cost_usd": pruning_cost,
+            "pruning_saved_usd": 0.0,
+        }
+    return {
+        "output_tokens": carried.tokens,
+        "times_sent": carried.sent,
+        "carried_tokens": carried.carried_tokens,
+        "carried_cost_usd": _usd(carried.carried_cost_usd),
+        "carried_estimated": carried.estimated,
+        "pruning_cost_usd": pruning_cost,
+        "pruning_saved_usd": _usd(carried.saved_cost_usd),
+    }
+
+
 def tools_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
     """One row per tool call per round per turn per scenario (see :data:`TOOL_DTYPES`)."""
     cols = _columns(TOOL_DTYPES)
     for rec in records:
         for turn, view in enumerate(rec.views(), start=1):
+            carried = carried_costs(view)
             for row in view.rounds:
                 for call, tool in enumerate(row.tools, start=1):
                     _add(
@@ -495,9 +554,42 @@ def tools_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
                             "tokens_saved_by_pruning": (
                                 tool.pruning.tokens_saved if tool.pruning is not None else 0
                             ),
+                            **_carried_cells(carried.get(tool.id), tool),
                         },
                     )
     return _frame(cols, TOOL_DTYPES)
+
+
+def by_tool_frame(tools: pd.DataFrame) -> pd.DataFrame:
+    """The tool calls summed per tool name (see :data:`BY_TOOL_DTYPES`): a cost NaN when
+    some call's was unknown."""
+    cols = _columns(BY_TOOL_DTYPES)
+    for name in dict.fromkeys(tools["name"]):
+        group = tools[tools["name"] == name]
+        carried = float(group["carried_cost_usd"].sum(min_count=1))
+        if group["carried_cost_usd"].isna().any():
+            carried = float("nan")
+        _add(
+            cols,
+            {
+                "name": name,
+                "calls": len(group),
+                "errors": int((group["status"] == "error").sum()),
+                "output_tokens": int(group["output_tokens"].sum()),
+                "carried_tokens": int(group["carried_tokens"].sum()),
+                "carried_cost_usd": carried,
+                "mean_carried_cost_usd": carried / len(group),
+                "carried_estimated": bool(group["carried_estimated"].any()),
+                "pruned": int(group["pruned"].sum()),
+                "tokens_saved_by_pruning": int(group["tokens_saved_by_pruning"].sum()),
+                "pruning_cost_usd": float(group["pruning_cost_usd"].sum(min_count=1)),
+                "pruning_saved_usd": float(group["pruning_saved_usd"].sum(min_count=1)),
+            },
+        )
+    frame = _frame(cols, BY_TOOL_DTYPES)
+    return frame.sort_values("carried_cost_usd", ascending=False, kind="stable").reset_index(
+        drop=True
+    )
 
 
 def events_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:

@@ -39,6 +39,7 @@ from toolloop_lab._support.words import estimated
 from toolloop_lab.errors import TraceError
 from toolloop_lab.events import Event, Outcome, event_from_dict
 from toolloop_lab.lab._frames import (
+    by_tool_frame,
     events_frame,
     rounds_frame,
     runs_frame,
@@ -148,8 +149,18 @@ class LabResults:
 
     @property
     def tools(self) -> pd.DataFrame:
-        """One row per tool call: status, error reason, when it began, how long it took."""
+        """One row per tool call: status, error reason, when it began, how long it took,
+        and what its output really cost: ``carried_tokens`` and ``carried_cost_usd``, its
+        tokens in every later model call of its run, each priced at that call's input price
+        (estimated counts: a provider reports only a request's total)."""
         return self._frame("tools")
+
+    def by_tool(self) -> pd.DataFrame:
+        """The tool calls summed per tool name: calls, errors, what their outputs cost in
+        the later calls of their runs (``carried_tokens``, ``carried_cost_usd``), and what
+        pruning saved in the same money; dearest first (see
+        :data:`~toolloop_lab.lab._frames.BY_TOOL_DTYPES`)."""
+        return by_tool_frame(self._frame("tools"))
 
     @property
     def events(self) -> pd.DataFrame:
