@@ -25,7 +25,7 @@ again too, and is that turn's spend.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -36,6 +36,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from toolloop_lab._runview import RunView
 from toolloop_lab._stream import message_from_dict
 from toolloop_lab._support.jsonsafe import thaw
+from toolloop_lab.events import Event, ModelCallStarted
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,8 +81,18 @@ def _input_price(view: RunView, index: int) -> Decimal | None:
     return usage.input_cost_usd / usage.input_tokens
 
 
-def carried_costs(view: RunView) -> dict[str, Carried]:
-    """Each tool call's carried tokens and cost in ``view``'s run, by tool call id."""
+def carried_costs(view: RunView, events: Iterable[Event]) -> dict[str, Carried]:
+    """Each tool call's carried tokens and cost in the run ``events`` holds (``view`` is
+    their fold), by tool call id. A tool message is found in the first model call that
+    carried it (a call sent again after a failure carries nothing new)."""
+    first_sent: dict[str, tuple[int, int]] = {}
+    for event in events:
+        if not isinstance(event, ModelCallStarted) or event.purpose == "pruning":
+            continue
+        for message in event.messages:
+            found = _tool_tokens(message)
+            if found is not None and found[0] not in first_sent:
+                first_sent[found[0]] = (event.round, found[1])
     pruned = {
         tool.id: tool.pruning.tokens_saved
         for row in view.rounds
@@ -89,24 +100,23 @@ def carried_costs(view: RunView) -> dict[str, Carried]:
         if tool.pruning is not None
     }
     out: dict[str, Carried] = {}
-    for first, row in enumerate(view.rounds):
-        for message in row.sent:
-            found = _tool_tokens(message) if isinstance(message, Mapping) else None
-            if found is None or found[0] in out:
-                continue
-            call_id, tokens = found
-            later = [i for i in range(first, len(view.rounds)) if view.rounds[i].usage.requests]
-            prices = [_input_price(view, i) for i in later]
-            known = all(p is not None for p in prices)
-            total = sum((p for p in prices if p is not None), Decimal(0))
-            saved = pruned.get(call_id, 0)
-            out[call_id] = Carried(
-                tool_call_id=call_id,
-                tokens=tokens,
-                sent=len(later),
-                carried_tokens=tokens * len(later),
-                carried_cost_usd=tokens * total if known else None,
-                saved_tokens=saved * len(later),
-                saved_cost_usd=saved * total if known else None,
-            )
+    for call_id, (round_number, tokens) in first_sent.items():
+        later = [
+            i
+            for i, row in enumerate(view.rounds)
+            if row.number >= round_number and row.usage.requests
+        ]
+        prices = [_input_price(view, i) for i in later]
+        known = all(p is not None for p in prices)
+        total = sum((p for p in prices if p is not None), Decimal(0))
+        saved = pruned.get(call_id, 0)
+        out[call_id] = Carried(
+            tool_call_id=call_id,
+            tokens=tokens,
+            sent=len(later),
+            carried_tokens=tokens * len(later),
+            carried_cost_usd=tokens * total if known else None,
+            saved_tokens=saved * len(later),
+            saved_cost_usd=saved * total if known else None,
+        )
     return out

@@ -531,8 +531,9 @@ def tools_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
     """One row per tool call per round per turn per scenario (see :data:`TOOL_DTYPES`)."""
     cols = _columns(TOOL_DTYPES)
     for rec in records:
-        for turn, view in enumerate(rec.views(), start=1):
-            carried = carried_costs(view)
+        for turn, events in enumerate(rec.turn_events(), start=1):
+            view = RunView.from_events(events)
+            carried = carried_costs(view, events)
             for row in view.rounds:
                 for call, tool in enumerate(row.tools, start=1):
                     _add(
