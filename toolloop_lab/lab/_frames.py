@@ -75,6 +75,8 @@ _SPEND: Final[dict[str, Any]] = {
     "net_tokens_saved": "int64",
     "tool_calls": "int64",
     "tool_errors": "int64",
+    "retried_calls": "int64",
+    "rate_limit_wait_s": "float64",
     "cost_usd": "float64",
     "cost_known": "bool",
     "usage_estimated": "bool",
@@ -86,7 +88,10 @@ _SPEND: Final[dict[str, Any]] = {
     "error": "string",
     "final_text": "string",
 }
-"""What a scenario row and a turn row share: spend, tools, synthesis, error, answer."""
+"""What a scenario row and a turn row share: spend, tools, synthesis, error, answer.
+``retried_calls`` counts the model calls a provider refused for a rate limit and the loop
+sent again (``AgentConfig.rate_limit_retries``), ``rate_limit_wait_s`` the seconds it
+waited for them, as the providers asked."""
 
 RUN_DTYPES: Final[dict[str, Any]] = {
     "scenario": "string",
@@ -306,6 +311,13 @@ def _spend(views: Sequence[RunView]) -> dict[str, Any]:
     tools = [t for v in views for r in v.rounds for t in r.tools]
     ends = [v.finished or v.failure for v in views]
     synthesis = next((r for v in views for r in v.rounds if r.purpose == "synthesis"), None)
+    retried = [
+        f.retry_after_s
+        for v in views
+        for r in v.rounds
+        for f in r.failed_calls
+        if f.retry_after_s is not None
+    ]
     return {
         "rounds": sum(e.rounds for e in ends if e is not None),
         "tool_rounds": sum(tool_rounds_of(e) for e in ends if e is not None),
@@ -318,6 +330,8 @@ def _spend(views: Sequence[RunView]) -> dict[str, Any]:
         "net_tokens_saved": sum(v.net_saved for v in views),
         "tool_calls": len(tools),
         "tool_errors": sum(1 for t in tools if t.status == "error"),
+        "retried_calls": len(retried),
+        "rate_limit_wait_s": float(sum(retried)),
         "cost_usd": _usd(usage.cost_usd),
         "cost_known": usage.cost_usd is not None,
         "usage_estimated": usage.estimated,
