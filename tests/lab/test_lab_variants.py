@@ -193,8 +193,15 @@ def test_spend_table_and_report_show_the_pass_rate_beside_the_spend(sweep: LabRe
 def test_frontier_plot_has_one_point_per_variant(sweep: LabResults) -> None:
     fig = sweep.plot_frontier()
     (ax,) = fig.axes
-    labels = sorted(t.get_text() for t in ax.texts)
-    assert labels == sorted(VARIANTS)
+    assert sorted(t.get_text() for t in ax.texts) == ["1", "2", "3", "4"]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == [
+        "frontier",
+        "1  cap 2",
+        "2  cap 3 (beaten)",
+        "3  cap 4",
+        "4  cap 4 pruned (beaten)",
+    ]
     (line,) = [ln for ln in ax.get_lines() if ln.get_label() == "frontier"]
     assert list(line.get_xdata()) == pytest.approx([float(CALL * 8 / 3), float(CALL * 3)])
 

@@ -254,15 +254,20 @@ def turns_figure(turns: pd.DataFrame) -> Figure:
 
 
 def frontier_figure(frontier: pd.DataFrame) -> Figure:
-    """Mean cost per run against pass rate, one labelled point per variant with its Wilson
-    interval, the frontier's variants joined by a line (variants without checks or with
-    an unpriced call are left out: they have no place on these axes)."""
-    fig, ax = _axes("Cost against pass rate", "mean cost per run (USD)", "pass rate")
+    """Mean cost per run against pass rate, one numbered point per variant with its Wilson
+    interval (the legend names each number's variant), the frontier's variants joined by a
+    line (variants without checks or with an unpriced call are left out: they have no place
+    on these axes)."""
+    fig, ax = _axes("Cost against pass rate", "mean cost per run (USD)", "pass rate", width=10.0)
     shown = frontier[frontier["pass_rate"].notna() & frontier["cost_known"]]
     if shown.empty:
         _empty(ax, "no variant has checks and a known cost")
         return fig
-    for row in shown.to_dict("records"):
+    best = shown[shown["on_frontier"]].sort_values("mean_cost_usd")
+    ax.plot(
+        best["mean_cost_usd"], best["pass_rate"], "-", color="#4C72B0", label="frontier", zorder=0
+    )
+    for number, row in enumerate(shown.to_dict("records"), start=1):
         on = bool(row["on_frontier"])
         rate = float(row["pass_rate"])
         cost = float(row["mean_cost_usd"])
@@ -273,20 +278,13 @@ def frontier_figure(frontier: pd.DataFrame) -> Figure:
             fmt="o",
             color="#4C72B0" if on else "#8C8C8C",
             capsize=3,
+            label=f"{number}  {_label(row['variant'])}" + ("" if on else " (beaten)"),
         )
         ax.annotate(
-            _label(row["variant"]),
-            (cost, rate),
-            textcoords="offset points",
-            xytext=(6, 4),
-            fontsize=8,
+            str(number), (cost, rate), textcoords="offset points", xytext=(6, 4), fontsize=9
         )
-    best = shown[shown["on_frontier"]].sort_values("mean_cost_usd")
-    ax.plot(
-        best["mean_cost_usd"], best["pass_rate"], "-", color="#4C72B0", label="frontier", zorder=0
-    )
     ax.set_ylim(-0.05, 1.05)
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:.0%}"))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"${v:.2g}"))
-    ax.legend(fontsize=8, loc="lower right")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:.2g}"))
+    _legend_beside(ax, len(shown) + 1)
     return fig
