@@ -370,3 +370,16 @@ def test_compare_sweeps_refuses_what_is_no_sweep() -> None:
     with pytest.raises(ConfigurationError) as raised:
         compare_sweeps(run_scenarios([needs(1)], progress=False), 3)
     assert raised.value.field == "b"
+
+
+def test_hostile_names_are_escaped_in_every_html_and_text() -> None:
+    evil = "<script>alert(1)</script>\u202e"
+    a = run_scenarios([needs(2)], variants={evil: {"tool_max_rounds": 2}}, progress=False)
+    b = run_scenarios([needs(2)], variants={evil: {"tool_max_rounds": 4}}, progress=False)
+    comparison = compare_sweeps(a, b)
+    assert comparison.fixed == 1
+    for html in (a.report_html(), comparison.html()):
+        assert "<script>alert(1)" not in html
+        assert "&lt;script&gt;alert(1)" in html
+    assert "\u202e" not in comparison.text()
+    assert "\u202e" not in a.spend_table()
