@@ -34,6 +34,7 @@ from langchain_core.messages import ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
 from toolloop_lab._runview import RunView
+from toolloop_lab._spend.usage import format_tokens, format_usd
 from toolloop_lab._stream import message_from_dict
 from toolloop_lab._support.jsonsafe import thaw
 from toolloop_lab.events import Event, ModelCallStarted
@@ -120,3 +121,11 @@ def carried_costs(view: RunView, events: Iterable[Event]) -> dict[str, Carried]:
             saved_cost_usd=saved * total if known else None,
         )
     return out
+
+
+def sent_again(carried: Carried) -> str:
+    """``sent 4 more times: 1,200 tokens, $0.0031 (estimated)``: what the output cost
+    after its round, as a tool call's detail says it."""
+    times = f"{carried.sent} more time{'s' * (carried.sent != 1)}"
+    cost = format_usd(carried.carried_cost_usd)
+    return f"sent {times}: {format_tokens(carried.carried_tokens)} tokens, {cost} (estimated)"

@@ -141,3 +141,9 @@ def test_an_unpriced_later_call_makes_the_carried_cost_unknown() -> None:
     tools = run_scenarios([scenario], progress=False).tools
     assert tools["carried_tokens"].iloc[0] > 0
     assert math.isnan(tools["carried_cost_usd"].iloc[0])
+
+
+def test_the_report_says_on_each_tool_call_what_its_output_cost_later(known: LabResults) -> None:
+    html = known.report_html()
+    assert "sent 2 more times: 214 tokens, $0.000428 (estimated)" in html
+    assert "sent 1 more time: 207 tokens, $0.000414 (estimated)" in html

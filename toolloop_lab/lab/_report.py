@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
 
+from toolloop_lab._carried import Carried, carried_costs, sent_again
 from toolloop_lab._runview import RoundRow, RunView, ToolRow
 from toolloop_lab._spend.usage import format_usd
 from toolloop_lab._support.escape import NAME_CHARS, TEXT_CHARS, clip, esc, esc_clip
@@ -336,7 +337,7 @@ def _tags(tags: Iterable[str]) -> str:
     return ", ".join(clip(t, NAME_CHARS) for t in tags)
 
 
-def _tool(tool: ToolRow) -> str:
+def _tool(tool: ToolRow, carried: Carried | None = None) -> str:
     if not tool.ran:  # answered without running it: no failure (the other views agree)
         status = "not run"
     elif tool.status == "error":
@@ -354,6 +355,8 @@ def _tool(tool: ToolRow) -> str:
     ]
     if tool.content:
         parts.append(f"<pre>{_cut(tool.content)}</pre>")
+    if carried is not None and carried.sent:
+        parts.append(f'<div class="meta">{esc(sent_again(carried))}</div>')
     if tool.pruning is not None:
         p = tool.pruning
         parts.append(
@@ -367,7 +370,7 @@ def _tool(tool: ToolRow) -> str:
     return "".join(parts)
 
 
-def _round(row: RoundRow) -> str:
+def _round(row: RoundRow, carried: Mapping[str, Carried] | None = None) -> str:
     if row.purpose == "synthesis":
         said = word(ROUND_KIND, "synthesis")
         why = word(SYNTHESIS_REASON, row.synthesis_reason) if row.synthesis_reason else None
@@ -391,7 +394,7 @@ def _round(row: RoundRow) -> str:
     parts = [f'<li><b>{esc(label)}</b> <span class="meta num">{esc(figures)}</span>']
     if row.text:
         parts.append(f"<pre>{_cut(row.text)}</pre>")
-    parts.extend(_tool(t) for t in row.tools)
+    parts.extend(_tool(t, (carried or {}).get(t.id)) for t in row.tools)
     if row.gates:
         parts.append("<ul>" + "".join(_gate(g) for g in row.gates) + "</ul>")
     parts.append("</li>")
@@ -448,7 +451,9 @@ def _run(events: tuple[Event, ...], view: RunView) -> list[str]:
     HTML for readers without scripts."""
     parts = [view_slot(events, max_chars=TEXT_LIMIT), "<noscript>"]
     if view.rounds:
-        parts.append('<ol class="timeline">' + "".join(_round(r) for r in view.rounds) + "</ol>")
+        carried = carried_costs(view, events)
+        rows = "".join(_round(r, carried) for r in view.rounds)
+        parts.append(f'<ol class="timeline">{rows}</ol>')
     if view.finished is not None:
         parts.append(f"<p><b>Final answer</b></p><pre>{_cut(view.finished.final_text)}</pre>")
     parts.append("</noscript>")
