@@ -291,3 +291,26 @@ def tally_reads(run: ScenarioRun) -> list[tuple[int, int]]:
         if tool.name == "read" and tool.status == "success"
         for data in [json.loads(tool.content)]
     ]
+
+
+def checked_sweep() -> tuple[list[Scenario], dict[str, Any]]:
+    """Scenarios with checks (one a lambda, which no worker could unpickle: checks are judged
+    where the sweep started) and the variants to run them under: a scenario needing k tool
+    rounds passes under a round cap m when k < m."""
+    from toolloop_lab.checks import outcome, satisfies
+
+    scenarios = [
+        Scenario.scripted(
+            f"needs_{k}",
+            [
+                *(
+                    Reply.call("echo", {"text": f"step {i}"}, input_tokens=100, output_tokens=10)
+                    for i in range(k)
+                ),
+                Reply.final("done", input_tokens=100, output_tokens=10),
+            ],
+            checks=[outcome("final_answer"), satisfies(lambda events: len(events) > 2, "events")],
+        )
+        for k in (1, 2, 3)
+    ]
+    return scenarios, {"cap 2": {"tool_max_rounds": 2}, "cap 4": {"tool_max_rounds": 4}}

@@ -102,6 +102,11 @@ EXPECTED: dict[str, tuple[str, ...]] = {
         "max_tool_rounds(0): failed",
         "def test_ticket_lookup() -> None:",
     ),
+    "15_tune_budgets_and_pruning.ipynb": (
+        "<LabResults: 48 scenarios (32 final_answer, 16 synthesis)",
+        "8 regressed, 0 fixed of 48 paired runs (pass rate 67% -> 50%, McNemar exact p = 0.00781)",
+        "REGRESSED: research_3 [tool_max_rounds=4, prune_tools=()] run 1",
+    ),
 }
 
 

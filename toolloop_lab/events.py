@@ -337,7 +337,8 @@ class ModelCalled(_Base):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelCallFailed(_Base):
     """A model call raised (or was stopped) instead of replying. In the loop the run then
-    fails; a framework seen through the bridge may retry it as a new call."""
+    fails, unless a rate limit's wait was asked for and retries are left
+    (``retry_after_s``); a framework seen through the bridge may retry it as a new call."""
 
     call: Count
     purpose: CallPurpose
@@ -355,6 +356,10 @@ class ModelCallFailed(_Base):
     traceback: Text | None = None
     """Where it raised: the exception's traceback (its last frames, and the causes'),
     clipped; ``None`` for a stop, and in traces written before it."""
+    retry_after_s: Seconds | None = None
+    """The provider refused the call for a rate limit (HTTP 429) and the loop waited this
+    many seconds (its ``Retry-After``), then sent the call again as a new call
+    (``AgentConfig.rate_limit_retries``); ``None``: the call was not sent again."""
     kind: Literal["model_call_failed"] = "model_call_failed"
 
 

@@ -33,6 +33,7 @@ from dask_helpers import (
     HangsAfterOneRound,
     assert_timed_out_row,
     attempts,
+    checked_sweep,
     generated,
     plain,
     tally_reads,
@@ -175,6 +176,41 @@ def test_a_process_pool_gives_the_frames_of_a_local_run(
     assert_same_frames(remote, local)
     assert_observers_saw_every_run_in_order(seen, remote)
     assert [r.index for r in remote.records] == list(range(len(sweep)))
+
+
+def assert_same_checked_sweep(remote: LabResults, local: LabResults) -> None:
+    """Variants, repeats and checks read the same wherever the sweep ran."""
+    keys = ["scenario", "variant", "repeat"]
+    pd.testing.assert_frame_equal(comparable(remote.runs, keys), comparable(local.runs, keys))
+    assert list(remote.runs["passed"]) == list(local.runs["passed"])
+    assert list(remote.runs["failed_checks"]) == list(local.runs["failed_checks"])
+    pd.testing.assert_frame_equal(remote.frontier(), local.frontier())
+
+
+@pytest.fixture(scope="module")
+def checked_local() -> LabResults:
+    scenarios, variants = checked_sweep()
+    return run_scenarios(scenarios, variants=variants, repeats=2, progress=False)
+
+
+def test_variants_and_checks_read_the_same_locally(checked_local: LabResults) -> None:
+    runs = checked_local.runs
+    assert len(runs) == 3 * 2 * 2
+    want = {("needs_1", "cap 2"): True, ("needs_2", "cap 2"): False, ("needs_3", "cap 2"): False}
+    for row in runs.to_dict("records"):
+        assert row["passed"] == want.get((row["scenario"], row["variant"]), True), row
+    assert checked_local.frontier()["pass_rate"].tolist() == pytest.approx([1 / 3, 1.0])
+
+
+def test_variants_and_checks_on_a_process_pool_equal_a_local_run(
+    checked_local: LabResults,
+) -> None:
+    scenarios, variants = checked_sweep()
+    with spawn_pool(2) as pool:
+        remote = run_scenarios(
+            scenarios, variants=variants, repeats=2, executor=pool, progress=False
+        )
+    assert_same_checked_sweep(remote, checked_local)
 
 
 def assert_fresh_backend_per_run(results: LabResults) -> None:
@@ -567,6 +603,15 @@ def test_the_async_executor_form_runs_on_the_cluster(client: Any) -> None:
         return await arun_scenarios(catalog(), executor=client.get_executor(), progress=False)
 
     assert_same_frames(asyncio.run(sweep()), run_scenarios(catalog(), progress=False))
+
+
+@pytest.mark.slow
+def test_variants_and_checks_on_dask_equal_a_local_run(
+    client: Any, checked_local: LabResults
+) -> None:
+    scenarios, variants = checked_sweep()
+    remote = run_scenarios_on_dask(scenarios, client, variants=variants, repeats=2, progress=False)
+    assert_same_checked_sweep(remote, checked_local)
 
 
 @pytest.mark.slow

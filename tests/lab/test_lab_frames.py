@@ -307,6 +307,8 @@ def test_events_frame(results: LabResults) -> None:
     events = results.events
     assert list(events.columns) == [
         "scenario",
+        "variant",
+        "repeat",
         "turn",
         "seq",
         "run_id",

@@ -103,6 +103,18 @@ REFUSED: list[tuple[str, Callable[[], object], str, str]] = [
         "data_dir takes a directory path",
     ),
     (
+        "checks a word",
+        lambda: Scenario.scripted("s", OK, checks="outcome"),
+        "checks",
+        "checks takes checks (a list of called(...), max_tool_rounds(...), ...), got the str",
+    ),
+    (
+        "a check a number",
+        lambda: Scenario.scripted("s", OK, checks=[5]),
+        "checks",
+        "checks[0] is the int 5, not a check",
+    ),
+    (
         "tags a number",
         lambda: Scenario.scripted("s", OK, tags=5),
         "tags",
@@ -304,6 +316,7 @@ def test_every_field_of_a_scenario_and_its_parts_has_a_refused_case() -> None:
             "description",
             "turns",
             "tools_factory",
+            "checks",
         },
         ScriptedModel: {"replies", "model_name"},
         ScriptedTurns: {"turns", "model_name"},

@@ -162,9 +162,12 @@ class OpenAIStub(StubServer[OpenAIUsage]):
             return "'messages' is a required property"
         return pairing_problem(tool_pairs(body), "tool_call_id")
 
-    def fault(self, status: int, message: str = "stub fault") -> None:
-        """Queue an HTTP error in OpenAI's error format (429, 500, ...)."""
-        self.enqueue(Reply(self.error_body(status, message), status))
+    def fault(
+        self, status: int, message: str = "stub fault", *, headers: Mapping[str, str] | None = None
+    ) -> None:
+        """Queue an HTTP error in OpenAI's error format (429, 500, ...), with ``headers``
+        (a 429's ``Retry-After``, say)."""
+        self.enqueue(Reply(self.error_body(status, message), status, headers=dict(headers or {})))
 
     def error_body(self, status: int, message: str) -> dict[str, Any]:
         kind = {429: "requests", 500: "server_error"}.get(status, "invalid_request_error")

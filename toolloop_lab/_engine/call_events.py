@@ -130,6 +130,7 @@ def model_call_failed(
     partial_text: str | None,
     usage: Usage | None = None,
     accumulated: Usage | None = None,
+    retry_after_s: float | None = None,
 ) -> ev.ModelCallFailed:
     """``model_call_failed``: call ``number`` raised (or was stopped) instead of replying,
     keeping the text it streamed and the ``usage`` its provider had billed by then (the
@@ -145,6 +146,7 @@ def model_call_failed(
         usage=usage,
         accumulated=accumulated,
         traceback=_traceback(error),
+        retry_after_s=retry_after_s,
     )
 
 

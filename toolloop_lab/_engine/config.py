@@ -108,6 +108,15 @@ class AgentConfig:
     and the run's ``loop_failure``. Default 600 s (see ``DEFAULT_MODEL_TIMEOUT_S``);
     ``None``: no limit."""
 
+    rate_limit_retries: Count = 0
+    """How many times a model call the provider refused for a rate limit (HTTP 429) is
+    sent again, each after the wait its ``Retry-After`` header asks (at most
+    ``MAX_RETRY_AFTER_S``, 60 s; 1 s without one). Each refusal is a ``model_call_failed``
+    event saying how long the loop waited (``retry_after_s``), so the wait is counted and
+    seen, and the run goes on. For a sweep against a real provider; give the client
+    ``max_retries=0`` so the waits are the loop's, not hidden in the client. 0: a refused
+    call fails the run, as any failed call does."""
+
     def __post_init__(self) -> None:
         # every field checked in declaration order; lists of names become tuples
         for name, adapter in _field_adapters().items():

@@ -43,6 +43,7 @@ from toolloop_lab._engine.model_call import (
     stream_kwargs,
 )
 from toolloop_lab._engine.pruning import PruneResult, prune_output, pruning_prompt
+from toolloop_lab._engine.rate_limit import retry_after_s
 from toolloop_lab._engine.result import ToolLoopResult
 from toolloop_lab._engine.run_state import RunState
 from toolloop_lab._spend.budget import GateCheck, RunBudget
@@ -62,6 +63,15 @@ from toolloop_lab._tools.dispatcher import (
     skipped_outcomes,
 )
 from toolloop_lab.errors import PaidCallError
+
+
+class _RateLimited(Exception):
+    """A model call the provider refused for a rate limit, to be sent again after
+    ``wait_s`` seconds (its ``model_call_failed`` event is already out)."""
+
+    def __init__(self, wait_s: float) -> None:
+        super().__init__(f"rate limited: send again in {wait_s:g} s")
+        self.wait_s = wait_s
 
 
 class LoopAgent(Protocol):
@@ -247,11 +257,28 @@ class ToolLoop:
     ) -> AIMessage:
         """One model call of the conversation: pause, gate, send, account, gate. ``send``
         makes the call instead of the loop's own model (a framework that calls the model
-        itself); it is handed the messages to send, as they stand after the pause."""
+        itself); it is handed the messages to send, as they stand after the pause. A call
+        the provider refused for a rate limit is sent again after the wait it asked for,
+        while ``rate_limit_retries`` allow (each refusal an event saying how long it
+        waited)."""
         run, agent = self.run, self.agent
         hooks = holding(agent.pause_hooks, "model_call")
         if hooks:  # most runs have none: no coroutine, no closure made for them
             await self.pause(hooks, "model_call", purpose, (), MessageEdits(run))
+        retries = self.cfg.rate_limit_retries
+        while True:
+            try:
+                return await self._send(budget, purpose, retry=retries > 0, send=send)
+            except _RateLimited as limited:
+                retries -= 1
+                await asyncio.sleep(limited.wait_s)
+
+    async def _send(
+        self, budget: RunBudget, purpose: Purpose, *, retry: bool, send: Send | None = None
+    ) -> AIMessage:
+        """Gate, send and account one model call; with ``retry``, a rate limit's refusal
+        raises :class:`_RateLimited` (after its event) instead of the provider's error."""
+        run, agent = self.run, self.agent
         budget.before_call(run.usage, self.gate)
         tools_bound = purpose == "round" and bool(self.tools)
         stream = send is None and should_stream(
@@ -289,7 +316,11 @@ class ToolLoop:
         except BaseException as exc:
             run.partial_text = deltas.partial_text if deltas and deltas.text else None
             billed = self._billed(budget, deltas, prompt)
-            self.call_failed(number, purpose, exc, time.perf_counter() - sent, billed)
+            wait = retry_after_s(exc) if retry and isinstance(exc, Exception) else None
+            latency = time.perf_counter() - sent
+            self.call_failed(number, purpose, exc, latency, billed, retry_after_s=wait)
+            if wait is not None:
+                raise _RateLimited(wait) from exc
             raise
         if not isinstance(reply, AIMessage):
             raise TypeError(f"model returned {type(reply).__name__}, not an AIMessage")
@@ -334,6 +365,8 @@ class ToolLoop:
         exc: BaseException,
         latency_s: float,
         usage: Usage | None = None,
+        *,
+        retry_after_s: float | None = None,
     ) -> None:
         """Emit the end of a call that raised (or was stopped) instead of replying; the
         ``usage`` its provider had reported by then is counted first."""
@@ -349,6 +382,7 @@ class ToolLoop:
             partial_text=run.partial_text if purpose != "pruning" else None,
             usage=usage,
             accumulated=run.usage if usage is not None else None,
+            retry_after_s=retry_after_s,
         )
 
     def _billed(

@@ -46,7 +46,7 @@ import asyncio
 import functools
 import importlib
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
@@ -69,6 +69,7 @@ from toolloop_lab.lab._runner import (
     validate_scenarios,
 )
 from toolloop_lab.lab._scenario import Scenario
+from toolloop_lab.lab._variants import plan
 
 EXTRA: Final = "toolloop-lab[dask]"
 """The optional extra that installs Dask's ``distributed`` scheduler."""
@@ -229,8 +230,14 @@ def run_scenarios_on_dask(
     batch_size: int | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
     scenario_timeout_s: float | None = DEFAULT_SCENARIO_TIMEOUT_S,
+    variants: Mapping[str, Any] | Iterable[Any] | None = None,
+    repeats: int = 1,
 ) -> LabResults:
     """Run a sweep on a Dask cluster, several scenarios a task; the frames equal a local run's.
+
+    ``variants`` and ``repeats`` expand the sweep as :func:`~toolloop_lab.lab.run_scenarios`
+    does (each run a task's scenario like any other); checks are judged here, on the
+    caller's side, as results arrive.
 
     ``client`` is a synchronous ``distributed.Client``. Progress and ``observers`` (each
     scenario's events, in order) advance here, on the caller's side, as results arrive.
@@ -246,7 +253,8 @@ def run_scenarios_on_dask(
     ``scenario``, reason ``timeout``) with the counts it had, never a task that holds the
     sweep.
     """
-    items = validate_scenarios(scenarios)
+    planned = plan(validate_scenarios(scenarios), variants, repeats)
+    items = planned.scenarios
     chosen = checked_observers(observers)
     _check(client, retries, batch_size, concurrency)
     limit = scenario_time_limit(scenario_timeout_s)
@@ -262,7 +270,7 @@ def run_scenarios_on_dask(
     finally:
         sweep.cancel_pending()
         rows.close()
-    return rows.results()
+    return LabResults(planned.finish(rows.results().records))
 
 
 def _check(client: DaskClient, retries: int, batch_size: int | None, concurrency: int) -> None:

@@ -36,7 +36,8 @@ from typing import Any, Final
 
 import pandas as pd
 
-from toolloop_lab._runview import RoundRow, RunView
+from toolloop_lab._carried import Carried, carried_costs
+from toolloop_lab._runview import RoundRow, RunView, ToolRow
 from toolloop_lab._spend.usage import Usage, format_usd
 from toolloop_lab._support.escape import plain
 from toolloop_lab._support.words import estimated
@@ -74,6 +75,8 @@ _SPEND: Final[dict[str, Any]] = {
     "net_tokens_saved": "int64",
     "tool_calls": "int64",
     "tool_errors": "int64",
+    "retried_calls": "int64",
+    "rate_limit_wait_s": "float64",
     "cost_usd": "float64",
     "cost_known": "bool",
     "usage_estimated": "bool",
@@ -85,14 +88,21 @@ _SPEND: Final[dict[str, Any]] = {
     "error": "string",
     "final_text": "string",
 }
-"""What a scenario row and a turn row share: spend, tools, synthesis, error, answer."""
+"""What a scenario row and a turn row share: spend, tools, synthesis, error, answer.
+``retried_calls`` counts the model calls a provider refused for a rate limit and the loop
+sent again (``AgentConfig.rate_limit_retries``), ``rate_limit_wait_s`` the seconds it
+waited for them, as the providers asked."""
 
 RUN_DTYPES: Final[dict[str, Any]] = {
     "scenario": "string",
+    "variant": "string",
+    "repeat": "int64",
     "name": "string",
     "tags": "object",
     "model": "string",
     "outcome": _OUTCOME,
+    "passed": "boolean",
+    "failed_checks": "object",
     "turns": "int64",
     "turns_run": "int64",
     **_SPEND,
@@ -110,10 +120,16 @@ first turn's run was called (``run(..., name=)``, a bridged agent's name), ``<NA
 nobody named it; ``turns`` is how many the scenario holds, ``turns_run`` how many ran;
 ``run_id`` is the last turn's. The spend columns are the scenario's own runs'; the
 ``*_with_nested`` ones add the ``nested_runs`` its tools started (sub-agents), whose
-spend the agent pays too (``cost_usd_with_nested`` is NaN when any of it is unpriced)."""
+spend the agent pays too (``cost_usd_with_nested`` is NaN when any of it is unpriced).
+``variant`` is the variant of the sweep the row ran under (``<NA>``: the scenario as
+written) and ``repeat`` which run of that pair it is (from 1); every frame has both.
+``passed`` says whether every one of the scenario's checks passed (``<NA>`` without
+checks), and ``failed_checks`` lists each failed one with what it saw."""
 
 TURN_DTYPES: Final[dict[str, Any]] = {
     "scenario": "string",
+    "variant": "string",
+    "repeat": "int64",
     "turn": "int64",
     "name": "string",
     "message": "string",
@@ -134,6 +150,8 @@ the input of the turn's last model call (how much of the conversation it carried
 
 ROUND_DTYPES: Final[dict[str, Any]] = {
     "scenario": "string",
+    "variant": "string",
+    "repeat": "int64",
     "turn": "int64",
     "round": "int64",
     "purpose": pd.CategoricalDtype(["round", "synthesis"]),
@@ -178,6 +196,8 @@ round's first tool start to its last tool end (NaN when no tool ran)."""
 
 TOOL_DTYPES: Final[dict[str, Any]] = {
     "scenario": "string",
+    "variant": "string",
+    "repeat": "int64",
     "turn": "int64",
     "round": "int64",
     "call": "int64",
@@ -191,13 +211,46 @@ TOOL_DTYPES: Final[dict[str, Any]] = {
     "output_chars": "int64",
     "pruned": "bool",
     "tokens_saved_by_pruning": "int64",
+    "output_tokens": "int64",
+    "times_sent": "int64",
+    "carried_tokens": "int64",
+    "carried_cost_usd": "float64",
+    "carried_estimated": "bool",
+    "pruning_cost_usd": "float64",
+    "pruning_saved_usd": "float64",
 }
 """Columns of :attr:`LabResults.tools`: one row per tool call, in call order within its
 round. ``started_s`` is the run time it began (NaN for a call answered without running);
-``duration_s`` how long it took."""
+``duration_s`` how long it took. What its output really cost (see
+:mod:`toolloop_lab._carried`): ``output_tokens`` as the model was sent it (after pruning),
+``times_sent`` the later model calls of its run that were sent it, ``carried_tokens`` and
+``carried_cost_usd`` what those sends cost (each at that call's input price; NaN when one
+was unpriced), ``carried_estimated`` true when the output's tokens are an estimate (a
+provider reports a request's total, never one message's); for a pruned output,
+``pruning_cost_usd`` what the pruning call cost and ``pruning_saved_usd`` what the tokens
+it kept out would have cost in those same sends."""
+
+BY_TOOL_DTYPES: Final[dict[str, Any]] = {
+    "name": "string",
+    "calls": "int64",
+    "errors": "int64",
+    "output_tokens": "int64",
+    "carried_tokens": "int64",
+    "carried_cost_usd": "float64",
+    "mean_carried_cost_usd": "float64",
+    "carried_estimated": "bool",
+    "pruned": "int64",
+    "tokens_saved_by_pruning": "int64",
+    "pruning_cost_usd": "float64",
+    "pruning_saved_usd": "float64",
+}
+"""Columns of :meth:`LabResults.by_tool`: the tool calls of the sweep summed per tool
+name, dearest carried cost first."""
 
 EVENT_DTYPES: Final[dict[str, Any]] = {
     "scenario": "string",
+    "variant": "string",
+    "repeat": "int64",
     "turn": "int64",
     "seq": "int64",
     "run_id": "string",
@@ -238,6 +291,11 @@ def _add(cols: dict[str, list[Any]], values: dict[str, Any]) -> None:
         cols[name].append(value)
 
 
+def _keys(rec: ScenarioRun) -> dict[str, Any]:
+    """What names a row's run in every frame: its scenario, variant and repeat."""
+    return {"scenario": rec.scenario, "variant": rec.variant, "repeat": rec.repeat}
+
+
 def _sum(usages: Iterable[Usage]) -> Usage:
     total = Usage()
     for usage in usages:
@@ -253,6 +311,13 @@ def _spend(views: Sequence[RunView]) -> dict[str, Any]:
     tools = [t for v in views for r in v.rounds for t in r.tools]
     ends = [v.finished or v.failure for v in views]
     synthesis = next((r for v in views for r in v.rounds if r.purpose == "synthesis"), None)
+    retried = [
+        f.retry_after_s
+        for v in views
+        for r in v.rounds
+        for f in r.failed_calls
+        if f.retry_after_s is not None
+    ]
     return {
         "rounds": sum(e.rounds for e in ends if e is not None),
         "tool_rounds": sum(tool_rounds_of(e) for e in ends if e is not None),
@@ -265,6 +330,8 @@ def _spend(views: Sequence[RunView]) -> dict[str, Any]:
         "net_tokens_saved": sum(v.net_saved for v in views),
         "tool_calls": len(tools),
         "tool_errors": sum(1 for t in tools if t.status == "error"),
+        "retried_calls": len(retried),
+        "rate_limit_wait_s": float(sum(retried)),
         "cost_usd": _usd(usage.cost_usd),
         "cost_known": usage.cost_usd is not None,
         "usage_estimated": usage.estimated,
@@ -298,11 +365,13 @@ def runs_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
         _add(
             cols,
             {
-                "scenario": rec.scenario,
+                **_keys(rec),
                 "name": _name(views[:1]),
                 "tags": rec.tags,
                 "model": rec.model_name,
                 "outcome": rec.outcome,
+                "passed": rec.passed,
+                "failed_checks": rec.failed_checks,
                 "turns": rec.planned_turns,
                 "turns_run": len(views),
                 **_spend(views),
@@ -339,7 +408,7 @@ def turns_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
             _add(
                 cols,
                 {
-                    "scenario": rec.scenario,
+                    **_keys(rec),
                     "turn": number,
                     "name": _name([view] if view is not None else []),
                     "message": rec.turns[number - 1] if number <= len(rec.turns) else None,
@@ -397,7 +466,7 @@ def rounds_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
                 cost = row.cost_usd
                 tokens_so_far += (row.usage + row.pruning_usage).total_tokens
                 cost_so_far = None if cost is None or cost_so_far is None else cost_so_far + cost
-                cells = {"scenario": rec.scenario, "turn": turn, **_round_cells(row)}
+                cells = {**_keys(rec), "turn": turn, **_round_cells(row)}
                 cells.update(cumulative_tokens=tokens_so_far, cumulative_cost_usd=_usd(cost_so_far))
                 _add(cols, {**cells, **_gate_cells(row)})
     return _frame(cols, ROUND_DTYPES)
@@ -446,17 +515,45 @@ def _gate_cells(row: RoundRow) -> dict[str, Any]:
     }
 
 
+def _carried_cells(carried: Carried | None, tool: ToolRow) -> dict[str, Any]:
+    """What a tool call's output cost in the later calls of its run (nothing for an output
+    no later call was sent)."""
+    pruning = tool.pruning
+    pruning_cost = _usd(pruning.usage.cost_usd) if pruning is not None else 0.0
+    if carried is None:
+        return {
+            "output_tokens": 0,
+            "times_sent": 0,
+            "carried_tokens": 0,
+            "carried_cost_usd": 0.0,
+            "carried_estimated": False,
+            "pruning_cost_usd": pruning_cost,
+            "pruning_saved_usd": 0.0,
+        }
+    return {
+        "output_tokens": carried.tokens,
+        "times_sent": carried.sent,
+        "carried_tokens": carried.carried_tokens,
+        "carried_cost_usd": _usd(carried.carried_cost_usd),
+        "carried_estimated": carried.estimated,
+        "pruning_cost_usd": pruning_cost,
+        "pruning_saved_usd": _usd(carried.saved_cost_usd),
+    }
+
+
 def tools_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
     """One row per tool call per round per turn per scenario (see :data:`TOOL_DTYPES`)."""
     cols = _columns(TOOL_DTYPES)
     for rec in records:
-        for turn, view in enumerate(rec.views(), start=1):
+        for turn, events in enumerate(rec.turn_events(), start=1):
+            view = RunView.from_events(events)
+            carried = carried_costs(view, events)
             for row in view.rounds:
                 for call, tool in enumerate(row.tools, start=1):
                     _add(
                         cols,
                         {
-                            "scenario": rec.scenario,
+                            **_keys(rec),
                             "turn": turn,
                             "round": row.number,
                             "call": call,
@@ -472,9 +569,42 @@ def tools_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
                             "tokens_saved_by_pruning": (
                                 tool.pruning.tokens_saved if tool.pruning is not None else 0
                             ),
+                            **_carried_cells(carried.get(tool.id), tool),
                         },
                     )
     return _frame(cols, TOOL_DTYPES)
+
+
+def by_tool_frame(tools: pd.DataFrame) -> pd.DataFrame:
+    """The tool calls summed per tool name (see :data:`BY_TOOL_DTYPES`): a cost NaN when
+    some call's was unknown."""
+    cols = _columns(BY_TOOL_DTYPES)
+    for name in dict.fromkeys(tools["name"]):
+        group = tools[tools["name"] == name]
+        carried = float(group["carried_cost_usd"].sum(min_count=1))
+        if group["carried_cost_usd"].isna().any():
+            carried = float("nan")
+        _add(
+            cols,
+            {
+                "name": name,
+                "calls": len(group),
+                "errors": int((group["status"] == "error").sum()),
+                "output_tokens": int(group["output_tokens"].sum()),
+                "carried_tokens": int(group["carried_tokens"].sum()),
+                "carried_cost_usd": carried,
+                "mean_carried_cost_usd": carried / len(group),
+                "carried_estimated": bool(group["carried_estimated"].any()),
+                "pruned": int(group["pruned"].sum()),
+                "tokens_saved_by_pruning": int(group["tokens_saved_by_pruning"].sum()),
+                "pruning_cost_usd": float(group["pruning_cost_usd"].sum(min_count=1)),
+                "pruning_saved_usd": float(group["pruning_saved_usd"].sum(min_count=1)),
+            },
+        )
+    frame = _frame(cols, BY_TOOL_DTYPES)
+    return frame.sort_values("carried_cost_usd", ascending=False, kind="stable").reset_index(
+        drop=True
+    )
 
 
 def events_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
@@ -487,7 +617,7 @@ def events_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
                 _add(
                     cols,
                     {
-                        "scenario": rec.scenario,
+                        **_keys(rec),
                         "turn": turn,
                         "seq": seq,
                         "run_id": event.run_id,
@@ -535,7 +665,10 @@ def spend_table(runs: pd.DataFrame) -> str:
     tokens and the tokens pruning saved; ``error`` is ``kind: reason``, or for a run the
     USD limit stopped its outcome's words; the total line counts the runs that answered,
     that the USD limit stopped and that failed apart (:func:`~.record.tally`). When some
-    run's counts were estimated, a last ``note`` column says so on its row.
+    run's counts were estimated, a last ``note`` column says so on its row. A sweep of
+    variants gets a ``variant`` column (and ``repeat`` when pairs ran more than once), and
+    a sweep with checks a ``checks`` column beside the spend (``passed``, or how many
+    failed), its total line the pass rate.
     """
     names = [str(n) for n in runs["scenario"]]
     errors = [
@@ -575,8 +708,42 @@ def spend_table(runs: pd.DataFrame) -> str:
             tally(str(o) for o in runs["outcome"]),
         ]
     )
-    header = _note_estimated(list(_TABLE.values()), rows, runs["usage_estimated"])
-    return _fixed_width(header, rows, right={2, 3, 4, 5, 6, 7, 8})
+    header = list(_TABLE.values())
+    right = {2, 3, 4, 5, 6, 7, 8}
+    if runs["passed"].notna().any():  # beside the spend: column 9, before the error
+        header.insert(9, "checks")
+        said = [*map(_checks_text, runs["passed"], runs["failed_checks"])]
+        for row, text in zip(rows, [*said, pass_rate_text(runs["passed"])], strict=True):
+            row.insert(9, text)
+    keys = []
+    if runs["variant"].notna().any():
+        keys.append(("variant", [_text(v) or "" for v in runs["variant"]]))
+    if bool(runs["repeat"].gt(1).any()):
+        keys.append(("repeat", [str(int(r)) for r in runs["repeat"]]))
+    for offset, (title, values) in enumerate(keys, start=1):
+        header.insert(offset, title)
+        for row, value in zip(rows, [*values, ""], strict=True):
+            row.insert(offset, value)
+    right = {i + len(keys) for i in right}
+    right |= {n for n, (title, _) in enumerate(keys, start=1) if title == "repeat"}
+    header = _note_estimated(header, rows, runs["usage_estimated"])
+    return _fixed_width(header, rows, right=right)
+
+
+def _checks_text(passed: Any, failed: Any) -> str:
+    """A row's checks in a word: ``passed``, ``failed 2``, or nothing without checks."""
+    if pd.isna(passed):
+        return ""
+    return "passed" if bool(passed) else f"failed {len(failed)}"
+
+
+def pass_rate_text(passed: pd.Series) -> str:
+    """``7 of 9 passed (78%)``: the runs with checks that passed them all."""
+    judged = passed.dropna()
+    if judged.empty:
+        return ""
+    good = int(judged.astype(bool).sum())
+    return f"{good} of {len(judged)} passed ({good / len(judged):.0%})"
 
 
 _TURN_TABLE: Final = (

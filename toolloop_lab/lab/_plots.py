@@ -251,3 +251,40 @@ def turns_figure(turns: pd.DataFrame) -> Figure:
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))
     _legend_beside(ax, len(groups))
     return fig
+
+
+def frontier_figure(frontier: pd.DataFrame) -> Figure:
+    """Mean cost per run against pass rate, one numbered point per variant with its Wilson
+    interval (the legend names each number's variant), the frontier's variants joined by a
+    line (variants without checks or with an unpriced call are left out: they have no place
+    on these axes)."""
+    fig, ax = _axes("Cost against pass rate", "mean cost per run (USD)", "pass rate", width=10.0)
+    shown = frontier[frontier["pass_rate"].notna() & frontier["cost_known"]]
+    if shown.empty:
+        _empty(ax, "no variant has checks and a known cost")
+        return fig
+    best = shown[shown["on_frontier"]].sort_values("mean_cost_usd")
+    ax.plot(
+        best["mean_cost_usd"], best["pass_rate"], "-", color="#4C72B0", label="frontier", zorder=0
+    )
+    for number, row in enumerate(shown.to_dict("records"), start=1):
+        on = bool(row["on_frontier"])
+        rate = float(row["pass_rate"])
+        cost = float(row["mean_cost_usd"])
+        ax.errorbar(
+            [cost],
+            [rate],
+            yerr=[[rate - float(row["pass_rate_low"])], [float(row["pass_rate_high"]) - rate]],
+            fmt="o",
+            color="#4C72B0" if on else "#8C8C8C",
+            capsize=3,
+            label=f"{number}  {_label(row['variant'])}" + ("" if on else " (beaten)"),
+        )
+        ax.annotate(
+            str(number), (cost, rate), textcoords="offset points", xytext=(6, 4), fontsize=9
+        )
+    ax.set_ylim(-0.05, 1.05)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:.0%}"))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:.2g}"))
+    _legend_beside(ax, len(shown) + 1)
+    return fig

@@ -120,6 +120,15 @@ class ScenarioRun:
     """Every turn's events, turn after turn."""
     turns: tuple[str, ...] = ()
     """The user message of each planned turn (empty in saves written before turns)."""
+    variant: str | None = None
+    """The variant of the sweep it ran under (``None``: the scenario as written)."""
+    repeat: int = 1
+    """Which run of its (scenario, variant) pair it is, from 1."""
+    passed: bool | None = None
+    """Every one of the scenario's checks passed (``None``: it had none)."""
+    failed_checks: tuple[str, ...] = ()
+    """Each failed check as code reads it, with what it saw: ``outcome('final_answer'):
+    seen Failed``."""
 
     @property
     def failed(self) -> bool:
@@ -197,4 +206,8 @@ class ScenarioRun:
             "duration_s": self.duration_s,
             "events": len(self.events),
             "turns": list(self.turns),
+            "variant": self.variant,
+            "repeat": self.repeat,
+            "passed": self.passed,
+            "failed_checks": list(self.failed_checks),
         }

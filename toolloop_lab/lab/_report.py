@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
 
+from toolloop_lab._carried import Carried, carried_costs, sent_again
 from toolloop_lab._runview import RoundRow, RunView, ToolRow
 from toolloop_lab._spend.usage import format_usd
 from toolloop_lab._support.escape import NAME_CHARS, TEXT_CHARS, clip, esc, esc_clip
@@ -39,6 +40,8 @@ from toolloop_lab._support.words import (
 from toolloop_lab._widget.figures import budget_stop, overshoot
 from toolloop_lab._widget.page import LOADER_CSP, view_assets, view_slot
 from toolloop_lab.events import BudgetGate, Event
+from toolloop_lab.lab._frames import pass_rate_text
+from toolloop_lab.lab._frontier import frontier_frame, pass_rate_frame
 from toolloop_lab.lab._record import ScenarioRun, error_text, tally
 
 if TYPE_CHECKING:
@@ -130,22 +133,48 @@ _SUMMARY_COLUMNS: Final = (
 
 
 def _summary(records: Sequence[ScenarioRun], runs: pd.DataFrame) -> str:
-    """One row per scenario (linked to its timeline), then the totals."""
+    """One row per scenario (linked to its timeline), then the totals; a sweep with checks
+    has a ``checks`` column beside the cost, the pass rate on the total line."""
+    checked = bool(runs["passed"].notna().any())
     rows = [
-        _summary_row(i, record, row)
+        _summary_row(i, record, row, checked)
         for i, (record, row) in enumerate(zip(records, runs.to_dict("records"), strict=True))
     ]
-    rows.append(_total_row(records, runs))
+    rows.append(_total_row(records, runs, checked))
+    columns = list(_SUMMARY_COLUMNS)
+    if checked:
+        columns.insert(-1, "checks")
     return (
         "<h2>Summary</h2>\n<table>\n<thead><tr>"
-        + _cells(_SUMMARY_COLUMNS, "th")
+        + _cells(columns, "th")
         + "</tr></thead>\n<tbody>\n"
         + "\n".join(rows)
         + "\n</tbody>\n</table>"
     )
 
 
-def _summary_row(i: int, record: ScenarioRun, row: Mapping[Hashable, Any]) -> str:
+def _run_key(record: ScenarioRun) -> str:
+    """The variant and repeat under a row's name, when the sweep had them."""
+    if record.variant is None and record.repeat == 1:
+        return ""
+    said = record.variant or ""
+    if record.repeat > 1 or record.variant is not None:
+        said = f"{said} · run {record.repeat}" if said else f"run {record.repeat}"
+    return f'<div class="meta">{_cut(said)}</div>'
+
+
+def _checks_cell(record: ScenarioRun) -> str:
+    """``passed``, or each failed check with what it saw."""
+    if record.passed is None:
+        return ""
+    if record.passed:
+        return "passed"
+    return "failed: " + "; ".join(record.failed_checks)
+
+
+def _summary_row(
+    i: int, record: ScenarioRun, row: Mapping[Hashable, Any], checked: bool = False
+) -> str:
     error = (
         _error(record.error_kind, record.error_reason)
         if record.error_kind and record.outcome != "usd_budget_exhausted"
@@ -153,7 +182,7 @@ def _summary_row(i: int, record: ScenarioRun, row: Mapping[Hashable, Any]) -> st
     )
     return (
         "<tr>"
-        f'<td><a href="#scenario-{i}">{_name(row["scenario"])}</a>'
+        f'<td><a href="#scenario-{i}">{_name(row["scenario"])}</a>{_run_key(record)}'
         f"{_estimated(bool(row['usage_estimated']))}</td>"
         f"<td>{esc(_tags(record.tags))}</td>"
         f'<td><span class="o o-{esc(row["outcome"])}">{esc(row["outcome"])}</span></td>'
@@ -166,6 +195,7 @@ def _summary_row(i: int, record: ScenarioRun, row: Mapping[Hashable, Any]) -> st
                 f"{row['pruning_tokens']:,}",
                 f"{row['tokens_saved_by_pruning']:,}",
                 _usd(row["cost_usd"] if row["cost_known"] else None),
+                *([clip(_checks_cell(record), TEXT_CHARS)] if checked else []),
                 error,
             )
         )
@@ -173,7 +203,7 @@ def _summary_row(i: int, record: ScenarioRun, row: Mapping[Hashable, Any]) -> st
     )
 
 
-def _total_row(records: Sequence[ScenarioRun], runs: pd.DataFrame) -> str:
+def _total_row(records: Sequence[ScenarioRun], runs: pd.DataFrame, checked: bool = False) -> str:
     total_cost = _usd(float(runs["cost_usd"].fillna(0).sum())) + (
         "" if bool(runs["cost_known"].all()) else " + unknown"
     )
@@ -191,11 +221,84 @@ def _total_row(records: Sequence[ScenarioRun], runs: pd.DataFrame) -> str:
                 f"{int(runs['pruning_tokens'].sum()):,}",
                 f"{int(runs['tokens_saved_by_pruning'].sum()):,}",
                 total_cost,
+                *([pass_rate_text(runs["passed"])] if checked else []),
                 tally(r.outcome for r in records),
             )
         )
         + "</tr>"
     )
+
+
+def _rate(row: Mapping[Hashable, Any]) -> str:
+    """``2 of 3: 67% (21% to 94%)``: a pass rate and its 95% Wilson interval, or nothing."""
+    if not row["checked"]:
+        return "no checks"
+    return (
+        f"{row['passed']} of {row['checked']}: {row['pass_rate']:.0%} "
+        f"({row['pass_rate_low']:.0%} to {row['pass_rate_high']:.0%})"
+    )
+
+
+def _pass_rates(runs: pd.DataFrame) -> str:
+    """The pass rate beside the spend, per scenario and overall, and, for a sweep of
+    variants, per variant with the frontier marked (nothing without checks)."""
+    import pandas as pd
+
+    if not bool(runs["passed"].notna().any()):
+        return ""
+    parts = ["<h2>Pass rates</h2>", "<table><thead><tr>"]
+    parts.append(
+        _cells(("scenario", "runs", "pass rate (95% interval)", "tokens", "cost (USD)"), "th")
+    )
+    parts.append("</tr></thead><tbody>")
+    for row in pass_rate_frame(runs).to_dict("records"):
+        cost = None if pd.isna(row["cost_usd"]) else row["cost_usd"]
+        css = ' class="total"' if row["scenario"] == "TOTAL" else ""
+        parts.append(
+            f"<tr{css}>"
+            + _cells(
+                (
+                    clip(row["scenario"], NAME_CHARS),
+                    row["runs"],
+                    _rate(row),
+                    f"{row['total_tokens']:,}",
+                    _usd(cost),
+                )
+            )
+            + "</tr>"
+        )
+    parts.append("</tbody></table>")
+    if runs["variant"].notna().any():
+        parts += ["<h3>Variants</h3>", "<table><thead><tr>"]
+        heads = (
+            "variant",
+            "runs",
+            "pass rate (95% interval)",
+            "mean cost (USD)",
+            "mean tokens",
+            "mean tool rounds",
+            "on the frontier",
+        )
+        parts.append(_cells(heads, "th") + "</tr></thead><tbody>")
+        for row in frontier_frame(runs).to_dict("records"):
+            mean = None if pd.isna(row["mean_cost_usd"]) else row["mean_cost_usd"]
+            parts.append(
+                "<tr>"
+                + _cells(
+                    (
+                        clip(row["variant"], NAME_CHARS),
+                        row["runs"],
+                        _rate(row),
+                        _usd(mean),
+                        f"{row['mean_tokens']:,.0f}",
+                        f"{row['mean_tool_rounds']:.1f}",
+                        "yes" if row["on_frontier"] else "",
+                    )
+                )
+                + "</tr>"
+            )
+        parts.append("</tbody></table>")
+    return "\n".join(parts)
 
 
 def _estimated(flag: bool) -> str:
@@ -234,7 +337,7 @@ def _tags(tags: Iterable[str]) -> str:
     return ", ".join(clip(t, NAME_CHARS) for t in tags)
 
 
-def _tool(tool: ToolRow) -> str:
+def _tool(tool: ToolRow, carried: Carried | None = None) -> str:
     if not tool.ran:  # answered without running it: no failure (the other views agree)
         status = "not run"
     elif tool.status == "error":
@@ -252,6 +355,8 @@ def _tool(tool: ToolRow) -> str:
     ]
     if tool.content:
         parts.append(f"<pre>{_cut(tool.content)}</pre>")
+    if carried is not None and carried.sent:
+        parts.append(f'<div class="meta">{esc(sent_again(carried))}</div>')
     if tool.pruning is not None:
         p = tool.pruning
         parts.append(
@@ -265,7 +370,7 @@ def _tool(tool: ToolRow) -> str:
     return "".join(parts)
 
 
-def _round(row: RoundRow) -> str:
+def _round(row: RoundRow, carried: Mapping[str, Carried] | None = None) -> str:
     if row.purpose == "synthesis":
         said = word(ROUND_KIND, "synthesis")
         why = word(SYNTHESIS_REASON, row.synthesis_reason) if row.synthesis_reason else None
@@ -289,7 +394,7 @@ def _round(row: RoundRow) -> str:
     parts = [f'<li><b>{esc(label)}</b> <span class="meta num">{esc(figures)}</span>']
     if row.text:
         parts.append(f"<pre>{_cut(row.text)}</pre>")
-    parts.extend(_tool(t) for t in row.tools)
+    parts.extend(_tool(t, (carried or {}).get(t.id)) for t in row.tools)
     if row.gates:
         parts.append("<ul>" + "".join(_gate(g) for g in row.gates) + "</ul>")
     parts.append("</li>")
@@ -346,7 +451,9 @@ def _run(events: tuple[Event, ...], view: RunView) -> list[str]:
     HTML for readers without scripts."""
     parts = [view_slot(events, max_chars=TEXT_LIMIT), "<noscript>"]
     if view.rounds:
-        parts.append('<ol class="timeline">' + "".join(_round(r) for r in view.rounds) + "</ol>")
+        carried = carried_costs(view, events)
+        rows = "".join(_round(r, carried) for r in view.rounds)
+        parts.append(f'<ol class="timeline">{rows}</ol>')
     if view.finished is not None:
         parts.append(f"<p><b>Final answer</b></p><pre>{_cut(view.finished.final_text)}</pre>")
     parts.append("</noscript>")
@@ -400,6 +507,7 @@ def render_report(
         f"<h1>{esc(title)}</h1>",
         f'<p class="meta">{esc(f"{len(records)} scenarios · generated {created}")}</p>',
         _summary(records, runs),
+        _pass_rates(runs),
         _plots(figures),
         "<h2>Timelines</h2>",
         *(_timeline(i, r) for i, r in enumerate(records)),

@@ -24,13 +24,22 @@ import pandas as pd
 from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError
 
 from toolloop_lab._spend.usage import format_usd
-from toolloop_lab._support.fields import Count, JsonObject, Seconds, Text, validation_text
+from toolloop_lab._support.fields import (
+    Count,
+    Flag,
+    JsonObject,
+    PositiveInt,
+    Seconds,
+    Text,
+    validation_text,
+)
 from toolloop_lab._support.jsonl import Line, dump_line, load_line, read_lines
 from toolloop_lab._support.jsonsafe import thaw
 from toolloop_lab._support.words import estimated
 from toolloop_lab.errors import TraceError
 from toolloop_lab.events import Event, Outcome, event_from_dict
 from toolloop_lab.lab._frames import (
+    by_tool_frame,
     events_frame,
     rounds_frame,
     runs_frame,
@@ -39,6 +48,7 @@ from toolloop_lab.lab._frames import (
     turn_table,
     turns_frame,
 )
+from toolloop_lab.lab._frontier import frontier_frame
 from toolloop_lab.lab._record import ScenarioRun
 
 if TYPE_CHECKING:
@@ -139,8 +149,18 @@ class LabResults:
 
     @property
     def tools(self) -> pd.DataFrame:
-        """One row per tool call: status, error reason, when it began, how long it took."""
+        """One row per tool call: status, error reason, when it began, how long it took,
+        and what its output really cost: ``carried_tokens`` and ``carried_cost_usd``, its
+        tokens in every later model call of its run, each priced at that call's input price
+        (estimated counts: a provider reports only a request's total)."""
         return self._frame("tools")
+
+    def by_tool(self) -> pd.DataFrame:
+        """The tool calls summed per tool name: calls, errors, what their outputs cost in
+        the later calls of their runs (``carried_tokens``, ``carried_cost_usd``), and what
+        pruning saved in the same money; dearest first (see
+        :data:`~toolloop_lab.lab._frames.BY_TOOL_DTYPES`)."""
+        return by_tool_frame(self._frame("tools"))
 
     @property
     def events(self) -> pd.DataFrame:
@@ -150,6 +170,16 @@ class LabResults:
     def spend_table(self) -> str:
         """The spend per scenario as text, with totals (what ``toolloop-lab demo`` prints)."""
         return spend_table(self._frame("runs"))
+
+    def frontier(self) -> pd.DataFrame:
+        """One row per variant: its pass rate with a 95% Wilson interval, mean and total
+        cost, tokens and rounds per run, and ``on_frontier``: no other variant costs no
+        more and passes at least as often, better on one (see
+        :data:`~toolloop_lab.lab._frontier.FRONTIER_DTYPES`)."""
+        frame = self._frames.get("frontier")
+        if frame is None:
+            frame = self._frames["frontier"] = frontier_frame(self._frame("runs"))
+        return frame.copy()
 
     def turn_table(self) -> str:
         """The spend per turn as text, with totals (``toolloop-lab demo --workload files``)."""
@@ -186,6 +216,13 @@ class LabResults:
 
         return budget_gates_figure(self._frame("rounds"))
 
+    def plot_frontier(self) -> Figure:
+        """Mean cost per run against pass rate, one labelled point per variant with its
+        interval, the frontier drawn as a line."""
+        from toolloop_lab.lab._plots import frontier_figure
+
+        return frontier_figure(self.frontier())
+
     def report_html(self, *, title: str = "toolloop_lab scenario report") -> str:
         """A self-contained HTML report: summary, plots, one timeline per scenario."""
         from toolloop_lab.lab._report import render_report
@@ -203,6 +240,8 @@ class LabResults:
         ]
         if any(r.planned_turns > 1 for r in self.records):
             figures.insert(1, ("Tokens per turn", self.plot_turns()))
+        if any(r.passed is not None for r in self.records):
+            figures.insert(0, ("Cost against pass rate", self.plot_frontier()))
         return figures
 
     def write_report(
@@ -297,6 +336,10 @@ class _RunLine:
     duration_s: Seconds
     events: Count
     turns: tuple[Text, ...] = ()
+    variant: Text | None = None
+    repeat: PositiveInt = 1
+    passed: Flag | None = None
+    failed_checks: tuple[Text, ...] = ()
     type: Literal["run"] = "run"
 
     def record(self, source: Path, events: tuple[Event, ...]) -> ScenarioRun:

@@ -28,7 +28,7 @@ import asyncio
 import concurrent.futures
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, Final, TypeAlias
 
@@ -49,6 +49,7 @@ from toolloop_lab.events import Event, Observer, Outcome
 from toolloop_lab.lab._record import ScenarioRun, error_fields, outcome_of_events
 from toolloop_lab.lab._results import LabResults
 from toolloop_lab.lab._scenario import Scenario
+from toolloop_lab.lab._variants import plan
 
 _log = logging.getLogger("toolloop_lab")
 
@@ -402,8 +403,16 @@ async def arun_scenarios(
     progress: bool = True,
     executor: concurrent.futures.Executor | None = None,
     scenario_timeout_s: float | None = DEFAULT_SCENARIO_TIMEOUT_S,
+    variants: Mapping[str, Any] | Iterable[Any] | None = None,
+    repeats: int = 1,
 ) -> LabResults:
     """Run a sweep from this event loop, ``concurrency`` scenarios at a time.
+
+    ``variants`` runs every scenario under each named change of its setup (a dict of name
+    -> :class:`Variant` or a dict of ``AgentConfig`` changes, a list of them, or
+    :meth:`Variant.grid`), and ``repeats`` runs each (scenario, variant) pair that many
+    times: each is a row, with its ``variant`` and ``repeat``. A scenario's ``checks`` are
+    judged here, when its run comes back (``passed``, ``failed_checks``).
 
     Without ``executor`` the scenarios run here (4 at a time by default) and ``observers``
     get every event as it happens (tell runs apart by ``event.run_id``). With one, each
@@ -417,7 +426,8 @@ async def arun_scenarios(
     runs out is cancelled where it is and becomes a failed row (kind ``scenario``, reason
     ``timeout``) with the counts it had, and the sweep goes on.
     """
-    items = validate_scenarios(scenarios)
+    planned = plan(validate_scenarios(scenarios), variants, repeats)
+    items = planned.scenarios
     slots = _slots(concurrency, executor, len(items))
     backend = _backend(executor, observers, scenario_time_limit(scenario_timeout_s))
     rows = SweepRows(len(items), progress)
@@ -425,7 +435,7 @@ async def arun_scenarios(
         await _sweep(items, backend, slots, rows.put)
     finally:
         rows.close()
-    return rows.results()
+    return LabResults(planned.finish(rows.results().records))
 
 
 @parameters_of(arun_scenarios)

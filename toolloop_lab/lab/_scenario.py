@@ -36,6 +36,8 @@ from toolloop_lab._support.escape import TEXT_CHARS, clip
 from toolloop_lab._support.fields import shown
 from toolloop_lab._support.pickling import quick_pickle
 from toolloop_lab._tools.builtin import echo_tool, file_read_tool
+from toolloop_lab.checks._base import Check
+from toolloop_lab.checks._report import checks_of
 from toolloop_lab.errors import ConfigurationError, ScriptError
 from toolloop_lab.events import Observer
 from toolloop_lab.lab._checks import (
@@ -369,6 +371,11 @@ class Scenario:
     tools_factory: ToolsFactory | None = None
     """Called once per run; returns that run's tools (added after ``tools``), all sharing
     one fresh backend that lives for every turn of the run."""
+    checks: tuple[Check, ...] = ()
+    """Checks of :mod:`toolloop_lab.checks` the scenario's run is judged by (its last turn,
+    the run that answered): ``passed`` and ``failed_checks`` in ``LabResults.runs``. They are
+    judged where the sweep was started, so a check holding code or a model never travels to
+    a worker."""
 
     def __post_init__(self) -> None:
         # every field checked where it is written (module lab.checks): a mistake accepted
@@ -390,6 +397,9 @@ class Scenario:
             # checked here, like the agent does, so a bad table fails when it is written
             checked = checked_prices(self.prices)
             self._set("prices", dict(checked) if checked else None)
+        given: Any = self.checks
+        empty = isinstance(given, tuple | list) and not given
+        self._set("checks", () if empty else checks_of(given))
 
     def _set(self, name: str, value: Any) -> None:
         """Keep a field's checked value (the dataclass is frozen)."""
