@@ -237,6 +237,3 @@ def test_notebook_runs_in_the_binder_environment(name: str, tutorial_run: Tutori
     assert text.strip(), f"{name} produced no output at all"
     for expected in EXPECTED.get(name, ()):
         assert expected in text, f"{name}: no output contains {expected!r}"
-    if name in EXPECTED:
-        took = ran.seconds
-        assert took < 60, f"{name} took {took:.1f} s; a tutorial must run in under a minute"
