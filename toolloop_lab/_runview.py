@@ -25,7 +25,9 @@ from toolloop_lab import events as ev
 from toolloop_lab._engine.hooks import PausePoint
 from toolloop_lab._spend.usage import Usage
 from toolloop_lab._support.derived import Derived
+from toolloop_lab._support.escape import clip
 from toolloop_lab._support.words import shown_status
+from toolloop_lab.errors import ConfigurationError
 
 T = TypeVar("T")
 
@@ -489,6 +491,74 @@ class RunView:
         """Every pruning event of the run, in order."""
         return [t.pruning for r in self.rounds for t in r.tools if t.pruning]
 
+    def to_markdown(self, *, max_chars: int = 4_000) -> str:
+        """The run as Markdown, to paste into an issue or a model: its status, rounds,
+        tokens, cost and outcome as every view says them, then every round's messages,
+        reply and tool calls with their results. Each text sits in a fenced code block
+        (nothing in it renders as Markdown or HTML) and is cut at ``max_chars`` characters
+        with the ``… (N chars)`` marker. Any run reads into a view:
+        ``RunView.from_events(result.events)``, ``dbg.view``, a trace's events."""
+        from toolloop_lab._widget.markdown import run_markdown  # a view of the fold
+
+        if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
+            raise ConfigurationError(
+                f"to_markdown(max_chars={max_chars!r}): pass a whole number >= 1",
+                field="max_chars",
+            )
+        return run_markdown(self, max_chars=max_chars)
+
+    @property
+    def tool_errors(self) -> int:
+        """Tool calls that ended in an error (raised, unknown, invalid, timed out, refused:
+        every call whose ``ToolMessage`` told the model it failed, but a call a stop cut
+        short): what the run list marks a run by."""
+        return sum(1 for r in self.rounds for t in r.tools if t.status == "error")
+
+    @property
+    def question(self) -> str | None:
+        """The run's first user message as text (what it was asked), cut to
+        :data:`QUESTION_CHARS`; ``None`` before the first model call, or when no call was
+        sent a user message (the browser's header reads the same from its own fold)."""
+        for row in self.rounds:
+            text = first_user_text(row.sent)
+            if text is not None:
+                return clip(text, QUESTION_CHARS)
+        return None
+
+
+QUESTION_CHARS: Final = 200
+"""How much of a run's question a summary, a row and the header keep."""
+
+
+def _block_text(block: object) -> str | None:
+    if isinstance(block, str):
+        return block
+    if isinstance(block, Mapping) and isinstance(block.get("text"), str):
+        return str(block["text"])
+    return None
+
+
+def first_user_text(messages: Iterable[object]) -> str | None:
+    """The text of the first user message among ``messages`` (langchain-core message
+    dicts, as a ``model_call_start`` carries them): a string content as it is, content
+    blocks' text parts joined by newlines (an image says nothing here); ``None`` when none
+    is a user message."""
+    for message in messages:
+        if not isinstance(message, Mapping) or message.get("type") not in _USER_TYPES:
+            continue
+        data = message.get("data")
+        content = data.get("content") if isinstance(data, Mapping) else None
+        if isinstance(content, str):
+            return content
+        if isinstance(content, (list, tuple)):
+            parts = (_block_text(b) for b in content)
+            return "\n".join(p for p in parts if p is not None)
+        return ""
+    return None
+
+
+_USER_TYPES: Final = frozenset({"human", "HumanMessageChunk"})
+
 
 SpanKind = Literal["model", "tool", "pruning", "pause"]
 
@@ -610,6 +680,11 @@ class RunSummary:
     """Rounds that ended in tool calls (``ToolLoopResult.tool_rounds``)."""
     model_calls: int = 0
     """Model calls the run paid for, pruning included (``ToolLoopResult.model_calls``)."""
+    tool_errors: int = 0
+    """Tool calls that ended in an error (:attr:`RunView.tool_errors`): the run list marks
+    such a run, and filters by it."""
+    question: str | None = None
+    """The run's first user message, cut to 200 characters (:attr:`RunView.question`)."""
 
     @property
     def shown_status(self) -> str:
@@ -648,6 +723,8 @@ class RunSummary:
             rounds=end.rounds if end else view.rounds_run,
             tool_rounds=view.tool_rounds,
             model_calls=view.model_calls,
+            tool_errors=view.tool_errors,
+            question=view.question,
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
             cost_usd=usage.cost_usd,

@@ -7,6 +7,7 @@ import { capitalized, clip, count, duration, pct, plural, tokens, visible } from
 import { isDone, outcomeText } from "./run.js";
 import { roundsRun, roundsSaid } from "./counts.js";
 import { lastToolName } from "./rounds.js";
+import { runQuestion } from "./question.js";
 import { nestedCount } from "./run_rows.js";
 import { held, holdingNow, runNow } from "./store.js";
 import { budgetStop, overshoot } from "./budget.js";
@@ -23,9 +24,25 @@ export function createHeader(ctx) {
   const s = ctx.s;
   const badge = h("span", "tl-badge");
   const title = h("span", "tl-title");
+  const question = h("span", "tl-question");
   const roundsInfo = h("span", "tl-meta");
   const elapsed = h("span", "tl-meta tl-num");
-  const head = h("div", "tl-head", badge, title, roundsInfo, h("span", "tl-grow"), elapsed);
+  const head = h("div", "tl-head", badge, title, question, roundsInfo, h("span", "tl-grow"), elapsed);
+  let askedKey = "";
+  /** @type {string | null} */
+  let asked = null;
+
+  /** The run's question, looked for again only while the conversation grows without one. */
+  function drawQuestion() {
+    const run = s.run;
+    const key = `${run.runId}:${asked === null ? run.conversation.length : "found"}`;
+    if (key === askedKey) return;
+    if (!key.endsWith("found")) asked = runQuestion(run);
+    askedKey = `${run.runId}:${asked === null ? run.conversation.length : "found"}`;
+    question.textContent = asked === null ? "" : visible(asked);
+    question.title = asked === null ? "" : visible(`asked: ${asked}`);
+    question.hidden = asked === null;
+  }
   const activity = h("div", "tl-activity");
   activity.setAttribute("aria-live", "polite");
   const note = h("div", "tl-note");
@@ -44,6 +61,8 @@ export function createHeader(ctx) {
     badge.className = `tl-badge tl-b-${badgeState}`;
     const info = run.run;
     title.textContent = info ? visible([info.name, info.model].filter(Boolean).join(" · ")) || "agent run" : "";
+    if (askedKey && !askedKey.startsWith(`${run.runId}:`)) asked = null; // another run
+    drawQuestion();
     const rounds = run.rounds;
     let ri = roundsSaid(run, s.offset || 0) || (rounds.length ? plural(roundsRun(run) + s.omitted, "round") : "");
     if (!isDone(run) && rounds.length && rounds[rounds.length - 1].purpose === "synthesis") ri += " + final answer call";

@@ -19,6 +19,8 @@ import { STATUS, outcomeWords, statusCode, word } from "./words.js";
  * @property {string} status
  * @property {string | null} outcome
  * @property {number} rounds
+ * @property {number} tool_errors tool calls that ended in an error
+ * @property {string | null} question its first user message, cut
  * @property {number} input_tokens
  * @property {number} output_tokens
  * @property {string | null} cost_usd a decimal string; null: unpriced
@@ -39,6 +41,7 @@ import { STATUS, outcomeWords, statusCode, word } from "./words.js";
  * @property {number} left_out runs the session no longer keeps
  * @property {string[]} [dropped] runs left out since the last message
  * @property {string | null} [pinned] the run a person picked to show (null: the newest)
+ * @property {string | null} [let_go] what the debugger let go, in words
  */
 
 /**
@@ -47,6 +50,7 @@ import { STATUS, outcomeWords, statusCode, word } from "./words.js";
  * @property {number} runsLeftOut
  * @property {string | null} runsPinned
  * @property {number} runsVersion grows with every change of the rows
+ * @property {string | null} [runsLetGo]
  */
 
 /**
@@ -68,6 +72,8 @@ export function foldRuns(s, part) {
   for (const row of part.rows || []) if (row && typeof row.run_id === "string") s.runs.set(row.run_id, row);
   if (typeof part.left_out === "number") s.runsLeftOut = part.left_out;
   if (part.pinned !== undefined) s.runsPinned = part.pinned;
+  if (part.let_go !== undefined) s.runsLetGo = part.let_go;
+  for (const row of part.rows || []) if (row && typeof row.tool_errors !== "number") row.tool_errors = 0; // rows saved before it
   s.runsVersion++;
 }
 
