@@ -7,7 +7,7 @@ import { capitalized, clip, count, duration, pct, plural, tokens, visible } from
 import { isDone, outcomeText } from "./run.js";
 import { roundsRun, roundsSaid } from "./counts.js";
 import { lastToolName } from "./rounds.js";
-import { runQuestion } from "./question.js";
+import { QUESTION_CHARS, firstUserText, runQuestion } from "./question.js";
 import { nestedCount } from "./run_rows.js";
 import { held, holdingNow, runNow } from "./store.js";
 import { budgetStop, overshoot } from "./budget.js";
@@ -32,13 +32,24 @@ export function createHeader(ctx) {
   /** @type {string | null} */
   let asked = null;
 
-  /** The run's question, looked for again only while the conversation grows without one. */
+  /**
+   * The run's question, looked for again only while the conversation grows without one; at
+   * a pause before the first call, in what that call is about to send (all of it held).
+   */
   function drawQuestion() {
     const run = s.run;
-    const key = `${run.runId}:${asked === null ? run.conversation.length : "found"}`;
+    const p = s.control.paused_at;
+    const pending = p && Array.isArray(p.messages) && !(p.message_count > p.messages.length) ? p.messages : null;
+    const key = `${run.runId}:${asked === null ? `${run.conversation.length}:${pending ? pending.length : -1}` : "found"}`;
     if (key === askedKey) return;
-    if (!key.endsWith("found")) asked = runQuestion(run);
-    askedKey = `${run.runId}:${asked === null ? run.conversation.length : "found"}`;
+    if (asked === null) {
+      asked = runQuestion(run);
+      if (asked === null && pending && !run.conversation.length) {
+        const text = firstUserText(pending);
+        asked = text === null ? null : clip(text, QUESTION_CHARS);
+      }
+    }
+    askedKey = asked === null ? key : `${run.runId}:found`;
     question.textContent = asked === null ? "" : visible(asked);
     question.title = asked === null ? "" : visible(`asked: ${asked}`);
     question.hidden = asked === null;
