@@ -54,7 +54,8 @@ def _():
                 return AIMessage("The build caches filled the disk.", usage_metadata=usage)
             if not done:
                 call = {"name": "read_log", "args": {"path": "disk.log"}, "id": "c1"}
-                return AIMessage("I will look at the disk log.", tool_calls=[call], usage_metadata=usage)
+                text = "I will look at the disk log."
+                return AIMessage(text, tool_calls=[call], usage_metadata=usage)
             name, args, text = second
             call = {"name": name, "args": args, "id": "c2"}
             return AIMessage(text, tool_calls=[call], usage_metadata=usage)
