@@ -27,6 +27,15 @@ const INDENT = 16; // px a nesting level
 const OVERSCAN = 2; // rows drawn above and below the view (a scroll shows no gap)
 
 /**
+ * The status a count's dot is drawn for: the runs it counts ended (or stand) that way.
+ * @param {string} outcome a key of run_query.outcomeKey
+ * @returns {string}
+ */
+function countStatus(outcome) {
+  return outcome === "running" || outcome === "idle" || outcome === "failed" || outcome === "cancelled" ? outcome : "finished";
+}
+
+/**
  * How many runs are nested under each run of `entries` (a run's nested runs follow it in
  * the list, deeper than it).
  * @param {Entry[]} entries
@@ -109,7 +118,7 @@ export function createRuns(ctx) {
     q.desc = !q.desc;
     refresh(true);
   });
-  const clear = button("Show all", null, () => {
+  const clear = button("Show every run", "tl-runs-clear", () => {
     Object.assign(q, defaultQuery());
     search.value = "";
     refresh(true);
@@ -125,7 +134,7 @@ export function createRuns(ctx) {
   scroller.tabIndex = 0;
   scroller.setAttribute("role", "listbox");
   scroller.setAttribute("aria-label", "Runs (arrows, Page Up, Page Down, Home and End move; Enter shows the run; Space ticks it to compare)");
-  const empty = h("div", "tl-muted tl-runs-empty", "No run matches: Show all lists every run again.");
+  const empty = h("div", "tl-muted tl-runs-empty", "No run matches: “Show every run” lists them all again.");
   const box = h("section", "tl-runs", head, counts, tools, cols, scroller, empty);
   box.setAttribute("aria-label", "Runs this debugger kept");
 
@@ -234,7 +243,7 @@ export function createRuns(ctx) {
     const c = countRuns(s.runs.values());
     const frag = document.createDocumentFragment();
     for (const [outcome, n] of c.outcomes) {
-      const row = /** @type {RunRow} */ ({ status: outcome === "running" ? "running" : outcome === "idle" ? "idle" : "finished", outcome: outcome === "running" || outcome === "idle" ? null : outcome });
+      const row = /** @type {RunRow} */ ({ status: countStatus(outcome), outcome: outcome === "running" || outcome === "idle" ? null : outcome });
       const b = button("", "tl-count", () => {});
       b.dataset.count = outcome;
       b.append(dot(runDot(row)), h("span", null, outcomeKeyWords(outcome)), h("span", "tl-num tl-count-n", count(n)));
