@@ -235,7 +235,6 @@ export function mountRuns(el, rows, eventsOf, options = {}) {
     }
     s.runsNote = null;
     s.runsPinned = runId;
-    s.runsVersion++;
     receive(s, { type: "events", epoch: ++epoch, first: 0, reset: true, events: events || [], now: null, control: s.control });
     s.source = "static";
   };

@@ -13,7 +13,7 @@ import { button, dot, h } from "./dom.js";
 import { count, duration, plural, tokens, visible } from "./format.js";
 import { runMarks } from "./run_marks.js";
 import { SORTS, SORT_WORDS, countRuns, defaultQuery, isDefault, outcomeKeyWords, queryRuns } from "./run_query.js";
-import { calledBy, runDot, runName, runOutcome, runsTitle, startTime } from "./run_rows.js";
+import { calledBy, orderRuns, runDot, runName, runOutcome, runsTitle, startTime } from "./run_rows.js";
 import { usd } from "./words.js";
 
 /** @typedef {import("./context.js").ViewContext} ViewContext */
@@ -33,6 +33,18 @@ const OVERSCAN = 2; // rows drawn above and below the view (a scroll shows no ga
  */
 function countStatus(outcome) {
   return outcome === "running" || outcome === "idle" || outcome === "failed" || outcome === "cancelled" ? outcome : "finished";
+}
+
+/**
+ * Whether two lists of lines hold the same runs in the same places at the same depths.
+ * @param {Entry[]} a
+ * @param {Entry[]} b
+ * @returns {boolean}
+ */
+function sameOrder(a, b) {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i].row.run_id !== b[i].row.run_id || a[i].depth !== b[i].depth) return false;
+  return true;
 }
 
 /**
@@ -144,6 +156,10 @@ export function createRuns(ctx) {
   /** @type {Map<string, number>} */
   let nested = new Map();
   let entriesKey = "";
+  let orderV = 0; // grows when the lines' order (or their number) changed
+  /** @type {Entry[]} */
+  let tree = [];
+  let treeV = -1;
   let countsKey = "";
   let rowsKey = "";
   /** @type {RunRow[]} the rows drawn, in order */
@@ -228,12 +244,16 @@ export function createRuns(ctx) {
     const key = `${s.runsVersion}|${q.outcome}|${q.toolErrors}|${q.text.trim().toLowerCase()}|${q.sort}|${q.desc}`;
     if (key === entriesKey) return;
     entriesKey = key;
-    const made = queryRuns(s.runs, s.runsLeftOut, q);
+    if (treeV !== s.runsVersion) {
+      treeV = s.runsVersion;
+      tree = orderRuns(s.runs, s.runsLeftOut); // the rows' own order, made again only when they change
+    }
+    const made = queryRuns(s.runs, s.runsLeftOut, q, tree);
+    if (!sameOrder(entries, made.entries) || flat !== made.flat) orderV++; // else a changed row redraws alone
     entries = made.entries;
     flat = made.flat;
     nested = flat ? new Map() : nestedCounts(entries);
     ticked = ticked.filter((id) => s.runs.has(id));
-    rowsKey = "";
   }
 
   function drawCounts() {
@@ -297,7 +317,7 @@ export function createRuns(ctx) {
     const first = Math.max(0, Math.min(Math.floor(top / ROW_H), n - VISIBLE) - OVERSCAN);
     const last = Math.min(n, first + VISIBLE + 2 * OVERSCAN);
     const shownId = s.run.runId;
-    const key = `${entriesKey}:${first}:${last}:${shownId}:${s.runsPinned}:${ticked.join(",")}:${cursor}:${!!host.compare}`;
+    const key = `${orderV}:${first}:${last}:${shownId}:${s.runsPinned}:${ticked.join(",")}:${cursor}:${!!host.compare}`;
     if (key === rowsKey && drawn.length === last - first && spacer.children.length === drawn.length) {
       // the same rows in the same places: redraw only the rows that changed (a new row object)
       for (let i = first; i < last; i++) {

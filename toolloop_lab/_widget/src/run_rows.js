@@ -74,7 +74,8 @@ export function foldRuns(s, part) {
   if (part.pinned !== undefined) s.runsPinned = part.pinned;
   if (part.let_go !== undefined) s.runsLetGo = part.let_go;
   for (const row of part.rows || []) if (row && typeof row.tool_errors !== "number") row.tool_errors = 0; // rows saved before it
-  s.runsVersion++;
+  // only a change of the rows makes the list order them again (a pin alone redraws its rows)
+  if (part.reset || (part.rows && part.rows.length) || (part.dropped && part.dropped.length) || typeof part.left_out === "number") s.runsVersion++;
 }
 
 /**
@@ -104,6 +105,11 @@ export function orderRuns(runs, leftOut = 0) {
   }
   /** @type {Entry[]} */
   const out = [];
+  if (!children.size) {
+    // no run nested in another held: the newest first, no walk
+    for (let i = tops.length - 1; i >= 0; i--) out.push({ row: tops[i], depth: 0, number: number.get(tops[i].run_id) || 0 });
+    return out;
+  }
   const seen = new Set();
   /** @type {(row: RunRow, depth: number) => void} */
   const walk = (row, depth) => {
