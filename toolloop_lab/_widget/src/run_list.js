@@ -300,7 +300,7 @@ export function createRuns(ctx) {
     compare.disabled = ticked.length !== 2;
     if (sort.value !== q.sort) sort.value = q.sort;
     if (search.value !== q.text) search.value = q.text;
-    order.textContent = q.sort === "start" ? (q.desc ? "newest first" : "oldest first") : q.desc ? "largest first" : "smallest first";
+    order.textContent = q.sort === "start" ? (q.desc ? "latest first" : "earliest first") : q.desc ? "largest first" : "smallest first";
     order.title = "Reverse the order";
     const filtered = !isDefault(q);
     clear.hidden = !filtered;

@@ -138,8 +138,9 @@ export function orderRuns(runs, leftOut = 0) {
 export function nestedCount(runs, runId) {
   let found = 0;
   for (const row of runs.values()) {
+    if (row.parent_run_id === null) continue; // most runs: top level, nothing to walk
     const seen = new Set([row.run_id]);
-    for (let up = row.parent_run_id; up !== null && runs.has(up) && !seen.has(up); up = /** @type {RunRow} */ (runs.get(up)).parent_run_id) {
+    for (let /** @type {string | null} */ up = row.parent_run_id; up !== null && runs.has(up) && !seen.has(up); up = /** @type {RunRow} */ (runs.get(up)).parent_run_id) {
       if (up === runId) {
         found++;
         break;
