@@ -365,3 +365,57 @@ def test_a_bad_path_is_refused_before_the_workload_runs(
 ) -> None:
     err = _bad_path_run(["--workload", "files", "--out", str(tmp_path / "no" / "r.html")], capsys)
     assert "no such directory" in err
+
+
+# -- view TRACE --html OUT ---------------------------------------------------------------------
+
+
+def _trace_of_two_runs(path: Path) -> list[str]:
+    """A trace of two runs of an echo agent; their run ids."""
+    from langchain_core.messages import AIMessage
+
+    from toolloop_lab import LLMAgent, ScriptedChatModel, TraceWriter, echo_tool
+
+    call = {"name": "echo", "args": {"text": "<b>hi</b>"}, "id": "c1", "type": "tool_call"}
+    replies = [AIMessage("", tool_calls=[call]), AIMessage("said hi")] * 2
+    ids = []
+    with TraceWriter(path) as trace:
+        agent = LLMAgent(ScriptedChatModel(replies), [echo_tool()], observers=[trace])
+        for name in ("first", "second"):
+            ids.append(agent.run(f"Say hi, {name}.", name=name).run_id)
+    return ids
+
+
+def test_view_writes_a_traces_runs_as_one_html_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / "runs.jsonl"
+    ids = _trace_of_two_runs(trace)
+    out = tmp_path / "runs.html"
+    assert main(["view", str(trace), "--html", str(out)]) == 0
+    assert capsys.readouterr().out.strip() == f"view: {out} (2 runs)"
+    html = out.read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>")
+    assert '"name": "first"' in html
+    assert '"name": "second"' in html
+    assert "<b>hi</b>" not in html  # the tool's text is JSON data, escaped
+    one = tmp_path / "one.html"
+    assert main(["view", str(trace), "--html", str(one), "--run", ids[0]]) == 0
+    kept = one.read_text(encoding="utf-8")
+    assert '"name": "first"' in kept
+    assert '"name": "second"' not in kept
+
+
+def test_view_refuses_a_missing_trace_an_unknown_run_and_a_bad_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / "runs.jsonl"
+    _trace_of_two_runs(trace)
+    out = tmp_path / "out.html"
+    assert main(["view", str(tmp_path / "missing.jsonl"), "--html", str(out)]) == 2
+    assert "toolloop-lab view: error:" in capsys.readouterr().err
+    assert main(["view", str(trace), "--html", str(out), "--run", "nope"]) == 2
+    assert "no run 'nope'" in capsys.readouterr().err
+    assert main(["view", str(trace), "--html", str(tmp_path / "no" / "out.html")]) == 2
+    assert "no such directory" in capsys.readouterr().err
+    assert not out.exists()

@@ -55,6 +55,7 @@ PUBLIC: dict[str, list[str]] = {
         "fork",
         "prepare_fork",
         "read_trace",
+        "to_markdown",
         "tools_from_schema",
         "usd_budget",
         "watch",
@@ -198,6 +199,15 @@ PUBLIC: dict[str, list[str]] = {
 
 PUBLIC_NAMES = [(module, name) for module, names in PUBLIC.items() for name in names]
 
+MEMBERS: dict[str, list[str]] = {
+    # sharing a run, and a run list for thousands of runs: no new public name, these members
+    "LoopDebugger": ["export_html", "max_run_bytes", "runs_left_out"],
+    "RunView": ["question", "tool_errors"],
+    "RunSummary": ["question", "tool_errors"],
+}
+"""Members of public classes that a how-to page teaches (a method or property with its
+docstring, a dataclass field, or a constructor argument), held here as the names are."""
+
 
 def _dotted(path: Path) -> str:
     """The module name of a file under the package (a package for its ``__init__.py``)."""
@@ -332,3 +342,19 @@ def _attribute_doc(module: str, name: str, depth: int = 0) -> str:
         if imported and any((a.asname or a.name) == name for a in node.names):  # type: ignore[attr-defined]
             return _attribute_doc(node.module, name, depth + 1)  # type: ignore[attr-defined]
     return ""
+
+
+@pytest.mark.parametrize(
+    ("cls", "member"), [(c, m) for c, members in MEMBERS.items() for m in members]
+)
+def test_each_taught_member_is_there(cls: str, member: str) -> None:
+    import dataclasses
+
+    owner = getattr(toolloop_lab, cls)
+    if dataclasses.is_dataclass(owner) and member in {f.name for f in dataclasses.fields(owner)}:
+        return
+    if member in inspect.signature(owner).parameters:
+        return
+    found = getattr(owner, member)  # a property's getattr on the class is the property
+    doc = inspect.getdoc(found.fget if isinstance(found, property) else found)
+    assert doc, f"{cls}.{member} has no docstring"

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from toolloop_lab._tools.schema import tools_from_schema
     from toolloop_lab._trace import TraceRead, TraceWriter, read_trace
     from toolloop_lab._widget.debugger import LoopDebugger
+    from toolloop_lab._widget.markdown import to_markdown
 else:
     # ``from toolloop_lab import LoopDebugger`` loads no widget library: the class is a
     # stand-in that loads the widget (``toolloop_lab._widget.debugger``) on first use
@@ -92,6 +93,7 @@ __all__ = [
     "fork",
     "prepare_fork",
     "read_trace",
+    "to_markdown",
     "tools_from_schema",
     "usd_budget",
     "watch",
@@ -120,6 +122,7 @@ _LAZY = {
     "echo_tool": "toolloop_lab._tools.builtin",
     "file_read_tool": "toolloop_lab._tools.builtin",
     "tools_from_schema": "toolloop_lab._tools.schema",
+    "to_markdown": "toolloop_lab._widget.markdown",
     "TraceRead": "toolloop_lab._trace",
     "TraceWriter": "toolloop_lab._trace",
     "read_trace": "toolloop_lab._trace",

@@ -3,7 +3,8 @@
 ``demo --workload files`` runs the multi-turn file-system and ticket workload under two
 configurations instead, and prints the spend of every turn too. ``check PATH...`` replays
 recordings with the checks saved beside them and exits 1 when one fails
-(:mod:`toolloop_lab.checks._command`).
+(:mod:`toolloop_lab.checks._command`). ``view TRACE --html OUT`` writes the runs of a
+JSONL trace as one HTML file that shows them as the debugger does, offline.
 
 Output paths are checked before the sweep runs, so a typo costs no sweep: a path that
 cannot be written is one line on stderr and exit status 2, argparse's usage-error status.
@@ -148,6 +149,46 @@ def _check(args: argparse.Namespace) -> int:
     return run_command(args.paths, junit=junit, agent=args.agent)
 
 
+def _view(args: argparse.Namespace) -> int:
+    """``view TRACE --html OUT``: the trace's runs as one self-contained HTML file."""
+    out: Path = args.html
+    problem = _unwritable("--html", out, replaced=False)
+    if problem is not None:
+        print(f"toolloop-lab view: error: {problem}", file=sys.stderr)
+        return 2
+    from toolloop_lab._runview import summaries
+    from toolloop_lab._trace import read_trace
+    from toolloop_lab._widget.export import chosen, write_runs_html
+    from toolloop_lab.errors import ToolLoopLabError
+    from toolloop_lab.events import by_run
+
+    try:
+        trace = read_trace(args.trace)
+        picked = chosen(summaries(trace.events), args.run, where=f"the trace {args.trace}")
+    except (ToolLoopLabError, OSError) as exc:
+        print(f"toolloop-lab view: error: {exc}", file=sys.stderr)
+        return 2
+    skipped = len(trace.skipped)
+    note = f"{skipped:,} unreadable lines of the trace were skipped." if skipped else None
+    try:
+        written = write_runs_html(
+            out,
+            picked,
+            by_run(trace.events),
+            title=f"Agent runs: {Path(args.trace).name}",
+            note=note,
+            max_chars=args.max_chars,
+        )
+    except OSError as exc:
+        print(
+            f"toolloop-lab view: error: --html {out}: cannot write it ({_reason(exc)})",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"view: {written} ({len(picked):,} runs)")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``toolloop-lab`` command."""
     parser = argparse.ArgumentParser(
@@ -224,6 +265,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         "tools) instead of the agent the checks file names, or the recorded tool results",
     )
     check.set_defaults(func=_check)
+    view = sub.add_parser(
+        "view",
+        help="write a trace's runs as one HTML file that shows them offline",
+        description="Write the runs of a JSONL trace as one self-contained HTML file: the "
+        "debugger's view (the run list, every round, call and message), its code, styles and "
+        "events inside, opened offline in any browser with no kernel, package or network.",
+        epilog="Exit status: 0 written; 1 the file could not be written; 2 bad arguments, a "
+        "trace that cannot be read, a run it does not hold or a path that cannot be written.",
+    )
+    view.add_argument("trace", type=Path, metavar="TRACE", help="a JSONL trace (TraceWriter's)")
+    view.add_argument(
+        "--html", type=Path, required=True, metavar="OUT", help="where to write the HTML file"
+    )
+    view.add_argument(
+        "--run",
+        action="append",
+        default=None,
+        metavar="RUN_ID",
+        help="only this run (repeat for more; default: every run of the trace)",
+    )
+    view.add_argument(
+        "--max-chars",
+        type=_positive_int,
+        default=20_000,
+        help="the longest text kept of a message or result, as the debugger keeps it "
+        "(default: 20000)",
+    )
+    view.set_defaults(func=_view)
     args = parser.parse_args(argv)
     return int(args.func(args))
 

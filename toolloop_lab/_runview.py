@@ -25,6 +25,7 @@ from toolloop_lab import events as ev
 from toolloop_lab._engine.hooks import PausePoint
 from toolloop_lab._spend.usage import Usage
 from toolloop_lab._support.derived import Derived
+from toolloop_lab._support.escape import clip
 from toolloop_lab._support.words import shown_status
 
 T = TypeVar("T")
@@ -489,6 +490,58 @@ class RunView:
         """Every pruning event of the run, in order."""
         return [t.pruning for r in self.rounds for t in r.tools if t.pruning]
 
+    @property
+    def tool_errors(self) -> int:
+        """Tool calls that ended in an error (raised, unknown, invalid, timed out, refused:
+        every call whose ``ToolMessage`` told the model it failed, but a call a stop cut
+        short): what the run list marks a run by."""
+        return sum(1 for r in self.rounds for t in r.tools if t.status == "error")
+
+    @property
+    def question(self) -> str | None:
+        """The run's first user message as text (what it was asked), cut to
+        :data:`QUESTION_CHARS`; ``None`` before the first model call, or when no call was
+        sent a user message (the browser's header reads the same from its own fold)."""
+        for row in self.rounds:
+            text = first_user_text(row.sent)
+            if text is not None:
+                return clip(text, QUESTION_CHARS)
+        return None
+
+
+QUESTION_CHARS: Final = 200
+"""How much of a run's question a summary, a row and the header keep."""
+
+
+def _block_text(block: object) -> str | None:
+    if isinstance(block, str):
+        return block
+    if isinstance(block, Mapping) and isinstance(block.get("text"), str):
+        return str(block["text"])
+    return None
+
+
+def first_user_text(messages: Iterable[object]) -> str | None:
+    """The text of the first user message among ``messages`` (langchain-core message
+    dicts, as a ``model_call_start`` carries them): a string content as it is, content
+    blocks' text parts joined by newlines (an image says nothing here); ``None`` when none
+    is a user message."""
+    for message in messages:
+        if not isinstance(message, Mapping) or message.get("type") not in _USER_TYPES:
+            continue
+        data = message.get("data")
+        content = data.get("content") if isinstance(data, Mapping) else None
+        if isinstance(content, str):
+            return content
+        if isinstance(content, (list, tuple)):
+            parts = (_block_text(b) for b in content)
+            return "\n".join(p for p in parts if p is not None)
+        return ""
+    return None
+
+
+_USER_TYPES: Final = frozenset({"human", "HumanMessageChunk"})
+
 
 SpanKind = Literal["model", "tool", "pruning", "pause"]
 
@@ -610,6 +663,11 @@ class RunSummary:
     """Rounds that ended in tool calls (``ToolLoopResult.tool_rounds``)."""
     model_calls: int = 0
     """Model calls the run paid for, pruning included (``ToolLoopResult.model_calls``)."""
+    tool_errors: int = 0
+    """Tool calls that ended in an error (:attr:`RunView.tool_errors`): the run list marks
+    such a run, and filters by it."""
+    question: str | None = None
+    """The run's first user message, cut to 200 characters (:attr:`RunView.question`)."""
 
     @property
     def shown_status(self) -> str:
@@ -648,6 +706,8 @@ class RunSummary:
             rounds=end.rounds if end else view.rounds_run,
             tool_rounds=view.tool_rounds,
             model_calls=view.model_calls,
+            tool_errors=view.tool_errors,
+            question=view.question,
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
             cost_usd=usage.cost_usd,

@@ -1,9 +1,20 @@
 // Checks the browser tests run in the page (read by conftest.py and the tests).
 
+// Every debugger of the page, those drawn in open shadow roots too (marimo draws there).
+function allRoots() {
+  const out = [];
+  const visit = (scope) => {
+    out.push(...scope.querySelectorAll('.tl-root'));
+    for (const el of scope.querySelectorAll('*')) if (el.shadowRoot) visit(el.shadowRoot);
+  };
+  visit(document);
+  return out;
+}
+
 // Horizontal overflow of any debugger, and controls that are clipped or cut.
 function layoutProblems() {
           const out = [];
-          for (const root of document.querySelectorAll('.tl-root')) {
+          for (const root of allRoots()) {
             if (root.scrollWidth > root.clientWidth + 1) out.push(`root overflows: ${root.scrollWidth} > ${root.clientWidth}`);
             const area = root.closest('.jp-OutputArea-output') || root.parentElement;
             if (area.scrollWidth > area.clientWidth + 1) out.push(`output area overflows: ${area.scrollWidth} > ${area.clientWidth}`);
@@ -29,7 +40,7 @@ function contrastReport() {
   const lum = (c) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v/12.92 : Math.pow((v+0.055)/1.055, 2.4); };
     return 0.2126*f(c[0]) + 0.7152*f(c[1]) + 0.0722*f(c[2]); };
   const worst = []; let count = 0;
-  for (const root of document.querySelectorAll('.tl-root')) {
+  for (const root of allRoots()) {
     const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
     for (let n = walk.nextNode(); n; n = walk.nextNode()) {
       if (!n.textContent.trim()) continue;

@@ -479,6 +479,43 @@ def session_runs(count: int, long_rounds: int, nest_every: int = 25) -> list[Eve
     return out
 
 
+def mixed_session(count: int) -> list[Event]:
+    """``count`` short runs, ten seconds apart, that a run list must tell apart: each 7th
+    failed (its model call raised), each 5th had a tool call fail (its error told the model),
+    each 3rd tagged ``nightly``; their tokens (and so costs) and durations vary with their
+    number, so each sort puts a different run first. ``run{i:05d}``, named ``job {i}``."""
+    base = datetime(2025, 1, 1, tzinfo=UTC)
+    out: list[Event] = []
+    for i in range(count):
+        when = base + timedelta(seconds=10 * i)
+        tags = ("nightly",) if i % 3 == 0 else ()
+        s = Stream(run_id=f"run{i:05d}").start(
+            f"How did region {i} do?", name=f"job {i}", tags=tags, started_at=when.isoformat()
+        )
+        spent = (200 + (i * 7919) % 5000, 20 + i % 40)
+        failed_tool = i % 5 == 4
+        echo = ToolSpec(
+            f"e{i}",
+            "echo",
+            {"text": str(i)},
+            "no such region" if failed_tool else str(i),
+            0.05 + (i * 31 % 100) / 100,
+            status="error" if failed_tool else "success",
+            reason="ValueError: no such region" if failed_tool else None,
+        )
+        cost = Decimal(spent[0] * 15 + spent[1] * 60) / Decimal(100_000_000)  # gpt-4o-mini's
+        s.full_round(1, f"echo {i}", [echo], tokens=spent, cost=cost, latency=0.3)
+        s.round_start(2)
+        s.call_start(2)
+        s.t += 0.2 + (i * 13 % 50) / 10
+        if i % 7 == 6:
+            out.extend(s.fail(1, message="RuntimeError: upstream model returned HTTP 500").events)
+            continue
+        s.call_end(2, f"answer {i}", (), tokens=(spent[0] + 50, 25), cost=cost, latency=0.2)
+        out.extend(s.finish(f"answer {i}", 1).events)
+    return out
+
+
 def slow_run() -> list[Event]:
     """A live-looking run: a 1.5 s streamed model call, then a 3 s tool beside a fast one."""
     s = Stream().start("How did revenue and churn do last quarter?")

@@ -149,6 +149,29 @@ def test_three_runs_are_listed_and_any_can_be_shown(
         newest.click()
         view.locator(".tl-activity", has_text="The answer is three.").wait_for()
         assert newest.is_disabled()
+        # the question beside the run's name
+        assert view.locator(".tl-question").inner_text() == "Say third."
+        assert "Say second." in row(view, "second run").inner_text()
+        # the counts, a search, a sort, and the keys
+        answered = view.locator(".tl-runs-counts button[data-count='final_answer']")
+        assert answered.locator(".tl-count-n").inner_text() == "3"
+        view.locator(".tl-runs-search").fill("SECOND")
+        assert view.locator(".tl-spacer > .tl-run .tl-r-label").all_inner_texts() == ["second run"]
+        assert view.locator(".tl-runs-shown").inner_text() == "1 of 3 runs shown"
+        view.get_by_role("button", name="Show every run").click()
+        view.locator(".tl-runs-sort").select_option("start")
+        view.locator(".tl-runs-order").click()  # oldest first
+        labels = view.locator(".tl-spacer > .tl-run .tl-r-label").all_inner_texts()
+        assert labels == ["first run", "second run", "third run"]
+        view.locator(".tl-runs-scroller").focus()
+        page.keyboard.press("End")
+        page.keyboard.press("ArrowUp")
+        page.keyboard.press("Enter")
+        view.locator(".tl-activity", has_text="The answer is two.").wait_for()
+        view.locator(".tl-question", has_text="Say second.").wait_for()
+        view.scroll_into_view_if_needed()
+        shot(view, f"runs_{ui}_three_oldest_first")
+        view.get_by_role("button", name="Show every run").click()
         assert not ours(page.errors), page.errors
     except BaseException:
         shot(page, f"runs_{ui}_three_failure")

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from browser.jupyterkit import ARTIFACTS, layout_problems, run_all_cells, shot, widget
+from browser.jupyterkit import ARTIFACTS, layout_problems, ours, run_all_cells, shot, widget
 from browser.jupyterkit import write_notebook as notebook
 
 pytestmark = pytest.mark.browser
@@ -101,7 +101,7 @@ def test_the_readme_screenshot(jupyter: Any, page_for: Any) -> None:
         assert shown in text, shown
     assert layout_problems(page) == []
     # the debugger's own errors (anywidget runs the bundle from a blob: URL)
-    assert not [e for e in page.errors if "toolloop" in e.lower() or "blob:" in e], page.errors
+    assert not ours(page.errors), page.errors
     live.scroll_into_view_if_needed()
     shot(live, "debugger")
     target = os.environ.get("TOOLLOOP_SCREENSHOT")

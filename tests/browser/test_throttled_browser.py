@@ -1,7 +1,8 @@
 """Runs watched on a slow computer: chromium's CPU throttled four times, in real JupyterLab.
 
 Two runs, each in its own notebook and page, with the page's CPU slowed by the DevTools
-protocol (``Emulation.setCPUThrottlingRate``, rate 4; the kernel runs at full speed): a live
+protocol (``Emulation.setCPUThrottlingRate``, rate 4; the kernel runs at full speed; a third,
+unthrottled, is a live 3,000-round run at full speed): a live
 4-round run of a real ``LLMAgent`` whose replies stream in word by word, and a 10,000-round
 run fed at the pace of an instant scripted model. Each test asserts what the page must show
 (the run finished, its rounds, its streamed reply) and writes its figures to
@@ -114,7 +115,7 @@ async def feed(dbg, events):
         if i % 6 == 0:
             await asyncio.sleep(0.001)
 
-events = long_run(10_000)
+events = long_run(ROUNDS)
 dbg = LoopDebugger()
 dbg
 """
@@ -144,8 +145,20 @@ WATCH = """(root) => {
 }"""
 
 SCENARIOS = {
-    "live_4_rounds": ([STAMP, LIVE, LIVE_RUN], "4 rounds", "costs held flat"),
-    "long_10000_rounds": ([STAMP, LONG, LONG_RUN], "10,001 rounds", None),
+    "live_4_rounds": ([STAMP, LIVE, LIVE_RUN], "4 rounds", "costs held flat", RATE),
+    "long_10000_rounds": (
+        [STAMP, LONG.replace("ROUNDS", "10_000"), LONG_RUN],
+        "10,001 rounds",
+        None,
+        RATE,
+    ),
+    # a live 3,000-round run on a computer at full speed (no throttling)
+    "long_3000_rounds_unthrottled": (
+        [STAMP, LONG.replace("ROUNDS", "3_000"), LONG_RUN],
+        "3,001 rounds",
+        None,
+        1,
+    ),
 }
 
 
@@ -153,12 +166,12 @@ SCENARIOS = {
 def test_a_run_on_a_four_times_slower_cpu_finishes_on_screen(
     page_for: Any, jupyter: Jupyter, run: str
 ) -> None:
-    cells, rounds, reply = SCENARIOS[run]
+    cells, rounds, reply, rate = SCENARIOS[run]
     name = write_notebook(jupyter.root, f"throttled_{run}.ipynb", cells)
     page = page_for(name, "lab")
     cdp = page.context.new_cdp_session(page)
     try:
-        cdp.send("Emulation.setCPUThrottlingRate", {"rate": RATE})
+        cdp.send("Emulation.setCPUThrottlingRate", {"rate": rate})
         run_all_cells(page)
         view = widget(page)
         view.wait_for(timeout=120_000)
@@ -192,7 +205,7 @@ def test_a_run_on_a_four_times_slower_cpu_finishes_on_screen(
         shot(view, f"throttled_{run}")
         tasks = figures["tasks"]
         result = {
-            "cpu_throttling_rate": RATE,
+            "cpu_throttling_rate": rate,
             "long_tasks": len(tasks),
             "longest_task_ms": max((t["duration"] for t in tasks), default=0),
             "finished_after_end_ms": figures["finishedAt"] - ended_at * 1000,
@@ -203,7 +216,7 @@ def test_a_run_on_a_four_times_slower_cpu_finishes_on_screen(
             "long_frames": figures["frames"],
         }
         said = json.dumps({k: result[k] for k in list(result)[:7]})
-        print(f"\n[throttled x{RATE}, {run}] {said}")
+        print(f"\n[throttled x{rate}, {run}] {said}")
         ARTIFACTS.mkdir(exist_ok=True)
         (ARTIFACTS / f"figures_throttled_{run}.json").write_text(json.dumps(result, indent=1))
         if os.environ.get("TOOLLOOP_STRICT_TIMING") == "1":

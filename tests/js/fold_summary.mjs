@@ -8,6 +8,7 @@ const { fold } = await import(src("fold.js"));
 const { createRun, outcomeText } = await import(src("run.js"));
 const { STATUS, statusCode, toolOutcome, usd, word } = await import(src("words.js"));
 const { budgetStop } = await import(src("budget.js"));
+const { runQuestion } = await import(src("question.js"));
 const { modelCalls, roundsRun, roundsSaid, toolRounds } = await import(src("counts.js"));
 
 /** A round's model call: replied, failed (raised or stopped), unanswered, or none. */
@@ -29,6 +30,8 @@ function summary(run) {
     tool_rounds: toolRounds(run),
     model_calls: modelCalls(run),
     rounds_said: roundsSaid(run),
+    // what the header shows beside the run's name: its first user message, cut
+    question: runQuestion(run),
     input_tokens: t.input,
     output_tokens: t.output,
     estimated: t.estimated,

@@ -77,6 +77,7 @@ def python_summary(view: RunView) -> dict[str, Any]:
         "tool_rounds": view.tool_rounds,
         "model_calls": view.model_calls,
         "rounds_said": figures.rounds_said(view) or "",
+        "question": view.question,
         "input_tokens": view.usage.input_tokens,
         "output_tokens": view.usage.output_tokens,
         "estimated": view.usage.estimated,

@@ -34,7 +34,7 @@ from typing import Any
 from toolloop_lab._support.errortext import explain
 from toolloop_lab._widget.coalesce import Coalescer, Scheduler
 from toolloop_lab._widget.requests import REQUEST_TYPES, Answer, refusal, request_id, unknown_type
-from toolloop_lab._widget.runs import RowFeed
+from toolloop_lab._widget.runs import RowFeed, let_go_text
 from toolloop_lab._widget.shown import ShownRun
 from toolloop_lab._widget.wire import (
     MAX_BATCH_EVENTS,
@@ -173,7 +173,9 @@ class Channel:
         }
         self._answers = []
         session = run.session
-        runs = self.rows.next(session.summaries(), session.left_out, run.pinned)
+        runs = self.rows.next(
+            session.summaries(), session.left_out, run.pinned, let_go_text(session)
+        )
         if runs is not None:
             message["runs"] = runs
         return message

@@ -58,12 +58,13 @@ from toolloop_lab._widget.coalesce import Clock, Scheduler, loop_scheduler
 from toolloop_lab._widget.comparison import Comparisons
 from toolloop_lab._widget.control import Control, DebuggableAgent
 from toolloop_lab._widget.display import Display, snapshot, summary
+from toolloop_lab._widget.export import chosen, write_runs_html
 from toolloop_lab._widget.forks import Forking
 from toolloop_lab._widget.frontend import ESM_LOADER, FrontEnd, front_end
 from toolloop_lab._widget.reach import Reach
 from toolloop_lab._widget.replayed import read_run
 from toolloop_lab._widget.requests import Answer, request_id
-from toolloop_lab._widget.runs import MAX_RUNS, Runs
+from toolloop_lab._widget.runs import MAX_RUN_BYTES, MAX_RUNS, Runs, let_go_text
 from toolloop_lab._widget.shown import ShownRun
 from toolloop_lab._widget.steps import PauseMode, Steps, check_mode
 from toolloop_lab.errors import ConfigurationError, ToolLoopLabError
@@ -79,6 +80,7 @@ _LIMITS = {
     "max_text_chars": "the longest text sent to the page, in characters",
     "saved_state_bytes": "what the notebook file keeps of a finished run, in bytes",
     "max_runs": "how many runs the run list keeps",
+    "max_run_bytes": "how many bytes of events the runs kept may weigh (as a trace writes them)",
 }
 
 
@@ -123,8 +125,10 @@ class LoopDebugger(anywidget.AnyWidget):
 
     ``fork_with`` is the agent "Fork from here" runs a fork with (its model, tools and
     config); without it, the agent this debugger last connected to or ran. It shows one run
-    and keeps a summary of every run it sees (:attr:`runs`), ``max_runs`` of them (more
-    while more are going at once: the run shown and runs still going are never let go).
+    and keeps a summary of every run it sees (:attr:`runs`), ``max_runs`` of them whose
+    events weigh ``max_run_bytes`` at most, as a trace writes them (more while more are
+    going at once: the run shown and runs still going are never let go); the oldest finished
+    runs go first, and :attr:`runs_left_out` counts them.
     """
 
     # -- the traits the page reads (and the notebook file keeps) ---------------------------
@@ -166,6 +170,7 @@ class LoopDebugger(anywidget.AnyWidget):
         pause_on: PauseMode = "off",
         fork_with: DebuggableAgent[Any] | None = None,
         max_runs: int = MAX_RUNS,
+        max_run_bytes: int = MAX_RUN_BYTES,
         checks: Sequence[Check] | None = None,
         clock: Clock = time.monotonic,
         schedule: Scheduler = loop_scheduler,
@@ -174,6 +179,7 @@ class LoopDebugger(anywidget.AnyWidget):
             max_text_chars=max_text_chars,
             saved_state_bytes=saved_state_bytes,
             max_runs=max_runs,
+            max_run_bytes=max_run_bytes,
             max_messages_per_second=max_messages_per_second,
         )
         check_mode(pause_on, f"LoopDebugger(pause_on={pause_on!r})")
@@ -182,7 +188,8 @@ class LoopDebugger(anywidget.AnyWidget):
         super().__init__()
         self._checks = judged
         try:
-            self._build(max_text_chars, saved_state_bytes, pause_on, fork_with, max_runs, clock)
+            bounds = (max_runs, max_run_bytes)
+            self._build(max_text_chars, saved_state_bytes, pause_on, fork_with, bounds, clock)
             self._connect(max_messages_per_second, schedule)
         except BaseException:
             self.close()  # a failed constructor leaves no comm nor registered widget behind
@@ -194,13 +201,14 @@ class LoopDebugger(anywidget.AnyWidget):
         saved_state_bytes: int,
         pause_on: PauseMode,
         fork_with: DebuggableAgent[Any] | None,
-        max_runs: int,
+        bounds: tuple[int, int],
         clock: Clock,
     ) -> None:
-        """The run shown and the parts that need no page yet."""
+        """The run shown and the parts that need no page yet; ``bounds``: the runs kept
+        and the bytes their events may weigh."""
         self.max_text_chars = max_text_chars
         self.saved_state_bytes = saved_state_bytes
-        self._run = ShownRun(clock, max_runs)
+        self._run = ShownRun(clock, *bounds)
         self._forking = Forking(fork_with)
         self._display = Display()
         self._control = Control(self._run, pause_on, self._request, self._on_result)
@@ -531,7 +539,8 @@ class LoopDebugger(anywidget.AnyWidget):
     @property
     def runs_left_out(self) -> int:
         """Runs seen but no longer in :attr:`runs` (finished ones, the oldest, let go past
-        ``max_runs``; what a nested one spent stays in its parent's totals)."""
+        ``max_runs`` or ``max_run_bytes``; what a nested one spent stays in its parent's
+        totals)."""
         return self._runs.left_out
 
     def show_run(self, run_id: str | None) -> None:
@@ -615,6 +624,34 @@ class LoopDebugger(anywidget.AnyWidget):
         debugger._channel.keep_saved()
         debugger._request()
         return debugger
+
+    def export_html(
+        self, path: str | os.PathLike[str], *, runs: Iterable[str] | None = None
+    ) -> Path:
+        """Write one self-contained HTML file showing ``runs`` (run ids of :attr:`runs`;
+        every run kept by default) as this view does: the run list, and every round, call
+        and message of the run a person picks, drawn by the same module. Its code, styles
+        and events are inside it: it opens offline in any browser, with no kernel, no
+        package and no network request, and every text in it stays text (long ones cut as
+        the view cuts them, at ``max_text_chars``). Returns the path written. A run id
+        this debugger does not keep raises :class:`~toolloop_lab.errors.UnknownRunError`."""
+        with self._run.lock:
+            session = self._run.session
+            picked = chosen(session.summaries(), runs, where="this debugger")
+            events = {s.run_id: tuple(session.events(s.run_id)) for s in picked}
+            shown = self._run.view.run_id
+            left_out, let_go = session.left_out, let_go_text(session)
+        name = self._run.view.started.name if self._run.view.started else None
+        return write_runs_html(
+            path,
+            picked,
+            events,
+            title=f"Agent runs: {name}" if name else "Agent runs",
+            shown=shown,
+            left_out=left_out,
+            let_go=let_go,
+            max_chars=self.max_text_chars,
+        )
 
     # -- text, snapshot and display ---------------------------------------------------
     def summary(self) -> str:

@@ -39,6 +39,7 @@ from toolloop_lab._spend.pricing import TokenPrice
 from toolloop_lab._support.errortext import describe
 from toolloop_lab._widget.comparison import comparison_payload
 from toolloop_lab._widget.control import DebuggableAgent
+from toolloop_lab._widget.frontend import in_marimo, with_inline_loader
 from toolloop_lab._widget.requests import Answer, ForkHere
 from toolloop_lab._widget.steps import PauseMode
 from toolloop_lab.errors import ConfigurationError, ToolLoopLabError
@@ -174,7 +175,10 @@ class Forking:
         """The debugger a fork runs in: it numbers rounds as ``dbg`` does, and pauses
         where ``dbg`` pauses (before every model call when ``dbg`` never pauses)."""
         mode: PauseMode = pause_on or (dbg.pause_on if dbg.pause_on != "off" else "model")
-        child = type(dbg)(
+        kind = type(dbg)
+        if in_marimo():  # made by a click, outside any cell: its module must need no cell
+            kind = with_inline_loader(kind)
+        child = kind(
             max_text_chars=dbg.max_text_chars,
             saved_state_bytes=dbg.saved_state_bytes,
             pause_on=mode,
@@ -216,8 +220,8 @@ class Forking:
             return Answer(request.request, "fork", False, str(reason), describe(exc))
         except RuntimeError as exc:  # no running event loop: start() says why
             return Answer(request.request, "fork", False, "no_event_loop", describe(exc))
-        if area is None:  # this debugger was shown some other way (inside a box, say)
-            where = f"the fork runs; display it with dbg.forks[{len(self.forks) - 1}]"
+        if area is None:  # shown some other way (marimo, inside a box): a cell shows the fork
+            where = f"the fork runs; show it in a cell with dbg.forks[{len(self.forks) - 1}]"
             return Answer(request.request, "fork", True, message=where)
         from IPython import display
 

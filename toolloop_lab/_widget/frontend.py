@@ -11,9 +11,12 @@ The saved notebook then holds the front end once, however many debuggers it show
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import sys
+from functools import cache
 from pathlib import Path
-from typing import Final
+from typing import Any, Final, TypeVar
 
 import ipywidgets
 import traitlets
@@ -48,3 +51,38 @@ def front_end() -> FrontEnd:
         digest = hashlib.sha256((code + "\0" + css).encode()).hexdigest()[:16]
         _shared = FrontEnd(code=code, css=css, version=digest)
     return _shared
+
+
+def in_marimo() -> bool:
+    """True inside a marimo notebook or app (its runtime is running this code)."""
+    marimo = sys.modules.get("marimo")
+    running: Any = getattr(marimo, "running_in_notebook", None)
+    try:
+        return bool(running()) if callable(running) else False
+    except Exception:  # noqa: BLE001 - an unknown marimo version: not one we know
+        return False
+
+
+@cache
+def inline_loader() -> str:
+    """The loader as a ``data:`` URL: marimo imports such a module as it is, where a widget's
+    module as text becomes a file served for the cell being run, and a widget made outside
+    any cell (a fork made by a click) has none (marimo refuses it with an AssertionError)."""
+    code = ESM_LOADER.read_text(encoding="utf-8")
+    return "data:text/javascript;base64," + base64.b64encode(code.encode()).decode()
+
+
+_W = TypeVar("_W", bound=ipywidgets.Widget)
+
+
+_inline: dict[type[Any], type[Any]] = {}
+
+
+def with_inline_loader(cls: type[_W]) -> type[_W]:
+    """``cls`` with its module given as a ``data:`` URL (:func:`inline_loader`), made once."""
+    made: type[_W] | None = _inline.get(cls)
+    if made is None:
+        made = _inline[cls] = type(
+            cls.__name__, (cls,), {"_esm": inline_loader(), "__module__": cls.__module__}
+        )
+    return made

@@ -46,6 +46,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from toolloop_lab._runview import RunBook, RunSummary
+from toolloop_lab._spend.usage import format_bytes
 from toolloop_lab._support.escape import ID_CHARS, clip
 from toolloop_lab._widget.checked import RunChecks
 from toolloop_lab._widget.requests import Answer, parse_show_run
@@ -59,19 +60,37 @@ if TYPE_CHECKING:
 MAX_RUNS: Final = 1_000
 """Runs a debugger keeps by default (the newest; a session of a thousand runs fits)."""
 
+MAX_RUN_BYTES: Final = 256_000_000
+"""Bytes of events a debugger keeps by default, as a trace would write them (a thousand
+runs with 5 MB prompts would hold gigabytes)."""
+
+
+def event_bytes(event: Event) -> int:
+    """What ``event`` weighs: its length as a trace line (its compact JSON)."""
+    raw = event.to_json()
+    return len(raw) if raw is not None else len(json.dumps(event.to_dict()))
+
+
 _GONE_KEPT: Final = 10_000
 """Ids of runs left out that are remembered (a run left out while it goes on)."""
 
 
 class Session:
-    """The runs a debugger saw, in start order: ``max_runs`` of them, more while more are
-    going or shown (see the module's docs)."""
+    """The runs a debugger saw, in start order: ``max_runs`` of them and ``max_bytes`` of
+    their events at most, more while more are going or shown (see the module's docs)."""
 
-    def __init__(self, max_runs: int = MAX_RUNS) -> None:
+    def __init__(self, max_runs: int = MAX_RUNS, max_bytes: int = MAX_RUN_BYTES) -> None:
         self.max_runs = max_runs
+        self.max_bytes = max_bytes
         self._book = RunBook()
         self.left_out = 0
-        """Runs seen but no longer kept (finished ones, let go past ``max_runs``)."""
+        """Runs seen but no longer kept (finished ones, let go past ``max_runs`` or
+        ``max_bytes``)."""
+        self.bytes = 0
+        """What the events kept weigh (:func:`event_bytes`)."""
+        self.left_out_bytes = 0
+        """What the events of the runs let go weighed."""
+        self._weights: dict[str, int] = {}
         self._gone: dict[str, None] = {}
         """The runs left out most recently: their later events are not kept either (a
         run without its start would read as a new one)."""
@@ -82,23 +101,35 @@ class Session:
         if event.run_id in self._gone:
             return
         new = self._book.record(event)
+        size = event_bytes(event)
+        self.bytes += size
+        weights = self._weights
+        weights[event.run_id] = weights.get(event.run_id, 0) + size
         ended = isinstance(event, (LoopFinished, LoopFailed))  # a run that may go now
-        if (new or ended) and len(self._book) > self.max_runs:
+        if (new or ended) and self._over():
             self._bound(keep)
 
+    def _over(self) -> bool:
+        return len(self._book) > self.max_runs or self.bytes > self.max_bytes
+
     def _bound(self, keep: Collection[str]) -> None:
-        """Let the oldest finished runs go until ``max_runs`` are kept, or none may go."""
+        """Let the oldest finished runs go until both bounds hold, or none may go."""
         book = self._book
-        while len(book) > self.max_runs:
-            free = book.finished_leaves(len(book) - self.max_runs, keep)
+        while self._over():
+            free = book.finished_leaves(max(len(book) - self.max_runs, 1), keep)
             if not free:
                 return  # every run kept is going or shown: over the bound until they end
             for run_id in free:
                 book.drop(run_id)
+                size = self._weights.pop(run_id, 0)
+                self.bytes -= size
+                self.left_out_bytes += size
                 self.left_out += 1
                 self._gone[run_id] = None
                 if len(self._gone) > _GONE_KEPT:
                     del self._gone[next(iter(self._gone))]
+                if not self._over():
+                    return
 
     def summaries(self) -> tuple[RunSummary, ...]:
         """A summary of each run kept, in the order they started (the same objects for
@@ -119,6 +150,18 @@ class Session:
     def newest_top_level(self) -> str | None:
         """The newest run kept that no kept run started (what a view follows)."""
         return self._book.newest_top_level()
+
+
+def let_go_text(session: Session) -> str | None:
+    """What ``session`` let go, and why, in words (``None`` while it let nothing go)."""
+    if not session.left_out:
+        return None
+    runs = f"{session.left_out:,} earlier run" + ("" if session.left_out == 1 else "s")
+    return (
+        f"{runs} ({format_bytes(session.left_out_bytes)} of events) let go: this debugger "
+        f"keeps at most {session.max_runs:,} runs and {format_bytes(session.max_bytes)} "
+        "of their events (LoopDebugger(max_runs=, max_run_bytes=)); a trace keeps them all"
+    )
 
 
 MAX_TAGS: Final = 20
@@ -153,6 +196,8 @@ def row_payload(
         "status": summary.status,
         "outcome": summary.outcome,
         "rounds": summary.rounds,
+        "tool_errors": summary.tool_errors,
+        "question": summary.question,
         "input_tokens": summary.input_tokens,
         "output_tokens": summary.output_tokens,
         "cost_usd": _decimal(summary.cost_usd),
@@ -206,9 +251,14 @@ class RowFeed:
             self._made = {i: made for i, made in self._made.items() if i in kept}
 
     def next(
-        self, summaries: Sequence[RunSummary], left_out: int, pinned: str | None
+        self,
+        summaries: Sequence[RunSummary],
+        left_out: int,
+        pinned: str | None,
+        let_go: str | None = None,
     ) -> dict[str, Any] | None:
-        """The ``runs`` part of the next message, or ``None`` when nothing changed."""
+        """The ``runs`` part of the next message, or ``None`` when nothing changed;
+        ``let_go`` says in words what the session let go (:func:`let_go_text`)."""
         sent = self._sent
         if self._checks_version != self.checks.version:
             self._checks_version, self._reset = self.checks.version, True
@@ -251,6 +301,7 @@ class RowFeed:
             "left_out": left_out,
             "dropped": dropped,
             "pinned": pinned,
+            "let_go": let_go,
         }
 
     def saved(

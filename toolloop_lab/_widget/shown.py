@@ -17,7 +17,7 @@ from typing import Final, Literal
 from toolloop_lab._engine.hooks import PausePoint
 from toolloop_lab._runview import RunView
 from toolloop_lab._widget.coalesce import Clock
-from toolloop_lab._widget.runs import MAX_RUNS, Session
+from toolloop_lab._widget.runs import MAX_RUN_BYTES, MAX_RUNS, Session
 from toolloop_lab.errors import UnknownRunError
 from toolloop_lab.events import Event, LoopStarted
 
@@ -32,12 +32,14 @@ _ZEROS_KEPT: Final = 4
 class ShownRun:
     """The events of one run, folded as they come; a new run replaces a finished one."""
 
-    def __init__(self, clock: Clock, max_runs: int = MAX_RUNS) -> None:
+    def __init__(
+        self, clock: Clock, max_runs: int = MAX_RUNS, max_bytes: int = MAX_RUN_BYTES
+    ) -> None:
         self.lock = threading.RLock()
         self.clock = clock
         self.epoch = 0
         """Which run this is: a page drops what it holds of an earlier run on a new epoch."""
-        self.session = Session(max_runs)
+        self.session = Session(max_runs, max_bytes)
         """Every run seen, this one and the others (kept across :meth:`restart`)."""
         self.pinned: str | None = None
         """The run a person picked to show; ``None``: the newest top-level run."""

@@ -204,4 +204,60 @@ export function mount(el, events, options = {}) {
   return { store: s, dispose };
 }
 
+/**
+ * A page of several runs (an exported file): the run list of `rows`, and the run a person
+ * picks shown from its own events, read (and parsed) only when it is shown. No kernel: the
+ * view cannot step, fork or compare, and says so.
+ * @param {HTMLElement} el
+ * @param {any[]} rows the run list's rows, as Python's row_payload writes them
+ * @param {(runId: string) => any[] | null} eventsOf a run's events (null: the file lacks them)
+ * @param {{note?: string, shown?: string | null, left_out?: number, let_go?: string | null}} [options]
+ * @returns {{store: Store, dispose: () => void}}
+ */
+export function mountRuns(el, rows, eventsOf, options = {}) {
+  const s = createStore();
+  s.source = "static";
+  const note = options.note || "";
+  s.control = { ...s.control, note };
+  foldRuns(s, { reset: true, rows, left_out: options.left_out || 0, pinned: null, let_go: options.let_go || null });
+  let epoch = 0;
+  /**
+   * Show run `runId` (null: the newest top-level run).
+   * @param {string | null} runId
+   */
+  const show = (runId) => {
+    const target = runId !== null ? runId : newestTop(s);
+    const events = target !== null ? eventsOf(target) : null;
+    if (target !== null && events === null) {
+      s.runsNote = "This file does not hold that run's events.";
+      changed(s);
+      return;
+    }
+    s.runsNote = null;
+    s.runsPinned = runId;
+    receive(s, { type: "events", epoch: ++epoch, first: 0, reset: true, events: events || [], now: null, control: s.control });
+    s.source = "static";
+  };
+  /** @type {Host} */
+  const host = { ...STATIC_HOST, showRun: show };
+  const dispose = createView(el, s, host);
+  const first = options.shown === undefined ? null : options.shown;
+  show(first === newestTop(s) ? null : first); // the newest is followed, not pinned
+  return { store: s, dispose };
+}
+
+/**
+ * The newest run no held run started (what a view follows), as Python's RunBook says it.
+ * @param {Store} s
+ * @returns {string | null}
+ */
+function newestTop(s) {
+  const ids = [...s.runs.keys()];
+  for (let i = ids.length - 1; i >= 0; i--) {
+    const row = /** @type {import("./run_rows.js").RunRow} */ (s.runs.get(ids[i]));
+    if (row.parent_run_id === null || !s.runs.has(row.parent_run_id)) return ids[i];
+  }
+  return null;
+}
+
 export default widgetFactory;

@@ -7,6 +7,7 @@ import { capitalized, clip, count, duration, pct, plural, tokens, visible } from
 import { isDone, outcomeText } from "./run.js";
 import { roundsRun, roundsSaid } from "./counts.js";
 import { lastToolName } from "./rounds.js";
+import { QUESTION_CHARS, firstUserText, runQuestion } from "./question.js";
 import { nestedCount } from "./run_rows.js";
 import { held, holdingNow, runNow } from "./store.js";
 import { budgetStop, overshoot } from "./budget.js";
@@ -23,9 +24,36 @@ export function createHeader(ctx) {
   const s = ctx.s;
   const badge = h("span", "tl-badge");
   const title = h("span", "tl-title");
+  const question = h("span", "tl-question");
   const roundsInfo = h("span", "tl-meta");
   const elapsed = h("span", "tl-meta tl-num");
-  const head = h("div", "tl-head", badge, title, roundsInfo, h("span", "tl-grow"), elapsed);
+  const head = h("div", "tl-head", badge, title, question, roundsInfo, h("span", "tl-grow"), elapsed);
+  let askedKey = "";
+  /** @type {string | null} */
+  let asked = null;
+
+  /**
+   * The run's question, looked for again only while the conversation grows without one; at
+   * a pause before the first call, in what that call is about to send (all of it held).
+   */
+  function drawQuestion() {
+    const run = s.run;
+    const p = s.control.paused_at;
+    const pending = p && Array.isArray(p.messages) && !(p.message_count > p.messages.length) ? p.messages : null;
+    const key = `${run.runId}:${asked === null ? `${run.conversation.length}:${pending ? pending.length : -1}` : "found"}`;
+    if (key === askedKey) return;
+    if (asked === null) {
+      asked = runQuestion(run);
+      if (asked === null && pending && !run.conversation.length) {
+        const text = firstUserText(pending);
+        asked = text === null ? null : clip(text, QUESTION_CHARS);
+      }
+    }
+    askedKey = asked === null ? key : `${run.runId}:found`;
+    question.textContent = asked === null ? "" : visible(asked);
+    question.title = asked === null ? "" : visible(`asked: ${asked}`);
+    question.hidden = asked === null;
+  }
   const activity = h("div", "tl-activity");
   activity.setAttribute("aria-live", "polite");
   const note = h("div", "tl-note");
@@ -44,6 +72,8 @@ export function createHeader(ctx) {
     badge.className = `tl-badge tl-b-${badgeState}`;
     const info = run.run;
     title.textContent = info ? visible([info.name, info.model].filter(Boolean).join(" · ")) || "agent run" : "";
+    if (askedKey && !askedKey.startsWith(`${run.runId}:`)) asked = null; // another run
+    drawQuestion();
     const rounds = run.rounds;
     let ri = roundsSaid(run, s.offset || 0) || (rounds.length ? plural(roundsRun(run) + s.omitted, "round") : "");
     if (!isDone(run) && rounds.length && rounds[rounds.length - 1].purpose === "synthesis") ri += " + final answer call";

@@ -122,6 +122,20 @@ function ourFieldKey(ev, also) {
   return el && typing(el) && el.closest(".tl-root") ? el : null;
 }
 
+// The keys a focused list of the widget moves by (Notebook 7 would move between cells).
+const LIST_KEYS = new Set(["ArrowUp", "ArrowDown", "PageUp", "PageDown", "Home", "End", "Enter", " "]);
+
+/**
+ * The widget's run list, when `ev` is one of its keys pressed while it has the focus.
+ * @param {KeyboardEvent} ev
+ * @returns {HTMLElement | null}
+ */
+function ourListKey(ev) {
+  const el = /** @type {HTMLElement | null} */ (ev.target);
+  if (!el || !LIST_KEYS.has(ev.key) || ev.altKey || ev.ctrlKey || ev.metaKey || ev.shiftKey) return null;
+  return el.classList && el.classList.contains("tl-runs-scroller") && el.closest(".tl-root") ? el : null;
+}
+
 /**
  * Keep the notebook's keys typed in `root`'s fields inside the widget. JupyterLab listens
  * for its shortcuts on the document while the key bubbles up (stopped here, at the root);
@@ -138,7 +152,7 @@ export function keepFieldKeys(root) {
     win.addEventListener(
       "keydown",
       (/** @type {KeyboardEvent} */ ev) => {
-        const field = ourFieldKey(ev, false);
+        const field = ourFieldKey(ev, false) || ourListKey(ev);
         if (!field || field.hasAttribute(SUPPRESS)) return;
         field.setAttribute(SUPPRESS, "");
         setTimeout(() => field.removeAttribute(SUPPRESS), 0);

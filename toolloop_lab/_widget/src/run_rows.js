@@ -19,6 +19,8 @@ import { STATUS, outcomeWords, statusCode, word } from "./words.js";
  * @property {string} status
  * @property {string | null} outcome
  * @property {number} rounds
+ * @property {number} tool_errors tool calls that ended in an error
+ * @property {string | null} question its first user message, cut
  * @property {number} input_tokens
  * @property {number} output_tokens
  * @property {string | null} cost_usd a decimal string; null: unpriced
@@ -40,6 +42,7 @@ import { STATUS, outcomeWords, statusCode, word } from "./words.js";
  * @property {number} left_out runs the session no longer keeps
  * @property {string[]} [dropped] runs left out since the last message
  * @property {string | null} [pinned] the run a person picked to show (null: the newest)
+ * @property {string | null} [let_go] what the debugger let go, in words
  */
 
 /**
@@ -48,6 +51,7 @@ import { STATUS, outcomeWords, statusCode, word } from "./words.js";
  * @property {number} runsLeftOut
  * @property {string | null} runsPinned
  * @property {number} runsVersion grows with every change of the rows
+ * @property {string | null} [runsLetGo]
  */
 
 /**
@@ -69,7 +73,10 @@ export function foldRuns(s, part) {
   for (const row of part.rows || []) if (row && typeof row.run_id === "string") s.runs.set(row.run_id, row);
   if (typeof part.left_out === "number") s.runsLeftOut = part.left_out;
   if (part.pinned !== undefined) s.runsPinned = part.pinned;
-  s.runsVersion++;
+  if (part.let_go !== undefined) s.runsLetGo = part.let_go;
+  for (const row of part.rows || []) if (row && typeof row.tool_errors !== "number") row.tool_errors = 0; // rows saved before it
+  // only a change of the rows makes the list order them again (a pin alone redraws its rows)
+  if (part.reset || (part.rows && part.rows.length) || (part.dropped && part.dropped.length) || typeof part.left_out === "number") s.runsVersion++;
 }
 
 /**
@@ -99,6 +106,11 @@ export function orderRuns(runs, leftOut = 0) {
   }
   /** @type {Entry[]} */
   const out = [];
+  if (!children.size) {
+    // no run nested in another held: the newest first, no walk
+    for (let i = tops.length - 1; i >= 0; i--) out.push({ row: tops[i], depth: 0, number: number.get(tops[i].run_id) || 0 });
+    return out;
+  }
   const seen = new Set();
   /** @type {(row: RunRow, depth: number) => void} */
   const walk = (row, depth) => {
@@ -127,8 +139,9 @@ export function orderRuns(runs, leftOut = 0) {
 export function nestedCount(runs, runId) {
   let found = 0;
   for (const row of runs.values()) {
+    if (row.parent_run_id === null) continue; // most runs: top level, nothing to walk
     const seen = new Set([row.run_id]);
-    for (let up = row.parent_run_id; up !== null && runs.has(up) && !seen.has(up); up = /** @type {RunRow} */ (runs.get(up)).parent_run_id) {
+    for (let /** @type {string | null} */ up = row.parent_run_id; up !== null && runs.has(up) && !seen.has(up); up = /** @type {RunRow} */ (runs.get(up)).parent_run_id) {
       if (up === runId) {
         found++;
         break;

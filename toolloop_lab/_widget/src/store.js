@@ -29,6 +29,7 @@ const SLICE_MS = 8; // longest fold slice before yielding to the page
  * @property {{n: number, state: string, text: string} | null} forkMsg
  * @property {{state: string, text: string} | null} cmpMsg what Python answered to the last comparison asked for
  * @property {any} cmpHidden the comparison the person closed (hidden until Python clears it)
+ * @property {import("./run_query.js").RunQuery | null} runs what the run list shows: filter and sort
  */
 
 /**
@@ -55,6 +56,7 @@ const SLICE_MS = 8; // longest fold slice before yielding to the page
  * @property {string | null} runsPinned the run a person picked to show (null: the newest)
  * @property {number} runsVersion grows with every change of the rows
  * @property {string | null} runsNote why the last pick was refused
+ * @property {string | null} runsLetGo what the debugger let go of its runs, in words (null: nothing)
  * @property {Ui} ui
  */
 
@@ -82,8 +84,9 @@ export function createStore() {
     runsPinned: null,
     runsVersion: 0,
     runsNote: null,
+    runsLetGo: null,
     comparison: null,
-    ui: { selected: null, filter: "all", tool: "", search: "", collapsed: new Map(), follow: true, edit: null, forkMsg: null, cmpMsg: null, cmpHidden: null },
+    ui: { selected: null, filter: "all", tool: "", search: "", collapsed: new Map(), follow: true, edit: null, forkMsg: null, cmpMsg: null, cmpHidden: null, runs: null },
   };
 }
 
