@@ -1,6 +1,6 @@
 """The public surface, held in one place (httpx's ``tests/test_exported_members.py`` habit).
 
-A newcomer imports from the package root and five documented public modules, and from
+A newcomer imports from the package root and six documented public modules, and from
 nothing else. :data:`PUBLIC` lists every public module and the exact, sorted ``__all__`` of
 each: the list *is* the review, so a change to the public surface changes this file. The
 tests below keep the edges: each public name has one public home and a docstring, ``__all__``
@@ -66,6 +66,7 @@ PUBLIC: dict[str, list[str]] = {
         "ExecutionError",
         "FormatProblem",
         "InterventionError",
+        "McpServerError",
         "NoPauseError",
         "PaidCallError",
         "PartialRun",
@@ -95,6 +96,7 @@ PUBLIC: dict[str, list[str]] = {
         "LoopFailed",
         "LoopFinished",
         "LoopStarted",
+        "McpTransport",
         "ModelCallFailed",
         "ModelCallStarted",
         "ModelCalled",
@@ -106,6 +108,7 @@ PUBLIC: dict[str, list[str]] = {
         "Paused",
         "Pruned",
         "RoundStarted",
+        "ServerLogged",
         "SynthesisReason",
         "SynthesisStarted",
         "ToolCallDelta",
@@ -138,6 +141,10 @@ PUBLIC: dict[str, list[str]] = {
         "run_scenarios",
         "run_scenarios_on_dask",
         "sample_data_dir",
+    ],
+    "toolloop_lab.mcp": [
+        "McpServer",
+        "mcp_tools",
     ],
     "toolloop_lab.otel": [
         "ExportOptions",

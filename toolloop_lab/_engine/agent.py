@@ -534,8 +534,10 @@ class LLMAgent:
     def _end(
         self, run: RunState, exc: BaseException, reason: str, text: str, *, cancelled: bool
     ) -> None:
-        """Close the calls a stop left open, then emit the run's ``LoopFailed``."""
+        """Close the calls a stop left open, then emit what its MCP servers logged between
+        its calls and the run's ``LoopFailed``."""
         self._close_open_calls(run, reason, text)
+        run.emit_server_logs()
         kind = exc.kind if isinstance(exc, ExecutionError) else None
         why = exc.reason if isinstance(exc, ExecutionError) else None
         run.emit(

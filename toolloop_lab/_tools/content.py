@@ -190,3 +190,13 @@ def _size(data: str) -> str:
     text = data.strip()
     padding = len(text) - len(text.rstrip("="))
     return format_bytes(max(len(text) * 3 // 4 - padding, 0))
+
+
+def structured_of(artifact: Any) -> Mapping[str, Any] | None:
+    """The structured content of an MCP tool's result, from the artifact
+    ``langchain-mcp-adapters`` gives its ``ToolMessage`` (``{"structured_content":
+    {...}}``, a JSON object); ``None`` when there is none."""
+    if not isinstance(artifact, Mapping):
+        return None
+    structured = artifact.get("structured_content")
+    return structured if isinstance(structured, Mapping) else None
