@@ -159,7 +159,8 @@ def server_tool(
     def count(item: str) -> tuple[str, Any]:
         for line in said:
             site.log.note(line.format(item=item))
-        return f"3 {item}", ({"structured_content": {"item": item, "count": 3}} if structured else None)
+        artifact = {"structured_content": {"item": item, "count": 3}} if structured else None
+        return f"3 {item}", artifact
 
     count.__doc__ = "Count an item in stock."
     tool = StructuredTool.from_function(
