@@ -1,4 +1,4 @@
-// What a structure keeps, for the Node tests and benchmarks/page_heap.mjs: the objects
+// What a structure keeps, for the Node tests: the objects
 // reachable from a root (arrays, maps, sets and plain objects; each counted once).
 
 /**
