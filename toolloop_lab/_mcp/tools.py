@@ -38,7 +38,7 @@ class McpTools:
     and get their tools; the block's end stops them. It can be opened again after."""
 
     def __init__(self, servers: Iterable[McpServer]) -> None:
-        self.servers: tuple[McpServer, ...] = _checked(servers)
+        self.servers: tuple[McpServer, ...] = checked_servers(servers)
         _need_adapter()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -216,25 +216,26 @@ def _serve(loop: asyncio.AbstractEventLoop) -> None:
         loop.close()
 
 
-def _checked(servers: Any) -> tuple[McpServer, ...]:
+def checked_servers(servers: Any, *, field: str = "servers") -> tuple[McpServer, ...]:
+    """``servers`` as a tuple of :class:`McpServer`, each named once; else the fix."""
     if isinstance(servers, (McpServer, str, bytes, Mapping)) or not isinstance(servers, Iterable):
         raise ConfigurationError(
-            f"servers takes a list of McpServer values, got {shown(servers)}", field="servers"
+            f"{field} takes a list of McpServer values, got {shown(servers)}", field=field
         )
     given: Sequence[Any] = tuple(servers)
     seen: set[str] = set()
     for index, server in enumerate(given):
         if not isinstance(server, McpServer):
             raise ConfigurationError(
-                f"servers[{index}] is {shown(server)}: give McpServer(name, command=...) or "
+                f"{field}[{index}] is {shown(server)}: give McpServer(name, command=...) or "
                 "McpServer(name, url=...)",
-                field="servers",
+                field=field,
             )
         if server.name in seen:
             raise ConfigurationError(
                 f"two servers are named {server.name!r}: every view tells servers apart by "
                 "name, so give each its own",
-                field="servers",
+                field=field,
             )
         seen.add(server.name)
     return tuple(given)

@@ -183,6 +183,7 @@ TOOL_DTYPES: Final[dict[str, Any]] = {
     "call": "int64",
     "tool_call_id": "string",
     "name": "string",
+    "server": "string",
     "status": "string",
     "error_reason": "string",
     "ran": "bool",
@@ -193,7 +194,8 @@ TOOL_DTYPES: Final[dict[str, Any]] = {
     "tokens_saved_by_pruning": "int64",
 }
 """Columns of :attr:`LabResults.tools`: one row per tool call, in call order within its
-round. ``started_s`` is the run time it began (NaN for a call answered without running);
+round. ``server`` names the MCP server its tool came from (``<NA>`` for other tools);
+``started_s`` is the run time it began (NaN for a call answered without running);
 ``duration_s`` how long it took."""
 
 EVENT_DTYPES: Final[dict[str, Any]] = {
@@ -462,6 +464,7 @@ def tools_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
                             "call": call,
                             "tool_call_id": tool.id,
                             "name": tool.name,
+                            "server": tool.server,
                             "status": tool.status,
                             "error_reason": tool.error_reason,
                             "ran": tool.ran,
