@@ -272,3 +272,36 @@ def test_the_sync_block_and_a_recorded_session_replayed_offline(tmp_path: Path) 
     same = compare(first, second)
     assert same.same, same
     assert json.loads(recording.read_text().splitlines()[0])["format"] == "toolloop_lab.recording"
+
+
+# -- a LangChain agent, watched ------------------------------------------------------------
+async def test_a_create_agent_run_names_the_server_and_its_lines_through_the_bridge() -> None:
+    from langchain.agents import create_agent
+    from langchain_core.messages import HumanMessage
+
+    from toolloop_lab import watch
+
+    events: list[Event] = []
+    script = [
+        calls(tool_call("count", {"item": "bolts"}, "c1")),
+        calls(tool_call("crash_tool", {}, "c2")),
+        final("done"),
+    ]
+    async with mcp_tools([stdio_server()]) as tools:
+        with watch(events.append):
+            agent = create_agent(ScriptedChatModel(script), tools)
+            await asyncio.wait_for(
+                agent.ainvoke({"messages": [HumanMessage("check the stock")]}), RUN_BOUND_S
+            )
+    start = next(e for e in _kinds(events, ToolStarted) if e.tool_call_id == "c1")
+    assert (start.server, start.transport) == ("inventory", "stdio")
+    count = _dispatch(events, "c1")
+    assert count.server == "inventory"
+    assert dict(count.structured or {}) == {"item": "bolts", "count": 5}
+    said = next(e for e in _kinds(events, ServerLogged) if e.tool_call_id == "c1")
+    assert "counting bolts" in said.lines
+    crash = _dispatch(events, "c2")
+    assert crash.status == "error"
+    assert "MCP server 'inventory'" in crash.content
+    assert "FATAL: segfault-like crash in crash_tool" in crash.content
+    assert "timed out" not in crash.content

@@ -300,7 +300,11 @@ class EventBridge(BaseCallbackHandler):
             name = (serialized or {}).get("name") or kwargs.get("name") or "tool"
             args: Any = inputs if inputs is not None else {"input": input_str}
             call_id = run.tool_start(
-                run_id, given if isinstance(given, str) and given else None, str(name), args
+                run_id,
+                given if isinstance(given, str) and given else None,
+                str(name),
+                args,
+                kwargs.get("metadata"),
             )
             self._nodes[run_id] = _Node(run, "tool", tool_call_id=call_id)
 

@@ -53,6 +53,7 @@ from toolloop_lab._engine.call_events import (
     model_call_started,
     model_called,
     priced_usage,
+    server_logged,
     tool_dispatched,
     tool_started,
 )
@@ -68,7 +69,8 @@ from toolloop_lab._spend.usage import Usage
 from toolloop_lab._stream import failure_fields, finish_outcome, message_dicts, notify
 from toolloop_lab._support.errortext import error_name, explain
 from toolloop_lab._support.jsonsafe import dumps, freeze, frozen_json, json_safe
-from toolloop_lab._tools.content import is_blocks
+from toolloop_lab._tools.content import is_blocks, structured_of
+from toolloop_lab._tools.servers import ServerIdentity, ServerSite, identity_of, site_of
 
 from .conversation import Conversation, messages_in
 
@@ -110,6 +112,11 @@ class _Tool:
     error_text: str = ""
     stand_in: bool = False
     """The framework ran its stand-in for an unknown tool: the call itself never ran."""
+    server: ServerIdentity | None = None
+    """The MCP server its tool came from (the tool's metadata names it, ``mcp_tools``)."""
+    site: ServerSite | None = None
+    log_mark: int = 0
+    """The server's log line count as the call began: what came after sits beside it."""
 
 
 @dataclass(slots=True, eq=False)
@@ -328,12 +335,20 @@ class BridgedRun:
         self._settle()
 
     # -- tools ------------------------------------------------------------------------
-    def tool_start(self, key: UUID, call_id: str | None, name: str, args: Any) -> str:
+    def tool_start(
+        self,
+        key: UUID,
+        call_id: str | None,
+        name: str,
+        args: Any,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> str:
         """A tool began running. ``call_id`` is ``None`` when the framework ran the tool
         without its tool call (a classic ``AgentExecutor``, a loop calling
         ``tool.invoke(call["args"])``): the open call with the same name and arguments is
         the one it answers, and a framework's stand-in for an unknown tool (``invalid_tool``)
-        answers the call that named it. Returns the call id the tool answers."""
+        answers the call that named it. ``metadata``, the tool's, names its MCP server
+        for a tool of ``mcp_tools``. Returns the call id the tool answers."""
         if self.ended:
             return call_id or str(key)
         self.ensure_started()
@@ -350,9 +365,19 @@ class BridgedRun:
             assert asked is not None
             name = asked[1]
         tool = _Tool(call_id, name, shown, round, self.clock(), stand_in=stand_in)
+        if not stand_in:
+            tool.server, tool.site = identity_of(metadata), site_of(metadata)
+            tool.log_mark = tool.site.log.count if tool.site is not None else 0
         self._tools[key] = tool
         if not stand_in:  # an unknown tool never starts
-            tool_started(self._at(round), call_id=call_id, name=name, args=shown)
+            tool_started(
+                self._at(round),
+                call_id=call_id,
+                name=name,
+                args=shown,
+                server=tool.server,
+                session_id=tool.site.session_id if tool.site is not None else None,
+            )
         return call_id
 
     def _match(self, name: str, args: Any) -> tuple[str | None, bool]:
@@ -396,6 +421,7 @@ class BridgedRun:
                 error_reason="tool_error" if status == "error" else None,
                 content=content,
                 duration_s=self.clock() - tool.started,
+                structured=structured_of(message.artifact) if message is not None else None,
             )
         self._settle()
 
@@ -480,10 +506,14 @@ class BridgedRun:
         duration_s: float,
         ran: bool = True,
         error_type: str | None = None,
+        structured: Any = None,
     ) -> None:
         self._raised.pop(tool.call_id, None)
         self._requested.pop(tool.call_id, None)
         self._reported.add(tool.call_id)
+        said = tool.site.log.since(tool.log_mark) if tool.site is not None else None
+        if tool.server is not None and said is not None:  # what its server said meanwhile
+            server_logged(self._at(tool.round), tool.server.name, said, tool.call_id)
         tool_dispatched(
             self._at(tool.round),
             tool.call_id,
@@ -495,6 +525,8 @@ class BridgedRun:
             duration_s=max(0.0, duration_s),
             ran=ran,
             error_type=error_type,
+            server=tool.server.name if tool.server is not None else None,
+            structured=structured,
         )
 
     # -- the end ----------------------------------------------------------------------
