@@ -100,6 +100,11 @@ EXPECTED: dict[str, tuple[str, ...]] = {
         "LLMAgent  from loop  final_answer  rounds=2 tokens=998",
         "Every round did the same.",
     ),
+    "16_mcp_servers.ipynb": (
+        "reindex [inventory]: error (the MCP server exited)",
+        "call_reindex | FATAL: index file corrupted, cannot continue",
+        "server_start | broken | ('inventory database not found',)",
+    ),
 }
 
 

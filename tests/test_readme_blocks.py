@@ -49,7 +49,7 @@ def blocks(path: Path) -> list[Block]:
     ]
 
 
-DOCUMENTS = [ROOT / "README.md", *sorted(ROOT.glob("docs/*.md"))]
+DOCUMENTS = [ROOT / "README.md", *sorted(ROOT.glob("docs/**/*.md"))]
 
 
 # -- what the README leaves to the reader ----------------------------------------------

@@ -88,7 +88,11 @@ async def test_a_stdio_servers_calls_name_it_in_every_view_and_file(
     assert "MCP server inventory (stdio)" in html
     # the OpenTelemetry export: the MCP conventions beside gen_ai.tool.name
     export_trace(trace, provider, capture_content=True)  # type: ignore[arg-type]
-    spans = {s.attributes["gen_ai.tool.name"]: s for s in exporter.get_finished_spans() if s.attributes and "gen_ai.tool.name" in s.attributes}
+    spans = {
+        s.attributes["gen_ai.tool.name"]: s
+        for s in exporter.get_finished_spans()
+        if s.attributes and "gen_ai.tool.name" in s.attributes
+    }
     count = spans["count"].attributes
     assert count["mcp.method.name"] == "tools/call"
     assert count["network.transport"] == "pipe"
@@ -250,7 +254,9 @@ async def test_stop_reaches_a_call_waiting_on_a_server() -> None:
             await asyncio.wait_for(task, RUN_BOUND_S)
         # the server is still there for the next run: the stop ended the call, not the session
         after: list[Event] = []
-        await _run(tools, [calls(tool_call("count", {"item": "a"}, "c2")), final("1")], [after.append])
+        await _run(
+            tools, [calls(tool_call("count", {"item": "a"}, "c2")), final("1")], [after.append]
+        )
         assert _dispatch(after, "c2").status == "success"
     stopped = _dispatch(events, "c1")
     assert stopped.status == "cancelled"
