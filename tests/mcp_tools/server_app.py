@@ -17,9 +17,10 @@ from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.utilities.types import Image
 from pydantic import BaseModel
 
-# a 1x1 red PNG
+# a 24x16 PNG in four colours
 PNG = base64.b64decode(
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+    "iVBORw0KGgoAAAANSUhEUgAAABgAAAAQCAIAAACDRijCAAAALUlEQVR42mPcYqPBQAiUyPUQVMPEQCUwatBQNIjR"
+    "ZpobQUWr5B6NBvaoQfgAAD9KBRdUeaDQAAAAAElFTkSuQmCC"
 )
 
 

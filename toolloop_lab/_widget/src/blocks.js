@@ -218,12 +218,15 @@ function callLog(t) {
 export function toolBlock(ctx, r, t) {
   const s = ctx.s;
   const st = t.status === "not_run" ? "idle" : toolDot(t);
-  const extra = h("span", `tl-chip tl-chip-${t.status}`, dot(st), t.status === "not_run" ? notRunLabel(t) : t.status === "queued" ? "waiting" : t.status === "cancelled" ? cutShortLabel(t) : t.status);
-  extra.title = visible(toolSaid(t));
+  const chip = h("span", `tl-chip tl-chip-${t.status}`, dot(st), t.status === "not_run" ? notRunLabel(t) : t.status === "queued" ? "waiting" : t.status === "cancelled" ? cutShortLabel(t) : t.status);
+  chip.title = visible(toolSaid(t));
+  let extra = chip;
   if (t.server) {
+    // the MCP server its tool came from, beside its status
     const badge = h("span", "tl-chip tl-chip-server", t.server);
-    badge.title = visible(fill(MCP.server, { name: t.server, transport: word(MCP, (ctx.s.run.servers.get(t.server) || { transport: null }).transport || "") }));
-    extra.prepend(badge, " ");
+    const v = s.run.servers.get(t.server);
+    badge.title = visible(fill(MCP.server, { name: t.server, transport: v && v.transport ? word(MCP, v.transport) : "?" }));
+    extra = h("span", "tl-chips", badge, chip);
   }
   if (t.status === "running") {
     const timer = h("span", "tl-meta tl-num");
@@ -231,7 +234,7 @@ export function toolBlock(ctx, r, t) {
     const fn = (node) => (node.textContent = duration(runNow(s) - (t.tStart || 0)));
     fn(timer);
     ctx.liveDetail.push([timer, fn]);
-    extra.append(" ", timer);
+    chip.append(" ", timer);
   }
   return block(s.ui.collapsed, `r${r.n}:t:${t.id}`, `Tool ${t.name}`, () => toolBody(t, t.edited ? r.interventions.find((iv) => iv.action === "edit_args" && iv.id === t.id) : undefined), { copy: () => (t.pruned ? t.pruned.pruned : t.content), extra, open: r.tools.length <= 4 || t.status === "error" });
 }
