@@ -311,3 +311,16 @@ async def test_a_create_agent_run_names_the_server_and_its_lines_through_the_bri
     assert "MCP server 'inventory'" in crash.content
     assert "FATAL: segfault-like crash in crash_tool" in crash.content
     assert "timed out" not in crash.content
+
+
+async def test_a_call_after_the_block_closed_is_refused_in_words_at_once() -> None:
+    events: list[Event] = []
+    async with mcp_tools([stdio_server()]) as tools:
+        pass
+    script = [calls(tool_call("count", {"item": "bolts"}, "c1")), final("closed")]
+    await _run(tools, script, [events.append])
+    closed = _dispatch(events, "c1")
+    assert closed.status == "error"
+    assert closed.error_reason == "session_closed"
+    assert "the session with MCP server 'inventory'" in closed.content
+    assert "block that opened it has ended" in closed.content
