@@ -11,8 +11,8 @@ from __future__ import annotations
 import base64
 import os
 import sys
-import time
 
+import anyio
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.utilities.types import Image
 from pydantic import BaseModel
@@ -56,10 +56,10 @@ def build(port: int = 8000) -> FastMCP:
         os._exit(3)
 
     @server.tool()
-    def slow(seconds: float) -> str:
-        """Takes its time."""
+    async def slow(seconds: float) -> str:
+        """Takes its time (on the server's loop: a cancelled call frees the server)."""
         print(f"sleeping {seconds}", file=sys.stderr, flush=True)
-        time.sleep(seconds)
+        await anyio.sleep(seconds)
         return "awake"
 
     return server
