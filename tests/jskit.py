@@ -33,6 +33,7 @@ from loopkit import (
     final,
     invalid_call,
     reference_cost,
+    server_tool,
     tool_call,
 )
 
@@ -266,6 +267,59 @@ def _estimated() -> list[Event]:
     return _run([AIMessage("no usage reported")], [])
 
 
+def _mcp_server() -> list[Event]:
+    """A run whose tools came from an MCP server (loopkit's ``server_tool``, no process):
+    two calls at once whose server logs hostile lines while they run, a result holding an
+    image and structured content, a call the server's exit cut short, lines between calls
+    (at start and after the failure), and a log longer than a batch."""
+    from toolloop_lab._tools.servers import METADATA_KEY
+    from toolloop_lab.errors import McpServerError
+
+    said = (f"{{item}}: {HOSTILE}", f"\u202e{SPOOF} " + "y" * 3_000)
+    counter, site = server_tool("count", said=said)
+    site.log.note("\n".join(f"starting line {i}" for i in range(250)))
+    metadata = {METADATA_KEY: site.metadata()}
+
+    def shot(page: str) -> tuple[list[Any], Any]:
+        site.log.note(f"shooting {page}")
+        blocks, _ = _shot(page)
+        return blocks, {"structured_content": {"page": page, "bytes": 12_000}}
+
+    def crash(item: str) -> str:
+        site.log.note(f"FATAL: crash in crash_tool {HOSTILE}")
+        raise McpServerError(
+            f"MCP server 'inventory' exited while this call ran {HOSTILE}",
+            reason="server_exited",
+            server="inventory",
+            transport="stdio",
+        )
+
+    tools = [
+        counter,
+        StructuredTool.from_function(
+            func=shot,
+            name="shot",
+            description="shot.",
+            response_format="content_and_artifact",
+            metadata=metadata,
+        ),
+        StructuredTool.from_function(func=crash, name="crash", description="c.", metadata=metadata),
+        _tool("hostile", _hostile_text),
+    ]
+    script = [
+        calls(
+            tool_call("count", {"item": "bolts"}, "m1"),
+            tool_call("shot", {"page": "home"}, "m2"),
+            tool_call("hostile", {"text": "x"}, "m3"),
+        ),
+        calls(tool_call("crash", {"item": "x"}, "m4")),
+        final("done"),
+    ]
+    events = _run(script, tools)
+    site.log.note("after the run")
+    return events
+
+
 LONG_ROUNDS = 200
 """Rounds of the long run: enough that what the page keeps a round shows."""
 
@@ -313,6 +367,7 @@ def hostile_cases() -> dict[str, list[Event]]:
         "cancelled_tool": stopped,
         "bidi_text": _bidi_text(),
         "estimated_counts": _estimated(),
+        "mcp_server": _mcp_server(),
         "tool_blocks": _run(
             [calls(tool_call("shot", {"page": "home"}, "s1")), final("A blank page.")],
             [_blocks_tool()],

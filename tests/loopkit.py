@@ -37,6 +37,7 @@ __all__ = [
     "invalid_call",
     "received",
     "reference_cost",
+    "server_tool",
     "strings",
     "tool_call",
     "until",
@@ -131,6 +132,44 @@ def reference_cost(
         )
         total += Decimal(calc.total_price)
     return total
+
+
+# -- a tool as an MCP server's, without a server ---------------------------------------------
+def server_tool(
+    name: str = "count",
+    server: str = "inventory",
+    *,
+    said: Sequence[str] = ("counting {item}",),
+    structured: bool = True,
+    transport: str = "stdio",
+) -> tuple[Any, Any]:
+    """A tool carrying an MCP server's identity, as ``mcp_tools`` gives its tools, whose
+    every call writes ``said`` (formatted with its arguments) to its server's log and
+    answers with its structured content too: the loop's side of MCP (events, views,
+    frames), with no server process. Returns the tool and its live server site (keep it
+    referenced: the loop finds it by a weak reference)."""
+    from langchain_core.tools import StructuredTool
+
+    from toolloop_lab._tools.servers import METADATA_KEY, ServerSite, register
+
+    site = ServerSite(server, transport)  # type: ignore[arg-type]
+    site.session_id = "session-1" if transport == "streamable_http" else None
+    register(site)
+
+    def count(item: str) -> tuple[str, Any]:
+        for line in said:
+            site.log.note(line.format(item=item))
+        artifact = {"structured_content": {"item": item, "count": 3}} if structured else None
+        return f"3 {item}", artifact
+
+    count.__doc__ = "Count an item in stock."
+    tool = StructuredTool.from_function(
+        count,
+        name=name,
+        response_format="content_and_artifact",
+        metadata={METADATA_KEY: site.metadata()},
+    )
+    return tool, site
 
 
 # -- the lab's catalog, run ------------------------------------------------------------------

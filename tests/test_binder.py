@@ -107,6 +107,11 @@ EXPECTED: dict[str, tuple[str, ...]] = {
         "8 regressed, 0 fixed of 48 paired runs (pass rate 67% -> 50%, McNemar exact p = 0.00781)",
         "REGRESSED: research_3 [tool_max_rounds=4, prune_tools=()] run 1",
     ),
+    "16_mcp_servers.ipynb": (
+        "reindex [inventory]: error (the MCP server exited)",
+        "call_reindex | FATAL: index file corrupted, cannot continue",
+        "server_start | broken | ('inventory database not found',)",
+    ),
 }
 
 

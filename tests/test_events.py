@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
-from loopkit import MODEL, calls, final, reference_cost, tool_call, usage
+from loopkit import MODEL, calls, final, reference_cost, server_tool, tool_call, usage
 from pydantic import BaseModel, ValidationError
 
 from toolloop_lab import (
@@ -235,6 +235,12 @@ async def _every_kind(tmp_path: Path, echo_tool: BaseTool) -> list[Event]:
     broken = ScriptedChatModel([ConnectionError("the provider went away")], model_name=MODEL)
     with pytest.raises(ToolLoopError):
         await LLMAgent(broken, [echo_tool], observers=[events.append]).arun("go")
+
+    # an MCP server's tool: its server named, what it logged beside the call and after
+    counter, site = server_tool(transport="streamable_http")
+    site.log.note("listening on 127.0.0.1")
+    counting = ScriptedChatModel([calls(tool_call("count", {"item": "bolts"}, "k1")), final("3")])
+    await LLMAgent(counting, [counter], observers=[events.append]).arun("count")
     return events
 
 

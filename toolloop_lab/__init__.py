@@ -3,9 +3,9 @@
 Import from here and from the six public modules beside it: :mod:`toolloop_lab.events`
 (the event types a run emits and their readers), :mod:`toolloop_lab.errors` (every
 exception), :mod:`toolloop_lab.checks` (checks on a run: what it did, spent and answered),
-:mod:`toolloop_lab.lab` (scenario sweeps), :mod:`toolloop_lab.otel` (OpenTelemetry, both
-ways) and :mod:`toolloop_lab.workloads` (sample tool backends).
-Everything else is private.
+:mod:`toolloop_lab.lab` (scenario sweeps), :mod:`toolloop_lab.mcp` (MCP servers' tools),
+:mod:`toolloop_lab.otel` (OpenTelemetry, both ways) and :mod:`toolloop_lab.workloads`
+(sample tool backends). Everything else is private.
 
 * the loop: :class:`LLMAgent`, :class:`AgentConfig`, :class:`ToolLoopResult`,
   :func:`usd_budget`, :class:`TokenPrice`, :class:`Usage`;

@@ -28,6 +28,21 @@ PREFIX: Final = "toolloop"
 """Namespace of the loop's own attributes and span events."""
 
 
+class MCP:
+    """The MCP conventions' names (``mcp.*``, ``network.transport``) on the span of a call
+    of an MCP server's tool, beside its ``gen_ai.tool.name``."""
+
+    METHOD_NAME: Final = "mcp.method.name"
+    SESSION_ID: Final = "mcp.session.id"
+    NETWORK_TRANSPORT: Final = "network.transport"
+
+    METHOD_TOOLS_CALL: Final = "tools/call"
+    TRANSPORT_PIPE: Final = "pipe"
+    """``network.transport`` of a server reached over its stdin and stdout."""
+    TRANSPORT_TCP: Final = "tcp"
+    """``network.transport`` of a server reached over streamable HTTP."""
+
+
 class GEN_AI:
     """``gen_ai.*`` and ``error.type`` attribute names, and the operation names."""
 
@@ -144,7 +159,15 @@ class TOOLLOOP:
     """On a tool span: a LangGraph ``interrupt()`` paused it (its run's outcome is
     ``interrupted``); it ends waiting for input, not in error."""
 
+    MCP_SERVER: Final = f"{PREFIX}.mcp.server"
+    """On a tool span: the name of the MCP server its tool came from."""
+    MCP_LOG_LINES: Final = f"{PREFIX}.mcp.log.lines"
+    MCP_LOG_FIRST_LINE: Final = f"{PREFIX}.mcp.log.first_line"
+    MCP_LOG_DROPPED: Final = f"{PREFIX}.mcp.log.dropped"
+
     EVENT_ROUND: Final = f"{PREFIX}.round_start"
+    EVENT_SERVER_LOG: Final = f"{PREFIX}.mcp.server_log"
+    """What an MCP server logged: on its call's span (while it ran), else on the run's."""
     EVENT_GATE: Final = f"{PREFIX}.budget_gate"
     EVENT_SYNTHESIS: Final = f"{PREFIX}.synthesis"
     EVENT_INTERVENTION: Final = f"{PREFIX}.intervention"

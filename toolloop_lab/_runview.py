@@ -14,6 +14,7 @@ depends on it. How long a pause held the loop is (a ``pause`` event): it is a ro
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -59,6 +60,59 @@ class ToolRow:
     """False for a call answered without running it (no duration, no size of its own)."""
     error_type: str | None = None
     """The class name of the exception its tool raised (a ``tool_error`` that was one)."""
+    server: str | None = None
+    """The MCP server its tool came from (``None``: not an MCP tool)."""
+    server_log: list[LogLine] = field(default_factory=list)
+    """What that server logged while the call ran (numbered as in its log)."""
+    server_log_dropped: int = 0
+    """Lines of that span the bound left out (before the first kept)."""
+    structured: Mapping[str, Any] | None = None
+    """Its MCP result's structured content (a JSON object), when the server sent one."""
+
+
+class LogLine(NamedTuple):
+    """One line of an MCP server's log: its number there (from 1) and its text."""
+
+    n: int
+    text: str
+
+
+SERVER_LOG_LINES: Final = 500
+"""Lines of each server's log a view keeps (the newest); the browser's fold keeps as many."""
+
+
+@dataclass(slots=True)
+class ServerView:
+    """One MCP server of a run: how it was reached, its calls, and its log as the run's
+    ``server_log`` events tell it (each line once, by number; the newest
+    :data:`SERVER_LOG_LINES` kept)."""
+
+    name: str
+    transport: str | None = None
+    session_id: str | None = None
+    calls: int = 0
+    """Calls of its tools answered (run or not)."""
+    failed: int = 0
+    """... of which ended in an error."""
+    lines: dict[int, str] = field(default_factory=dict)
+    """Its log's lines by number, in order."""
+    last_line: int = 0
+    """The number of the newest line seen: how long its log was, as far as the run knows."""
+
+    @property
+    def log(self) -> list[LogLine]:
+        """The kept lines, in order."""
+        return [LogLine(n, text) for n, text in self.lines.items()]
+
+    def take(self, first: int, lines: Sequence[str]) -> None:
+        """Lines ``first``, ``first + 1``, ... of its log (each kept once)."""
+        for offset, text in enumerate(lines):
+            self.lines.setdefault(first + offset, text)
+        self.last_line = max(self.last_line, first + len(lines) - 1)
+        if any(a > b for a, b in itertools.pairwise(self.lines)):
+            self.lines = dict(sorted(self.lines.items()))
+        if len(self.lines) > SERVER_LOG_LINES:
+            self.lines = dict(list(self.lines.items())[-SERVER_LOG_LINES:])
 
 
 @dataclass(slots=True)
@@ -150,8 +204,11 @@ def _from_start(read: Callable[[ev.LoopStarted], T | None]) -> Derived[RunView, 
     return Derived(lambda view: read(view.started) if view.started else None)
 
 
-_RUN_EVENTS: frozenset[type[ev.Event]] = frozenset({ev.LoopStarted, ev.LoopFinished, ev.LoopFailed})
-"""Events of the run as a whole: they belong to no round's time."""
+_RUN_EVENTS: frozenset[type[ev.Event]] = frozenset(
+    {ev.LoopStarted, ev.LoopFinished, ev.LoopFailed, ev.ServerLogged}
+)
+"""Events of the run as a whole: they belong to no round's time (what a server logged
+is its own, not the run's)."""
 
 _FOLDS: dict[type[ev.Event], Callable[[Any, Any], None]] = {}
 """How each kind of event changes a :class:`RunView`: one small method per kind, found by
@@ -192,6 +249,8 @@ class RunView:
     """Where a debugger holds the loop right now (step mode), else ``None``."""
     paused_s: float = 0.0
     """Seconds pauses held the loop over the run (``pause`` events so far)."""
+    servers: dict[str, ServerView] = field(default_factory=dict)
+    """The MCP servers the run's tools came from, in the order the run first named them."""
     _by_number: dict[int, RoundRow] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -315,6 +374,11 @@ class RunView:
         tool = self._tool(event.round, event.tool_call_id, event.name, event.args)
         tool.status = "running"
         tool.started_t = event.t
+        if event.server is not None:
+            tool.server = event.server
+            server = self._server(event.server)
+            server.transport = event.transport or server.transport
+            server.session_id = event.session_id or server.session_id
 
     @_folds(ev.ToolDispatched)
     def _tool_dispatched(self, event: ev.ToolDispatched) -> None:
@@ -327,6 +391,31 @@ class RunView:
         tool.output_chars = event.output_chars
         tool.content = event.content
         tool.blocks = event.blocks
+        tool.structured = event.structured
+        if event.server is not None:
+            tool.server = event.server
+            server = self._server(event.server)
+            server.calls += 1
+            server.failed += event.status != "success"
+
+    @_folds(ev.ServerLogged)
+    def _server_logged(self, event: ev.ServerLogged) -> None:
+        self._server(event.server).take(event.first_line, event.lines)
+        if event.tool_call_id is None:
+            return
+        row = self._index().get(event.round)
+        tool = next((t for t in row.tools if t.id == event.tool_call_id), None) if row else None
+        if tool is not None:
+            lines = enumerate(event.lines, start=event.first_line)
+            tool.server_log.extend(LogLine(n, text) for n, text in lines)
+            tool.server_log_dropped += event.dropped
+            tool.server = tool.server or event.server
+
+    def _server(self, name: str) -> ServerView:
+        server = self.servers.get(name)
+        if server is None:
+            server = self.servers[name] = ServerView(name)
+        return server
 
     @_folds(ev.Pruned)
     def _pruned(self, event: ev.Pruned) -> None:

@@ -13,6 +13,9 @@ never have to match on message text. Constructing an error has no side effects.
     │   │ kind="cost"  reason="budget_exhausted" | "unpriced"
     │   ├── ConversationError        kind="input": given messages a provider would refuse
     │   │                            (a call without its result, ...); ``position`` names one
+    │   ├── McpServerError           kind="tool": an MCP server could not start, exited,
+    │   │                            lost its connection or its session closed (``server``,
+    │   │                            ``transport``, ``stderr``)
     │   └── TimeLimitError           reason="timeout": a model call kept silent too long
     │                                (kind="model") or a scenario ran too long
     │                                (kind="scenario"); also a TimeoutError
@@ -66,6 +69,7 @@ __all__ = [
     "ExecutionError",
     "FormatProblem",
     "InterventionError",
+    "McpServerError",
     "NoPauseError",
     "PaidCallError",
     "PartialRun",
@@ -234,6 +238,44 @@ class ConversationError(ExecutionError):
 
 def _rebuild_conversation_error(message: str, state: dict[str, Any]) -> ConversationError:
     err = ConversationError(message, reason="", source="", index=0)
+    err.__dict__.update(state)
+    return err
+
+
+class McpServerError(ExecutionError):
+    """An MCP server failed its client: why, in words that name it and the cause.
+
+    ``reason`` says what happened: ``server_start`` (it could not start: its command, its
+    handshake, or it exited first; raised by ``mcp_tools`` before any model call),
+    ``server_exited`` (its process ended while a call ran or before it), ``connection_lost``
+    (its HTTP connection broke) or ``session_closed`` (the session was closed: the block
+    that opened it ended). ``server`` is its name, ``transport`` ``"stdio"`` or
+    ``"streamable_http"``, and ``stderr`` the last lines its process wrote to its stderr
+    (empty over HTTP). A call of a tool whose server failed becomes an error
+    ``ToolMessage`` with these words, its ``tool_dispatch`` the reason.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str,
+        server: str,
+        transport: str,
+        stderr: Sequence[str] = (),
+        **partial: Any,
+    ) -> None:
+        super().__init__(message, kind="tool", reason=reason, **partial)
+        self.server = server
+        self.transport = transport
+        self.stderr: tuple[str, ...] = tuple(stderr)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_mcp_server_error, (str(self), self.__dict__))
+
+
+def _rebuild_mcp_server_error(message: str, state: dict[str, Any]) -> McpServerError:
+    err = McpServerError(message, reason="", server="", transport="")
     err.__dict__.update(state)
     return err
 

@@ -17,9 +17,11 @@ One run, in order (``*`` may repeat, ``?`` may be absent)::
         pause*                          a pause hook held the loop (before a model call
                                         or before dispatch), for how long
         tool_start*                     each tool as it actually begins
+        server_log*                     what an MCP tool's server said while it ran
         tool_dispatch*                  each call's result, in completion order
         model_call_start (pruning)?     ... then pruning (one per pruned output)
       synthesis?                        the loop must stop early: one call without tools
+    server_log*                         what MCP servers said between the run's calls
     loop_finish | loop_failure          the outcome, the spend, the closing messages
 
 Data in events is frozen all the way down (``FrozenDict`` and tuples), so an observer can
@@ -74,6 +76,7 @@ __all__ = [
     "LoopFailed",
     "LoopFinished",
     "LoopStarted",
+    "McpTransport",
     "ModelCallFailed",
     "ModelCallStarted",
     "ModelCalled",
@@ -84,6 +87,7 @@ __all__ = [
     "Paused",
     "Pruned",
     "RoundStarted",
+    "ServerLogged",
     "SynthesisReason",
     "SynthesisStarted",
     "ToolCallDelta",
@@ -148,6 +152,10 @@ ToolStatus: TypeAlias = Literal["success", "error", "cancelled"]
 (never run, unknown, invalid, timed out, ...); or the run was stopped while the tool was
 running (it ran, and may have had effects, for ``duration_s`` so far). A cancelled call's
 ``ToolMessage`` has status ``error``: the model reads it as a call that did not finish."""
+
+McpTransport: TypeAlias = Literal["stdio", "streamable_http"]
+"""How the loop reaches an MCP server: a process it started, over its stdin and stdout
+(``stdio``), or a URL (``streamable_http``)."""
 
 PauseStage: TypeAlias = Literal["model_call", "tool_dispatch"]
 """Where a pause holds the loop: before a model call, or before a round's tool dispatch."""
@@ -370,6 +378,14 @@ class ToolStarted(_Base):
     tool_call_id: Text
     name: Text
     args: JsonObject
+    server: Text | None = None
+    """The MCP server the tool came from (``mcp_tools``); ``None`` for any other tool, and
+    in traces written before it."""
+    transport: McpTransport | None = None
+    """How the loop reaches that server: ``stdio`` (a process it started) or
+    ``streamable_http`` (a URL)."""
+    session_id: Text | None = None
+    """The MCP session the call is sent in, when the server gave one (streamable HTTP)."""
     kind: Literal["tool_start"] = "tool_start"
 
 
@@ -408,7 +424,33 @@ class ToolDispatched(_Base):
     """A result of content blocks (an MCP tool's, say), as the model was sent them: text,
     images, files, without the ids langchain-core made up for them; ``None`` for a result
     that is text, and in traces written before it."""
+    server: Text | None = None
+    """The MCP server the tool came from, as its ``tool_start`` says (also for a call
+    answered without running); ``None`` for any other tool."""
+    structured: JsonObject | None = None
+    """An MCP tool's structured content (``structuredContent``, the JSON object a tool with
+    an output schema returns beside its blocks), as the server sent it; ``None`` when it
+    sent none."""
     kind: Literal["tool_dispatch"] = "tool_dispatch"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerLogged(_Base):
+    """Lines an MCP server wrote to its stderr (or sent as log messages), numbered in its
+    log from 1: those that arrived while a call ran come just before that call's
+    ``tool_dispatch`` (``tool_call_id`` names it; lines a call's neighbours wrote at the
+    same time are beside each of them), those between calls at the run's end
+    (``tool_call_id`` ``None``). Bounded: a batch keeps its newest lines, each clipped,
+    and counts the rest in ``dropped``."""
+
+    server: Text
+    lines: tuple[Text, ...]
+    first_line: PositiveInt
+    """The number of ``lines[0]`` in the server's log."""
+    dropped: Count = 0
+    """Lines of this batch before ``first_line`` that were left out."""
+    tool_call_id: Text | None = None
+    kind: Literal["server_log"] = "server_log"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -551,6 +593,7 @@ Event: TypeAlias = (
     | ModelCallFailed
     | ToolStarted
     | ToolDispatched
+    | ServerLogged
     | Pruned
     | BudgetGate
     | SynthesisStarted

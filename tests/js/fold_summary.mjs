@@ -45,8 +45,9 @@ function summary(run) {
       input_tokens: r.call && r.call.usage ? r.call.usage.input : 0,
       output_tokens: r.call && r.call.usage ? r.call.usage.output : 0,
       // what happened to each call, in the words both sides take from words.json
-      tools: r.tools.map((x) => [x.id, x.name, x.status, x.ran, x.reason, x.errorType, toolOutcome(x.status, x.reason, x.ran, x.errorType)]),
+      tools: r.tools.map((x) => [x.id, x.name, x.status, x.ran, x.reason, x.errorType, toolOutcome(x.status, x.reason, x.ran, x.errorType), x.server, x.log.map((l) => l.n), x.logDropped]),
     })),
+    servers: [...run.servers.values()].map((v) => [v.name, v.transport, v.calls, v.failed, v.lastLine, [...v.lines.entries()]]),
   };
 }
 

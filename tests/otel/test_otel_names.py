@@ -18,6 +18,8 @@ with warnings.catch_warnings():  # the package marks the GenAI names "moved", no
     warnings.simplefilter("ignore", DeprecationWarning)
     from opentelemetry.semconv._incubating.attributes import error_attributes as error
     from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
+    from opentelemetry.semconv._incubating.attributes import mcp_attributes as mcp
+    from opentelemetry.semconv._incubating.attributes import network_attributes as network
     from opentelemetry.semconv.schemas import Schemas
 
 CONVENTIONS = {
@@ -43,6 +45,24 @@ def test_every_gen_ai_name_is_in_the_conventions(key: str, name: str) -> None:
         assert name in OPERATIONS
     else:
         assert name in CONVENTIONS
+
+
+MCP_CONVENTIONS = {
+    value
+    for module in (mcp, network)
+    for key, value in vars(module).items()
+    if key.isupper() and isinstance(value, str)
+}
+
+
+@pytest.mark.parametrize(("key", "name"), sorted(_pinned(names.MCP).items()))
+def test_every_mcp_name_is_in_the_conventions(key: str, name: str) -> None:
+    if key == "METHOD_TOOLS_CALL":  # a value of mcp.method.name, not a name
+        assert name in {member.value for member in mcp.McpMethodNameValues}
+    elif key.startswith("TRANSPORT_"):
+        assert name in {member.value for member in network.NetworkTransportValues}
+    else:
+        assert name in MCP_CONVENTIONS
 
 
 def test_the_schema_url_is_a_published_one() -> None:

@@ -40,7 +40,7 @@ from toolloop_lab import (
     read_trace,
     what_if,
 )
-from toolloop_lab._widget.wire import event_payload
+from toolloop_lab._widget.wire import event_payload, page_blocks
 from toolloop_lab.events import (
     Event,
     ModelCalled,
@@ -296,7 +296,7 @@ async def test_a_list_that_is_not_content_blocks_stays_json(value: list[Any]) ->
     assert (event.content, event.blocks) == (content, None)
 
 
-async def test_the_page_gets_the_words_of_an_image_never_its_bytes() -> None:
+async def test_the_page_gets_an_images_bytes_only_to_draw_it_never_svg() -> None:
     _, events, _ = await _run()
     sent = next(e for e in events if isinstance(e, ModelCallStarted) and e.call == 2)
     (tool_message,) = [m for m in event_payload(sent, 20_000)["messages"] if m["type"] == "tool"]
@@ -306,7 +306,15 @@ async def test_the_page_gets_the_words_of_an_image_never_its_bytes() -> None:
     (dispatched,) = [e for e in events if isinstance(e, ToolDispatched)]
     payload = event_payload(dispatched, 20_000)
     assert payload["content"] == SAID
-    assert PNG_B64[:40] not in str(payload)
+    # the bytes go once, in the result's blocks, for the page to draw (a raster type it
+    # allows); everywhere else the image is its words
+    (drawn,) = [b for b in payload["blocks"] if b["type"] == "image"]
+    assert (drawn["mime_type"], drawn["base64"]) == ("image/png", "".join(PNG_B64.split()))
+    assert PNG_B64[:40] not in str({k: v for k, v in payload.items() if k != "blocks"})
+    svg = {"type": "image", "mime_type": "image/svg+xml", "base64": "PHN2Zz48L3N2Zz4="}
+    (said,) = page_blocks([svg], 20_000)
+    assert "base64" not in said
+    assert said["text"].startswith("[image: image/svg+xml")
 
 
 def test_a_real_client_sends_the_image_as_an_image(ant: AnthropicStub) -> None:

@@ -6,7 +6,8 @@ catalog, the hostile cases of ``jskit`` and the browser tests' streams. The JS s
 exactly the wire payloads Python sends. Each side writes its summary explicitly (below,
 and in ``tests/js/fold_summary.mjs``), and both must agree on the status, outcome, number
 of rounds, tokens (and whether any is estimated), cost, every call's status (model calls
-and tool calls alike) and the words a person reads for the run's status and ending.
+and tool calls alike), the words a person reads for the run's status and ending, and each
+MCP server's calls and log.
 """
 
 from __future__ import annotations
@@ -105,11 +106,27 @@ def python_summary(view: RunView) -> dict[str, Any]:
                             ran=t.ran,
                             error_type=_wire(t.error_type, NAME_CHARS),
                         ),
+                        # an MCP tool's server, and what it logged while the call ran
+                        _wire(t.server, NAME_CHARS),
+                        [n for n, _ in t.server_log],
+                        t.server_log_dropped,
                     ]
                     for t in row.tools
                 ],
             }
             for row in view.rounds
+        ],
+        # each MCP server: how it was reached, its calls, and its log line by line
+        "servers": [
+            [
+                _wire(v.name, NAME_CHARS),
+                v.transport,
+                v.calls,
+                v.failed,
+                v.last_line,
+                [[n, text] for n, text in v.log],
+            ]
+            for v in view.servers.values()
         ],
     }
 

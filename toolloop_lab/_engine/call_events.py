@@ -26,6 +26,7 @@ from toolloop_lab._support.errortext import describe, error_name, explain
 from toolloop_lab._support.escape import clip
 from toolloop_lab._support.jsonsafe import frozen_json
 from toolloop_lab._tools.content import blocks_of, content_text
+from toolloop_lab._tools.servers import LogSlice, ServerIdentity
 
 E = TypeVar("E", bound=ev.Event)
 
@@ -164,9 +165,42 @@ def _traceback(error: BaseException) -> str | None:
     return clip("".join(lines), TRACEBACK_CHARS)
 
 
-def tool_started(emit: Emit, *, call_id: str, name: str, args: Mapping[str, Any]) -> None:
-    """``tool_start``: the tool of call ``call_id`` began running with ``args``."""
-    emit(ev.ToolStarted, tool_call_id=call_id, name=name, args=args)
+def tool_started(
+    emit: Emit,
+    *,
+    call_id: str,
+    name: str,
+    args: Mapping[str, Any],
+    server: ServerIdentity | None = None,
+    session_id: str | None = None,
+) -> None:
+    """``tool_start``: the tool of call ``call_id`` began running with ``args`` (sent to
+    MCP server ``server``, in session ``session_id``, for an MCP tool)."""
+    if server is None:
+        emit(ev.ToolStarted, tool_call_id=call_id, name=name, args=args)
+        return
+    emit(
+        ev.ToolStarted,
+        tool_call_id=call_id,
+        name=name,
+        args=args,
+        server=server.name,
+        transport=server.transport,
+        session_id=session_id,
+    )
+
+
+def server_logged(emit: Emit, server: str, said: LogSlice, call_id: str | None) -> None:
+    """``server_log``: lines MCP server ``server`` logged (while call ``call_id`` ran, or
+    between calls for ``None``)."""
+    emit(
+        ev.ServerLogged,
+        server=server,
+        lines=said.lines,
+        first_line=said.first,
+        dropped=said.dropped,
+        tool_call_id=call_id,
+    )
 
 
 class Answer(TypedDict):
@@ -181,6 +215,10 @@ class Answer(TypedDict):
     """The call's tool ran (the default); ``False`` for a call answered without running."""
     error_type: NotRequired[str | None]
     """The class name of the exception the tool raised (a ``tool_error`` that was one)."""
+    server: NotRequired[str | None]
+    """The MCP server the call's tool came from."""
+    structured: NotRequired[Any]
+    """An MCP tool's structured content (a JSON object), when its server sent one."""
 
 
 def tool_dispatched(
@@ -198,6 +236,9 @@ def tool_dispatched(
             if isinstance(content, (list, tuple)) and content
             else None
         )
+    structured = answer.pop("structured", None)
+    if structured is not None:
+        answer["structured"] = frozen_json(structured)
     emit(
         ev.ToolDispatched,
         tool_call_id=call_id,

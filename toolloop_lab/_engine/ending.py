@@ -114,8 +114,10 @@ def _close(
     cancelled: bool,
     running: Mapping[str, Running] | None,
 ) -> None:
-    """Close the calls a stop left open, then emit the run's ``LoopFailed``."""
+    """Close the calls a stop left open, then emit what its MCP servers logged between
+    its calls and the run's ``LoopFailed``."""
     close_open_calls(run, reason, text, running)
+    run.emit_server_logs()
     kind = exc.kind if isinstance(exc, ExecutionError) else None
     why = exc.reason if isinstance(exc, ExecutionError) else None
     run.emit(

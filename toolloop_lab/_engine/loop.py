@@ -46,6 +46,7 @@ from toolloop_lab._engine.pruning import PruneResult, prune_output, pruning_prom
 from toolloop_lab._engine.rate_limit import retry_after_s
 from toolloop_lab._engine.result import ToolLoopResult
 from toolloop_lab._engine.run_state import RunState
+from toolloop_lab._engine.servers import RunServers
 from toolloop_lab._spend.budget import GateCheck, RunBudget
 from toolloop_lab._spend.pricing import TokenPrice, model_name_of
 from toolloop_lab._spend.usage import Usage
@@ -149,6 +150,7 @@ class ToolLoop:
         if agent.pruning_model is not None and cfg.prune_tools:
             budget.require_price(model_name_of(agent.pruning_model))
         agent.bound_model()  # every tool's schema built before the first (paid) call
+        run.servers = RunServers.of(self.tools)  # what MCP servers say is read from here
         parent = tool_caller()  # a sub-agent: the run and tool call it answers
         run.emit(
             ev.LoopStarted,
@@ -234,6 +236,7 @@ class ToolLoop:
         """Announce the outcome and hand back the result."""
         run = self.run
         exhausted = reason == "token_budget"
+        run.emit_server_logs()
         run.emit(
             ev.LoopFinished,
             final_text=str(final.text),  # a plain str, not langchain's TextAccessor
@@ -502,7 +505,16 @@ class ToolLoop:
     def tool_started(self, call: Any) -> None:
         """Emit a call's ``tool_start`` as its tool begins."""
         args = frozen_json(call.get("args") or {})
-        tool_started(self.run.emit, call_id=call.get("id") or "", name=call["name"], args=args)
+        name, servers = call["name"], self.run.servers
+        site = servers.site(name)
+        tool_started(
+            self.run.emit,
+            call_id=call.get("id") or "",
+            name=name,
+            args=args,
+            server=servers.by_tool.get(name),
+            session_id=None if site is None else site.session_id,
+        )
 
     def emit_dispatch(self, outcome: DispatchOutcome) -> None:
         """Emit one call's ``ToolDispatched`` event."""

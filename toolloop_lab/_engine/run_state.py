@@ -16,10 +16,12 @@ from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from toolloop_lab._engine.call_events import tool_dispatched
+from toolloop_lab._engine.call_events import server_logged, tool_dispatched
+from toolloop_lab._engine.servers import RunServers
 from toolloop_lab._spend.usage import Usage
 from toolloop_lab._stream import message_dicts, notify
 from toolloop_lab._support.jsonsafe import FrozenDict, frozen_json
+from toolloop_lab._tools.content import structured_of
 from toolloop_lab._tools.dispatcher import DispatchOutcome
 from toolloop_lab.events import Event, Observer
 
@@ -83,6 +85,8 @@ class RunState:
     """What the caller calls the run (its start event carries it)."""
     release: Callable[[], None] = field(default=lambda: None)
     """Ends this run's hold on its USD budget (set once the budget is resolved)."""
+    servers: RunServers = field(default_factory=RunServers)
+    """The MCP servers its tools came from (set as the run starts)."""
     _reported: set[str] = field(default_factory=set)
     """Tool-call ids whose ``ToolDispatched`` event was emitted."""
     _sent: int = 0
@@ -105,11 +109,17 @@ class RunState:
         return event
 
     def emit_dispatch(self, outcome: DispatchOutcome) -> None:
-        """Emit one call's ``ToolDispatched`` event (once per call id)."""
-        self._reported.add(outcome.message.tool_call_id)
+        """Emit one call's ``ToolDispatched`` event (once per call id), after what its MCP
+        server logged while it ran."""
+        call_id = outcome.message.tool_call_id
+        self._reported.add(call_id)
+        server = self.servers.server(outcome.name)
+        if server is not None and outcome.server_log is not None:
+            self.servers.sent(outcome.name, outcome.server_log)
+            server_logged(self.emit, server, outcome.server_log, call_id)
         tool_dispatched(
             self.emit,
-            outcome.message.tool_call_id,
+            call_id,
             outcome.message.content,
             name=outcome.name,
             args=outcome.args,
@@ -118,7 +128,14 @@ class RunState:
             duration_s=outcome.duration_s,
             ran=outcome.ran,
             error_type=outcome.error_type,
+            server=server,
+            structured=structured_of(outcome.message.artifact),
         )
+
+    def emit_server_logs(self) -> None:
+        """Emit what the run's MCP servers logged between its calls (before its end)."""
+        for server, said in self.servers.between_calls():
+            server_logged(self.emit, server, said, None)
 
     def reported(self, call_id: str) -> bool:
         """True once ``call_id``'s ``ToolDispatched`` event was emitted."""

@@ -341,6 +341,7 @@ class EventBridge(BaseCallbackHandler):
                 name=str(name),
                 args=args,
                 own_id=str(run_id),
+                metadata=kwargs.get("metadata"),
             )
             self._nodes[run_id] = _Node(run, "tool", tool_call_id=call_id)
 

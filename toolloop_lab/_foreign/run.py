@@ -74,6 +74,7 @@ from toolloop_lab._engine.call_events import (
     model_call_started,
     model_called,
     priced_usage,
+    server_logged,
     tool_dispatched,
     tool_started,
 )
@@ -88,6 +89,8 @@ from toolloop_lab._spend.pricing import PriceTable, call_price
 from toolloop_lab._spend.usage import Usage
 from toolloop_lab._stream import finish_outcome, message_dicts, notify
 from toolloop_lab._support.jsonsafe import freeze, frozen_json, json_safe
+from toolloop_lab._tools.content import structured_of
+from toolloop_lab._tools.servers import ServerIdentity, ServerSite, identity_of, site_of
 
 from .conversation import Conversation
 
@@ -179,6 +182,11 @@ class _Tool:
     error_reason: str = "tool_error"
     error_type: str | None = None
     error_text: str = ""
+    server: ServerIdentity | None = None
+    """The MCP server its tool came from (the tool's metadata names it, ``mcp_tools``)."""
+    site: ServerSite | None = None
+    log_mark: int = 0
+    """The server's log line count as the call began: what came after sits beside it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -574,11 +582,20 @@ class ForeignRun:
 
     # -- tools ----------------------------------------------------------------------------
     def tool_started(
-        self, key: Hashable, at: Stamp, *, call_id: str | None, name: str, args: Any, own_id: str
+        self,
+        key: Hashable,
+        at: Stamp,
+        *,
+        call_id: str | None,
+        name: str,
+        args: Any,
+        own_id: str,
+        metadata: Mapping[str, Any] | None = None,
     ) -> str:
         """A tool began running; ``call_id`` is the call it names (``None``: none, and the
-        rule of the module doc finds it; ``own_id`` when no open call matches). Returns the
-        call id the tool answers."""
+        rule of the module doc finds it; ``own_id`` when no open call matches); ``metadata``,
+        the tool's, names its MCP server for a tool of ``mcp_tools``. Returns the call id the
+        tool answers."""
         if self.ended:
             return call_id or own_id
         self.start(at)
@@ -592,9 +609,20 @@ class ForeignRun:
         round, shown = (asked.round, asked.args) if asked else (self.round, frozen)
         if stand_in and asked is not None:
             name = asked.name
-        self._tools[key] = _Tool(call_id, name, shown, round, at, stand_in=stand_in)
+        tool = _Tool(call_id, name, shown, round, at, stand_in=stand_in)
+        if not stand_in:
+            tool.server, tool.site = identity_of(metadata), site_of(metadata)
+            tool.log_mark = tool.site.log.count if tool.site is not None else 0
+        self._tools[key] = tool
         if not stand_in:  # an unknown tool never starts
-            tool_started(self._at(at, round), call_id=call_id, name=name, args=shown)
+            tool_started(
+                self._at(at, round),
+                call_id=call_id,
+                name=name,
+                args=shown,
+                server=tool.server,
+                session_id=tool.site.session_id if tool.site is not None else None,
+            )
         return call_id
 
     def match(self, name: str, args: Any) -> tuple[str | None, bool]:
@@ -651,6 +679,7 @@ class ForeignRun:
                 duration_s=self.seconds(tool.started, at) if ran else 0.0,
                 ran=ran,
                 error_type=error_type if status == "error" else None,
+                structured=structured_of(answer.artifact) if answer is not None else None,
             )
         self._settle(at)
 
@@ -748,13 +777,18 @@ class ForeignRun:
         duration_s: float = 0.0,
         ran: bool = True,
         error_type: str | None = None,
+        structured: Any = None,
     ) -> None:
-        """``tool_dispatch``: ``tool``'s call is answered, once."""
+        """``tool_dispatch``: ``tool``'s call is answered, once; what its MCP server wrote
+        while it ran comes just before (``server_log``)."""
         self._raised.pop(tool.call_id, None)
         self._asked.pop(tool.call_id, None)
         if tool.call_id in self._answered:
             return
         self._answered.add(tool.call_id)
+        said = tool.site.log.since(tool.log_mark) if tool.site is not None else None
+        if tool.server is not None and said is not None:  # what its server said meanwhile
+            server_logged(self._at(at, tool.round), tool.server.name, said, tool.call_id)
         tool_dispatched(
             self._at(at, tool.round),
             tool.call_id,
@@ -766,6 +800,8 @@ class ForeignRun:
             duration_s=duration_s,
             ran=ran,
             error_type=error_type,
+            server=tool.server.name if tool.server is not None else None,
+            structured=structured,
         )
 
     # -- the end --------------------------------------------------------------------------

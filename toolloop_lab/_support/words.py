@@ -70,6 +70,9 @@ can."""
 CONTENT_BLOCK: Final = TABLES["content_block"]
 """How a content block that is no text reads (an image a tool returned, say): templates
 filled in with its kind and details (MIME type, size, where it is)."""
+MCP: Final = TABLES["mcp"]
+"""How an MCP server reads: its transport's name, its calls and its log, and what a view
+that draws no images says of a result it cannot draw."""
 BUDGET_STOP: Final = TABLES["budget_stop"]
 """How a run the USD limit stopped reads: templates whose ``{names}`` both sides fill in
 from the events (how many calls were paid for, what of the last round never happened)."""

@@ -34,6 +34,12 @@ from toolloop_lab._support.words import CONTENT_BLOCK
 DATA_BLOCK_TYPES: Final = frozenset({"image", "audio", "video", "file", "image_url"})
 """Block types that carry data (bytes, a URL, a file id) rather than text."""
 
+DRAWN_IMAGE_TYPES: Final = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+"""Image types a view draws (from their bytes, never a URL): raster formats a browser
+decodes without running anything; SVG, which can hold script and load other documents,
+is never one of them."""
+_BASE64: Final = re.compile(r"[A-Za-z0-9+/]*={0,2}\Z")
+
 _MADE_ID: Final = re.compile(
     re.escape(LC_AUTO_PREFIX) + r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z"
 )
@@ -190,3 +196,29 @@ def _size(data: str) -> str:
     text = data.strip()
     padding = len(text) - len(text.rstrip("="))
     return format_bytes(max(len(text) * 3 // 4 - padding, 0))
+
+
+def structured_of(artifact: Any) -> Mapping[str, Any] | None:
+    """The structured content of an MCP tool's result, from the artifact
+    ``langchain-mcp-adapters`` gives its ``ToolMessage`` (``{"structured_content":
+    {...}}``, a JSON object); ``None`` when there is none."""
+    if not isinstance(artifact, Mapping):
+        return None
+    structured = artifact.get("structured_content")
+    return structured if isinstance(structured, Mapping) else None
+
+
+def drawable_image(block: Any) -> tuple[str, str] | None:
+    """An image block's MIME type and base64 data when a view may draw it: a type of
+    :data:`DRAWN_IMAGE_TYPES` and data that is base64 (a ``data:`` URL's included); else
+    ``None`` (the block is then said in words)."""
+    if not isinstance(block, Mapping) or not is_data_block(block):
+        return None
+    if block.get("type") not in ("image", "image_url"):
+        return None
+    mime, data, _ = _data_of(block)
+    mime = mime.lower() if isinstance(mime, str) else None
+    if mime not in DRAWN_IMAGE_TYPES or not data:
+        return None
+    data = "".join(data.split())
+    return (mime, data) if _BASE64.match(data) and len(data) % 4 == 0 else None

@@ -44,7 +44,7 @@ from collections.abc import (
     MutableMapping,
     Sequence,
 )
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, Literal
 
 from langchain_core.messages import AIMessage, InvalidToolCall, ToolCall, ToolMessage
@@ -58,7 +58,8 @@ from toolloop_lab._support.fields import validation_text
 from toolloop_lab._support.jsonsafe import dumps, frozen_json, is_mapping, thaw
 from toolloop_lab._tools.callers import RunCaller, caller_context
 from toolloop_lab._tools.content import blocks_of, content_text, is_blocks
-from toolloop_lab.errors import ConfigurationError, ExecutionError
+from toolloop_lab._tools.servers import LogSlice, ServerSite, site_of
+from toolloop_lab.errors import ConfigurationError, ExecutionError, McpServerError
 from toolloop_lab.events import ToolStatus
 
 _log = logging.getLogger("toolloop_lab")
@@ -88,6 +89,9 @@ class DispatchOutcome:
     began, a person's skip)."""
     error_type: str | None = None
     """The class name of the exception the tool raised, for a ``tool_error`` that was one."""
+    server_log: LogSlice | None = None
+    """What the tool's MCP server wrote to its log while the call ran (``None``: nothing,
+    or no MCP tool)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,6 +263,8 @@ async def _dispatch_one(
     ready = tools.ready(name) if isinstance(name, str) and name else None
     if ready is None or not is_mapping(args):
         return _refused(call_id, name, args, tools, started)
+    if ready.site is not None:  # what its MCP server says from now on sits beside the call
+        hooks = _with_server_log(hooks, ready.site, ready.site.log.count)
     return await run_call(
         call,
         lambda: _run_tool(ready, call),
@@ -318,8 +324,30 @@ async def run_call(
         text = f"tool {name!r} timed out after {timeout_s} s"
         if not stopped:
             text += " and ignored cancellation; it may still be running"
-        return _error_outcome(call_id, name, args, "timeout", text, started)
-    return _ended(captured, call_id, name, args, started, hooks)
+        return hooks_told(hooks, _error_outcome(call_id, name, args, "timeout", text, started))
+    return hooks_told(hooks, _ended(captured, call_id, name, args, started, hooks))
+
+
+@dataclass(frozen=True, slots=True)
+class _ServerLogHooks(DispatchHooks):
+    """A call's hooks that also hand it what its MCP server logged since it began."""
+
+    told: Callable[[DispatchOutcome], DispatchOutcome] = lambda outcome: outcome
+
+
+def _with_server_log(hooks: DispatchHooks, site: ServerSite, mark: int) -> _ServerLogHooks:
+    def told(outcome: DispatchOutcome) -> DispatchOutcome:
+        said = site.log.since(mark)
+        return outcome if said is None else replace(outcome, server_log=said)
+
+    return _ServerLogHooks(
+        started=hooks.started, done=lambda outcome: hooks.done(told(outcome)), told=told
+    )
+
+
+def hooks_told(hooks: DispatchHooks, outcome: DispatchOutcome) -> DispatchOutcome:
+    """``outcome`` with what the call's server logged while it ran (see ``_with_server_log``)."""
+    return hooks.told(outcome) if isinstance(hooks, _ServerLogHooks) else outcome
 
 
 def refusal(call: ToolCall, tools: ToolBox) -> DispatchOutcome | None:
@@ -399,6 +427,9 @@ class _Ready:
     """The tool's own ``handle_tool_error``: it chooses the text the model reads."""
     sync_only: bool
     """No async body of its own: its sync body runs in a worker thread."""
+    site: ServerSite | None = None
+    """The live MCP server the tool came from, whose log a call reads (see
+    :mod:`toolloop_lab._tools.servers`)."""
 
 
 def _check_schema(name: str, tool: BaseTool) -> None:
@@ -427,7 +458,7 @@ def _ready(tool: BaseTool) -> _Ready:
     else:
         sync_only = type(tool)._arun is BaseTool._arun
     copy = tool.model_copy(update=update) if update else tool
-    return _Ready(copy, tool.handle_tool_error, sync_only)
+    return _Ready(copy, tool.handle_tool_error, sync_only, site_of(tool.metadata))
 
 
 async def _run_tool(ready: _Ready, call: ToolCall) -> _Output:
@@ -446,6 +477,9 @@ async def _run_tool(ready: _Ready, call: ToolCall) -> _Output:
             return await run_in_executor(None, lambda: output_of(tool.invoke(tool_input)))
         return output_of(await tool.ainvoke(tool_input))
     except ToolException as exc:
+        failed = exc.__cause__
+        if isinstance(failed, McpServerError):  # its server failed, not the tool: say which
+            raise failed from None
         if ready.handler:
             raise _HandledToolError(_handled_text(ready.handler, exc)) from exc
         raise
@@ -712,6 +746,8 @@ def _ended(
             _error_outcome(call_id, name, args, "tool_error", text, started, error_type=raised)
         )
         raise exc
+    if isinstance(exc, McpServerError):  # the server, not the tool: its reason and words
+        return _error_outcome(call_id, name, args, exc.reason, str(exc), started)
     if isinstance(exc, _HandledToolError):
         # the tool's own handler chose the text the model reads: a failure it reported
         # (as under the bridge, where the framework's handler answers), not one it raised

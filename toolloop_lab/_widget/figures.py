@@ -4,7 +4,9 @@ call is an error or never ran come from :mod:`toolloop_lab._support.words` (a re
 never shown as it is).
 
 The static snapshot and the text repr share these, so a figure never reads two ways. They
-return plain text made of digits and our own words only, never untrusted content.
+return plain text made of digits and our own words only, never untrusted content; but
+:func:`server_said` and :func:`undrawn`, which name a server and a result's parts: their
+callers escape what they return.
 """
 
 from __future__ import annotations
@@ -19,13 +21,15 @@ from toolloop_lab._support.words import (
     COUNTS,
     CUT_SHORT,
     GATE_STATE,
+    MCP,
     ROUND_KIND,
     outcome_text,
     word,
 )
+from toolloop_lab._tools.content import block_text, is_data_block
 
 if TYPE_CHECKING:
-    from toolloop_lab._runview import RoundRow, RunView, ToolRow
+    from toolloop_lab._runview import RoundRow, RunView, ServerView, ToolRow
 
 usd: Final = format_usd
 """``$0.0000117``, ``$0.00722``, ``$12.35``: the one formatter of money (see
@@ -186,3 +190,30 @@ def overshoot(spent: Decimal | int | None, limit: Decimal | int | None) -> str |
     if fraction is None or fraction <= 1:
         return None
     return f"over the limit by {pct(fraction - 1)}: {BUDGET_STOP['overshoot']}"
+
+
+def server_said(server: ServerView) -> str:
+    """An MCP server in a line: ``MCP server inventory (stdio) · 4 calls, 1 failed · 12
+    lines logged`` (its name as it is: the caller escapes it)."""
+    transport = word(MCP, server.transport) if server.transport else "?"
+    calls = MCP["call"] if server.calls == 1 else MCP["calls"].format(n=f"{server.calls:,}")
+    if server.failed:
+        calls += ", " + MCP["failed"].format(n=f"{server.failed:,}")
+    kept, total = len(server.lines), server.last_line
+    if total == 0:
+        logged = MCP["log_none"]
+    elif kept < total:
+        logged = MCP["log_kept"].format(n=f"{total:,}", kept=f"{kept:,}")
+    else:
+        logged = MCP["log_lines"].format(n=f"{total:,}")
+    head = MCP["server"].format(name=server.name, transport=transport)
+    return f"{head} · {calls} · {logged}"
+
+
+def undrawn(tool: ToolRow) -> str | None:
+    """What of a tool's result a view without images leaves out, in words (``not drawn
+    here: [image: image/png, 12 KB], structured content``); ``None`` when nothing."""
+    parts = [block_text(b) for b in tool.blocks or () if is_data_block(b)]
+    if tool.structured is not None:
+        parts.append(MCP["structured"])
+    return MCP["undrawn"].format(what=", ".join(parts)) if parts else None

@@ -27,6 +27,10 @@ from toolloop_lab.events import LoopFailed
 
 SNAPSHOT_ROUNDS: Final = 20
 """Rounds the snapshot lists (the newest)."""
+SNAPSHOT_SERVERS: Final = 10
+"""MCP servers the snapshot lists."""
+SNAPSHOT_LOG_LINES: Final = 20
+"""Lines of each server's log the snapshot shows (the newest)."""
 _PREVIEW: Final = 160
 
 
@@ -44,7 +48,23 @@ def _tool(tool: ToolRow) -> str:
         state = f"error ({esc_clip(said, 60)})"
     else:
         state = esc(tool.status)
-    return f"{esc_clip(tool.name, 60)}: {state}"
+    name = esc_clip(tool.name, 60)
+    if tool.server:
+        name += f" [{esc_clip(tool.server, 60)}]"
+    left = fig.undrawn(tool)
+    return f"{name}: {state}" + (f" <i>({esc_clip(left, 300)})</i>" if left else "")
+
+
+def _servers(view: RunView) -> list[str]:
+    """Each MCP server of the run, with the newest lines of its log (escaped, clipped)."""
+    parts: list[str] = []
+    for server in list(view.servers.values())[:SNAPSHOT_SERVERS]:
+        parts.append(f"<br>{esc_clip(fig.server_said(server), 300)}")
+        tail = server.log[-SNAPSHOT_LOG_LINES:]
+        if tail:
+            text = "\n".join(f"{n}: {esc_clip(line, 300)}" for n, line in tail)
+            parts.append(f"<pre>{text}</pre>")
+    return parts
 
 
 def _row(row: RoundRow, offset: int) -> str:
@@ -91,6 +111,7 @@ def snapshot_html(view: RunView, *, note: str | None = None, round_offset: int =
         )
         parts.extend(_row(r, round_offset) for r in rows)
         parts.append("</table>")
+    parts.extend(_servers(view))
     if view.final_text is not None:
         final = esc_clip(view.final_text, 2_000)
         label = fig.final_label(view).capitalize()

@@ -35,6 +35,12 @@ NAME_PREVIEW: Final = 60
 """Characters of a tool or model name, a reason or an error type the text repr shows."""
 ID_PREVIEW: Final = 40
 """Characters of the run id the text repr shows."""
+SERVERS_SHOWN: Final = 5
+"""MCP servers the text repr lists (the rest are counted)."""
+LOG_SHOWN: Final = 5
+"""Lines of each server's log the text repr shows (the newest)."""
+LOG_PREVIEW: Final = 160
+"""Characters of one log line the text repr shows."""
 
 
 def _tool_status(tool: ToolRow, done: bool) -> str:
@@ -53,6 +59,23 @@ def _tool_status(tool: ToolRow, done: bool) -> str:
     return tool.status
 
 
+def _tool_name(tool: ToolRow) -> str:
+    """A call's tool, and its MCP server (``count [inventory]``)."""
+    name = plain(tool.name, NAME_PREVIEW)
+    return f"{name} [{plain(tool.server, NAME_PREVIEW)}]" if tool.server else name
+
+
+def _servers(view: RunView) -> list[str]:
+    """Each MCP server of the run in a line, its newest log lines under it."""
+    lines: list[str] = []
+    for server in list(view.servers.values())[:SERVERS_SHOWN]:
+        lines.append(f"  {plain(fig.server_said(server), TEXT_PREVIEW)}")
+        lines.extend(f"    {n}: {plain(text, LOG_PREVIEW)}" for n, text in server.log[-LOG_SHOWN:])
+    if len(view.servers) > SERVERS_SHOWN:
+        lines.append(f"  … and {len(view.servers) - SERVERS_SHOWN:,} more servers")
+    return ["servers:", *lines] if lines else []
+
+
 def _round_line(row: RoundRow, done: bool, offset: int) -> str:
     label = (
         word(ROUND_KIND, "synthesis")
@@ -66,11 +89,12 @@ def _round_line(row: RoundRow, done: bool, offset: int) -> str:
     if held:
         bits.append(held)
     shown, more = fig.tools_shown(row.tools)
-    tools = [f"{plain(t.name, NAME_PREVIEW)}: {_tool_status(t, done)}" for t in shown]
+    tools = [f"{_tool_name(t)}: {_tool_status(t, done)}" for t in shown]
     if more:
         tools.append(more)
     if tools:
         bits.append(", ".join(tools))
+    bits.extend(plain(said, TEXT_PREVIEW) for t in shown if (said := fig.undrawn(t)))
     if row.tokens_saved or any(t.pruning for t in row.tools):
         bits.append(
             f"pruning saved {fig.tokens(row.tokens_saved)} (net {fig.tokens(row.net_saved)})"
@@ -103,6 +127,7 @@ def summary_text(view: RunView, *, note: str | None = None, round_offset: int = 
             where = "tool dispatch" if point.stage == "tool_dispatch" else f"{point.purpose} call"
             lines.append(f"paused in round {point.round + round_offset} before the {plain(where)}")
         lines.extend(_rounds(view, round_offset))
+        lines.extend(_servers(view))
         if view.prunings:
             lines.append(
                 f"pruning: saved {fig.tokens(view.tokens_saved)} tokens, net "

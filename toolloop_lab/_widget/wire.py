@@ -41,14 +41,27 @@ from typing import Any, Final
 from toolloop_lab._support.escape import ID_CHARS, NAME_CHARS
 from toolloop_lab._support.escape import clip as clip_text
 from toolloop_lab._support.jsonsafe import thaw
-from toolloop_lab._tools.content import DATA_BLOCK_TYPES, block_text, is_data_block
+from toolloop_lab._tools.content import (
+    DATA_BLOCK_TYPES,
+    block_text,
+    drawable_image,
+    is_data_block,
+)
 from toolloop_lab.events import Event, LoopFailed, LoopFinished, LoopStarted, ModelCallStarted
 
 MAX_BATCH_EVENTS: Final = 4_000
 """Events in one message at most; a long replay goes out as several paced messages."""
 
 _ID_KEYS: Final = frozenset(
-    {"run_id", "tool_call_id", "id", "parent_run_id", "parent_tool_call_id", "call_id"}
+    {
+        "run_id",
+        "tool_call_id",
+        "id",
+        "parent_run_id",
+        "parent_tool_call_id",
+        "call_id",
+        "session_id",
+    }
 )
 """Keys whose string values are ids: cut to ``ID_CHARS``."""
 _NAME_KEYS: Final = frozenset(
@@ -74,6 +87,8 @@ _NAME_KEYS: Final = frozenset(
         "source",
         "status",
         "outcome",
+        "server",
+        "transport",
     }
 )
 """Keys whose string values (or lists of strings) are names or labels: cut to
@@ -90,6 +105,8 @@ _CONTENT_KEYS: Final = frozenset(
         "text",
         "original",
         "metadata",
+        "structured",
+        "lines",
     }
 )
 """Keys holding content: below them, every string is content, whatever its key."""
@@ -150,14 +167,44 @@ def _compact(value: Any) -> Any:
 
 def event_payload(event: Event, max_chars: int) -> dict[str, Any]:
     """One event as the browser gets it: JSON-safe, clipped, the message dicts it carries
-    without their empty fields, a data block (an image) said in words (see ``clip``); a
-    tool result's ``blocks`` are left out (the page reads its ``content``, their words)."""
+    without their empty fields, a data block (an image) said in words (see ``clip``). A
+    tool result's ``blocks`` go along only when they hold more than text (the page reads
+    its ``content``, their words, otherwise): an image the page may draw keeps its data
+    (:func:`page_blocks`)."""
     raw = event.to_dict()
-    raw.pop("blocks", None)
+    blocks = raw.pop("blocks", None)
     data: dict[str, Any] = clip(raw, max_chars)
     if data.get("messages"):
         data["messages"] = [_compact(m) for m in data["messages"]]
+    if blocks and any(is_data_block(b) for b in blocks):
+        data["blocks"] = page_blocks(blocks, max_chars)
     return data
+
+
+IMAGE_CHARS: Final = 2_000_000
+"""Base64 characters of one image the page is sent to draw (about 1.5 MB); a bigger one
+is said in words."""
+
+
+def page_blocks(blocks: Sequence[Any], max_chars: int) -> list[dict[str, Any]]:
+    """A result's content blocks as the page gets them: text clipped, an image of a type
+    the page draws (:data:`~toolloop_lab._tools.content.DRAWN_IMAGE_TYPES`, never SVG) with
+    its base64 data whole, up to :data:`IMAGE_CHARS`, any other data block in words."""
+    out: list[dict[str, Any]] = []
+    for block in blocks:
+        if not isinstance(block, dict):
+            continue
+        data = drawable_image(block)
+        if data is not None and len(data[1]) <= IMAGE_CHARS:
+            mime, b64 = data
+            out.append(
+                {"type": "image", "mime_type": mime, "base64": b64, "text": block_text(block)}
+            )
+        elif is_data_block(block):
+            out.append(clip(_said(block), max_chars))
+        else:
+            out.append(clip(block, max_chars))
+    return out
 
 
 def compact_messages(messages: Any, max_chars: int) -> list[Any]:

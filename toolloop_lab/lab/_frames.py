@@ -203,6 +203,7 @@ TOOL_DTYPES: Final[dict[str, Any]] = {
     "call": "int64",
     "tool_call_id": "string",
     "name": "string",
+    "server": "string",
     "status": "string",
     "error_reason": "string",
     "ran": "bool",
@@ -220,7 +221,8 @@ TOOL_DTYPES: Final[dict[str, Any]] = {
     "pruning_saved_usd": "float64",
 }
 """Columns of :attr:`LabResults.tools`: one row per tool call, in call order within its
-round. ``started_s`` is the run time it began (NaN for a call answered without running);
+round. ``server`` names the MCP server its tool came from (``<NA>`` for other tools);
+``started_s`` is the run time it began (NaN for a call answered without running);
 ``duration_s`` how long it took. What its output really cost (see
 :mod:`toolloop_lab._carried`): ``output_tokens`` as the model was sent it (after pruning),
 ``times_sent`` the later model calls of its run that were sent it, ``carried_tokens`` and
@@ -559,6 +561,7 @@ def tools_frame(records: Sequence[ScenarioRun]) -> pd.DataFrame:
                             "call": call,
                             "tool_call_id": tool.id,
                             "name": tool.name,
+                            "server": tool.server,
                             "status": tool.status,
                             "error_reason": tool.error_reason,
                             "ran": tool.ran,

@@ -33,10 +33,12 @@ from decimal import Decimal
 from typing import Any, Final, TypeAlias
 
 from langchain_core.messages import BaseMessage
+from langchain_core.tools import BaseTool
 from tqdm.auto import tqdm
 
 from toolloop_lab._engine.agent import LLMAgent
 from toolloop_lab._engine.stopping import time_limit
+from toolloop_lab._mcp.tools import McpTools
 from toolloop_lab._spend.budget import usd_budget
 from toolloop_lab._spend.pricing import model_name_of
 from toolloop_lab._stream import checked_observers, notify
@@ -44,11 +46,11 @@ from toolloop_lab._support.errortext import describe
 from toolloop_lab._support.fields import TimeoutSeconds, checked
 from toolloop_lab._support.sync_runner import parameters_of, run_sync
 from toolloop_lab._support.words import GATE_NAME
-from toolloop_lab.errors import ConfigurationError, TimeLimitError
+from toolloop_lab.errors import ConfigurationError, McpServerError, TimeLimitError
 from toolloop_lab.events import Event, Observer, Outcome
 from toolloop_lab.lab._record import ScenarioRun, error_fields, outcome_of_events
 from toolloop_lab.lab._results import LabResults
-from toolloop_lab.lab._scenario import Scenario
+from toolloop_lab.lab._scenario import Scenario, agent_with
 from toolloop_lab.lab._variants import plan
 
 _log = logging.getLogger("toolloop_lab")
@@ -86,9 +88,28 @@ async def arun_one(
     answered) and is a failed row (kind ``scenario``, reason ``timeout``) with the counts
     it had."""
     started = time.perf_counter()
+    if not scenario.mcp_servers:
+        return await _run_turns(scenario, index, observers, timeout_s, started, ())
+    try:  # its MCP servers started (connected to) here, in this worker, stopped after
+        async with McpTools(scenario.mcp_servers) as served:
+            return await _run_turns(scenario, index, observers, timeout_s, started, served)
+    except McpServerError as exc:  # a server that cannot start: refused before any call
+        return _record(scenario, index, None, started, (), *error_fields(exc), str(exc))
+
+
+async def _run_turns(
+    scenario: Scenario,
+    index: int,
+    observers: Iterable[Observer],
+    timeout_s: float | None,
+    started: float,
+    served: Sequence[BaseTool],
+) -> ScenarioRun:
+    """The scenario's turns on a fresh agent with its tools and ``served`` (its MCP
+    servers' tools, already open)."""
     events: list[Event] = []  # every run's, sub-agents' included (they feed the same list)
     try:
-        agent = scenario.build_agent((*observers, events.append))
+        agent = agent_with(scenario, (*observers, events.append), served)
     except Exception as exc:  # noqa: BLE001 - a scenario that cannot be built is a row
         kind, reason = error_fields(exc, building=True)
         return _record(scenario, index, None, started, (), kind, reason, str(exc))

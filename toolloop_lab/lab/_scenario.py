@@ -29,6 +29,8 @@ from langchain_core.tools import BaseTool
 from toolloop_lab._engine.agent import LLMAgent
 from toolloop_lab._engine.arguments import check_pruning
 from toolloop_lab._engine.config import AgentConfig
+from toolloop_lab._mcp.server import McpServer
+from toolloop_lab._mcp.tools import checked_servers
 from toolloop_lab._models.scripted import ScriptedChatModel
 from toolloop_lab._spend.budget import checked_prices
 from toolloop_lab._spend.pricing import TokenPrice, to_decimal_usd
@@ -376,6 +378,12 @@ class Scenario:
     the run that answered): ``passed`` and ``failed_checks`` in ``LabResults.runs``. They are
     judged where the sweep was started, so a check holding code or a model never travels to
     a worker."""
+    mcp_servers: tuple[McpServer, ...] = ()
+    """MCP servers whose tools the run has too (added last), as plain data
+    (:class:`toolloop_lab.mcp.McpServer`): wherever the scenario runs (here, a process
+    pool, a Dask worker) the run starts or connects to them, and stops them after; one
+    that cannot start fails the row (kind ``tool``, reason ``server_start``) before any
+    model call."""
 
     def __post_init__(self) -> None:
         # every field checked where it is written (module lab.checks): a mistake accepted
@@ -385,6 +393,8 @@ class Scenario:
         self._check_factories()
         self._check_turns()
         self._set("tools", self._checked_tools())
+        if self.mcp_servers:
+            self._set("mcp_servers", checked_servers(self.mcp_servers, field="mcp_servers"))
         self._set("config", config_of(self.config))
         self._check_pruning()
         self._set("data_dir", data_dir_of(self.data_dir))
@@ -579,24 +589,34 @@ class Scenario:
         return built
 
     def build_agent(self, observers: Iterable[Observer] = ()) -> LLMAgent:
-        """A fresh agent (model, tools, pruning model) wired to ``observers``."""
-        model = self.model()
-        if not isinstance(model, BaseChatModel):
-            raise ConfigurationError(
-                f"model factory returned {type(model).__name__}, not a BaseChatModel",
-                field="model",
-            )
-        pruning = self.pruning_model() if self.pruning_model is not None else None
-        if pruning is not None and not isinstance(pruning, BaseChatModel):
-            raise ConfigurationError(
-                f"pruning model factory returned {type(pruning).__name__}",
-                field="pruning_model",
-            )
-        return LLMAgent(
-            model,
-            self.build_tools(),
-            self.config,
-            pruning_model=pruning,
-            observers=observers,
-            prices=self.prices,
+        """A fresh agent (model, tools, pruning model) wired to ``observers`` (without
+        its MCP servers' tools: a sweep opens the servers around the run, see
+        :func:`agent_with`)."""
+        return agent_with(self, observers, ())
+
+
+def agent_with(
+    scenario: Scenario, observers: Iterable[Observer], served: Sequence[BaseTool]
+) -> LLMAgent:
+    """A fresh agent of ``scenario`` whose tools are its own, then ``served`` (the tools
+    of its MCP servers, opened by the sweep's worker)."""
+    model = scenario.model()
+    if not isinstance(model, BaseChatModel):
+        raise ConfigurationError(
+            f"model factory returned {type(model).__name__}, not a BaseChatModel",
+            field="model",
         )
+    pruning = scenario.pruning_model() if scenario.pruning_model is not None else None
+    if pruning is not None and not isinstance(pruning, BaseChatModel):
+        raise ConfigurationError(
+            f"pruning model factory returned {type(pruning).__name__}",
+            field="pruning_model",
+        )
+    return LLMAgent(
+        model,
+        [*scenario.build_tools(), *served],
+        scenario.config,
+        pruning_model=pruning,
+        observers=observers,
+        prices=scenario.prices,
+    )

@@ -19,7 +19,7 @@ from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, Statu
 from opentelemetry.util.types import AttributeValue
 
 from toolloop_lab import events as ev
-from toolloop_lab._otel_names import GEN_AI, SCHEMA_URL, TOOLLOOP, TRACER_NAME
+from toolloop_lab._otel_names import GEN_AI, MCP, SCHEMA_URL, TOOLLOOP, TRACER_NAME
 from toolloop_lab._spend.usage import Usage
 from toolloop_lab._support.escape import NAME_CHARS, TEXT_CHARS, clip, scrub
 from toolloop_lab._support.jsonsafe import dumps
@@ -482,6 +482,17 @@ class OTelObserver:
         }
         if self.capture_content:
             attributes[GEN_AI.TOOL_CALL_ARGUMENTS] = clip(to_json(event.args), self.content_limit)
+        if event.server is not None:  # an MCP server's tool: the MCP conventions too
+            attributes[TOOLLOOP.MCP_SERVER] = event.server
+            attributes[MCP.METHOD_NAME] = MCP.METHOD_TOOLS_CALL
+            transport = getattr(event, "transport", None)
+            if transport is not None:
+                attributes[MCP.NETWORK_TRANSPORT] = (
+                    MCP.TRANSPORT_PIPE if transport == "stdio" else MCP.TRANSPORT_TCP
+                )
+            session = getattr(event, "session_id", None)
+            if session is not None:
+                attributes[MCP.SESSION_ID] = session
         name = f"{GEN_AI.OP_EXECUTE_TOOL} {event.name}"
         context = trace.set_span_in_context(run.span)
         return self._start_span(name, context, SpanKind.INTERNAL, attributes, start)
@@ -513,6 +524,21 @@ class OTelObserver:
             _end_error(span, now, error_type, error_type)
         else:
             span.end(end_time=now)
+
+    def _server_logged(self, run: _Run, event: ev.ServerLogged, now: int) -> None:
+        """What an MCP server logged: an event on the span of the call it ran beside (still
+        open: its ``tool_dispatch`` comes after), else on the run's."""
+        span = run.tools.get(event.tool_call_id or "") or run.span
+        attributes: dict[str, AttributeValue] = {
+            TOOLLOOP.MCP_SERVER: event.server,
+            TOOLLOOP.MCP_LOG_FIRST_LINE: event.first_line,
+            TOOLLOOP.MCP_LOG_DROPPED: event.dropped,
+        }
+        if self.capture_content:
+            attributes[TOOLLOOP.MCP_LOG_LINES] = [
+                clip(line, self.content_limit) for line in event.lines
+            ]
+        span.add_event(TOOLLOOP.EVENT_SERVER_LOG, attributes, now)
 
     # -- gates, interventions ------------------------------------------------------------------
 
@@ -657,6 +683,7 @@ _HANDLERS: Final[Mapping[type[ev.Event], Callable[[OTelObserver, _Run, Any, int]
     ev.Pruned: OTelObserver._pruned,
     ev.ToolStarted: OTelObserver._tool_started,
     ev.ToolDispatched: OTelObserver._tool_dispatched,
+    ev.ServerLogged: OTelObserver._server_logged,
     ev.BudgetGate: OTelObserver._gate,
     ev.SynthesisStarted: OTelObserver._synthesis,
     ev.Intervention: OTelObserver._intervention,

@@ -11,7 +11,7 @@ import { jsonView, resultView } from "./json.js";
 import { textView } from "./prose.js";
 import { cutShortLabel, notRunLabel, toolDot, toolSaid } from "./rounds.js";
 import { held, runNow } from "./store.js";
-import { GATE_NAME, INTERVENTION, reasonWords, usd, word } from "./words.js";
+import { GATE_NAME, INTERVENTION, MCP, fill, reasonWords, usd, word } from "./words.js";
 
 /** @typedef {import("./context.js").ViewContext} ViewContext */
 /** @typedef {import("./run.js").Round} Round */
@@ -158,7 +158,54 @@ function toolBody(t, edit) {
     const heading = t.status === "not_run" || t.status === "cancelled" ? "Answer sent to the model instead" : "Result";
     box.append(h("div", "tl-sub", heading), resultView(t.content));
   }
+  box.append(...richResult(t), ...callLog(t));
   return box;
+}
+
+/** Image types the page draws from their bytes (Python's DRAWN_IMAGE_TYPES): no SVG, ever. */
+export const DRAWN_IMAGES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/**
+ * An image block drawn as an image, its data URL built here from a checked MIME type and
+ * base64 text (a URL the block names is never loaded); null when it may not be drawn.
+ * @param {any} b
+ * @returns {HTMLImageElement | null}
+ */
+export function drawnImage(b) {
+  if (!b || b.type !== "image" || typeof b.mime_type !== "string" || typeof b.base64 !== "string") return null;
+  const mime = b.mime_type.toLowerCase();
+  if (!DRAWN_IMAGES.has(mime) || !b.base64 || b.base64.length % 4 !== 0 || !BASE64.test(b.base64)) return null;
+  const img = h("img", "tl-result-img");
+  img.alt = visible(typeof b.text === "string" ? b.text : mime);
+  img.src = `data:${mime};base64,${b.base64}`;
+  return img;
+}
+
+/**
+ * What a result holds beyond its text: images drawn, structured content as a JSON tree.
+ * @param {Tool} t
+ * @returns {HTMLElement[]}
+ */
+function richResult(t) {
+  const out = [];
+  const images = (t.blocks || []).map(drawnImage).filter((x) => x !== null);
+  if (images.length) out.push(h("div", "tl-sub", images.length === 1 ? "Image" : "Images"), h("div", "tl-result-imgs", ...images));
+  if (t.structured && typeof t.structured === "object") out.push(h("div", "tl-sub", "Structured content"), jsonView(t.structured, 1));
+  return out;
+}
+
+/**
+ * What the call's MCP server logged while it ran, numbered as in its log.
+ * @param {Tool} t
+ * @returns {HTMLElement[]}
+ */
+function callLog(t) {
+  if (!t.server || !t.log.length) return [];
+  const head = fill(MCP.while_call, { name: t.server });
+  const lines = t.log.map((l) => `${l.n}: ${l.text}`);
+  if (t.logDropped) lines.unshift(`… ${plural(t.logDropped, "earlier line")} not kept`);
+  return [h("div", "tl-sub", head.charAt(0).toUpperCase() + head.slice(1)), longText(lines.join("\n"), "tl-server-log")];
 }
 
 /**
@@ -171,15 +218,23 @@ function toolBody(t, edit) {
 export function toolBlock(ctx, r, t) {
   const s = ctx.s;
   const st = t.status === "not_run" ? "idle" : toolDot(t);
-  const extra = h("span", `tl-chip tl-chip-${t.status}`, dot(st), t.status === "not_run" ? notRunLabel(t) : t.status === "queued" ? "waiting" : t.status === "cancelled" ? cutShortLabel(t) : t.status);
-  extra.title = visible(toolSaid(t));
+  const chip = h("span", `tl-chip tl-chip-${t.status}`, dot(st), t.status === "not_run" ? notRunLabel(t) : t.status === "queued" ? "waiting" : t.status === "cancelled" ? cutShortLabel(t) : t.status);
+  chip.title = visible(toolSaid(t));
+  let extra = chip;
+  if (t.server) {
+    // the MCP server its tool came from, beside its status
+    const badge = h("span", "tl-chip tl-chip-server", t.server);
+    const v = s.run.servers.get(t.server);
+    badge.title = visible(fill(MCP.server, { name: t.server, transport: v && v.transport ? word(MCP, v.transport) : "?" }));
+    extra = h("span", "tl-chips", badge, chip);
+  }
   if (t.status === "running") {
     const timer = h("span", "tl-meta tl-num");
     /** @param {HTMLElement} node */
     const fn = (node) => (node.textContent = duration(runNow(s) - (t.tStart || 0)));
     fn(timer);
     ctx.liveDetail.push([timer, fn]);
-    extra.append(" ", timer);
+    chip.append(" ", timer);
   }
   return block(s.ui.collapsed, `r${r.n}:t:${t.id}`, `Tool ${t.name}`, () => toolBody(t, t.edited ? r.interventions.find((iv) => iv.action === "edit_args" && iv.id === t.id) : undefined), { copy: () => (t.pruned ? t.pruned.pruned : t.content), extra, open: r.tools.length <= 4 || t.status === "error" });
 }

@@ -6,7 +6,7 @@
 // never makes the page below jump.
 
 import { callInput } from "./chat.js";
-import { block, button, h } from "./dom.js";
+import { block, button, dropdown, h, longText } from "./dom.js";
 import { count, plural } from "./format.js";
 import { prettyJson } from "./json.js";
 import { textView } from "./prose.js";
@@ -15,7 +15,9 @@ import { isDone } from "./run.js";
 import { roundTitle, selectedRound } from "./rounds.js";
 import { gatesView, interventionsView, replyBlock, toolBlock } from "./blocks.js";
 import { waterfall } from "./waterfall.js";
-import { SYNTH } from "./words.js";
+import { MCP, SYNTH, fill, word } from "./words.js";
+
+const ALL_SERVERS = "\u0000all"; // the filter's "every tool" choice: no server's name starts with NUL
 
 /** @typedef {import("./context.js").ViewContext} ViewContext */
 /** @typedef {ReturnType<typeof import("./editor.js").createEditor>} Editor */
@@ -34,7 +36,33 @@ export function createDetail(ctx, fork, drawFork, editor) {
     ctx.redraw(true);
   });
   const detailTitle = h("span", "tl-detail-title");
-  const detailHead = h("div", "tl-detail-head", detailTitle, h("span", "tl-grow"), fork.saveBtn, fork.forkBtn, followBtn);
+  // a filter by MCP server: only that server's calls in the round (shown once a run has one)
+  let serverFilter = ALL_SERVERS;
+  let serverNames = "";
+  const serverSel = dropdown([[ALL_SERVERS, "every tool"]], "Show the tool calls of one MCP server");
+  serverSel.hidden = true;
+  serverSel.addEventListener("change", () => {
+    serverFilter = serverSel.value;
+    detailKey = "";
+    draw();
+  });
+  /** The filter's choices: every tool, then each server the run named. */
+  function drawServerFilter() {
+    const names = [...s.run.servers.keys()];
+    const key = names.join("\u0000");
+    serverSel.hidden = names.length === 0;
+    if (key === serverNames) return;
+    serverNames = key;
+    if (serverFilter !== ALL_SERVERS && !s.run.servers.has(serverFilter)) serverFilter = ALL_SERVERS;
+    serverSel.textContent = "";
+    for (const [value, text] of [[ALL_SERVERS, "every tool"], ...names.map((n) => [n, `server ${n}`])]) {
+      const o = h("option", null, text);
+      o.value = value;
+      serverSel.append(o);
+    }
+    serverSel.value = serverFilter;
+  }
+  const detailHead = h("div", "tl-detail-head", detailTitle, h("span", "tl-grow"), serverSel, fork.saveBtn, fork.forkBtn, followBtn);
   const detailBody = h("div", "tl-detail-body");
   const detail = h("div", "tl-detail", detailHead, fork.forkMsg, fork.saveMsg, detailBody);
   let detailTop = 0;
@@ -66,7 +94,9 @@ export function createDetail(ctx, fork, drawFork, editor) {
       detailBody.style.minHeight = "";
     }
     if (s.ui.edit && (!pausedAt || s.ui.edit.pause !== pausedAt.pause)) s.ui.edit = null; // the loop went on
-    const key = r ? `${r.n}:${r.v}:${paused}:${run.conversation.length}:${run.status}` : `none:${run.status}`;
+    drawServerFilter();
+    const logged = [...run.servers.values()].map((v) => v.lastLine).join(",");
+    const key = (r ? `${r.n}:${r.v}:${paused}:${run.conversation.length}:${run.status}` : `none:${run.status}`) + `:${serverFilter}:${logged}`;
     if (key === detailKey) return;
     const sameRound = detailKey.split(":")[0] === (r ? String(r.n) : "none");
     detailKey = key;
@@ -101,9 +131,12 @@ export function createDetail(ctx, fork, drawFork, editor) {
       detailBody.append(h("div", "tl-muted tl-pad", "This trace does not record what the model was sent (it predates model_call_start events)."));
     }
     if (c) detailBody.append(replyBlock(ctx, r, c));
-    for (const t of r.tools) detailBody.append(toolBlock(ctx, r, t));
+    const shownTools = serverFilter === ALL_SERVERS ? r.tools : r.tools.filter((t) => t.server === serverFilter);
+    for (const t of shownTools) detailBody.append(toolBlock(ctx, r, t));
+    if (shownTools.length < r.tools.length) detailBody.append(h("div", "tl-muted tl-pad", `${plural(r.tools.length - shownTools.length, "call")} of other tools hidden by the server filter`));
     if (r.gates.length) detailBody.append(block(s.ui.collapsed, `r${r.n}:gates`, "Budget checks", () => gatesView(r), { open: r.gates.some((g) => !g.passed) }));
     if (r.interventions.length) detailBody.append(block(s.ui.collapsed, `r${r.n}:iv`, "Changed by you", () => interventionsView(r), { copy: () => prettyJson(r.interventions) }));
+    for (const v of run.servers.values()) if (serverFilter === ALL_SERVERS || serverFilter === v.name) detailBody.append(serverBlock(s, v));
     if (sameRound && scrollTop) detailBody.scrollTop = scrollTop;
     else detailTop = 0;
   }
@@ -118,4 +151,39 @@ export function createDetail(ctx, fork, drawFork, editor) {
       if (sized) sized.disconnect();
     },
   };
+}
+
+/**
+ * One MCP server of the run: how it was reached, its calls, and its log (numbered lines).
+ * @param {import("./store.js").Store} s
+ * @param {import("./run.js").Server} v
+ * @returns {HTMLElement}
+ */
+export function serverBlock(s, v) {
+  const said = serverSaid(v);
+  const body = () => {
+    const box = h("div", "tl-server");
+    box.append(h("div", "tl-meta", said));
+    if (v.lines.size) {
+      const lines = [...v.lines.entries()].map(([n, text]) => `${n}: ${text}`);
+      box.append(longText(lines.join("\n"), "tl-server-log"));
+    }
+    return box;
+  };
+  return block(s.ui.collapsed, `server:${v.name}`, `Server ${v.name} log`, body, { copy: () => [...v.lines.values()].join("\n"), open: v.failed > 0 });
+}
+
+/**
+ * A server in a line, as figures.server_said: ``MCP server inventory (stdio) · 4 calls, 1 failed · 12 lines logged``.
+ * @param {import("./run.js").Server} v
+ * @returns {string}
+ */
+export function serverSaid(v) {
+  const transport = v.transport ? word(MCP, v.transport) : "?";
+  let calls = v.calls === 1 ? MCP.call : fill(MCP.calls, { n: count(v.calls) });
+  if (v.failed) calls += ", " + fill(MCP.failed, { n: count(v.failed) });
+  const kept = v.lines.size;
+  const total = v.lastLine;
+  const logged = total === 0 ? MCP.log_none : kept < total ? fill(MCP.log_kept, { n: count(total), kept: count(kept) }) : fill(MCP.log_lines, { n: count(total) });
+  return `${fill(MCP.server, { name: v.name, transport })} · ${calls} · ${logged}`;
 }

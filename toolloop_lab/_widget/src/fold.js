@@ -5,7 +5,7 @@
 
 import { num } from "./format.js";
 import { NONE, add, names, sameData } from "./lean.js";
-import { addUsage, callOf, findTool, isDone, readUsage, resetRun, roundOf, toolOf } from "./run.js";
+import { addUsage, callOf, findTool, isDone, readUsage, resetRun, roundOf, serverOf, takeLines, toolOf } from "./run.js";
 
 /** @typedef {import("./run.js").Run} Run */
 /** @typedef {import("./run.js").Round} Round */
@@ -31,7 +31,29 @@ export function fold(s, e) {
   s.version++;
   if (e.kind === "loop_start") startRun(s, e);
   else if (e.kind === "loop_finish" || e.kind === "loop_failure") endRun(s, e);
+  else if (e.kind === "server_log") serverLog(s, e);
   else foldRound(s, roundOf(s, e.round), e);
+}
+
+/**
+ * server_log: lines an MCP server logged (beside the call that ran then, if any); like
+ * RunView, no round's time.
+ * @param {Run} s
+ * @param {WireEvent} e
+ */
+function serverLog(s, e) {
+  if (typeof e.server !== "string") return;
+  const lines = Array.isArray(e.lines) ? e.lines.map(String) : [];
+  const first = typeof e.first_line === "number" ? e.first_line : 1;
+  takeLines(serverOf(s, e.server), first, lines);
+  const r = e.tool_call_id ? s.byNumber.get(e.round) : undefined;
+  const t = r && e.tool_call_id ? findTool(r, e.tool_call_id) : undefined;
+  if (!r || !t) return;
+  t.log = t.log === NONE ? [] : t.log;
+  lines.forEach((text, i) => t.log.push({ n: first + i, text }));
+  t.logDropped += typeof e.dropped === "number" ? e.dropped : 0;
+  if (!t.server) t.server = e.server;
+  r.v++;
 }
 
 /**
@@ -145,6 +167,12 @@ function foldRound(s, r, e) {
       t.status = "running";
       t.tStart = e.t;
       s.toolNames.add(e.name);
+      if (typeof e.server === "string") {
+        t.server = e.server;
+        const v = serverOf(s, e.server);
+        v.transport = e.transport || v.transport;
+        v.session = e.session_id || v.session;
+      }
       break;
     }
     case "tool_dispatch": {
@@ -165,7 +193,15 @@ function foldRound(s, r, e) {
         t.duration = null;
         t.chars = 0;
       }
+      t.blocks = Array.isArray(e.blocks) ? e.blocks : null;
+      t.structured = e.structured && typeof e.structured === "object" ? e.structured : null;
       s.toolNames.add(e.name);
+      if (typeof e.server === "string") {
+        t.server = e.server;
+        const v = serverOf(s, e.server);
+        v.calls++;
+        if (e.status !== "success") v.failed++;
+      }
       break;
     }
     case "pruning": {

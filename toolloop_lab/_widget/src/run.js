@@ -40,6 +40,28 @@ import { outcomeWords } from "./words.js";
  * @property {boolean} pruning
  * @property {boolean} edited arguments changed by a person at the pause
  * @property {boolean} answeredByHand a person wrote its result instead of running it
+ * @property {string | null} server the MCP server its tool came from
+ * @property {LogLine[]} log what that server logged while it ran (numbered as in its log)
+ * @property {number} logDropped lines of that span left out by the bound
+ * @property {any[] | null} blocks its result's blocks when they hold more than text (an image)
+ * @property {any} structured its MCP result's structured content (a JSON object), or null
+ */
+
+/**
+ * @typedef {object} LogLine one line of an MCP server's log
+ * @property {number} n its number in the server's log (from 1)
+ * @property {string} text
+ */
+
+/**
+ * @typedef {object} Server one MCP server of a run, as RunView's ServerView
+ * @property {string} name
+ * @property {string | null} transport
+ * @property {string | null} session
+ * @property {number} calls calls of its tools answered
+ * @property {number} failed ... that ended in an error
+ * @property {Map<number, string>} lines its log's lines by number (the newest SERVER_LOG_LINES)
+ * @property {number} lastLine the number of the newest line seen
  */
 
 /**
@@ -145,7 +167,11 @@ import { outcomeWords } from "./words.js";
  * @property {string} usdGate
  * @property {Set<string>} toolNames
  * @property {number} maxRoundCost
+ * @property {Map<string, Server>} servers the MCP servers its tools came from, as first named
  */
+
+/** Lines of each server's log the fold keeps (the newest): RunView's SERVER_LOG_LINES. */
+export const SERVER_LOG_LINES = 500;
 
 /** @returns {Usage} */
 export function newUsage() {
@@ -226,7 +252,44 @@ export function resetRun(s) {
   s.usdGate = "off";
   s.toolNames = new Set();
   s.maxRoundCost = 0;
+  s.servers = new Map();
   s.version++;
+}
+
+/**
+ * MCP server `name` of the run, made when it is first named.
+ * @param {Run} s
+ * @param {string} name
+ * @returns {Server}
+ */
+export function serverOf(s, name) {
+  let v = s.servers.get(name);
+  if (!v) {
+    v = { name, transport: null, session: null, calls: 0, failed: 0, lines: new Map(), lastLine: 0 };
+    s.servers.set(name, v);
+  }
+  return v;
+}
+
+/**
+ * Lines `first`, `first + 1`, ... of a server's log, each kept once (RunView's ServerView.take).
+ * @param {Server} v
+ * @param {number} first
+ * @param {string[]} lines
+ */
+export function takeLines(v, first, lines) {
+  let sorted = true;
+  let prev = -Infinity;
+  lines.forEach((text, i) => {
+    if (!v.lines.has(first + i)) v.lines.set(first + i, text);
+  });
+  for (const n of v.lines.keys()) {
+    if (n < prev) sorted = false;
+    prev = n;
+  }
+  if (!sorted) v.lines = new Map([...v.lines.entries()].sort((a, b) => a[0] - b[0]));
+  if (lines.length) v.lastLine = Math.max(v.lastLine, first + lines.length - 1);
+  if (v.lines.size > SERVER_LOG_LINES) v.lines = new Map([...v.lines.entries()].slice(-SERVER_LOG_LINES));
 }
 
 /**
@@ -294,6 +357,11 @@ export function toolOf(r, id, name, args) {
       pruning: false,
       edited: false,
       answeredByHand: false,
+      server: null,
+      log: NONE,
+      logDropped: 0,
+      blocks: null,
+      structured: null,
     };
     r.tools = add(r.tools, t);
   }

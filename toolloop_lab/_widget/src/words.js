@@ -25,6 +25,7 @@ export const CALL_CHANGE_PART = /** @type {Table} */ (words.call_change_part);
 export const GATE_TRIPPED = /** @type {Table} */ (words.gate_tripped);
 export const BUDGET_STOP = /** @type {Table} */ (words.budget_stop);
 export const COUNTS = /** @type {Table} */ (words.counts);
+export const MCP = /** @type {Table} */ (words.mcp);
 /** What a run's token counts are, beside its totals (words.py's USAGE): `estimated` when the
  * run's total usage is (a provider or a span reported none), as the Python views say it. */
 export const USAGE = /** @type {Table} */ (words.usage);
