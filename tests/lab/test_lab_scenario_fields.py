@@ -109,6 +109,18 @@ REFUSED: list[tuple[str, Callable[[], object], str, str]] = [
         "checks takes checks (a list of called(...), max_tool_rounds(...), ...), got the str",
     ),
     (
+        "mcp_servers a word",
+        lambda: Scenario.scripted("s", OK, mcp_servers="srv"),
+        "mcp_servers",
+        "mcp_servers takes a list of McpServer values, got the str 'srv'",
+    ),
+    (
+        "an MCP server a number",
+        lambda: Scenario.scripted("s", OK, mcp_servers=[5]),
+        "mcp_servers",
+        "mcp_servers[0] is the int 5: give McpServer(name, command=...)",
+    ),
+    (
         "a check a number",
         lambda: Scenario.scripted("s", OK, checks=[5]),
         "checks",
@@ -317,6 +329,7 @@ def test_every_field_of_a_scenario_and_its_parts_has_a_refused_case() -> None:
             "turns",
             "tools_factory",
             "checks",
+            "mcp_servers",
         },
         ScriptedModel: {"replies", "model_name"},
         ScriptedTurns: {"turns", "model_name"},
