@@ -38,10 +38,10 @@ class Followed(Protocol):
     """A run the middleware drives, as the watch reports to it."""
 
     def summary_started(self, call: UUID, prompt: Sequence[BaseMessage], model: str | None) -> None:
-        """A summarization call of the run was sent (may raise: a budget is spent)."""
+        """A summarization call of the run was sent."""
 
     def summary_ended(self, call: UUID, reply: BaseMessage | None) -> None:
-        """That call replied (may raise: a budget is spent)."""
+        """That call replied."""
 
     def summary_failed(self, call: UUID, error: BaseException) -> None:
         """That call raised."""
@@ -51,11 +51,9 @@ class Followed(Protocol):
 
 
 class GraphWatch(BaseCallbackHandler):
-    """The one handler (see the module doc); errors it raises are a budget's stop, raised
-    into the summarizing middleware's call, only ever for a run the middleware drives."""
+    """The one handler (see the module doc); it never raises into the run it watches."""
 
     run_inline = True
-    raise_error = True
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -129,6 +129,10 @@ class _Run:
     )
     """Summarization calls made before the run's first model call (the loop starts with
     it): counted and announced then, before that call is sent."""
+    stop: BaseException | None = None
+    """A budget a summarization call spent: the run ends with it at its next model call,
+    before that call is sent (raised in the summarizing middleware's call, it would be
+    retried there: LangChain wraps its summary model with ``with_retry``)."""
 
 
 class _Driven:
@@ -355,6 +359,8 @@ class ToolLoopMiddleware(AgentMiddleware[ToolLoopState, Any, Any]):
         with running(run.run_id):
             try:
                 self._take_stop(rec)
+                if rec.stop is not None:
+                    raise rec.stop
                 base: list[BaseMessage] = list(request.messages)
                 if rec.loop is None:
                     loop, budget = self._start(rec, request, base)
@@ -628,8 +634,9 @@ class _Follow:
         if rec.loop is not None and rec.budget is not None:
             try:
                 number = rec.loop.side_call_started(rec.budget, prompt, model)
-            except BaseException as exc:  # noqa: BLE001 - a budget spent: the run ends here
-                _raise(exc, self._owner._end(rec, exc))
+            except Exception as exc:  # noqa: BLE001 - a gate: the run ends at its next call
+                rec.stop = rec.stop or exc
+                return
         self._open[call] = (number, list(prompt), began, model)
 
     def summary_ended(self, call: UUID, reply: BaseMessage | None) -> None:
@@ -644,8 +651,8 @@ class _Follow:
             return
         try:
             rec.loop.side_call_done(rec.budget, answer, prompt, number, latency, model)
-        except BaseException as exc:  # noqa: BLE001 - a budget spent: the run ends here
-            _raise(exc, self._owner._end(rec, exc))
+        except Exception as exc:  # noqa: BLE001 - a gate: the run ends at its next call
+            rec.stop = rec.stop or exc
 
     def summary_failed(self, call: UUID, error: BaseException) -> None:
         rec, entry = self._rec, self._open.pop(call, None)
