@@ -502,7 +502,7 @@ class RunView:
         return [t.pruning for r in self.rounds for t in r.tools if t.pruning]
 
 
-SpanKind = Literal["model", "tool", "pruning", "summarization", "pause"]
+SpanKind = Literal["model", "tool", "pruning", "pause"]
 
 MAX_SPANS: Final = 300
 """Spans a nested run's summary keeps (the failed and the longest; the rest are counted)."""
@@ -547,7 +547,7 @@ def _round_spans(row: RoundRow, now: float) -> Iterator[Span]:
             pruned = tool.pruning
             yield Span("pruning", max(pruned.t - pruned.latency_s, 0.0), pruned.t, False)
     for said in row.summarizations:
-        yield Span("summarization", max(said.t - said.latency_s, 0.0), said.t, False)
+        yield Span("model", max(said.t - said.latency_s, 0.0), said.t, False)
     for pause in row.pauses:
         yield Span("pause", max(pause.t - pause.paused_s, 0.0), pause.t, False)
 

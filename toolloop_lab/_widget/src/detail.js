@@ -13,7 +13,7 @@ import { textView } from "./prose.js";
 import { aboutToRun, aboutToSend } from "./pause.js";
 import { isDone } from "./run.js";
 import { roundTitle, selectedRound } from "./rounds.js";
-import { gatesView, interventionsView, replyBlock, toolBlock } from "./blocks.js";
+import { gatesView, interventionsView, replyBlock, summaryBlock, toolBlock } from "./blocks.js";
 import { waterfall } from "./waterfall.js";
 import { SYNTH } from "./words.js";
 
@@ -102,6 +102,7 @@ export function createDetail(ctx, fork, drawFork, editor) {
     }
     if (c) detailBody.append(replyBlock(ctx, r, c));
     for (const t of r.tools) detailBody.append(toolBlock(ctx, r, t));
+    r.summaries.forEach((c, i) => detailBody.append(summaryBlock(ctx, r, c, i)));
     if (r.gates.length) detailBody.append(block(s.ui.collapsed, `r${r.n}:gates`, "Budget checks", () => gatesView(r), { open: r.gates.some((g) => !g.passed) }));
     if (r.interventions.length) detailBody.append(block(s.ui.collapsed, `r${r.n}:iv`, "Changed by you", () => interventionsView(r), { copy: () => prettyJson(r.interventions) }));
     if (sameRound && scrollTop) detailBody.scrollTop = scrollTop;
