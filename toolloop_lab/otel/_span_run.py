@@ -151,6 +151,9 @@ class SpanRun:
         if said == "pruning":
             self._pruning_started(key, attributes, start_ns)
             return
+        if said == "summarization":
+            self._summary_started(key, attributes, start_ns)
+            return
         purpose: Purpose = "synthesis" if said == "synthesis" else "round"
         if not (self.retry_next and self.round):
             self.round += 1
@@ -190,6 +193,41 @@ class SpanRun:
         )
         self.open_calls[key] = _Call(self.calls, self.round, "pruning", model, start_ns)
 
+    def _summary_started(self, key: int, attributes: cv.Attributes, start_ns: int) -> None:
+        """Our own export's summarization call (``toolloop.call.purpose = summarization``,
+        LangChain's ``SummarizationMiddleware`` on a ``create_agent`` run): a call of the
+        round, its prompt its own."""
+        self.calls += 1
+        model = cv.model_name(attributes) or self.model_name
+        self.emit(
+            ev.ModelCallStarted,
+            start_ns,
+            call=self.calls,
+            purpose="summarization",
+            model_name=model,
+            tools=(),
+            messages=message_dicts(cv.input_messages(attributes) or []),
+        )
+        self.open_calls[key] = _Call(self.calls, self.round, "summarization", model, start_ns)
+
+    def _summarized(self, call: _Call, attributes: cv.Attributes, end_ns: int) -> None:
+        """``model_call`` of a summarization call, its usage counted in the run's."""
+        reply = _reply(attributes, call.model_name)
+        prompt = cv.input_messages(attributes) or []
+        name, usage = _usage(reply, prompt, attributes, call.model_name, self.prices)
+        self.usage = self.usage + usage
+        model_called(
+            lambda kind, **fields: self.emit(kind, end_ns, round=call.round, **fields),
+            reply,
+            call.number,
+            CallTiming(max(0.0, (end_ns - call.start_ns) / 1e9)),
+            self.repeats,
+            purpose="summarization",
+            model_name=name,
+            usage=usage,
+            accumulated=self.usage,
+        )
+
     def _pruned(self, call: _Call, attributes: cv.Attributes, end_ns: int) -> None:
         """``pruning`` at a pruning call's end, its usage counted in the run's."""
         reply = _reply(attributes, call.model_name)
@@ -224,8 +262,11 @@ class SpanRun:
         if call.purpose == "pruning" and failure is None:
             self._pruned(call, attributes, end_ns)
             return
+        if call.purpose == "summarization" and failure is None:
+            self._summarized(call, attributes, end_ns)
+            return
         if failure is not None:
-            self.retry_next = call.purpose != "pruning"
+            self.retry_next = call.purpose not in ("pruning", "summarization")
             self.emit(
                 ev.ModelCallFailed,
                 end_ns,
