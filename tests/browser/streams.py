@@ -720,7 +720,9 @@ def summarized_run() -> list[Event]:
         ],
         model_name="gpt-4o-mini",
     )
-    summary = ScriptedChatModel([final("a and b were looked up", (700, 30))], model_name="gpt-4o-mini")
+    summary = ScriptedChatModel(
+        [final("a and b were looked up", (700, 30))], model_name="gpt-4o-mini"
+    )
     events: list[Event] = []
     agent = create_agent(
         main,

@@ -122,7 +122,9 @@ class GraphWatch(BaseCallbackHandler):
         run = self._calls.pop(run_id, None)
         if run is None:
             return
-        first = response.generations[0][0] if response.generations and response.generations[0] else None
+        first = (
+            response.generations[0][0] if response.generations and response.generations[0] else None
+        )
         run.summary_ended(run_id, first.message if isinstance(first, ChatGeneration) else None)
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
