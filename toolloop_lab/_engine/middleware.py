@@ -240,6 +240,11 @@ class ToolLoopMiddleware(AgentMiddleware[ToolLoopState, Any, Any]):
 
         return remove
 
+    def _run_tools(self) -> tuple[BaseTool, ...]:
+        """The tools ``create_agent`` gave its runs (a debugger checks an edit of a call's
+        arguments against them); ``tools`` stays the middleware's own, none."""
+        return () if self._seen is None else self._seen[1]
+
     def _fork_parts(self) -> tuple[Any, ...] | None:
         """What a fork of this middleware's last run runs with (a debugger's "Fork from
         here"): the model and tools ``create_agent`` gave it, and this middleware's config,

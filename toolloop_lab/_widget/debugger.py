@@ -240,6 +240,8 @@ class LoopDebugger(anywidget.AnyWidget):
             return
         self._control.observed(event)
         if isinstance(event, (LoopFinished, LoopFailed)):
+            # a connected middleware knows what its runs run with only once one has run
+            self._update_can_fork()
             self._channel.finished()
             if not self._channel.frontend:  # a notebook runner: the output, while it looks
                 self._display.update(self, False)
