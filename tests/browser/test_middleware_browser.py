@@ -218,3 +218,58 @@ def test_edit_skip_add_and_fork_a_create_agent_run(page_for: Any, jupyter: Jupyt
         print("\n".join(page.errors))
         print(jupyter.log_tail())
         raise
+
+
+SUMMARIZED = """\
+from langchain.agents import create_agent
+from langchain.agents.middleware import SummarizationMiddleware
+from toolloop_lab import ToolLoopMiddleware
+
+said = {"input_tokens": 700, "output_tokens": 30, "total_tokens": 730}
+summary_model = ScriptedChatModel(  # it summarizes after rounds 2 and 3
+    [AIMessage("Tickets 1 and 2 are open.", usage_metadata=said),
+     AIMessage("Tickets 1 to 3 are open.", usage_metadata=said)],
+    model_name="gpt-4o-mini",
+)
+summed = LoopDebugger()
+short = create_agent(
+    asks(3),
+    [lookup],
+    middleware=[
+        ToolLoopMiddleware(observers=[summed]),
+        SummarizationMiddleware(summary_model, trigger=("messages", 4), keep=("messages", 2)),
+    ],
+)
+summed"""
+
+
+def test_a_summarization_call_shows_in_its_round(page_for: Any, jupyter: Jupyter) -> None:
+    """LangChain's SummarizationMiddleware after ours: its call shows in the round whose
+    tools it follows, with its tokens and its summary, and the header counts it."""
+    name = write_notebook(
+        jupyter.root,
+        "middleware_summarized.ipynb",
+        [
+            AGENT,
+            SUMMARIZED,
+            'await short.ainvoke({"messages": [("user", "Are tickets 1 to 3 open?")]})',
+        ],
+    )
+    page = page_for(name, "lab")
+    try:
+        run_all_cells(page)
+        live = widget(page, 0)
+        live.locator(".tl-badge", has_text="Finished").wait_for()
+        assert "3 tool rounds, 6 model calls" in live.locator(".tl-head").inner_text()
+        live.locator(".tl-row[data-n='2']").click()
+        block = live.locator(".tl-detail .tl-block", has_text="Summarization call")
+        block.get_by_text("Tickets 1 and 2 are open.").wait_for()
+        assert "700 in" in block.inner_text()
+        looks(page, live, "middleware_summarization")
+        wait_idle(page)
+        assert not ours(page.errors), page.errors
+    except BaseException:
+        shot(page, "middleware_summarized_failure")
+        print("\n".join(page.errors))
+        print(jupyter.log_tail())
+        raise
