@@ -124,6 +124,10 @@ class RoundRow:
     usage: Usage = field(default_factory=Usage)
     """The round's own model call (pruning calls are in ``pruning_usage``)."""
     pruning_usage: Usage = field(default_factory=Usage)
+    summarizations: list[ev.ModelCalled] = field(default_factory=list)
+    """Summarization calls made after this round's tools (LangChain's
+    ``SummarizationMiddleware`` on a ``create_agent`` run), before the next round's call."""
+    summarization_usage: Usage = field(default_factory=Usage)
     latency_s: float | None = None
     text: str = ""
     finish_reason: str | None = None
@@ -178,8 +182,9 @@ class RoundRow:
 
     @property
     def cost_usd(self) -> Decimal | None:
-        """The round's model call plus its pruning calls; ``None`` when unpriced."""
-        return (self.usage + self.pruning_usage).cost_usd
+        """The round's model call plus its pruning and summarization calls; ``None`` when
+        unpriced."""
+        return (self.usage + self.pruning_usage + self.summarization_usage).cost_usd
 
     @property
     def tokens_saved(self) -> int:
@@ -327,10 +332,11 @@ class RunView:
 
     @_folds(ev.ModelCallStarted)
     def _call_started(self, event: ev.ModelCallStarted) -> None:
-        if event.purpose == "pruning":
-            return  # a pruning call belongs to a tool output, not to the round's call
+        purpose = event.purpose
+        if purpose == "pruning" or purpose == "summarization":  # two tests: mypy narrows
+            return  # a call of the round, not the round's own call
         row = self._row(event.round)
-        row.purpose = event.purpose
+        row.purpose = purpose
         row.sent = event.messages
         row.call_started_t = event.t
         row.latency_s = None
@@ -343,6 +349,11 @@ class RunView:
     @_folds(ev.ModelCalled)
     def _called(self, event: ev.ModelCalled) -> None:
         row = self._row(event.round)
+        if event.purpose == "summarization":
+            row.summarizations.append(event)
+            row.summarization_usage = row.summarization_usage + event.usage
+            self.usage = event.accumulated
+            return
         row.purpose = event.purpose
         row.first_token_s = event.first_token_s
         row.usage = event.usage
@@ -361,10 +372,12 @@ class RunView:
         if event.usage is not None:  # the provider had reported it: paid for, so counted
             if event.purpose == "pruning":
                 row.pruning_usage = row.pruning_usage + event.usage
+            elif event.purpose == "summarization":
+                row.summarization_usage = row.summarization_usage + event.usage
             else:
                 row.usage = row.usage + event.usage
             self.usage = event.accumulated or self.usage + event.usage
-        if event.purpose == "pruning":
+        if event.purpose in ("pruning", "summarization"):
             return
         row.latency_s = event.latency_s  # not calling any more
         row.failed_calls.append(event)
@@ -676,6 +689,8 @@ def _round_spans(row: RoundRow, now: float) -> Iterator[Span]:
         if tool.pruning is not None:
             pruned = tool.pruning
             yield Span("pruning", max(pruned.t - pruned.latency_s, 0.0), pruned.t, False)
+    for said in row.summarizations:
+        yield Span("model", max(said.t - said.latency_s, 0.0), said.t, False)
     for pause in row.pauses:
         yield Span("pause", max(pause.t - pause.paused_s, 0.0), pause.t, False)
 

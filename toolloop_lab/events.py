@@ -109,8 +109,11 @@ SynthesisReason: TypeAlias = Literal["round_cap", "stuck", "token_budget"]
 """Why a synthesis call ran: the round cap was reached, the model repeated the same tool
 calls ``max_stuck_rounds`` times in a row, or the token budget was spent."""
 
-CallPurpose: TypeAlias = Literal["round", "synthesis", "pruning"]
-"""What a model call is for: a tool round, the final synthesis, or shortening a tool output."""
+CallPurpose: TypeAlias = Literal["round", "synthesis", "pruning", "summarization"]
+"""What a model call is for: a tool round, the final synthesis, shortening a tool output, or
+summarizing the conversation so far (a call LangChain's ``SummarizationMiddleware`` makes
+before a ``create_agent`` round: counted, priced and under the budgets, not part of the
+conversation)."""
 
 Outcome: TypeAlias = Literal[
     "final_answer",
@@ -313,9 +316,10 @@ class ModelDelta(_Base):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelCalled(_Base):
-    """A model call returned (a tool round's call or the synthesis call)."""
+    """A model call returned (a tool round's call, the synthesis call, or a summarization
+    call: one of the round, not the round's own call)."""
 
-    purpose: Literal["round", "synthesis"]
+    purpose: Literal["round", "synthesis", "summarization"]
     model_name: Text | None
     usage: Usage
     """This call's tokens and cost."""

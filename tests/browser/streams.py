@@ -729,3 +729,45 @@ def hostile_run() -> list[Event]:
         failed, error_type=ALL, error_kind=ALL, reason=ALL, cause_type=ALL, partial_text=ALL
     )
     return list(s.events)
+
+
+def summarized_run() -> list[Event]:
+    """A ``create_agent`` run driven by ``ToolLoopMiddleware`` with LangChain's
+    ``SummarizationMiddleware`` after it: two tool rounds, a summarization call after the
+    second, then the answer (made by the real middleware on scripted models)."""
+    import asyncio
+
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import SummarizationMiddleware
+    from langchain_core.tools import tool
+    from loopkit import calls, final, tool_call
+
+    from toolloop_lab import ScriptedChatModel, ToolLoopMiddleware
+
+    @tool
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return f"value of {key}"
+
+    main = ScriptedChatModel(
+        [
+            calls(tool_call("lookup", {"key": "a"}, "c1"), tokens=(1_000, 100)),
+            calls(tool_call("lookup", {"key": "b"}, "c2"), tokens=(2_000, 100)),
+            final("done", (3_000, 100)),
+        ],
+        model_name="gpt-4o-mini",
+    )
+    summary = ScriptedChatModel(
+        [final("a and b were looked up", (700, 30))], model_name="gpt-4o-mini"
+    )
+    events: list[Event] = []
+    agent = create_agent(
+        main,
+        [lookup],
+        middleware=[
+            ToolLoopMiddleware(observers=[events.append]),
+            SummarizationMiddleware(summary, trigger=("messages", 4), keep=("messages", 2)),
+        ],
+    )
+    asyncio.run(agent.ainvoke({"messages": [HumanMessage("look a and b up")]}))
+    return events

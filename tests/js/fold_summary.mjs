@@ -9,6 +9,7 @@ const { createRun, outcomeText } = await import(src("run.js"));
 const { STATUS, statusCode, toolOutcome, usd, word } = await import(src("words.js"));
 const { budgetStop } = await import(src("budget.js"));
 const { runQuestion } = await import(src("question.js"));
+const { roundCost } = await import(src("rounds.js"));
 const { modelCalls, roundsRun, roundsSaid, toolRounds } = await import(src("counts.js"));
 
 /** A round's model call: replied, failed (raised or stopped), unanswered, or none. */
@@ -44,6 +45,8 @@ function summary(run) {
       failed_calls: r.failedCalls.map((f) => f.type),
       input_tokens: r.call && r.call.usage ? r.call.usage.input : 0,
       output_tokens: r.call && r.call.usage ? r.call.usage.output : 0,
+      summarizations: r.summaries.map((c) => [c.call, c.usage ? c.usage.input : 0, c.usage ? c.usage.output : 0]),
+      round_cost: roundCost(r) === null ? null : Number(roundCost(r).toFixed(10)),
       // what happened to each call, in the words both sides take from words.json
       tools: r.tools.map((x) => [x.id, x.name, x.status, x.ran, x.reason, x.errorType, toolOutcome(x.status, x.reason, x.ran, x.errorType), x.server, x.log.map((l) => l.n), x.logDropped]),
     })),

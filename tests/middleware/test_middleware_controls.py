@@ -179,9 +179,11 @@ async def test_fork_from_a_round_replays_the_prefix_and_runs_on() -> None:
     )
     middleware = ToolLoopMiddleware(observers=[dbg])
     agent = create_agent(model, [read_log], middleware=[middleware])
+    assert not dbg.can_fork  # connected, but no run yet: nothing to fork with
     await agent.ainvoke({"messages": [HumanMessage("check backups")]})
     assert ran == ["orders", "users"]
     assert dbg.view.done
+    assert dbg.can_fork  # the page's "Fork from here" is enabled once a run has run
 
     child = dbg.fork(2, pause_on="off")
     result = await asyncio.wait_for(child.task, 10)  # type: ignore[arg-type]

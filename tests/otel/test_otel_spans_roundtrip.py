@@ -76,3 +76,34 @@ async def test_a_catalog_run_reads_back_as_itself(scenario: Scenario) -> None:
     if isinstance(end, LoopFinished):
         assert isinstance(read, LoopFinished)
         assert read.final_text == end.final_text
+
+
+def test_a_summarization_call_exports_and_reads_back_as_one() -> None:
+    """A create_agent run with LangChain's SummarizationMiddleware: its summarization call
+    is a chat span with its purpose, and reads back as a summarization call, not a round."""
+    from browser.streams import summarized_run
+
+    from toolloop_lab.events import ModelCalled
+
+    events = summarized_run()
+    provider = TracerProvider()
+    back: list[Event] = []
+    provider.add_span_processor(SpanSource(back.append))
+    observer = OTelObserver(provider, capture_content=True, use_current_context=False)
+    for event in events:
+        observer(event)
+    provider.shutdown()
+
+    def calls(stream: list[Event]) -> list[tuple[str, int, int]]:
+        return [
+            (e.purpose, e.usage.input_tokens, e.usage.output_tokens)
+            for e in stream
+            if isinstance(e, ModelCalled)
+        ]
+
+    assert calls(back) == calls(events)
+    assert [p for p, _i, _o in calls(events)] == ["round", "round", "summarization", "round"]
+    end, read = events[-1], back[-1]
+    assert isinstance(read, LoopFinished)
+    assert isinstance(end, LoopFinished)
+    assert (read.usage, read.rounds) == (end.usage, end.rounds)

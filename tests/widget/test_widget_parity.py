@@ -17,7 +17,7 @@ import subprocess
 from typing import Any
 
 import pytest
-from browser.streams import failed_run, hostile_run, long_run, sample_run
+from browser.streams import failed_run, hostile_run, long_run, sample_run, summarized_run
 from jskit import ROOT, all_cases, need_node, payloads
 
 from toolloop_lab import RunView
@@ -35,6 +35,8 @@ CASES = {
     "stream_hostile": hostile_run(),
     "stream_failed": failed_run(),
     "stream_long": long_run(40),
+    # a create_agent run with LangChain's SummarizationMiddleware: a summarization call
+    "stream_summarized": summarized_run(),
 }
 
 
@@ -92,6 +94,12 @@ def python_summary(view: RunView) -> dict[str, Any]:
                 "failed_calls": [_wire(f.error_type, NAME_CHARS) for f in row.failed_calls],
                 "input_tokens": row.usage.input_tokens,
                 "output_tokens": row.usage.output_tokens,
+                # calls of the round that are not its own call (LangChain's summarization)
+                "summarizations": [
+                    [s.call, s.usage.input_tokens, s.usage.output_tokens]
+                    for s in row.summarizations
+                ],
+                "round_cost": None if row.cost_usd is None else round(float(row.cost_usd), 10),
                 "tools": [
                     [
                         _wire(t.id, ID_CHARS),

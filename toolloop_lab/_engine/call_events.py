@@ -88,7 +88,7 @@ def priced_usage(
 class Replied(TypedDict):
     """What a ``model_call`` says besides the reply's own fields and the call's timing."""
 
-    purpose: Literal["round", "synthesis"]
+    purpose: Literal["round", "synthesis", "summarization"]
     model_name: str | None
     """The model the reply answers to (:func:`priced_usage`)."""
     usage: Usage

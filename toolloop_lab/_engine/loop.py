@@ -361,6 +361,55 @@ class ToolLoop:
         budget.after_call(run.usage, name, self.gate)
         return reply
 
+    def side_call_started(
+        self, budget: RunBudget, prompt: Sequence[BaseMessage], model_name: str | None
+    ) -> int:
+        """A summarization call another middleware makes (LangChain's
+        ``SummarizationMiddleware``): gated as any model call, then announced with its own
+        prompt (not part of the conversation); its number."""
+        run = self.run
+        budget.before_call(run.usage, self.gate)
+        number = run.next_call()
+        model_call_started(
+            run.emit,
+            number,
+            purpose="summarization",
+            model_name=model_name or self.model_name,
+            tools=(),
+            messages=message_dicts(prompt),
+            streaming=False,
+        )
+        return number
+
+    def side_call_done(
+        self,
+        budget: RunBudget,
+        reply: AIMessage,
+        prompt: Sequence[BaseMessage],
+        number: int,
+        latency_s: float,
+        model_name: str | None,
+    ) -> None:
+        """The summarization call ``number`` replied: counted and priced as a model call
+        (its reply stays out of the transcript), its event, then the gates."""
+        run = self.run
+        name, usage = priced_usage(
+            reply, prompt, model=None, fallback=model_name or self.model_name, prices=budget.prices
+        )
+        run.usage = run.usage + usage
+        model_called(
+            run.emit,
+            reply,
+            number,
+            CallTiming(latency_s),
+            self._repeats,
+            purpose="summarization",
+            model_name=name,
+            usage=usage,
+            accumulated=run.usage,
+        )
+        budget.after_call(run.usage, name, self.gate)
+
     def call_failed(
         self,
         number: int,

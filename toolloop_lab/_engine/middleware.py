@@ -32,6 +32,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, NoReturn, NotRequired
+from uuid import UUID
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -45,6 +46,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.runnables.config import run_in_executor
 from langchain_core.tools import BaseTool
+from langgraph.config import get_config
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command
@@ -52,6 +54,7 @@ from langgraph.types import Command
 from toolloop_lab._engine.arguments import agent_config, chat_model, check_prune_tools
 from toolloop_lab._engine.config import AgentConfig
 from toolloop_lab._engine.ending import Running, end_run, stopped_error
+from toolloop_lab._engine.graph_watch import WATCH
 from toolloop_lab._engine.hooks import (
     PauseHook,
     checked_pause_hook,
@@ -121,6 +124,15 @@ class _Run:
     LangChain would take as a final answer: the graph goes back to the model."""
     ended: bool = False
     """The run ended (its last event was emitted)."""
+    early: list[tuple[list[BaseMessage], AIMessage, float, str | None]] = field(
+        default_factory=list
+    )
+    """Summarization calls made before the run's first model call (the loop starts with
+    it): counted and announced then, before that call is sent."""
+    stop: BaseException | None = None
+    """A budget a summarization call spent: the run ends with it at its next model call,
+    before that call is sent (raised in the summarizing middleware's call, it would be
+    retried there: LangChain wraps its summary model with ``with_retry``)."""
 
 
 class _Driven:
@@ -228,6 +240,11 @@ class ToolLoopMiddleware(AgentMiddleware[ToolLoopState, Any, Any]):
 
         return remove
 
+    def _run_tools(self) -> tuple[BaseTool, ...]:
+        """The tools ``create_agent`` gave its runs (a debugger checks an edit of a call's
+        arguments against them); ``tools`` stays the middleware's own, none."""
+        return () if self._seen is None else self._seen[1]
+
     def _fork_parts(self) -> tuple[Any, ...] | None:
         """What a fork of this middleware's last run runs with (a debugger's "Fork from
         here"): the model and tools ``create_agent`` gave it, and this middleware's config,
@@ -250,6 +267,7 @@ class ToolLoopMiddleware(AgentMiddleware[ToolLoopState, Any, Any]):
         run = RunState(own)
         rec = _Run(run, self.config)
         self._runs[run.run_id] = rec
+        WATCH.follow(_node_run(), _Follow(self, rec))
         open_spanning(run.run_id)
         with running(run.run_id):
             try:
@@ -342,14 +360,21 @@ class ToolLoopMiddleware(AgentMiddleware[ToolLoopState, Any, Any]):
         if rec is None or rec.ended:  # not a run of ours (or one that ended): untouched
             return await handler(request)  # type: ignore[no-any-return]
         run = rec.run
+        WATCH.follow(_node_run(), _Follow(self, rec))  # a graph resumed after an interrupt
         with running(run.run_id):
             try:
                 self._take_stop(rec)
+                if rec.stop is not None:
+                    raise rec.stop
                 base: list[BaseMessage] = list(request.messages)
                 if rec.loop is None:
                     loop, budget = self._start(rec, request, base)
                     purpose: Purpose = "round"
                     loop.begin_round(1)
+                    for prompt, reply, latency, model in rec.early:
+                        number = loop.side_call_started(budget, prompt, model)
+                        loop.side_call_done(budget, reply, prompt, number, latency, model)
+                    rec.early.clear()
                 else:
                     loop = rec.loop
                     assert rec.budget is not None
@@ -593,6 +618,66 @@ class ToolLoopMiddleware(AgentMiddleware[ToolLoopState, Any, Any]):
         close_spanning(rec.run.run_id)
         rec.run.release()
         self._runs.pop(rec.run.run_id, None)
+
+
+class _Follow:
+    """A run as the graph watch reports to it (:mod:`.graph_watch`): another middleware's
+    summarization calls, counted and gated as the loop's model calls, and a graph that
+    raised outside our hooks, which ends the run as any error does."""
+
+    def __init__(self, owner: ToolLoopMiddleware, rec: _Run) -> None:
+        self._owner = owner
+        self._rec = rec
+        self._open: dict[UUID, tuple[int | None, list[BaseMessage], float, str | None]] = {}
+
+    def summary_started(self, call: UUID, prompt: Sequence[BaseMessage], model: str | None) -> None:
+        rec = self._rec
+        if rec.ended:
+            return
+        began = time.perf_counter()
+        number: int | None = None
+        if rec.loop is not None and rec.budget is not None:
+            try:
+                number = rec.loop.side_call_started(rec.budget, prompt, model)
+            except Exception as exc:  # noqa: BLE001 - a gate: the run ends at its next call
+                rec.stop = rec.stop or exc
+                return
+        self._open[call] = (number, list(prompt), began, model)
+
+    def summary_ended(self, call: UUID, reply: BaseMessage | None) -> None:
+        rec, entry = self._rec, self._open.pop(call, None)
+        if entry is None or rec.ended:
+            return
+        number, prompt, began, model = entry
+        latency = time.perf_counter() - began
+        answer = reply if isinstance(reply, AIMessage) else AIMessage("")
+        if number is None or rec.loop is None or rec.budget is None:
+            rec.early.append((prompt, answer, latency, model))
+            return
+        try:
+            rec.loop.side_call_done(rec.budget, answer, prompt, number, latency, model)
+        except Exception as exc:  # noqa: BLE001 - a gate: the run ends at its next call
+            rec.stop = rec.stop or exc
+
+    def summary_failed(self, call: UUID, error: BaseException) -> None:
+        rec, entry = self._rec, self._open.pop(call, None)
+        if entry is None or rec.ended or rec.loop is None or entry[0] is None:
+            return
+        rec.loop.call_failed(entry[0], "summarization", error, time.perf_counter() - entry[2])
+
+    def graph_failed(self, error: BaseException) -> None:
+        if not self._rec.ended:
+            self._owner._end(self._rec, error)
+
+
+def _node_run() -> UUID | None:
+    """The chain run of the graph node a hook runs in (its parent is the graph's run)."""
+    try:
+        callbacks = get_config().get("callbacks")
+    except RuntimeError:  # not inside a graph
+        return None
+    found = getattr(callbacks, "parent_run_id", None)
+    return found if isinstance(found, UUID) else None
 
 
 class _StopTaken(Exception):

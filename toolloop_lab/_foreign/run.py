@@ -347,6 +347,9 @@ class ForeignRun:
         if purpose == "pruning":
             self._pruning_started(key, at, prompt or [], model_name, pruned_call_id)
             return
+        if purpose == "summarization":
+            self._summary_started(key, at, prompt or [], model_name)
+            return
         fresh = self._fresh(prompt)
         self._answered_by(fresh, at)
         self._close_raised(at)
@@ -396,6 +399,53 @@ class ForeignRun:
             tool_call_id=call_id,
         )
         self._calls[key] = _Call(self.calls, self.round, "pruning", model, prompt, at, None)
+
+    def _summary_started(
+        self, key: Hashable, at: Stamp, prompt: Sequence[BaseMessage], model: str | None
+    ) -> None:
+        """A summarization call (our own export's, read back: LangChain's
+        ``SummarizationMiddleware`` in a ``create_agent`` run): a call of the round, its
+        prompt its own, not the conversation's."""
+        self.calls += 1
+        self.emit(
+            ev.ModelCallStarted,
+            at,
+            call=self.calls,
+            purpose="summarization",
+            model_name=model,
+            tools=(),
+            messages=message_dicts(prompt),
+        )
+        self._calls[key] = _Call(self.calls, self.round, "summarization", model, prompt, at, None)
+
+    def call_summarized(
+        self,
+        key: Hashable,
+        at: Stamp,
+        reply: AIMessage,
+        *,
+        prompt: Sequence[BaseMessage],
+        counts: Counts | None = None,
+    ) -> None:
+        """A summarization call returned: ``model_call``, its usage counted in the run's;
+        the conversation is not touched (the summary is the framework's)."""
+        call = self._landed(key)
+        if call is None:
+            return
+        name, usage = self._usage(reply, list(prompt), counts, call.model_name)
+        self.usage = self.usage + usage
+        model_called(
+            self._at(at, call.round),
+            reply,
+            call.number,
+            CallTiming(self.seconds(call.started, at)),
+            self._repeats,
+            purpose="summarization",
+            model_name=name,
+            usage=usage,
+            accumulated=self.usage,
+        )
+        self._settle(at)
 
     def purpose_of(self, key: Hashable) -> ev.CallPurpose | None:
         """What call ``key`` still out is (``None``: none is)."""
@@ -510,10 +560,11 @@ class ForeignRun:
         self._settle(at)
 
     def _close_call(self, call: _Call, at: Stamp, error: BaseException | SourceError) -> None:
-        if call.purpose != "pruning":
+        aside = call.purpose in ("pruning", "summarization")  # not a call of the conversation
+        if not aside:
             self.retry_next = True
             self.partial_text = call.deltas.partial_text or None if call.deltas else None
-        partial = self.partial_text if call.purpose != "pruning" else None
+        partial = self.partial_text if not aside else None
         latency = self.seconds(call.started, at)
         emit = self._at(at, call.round)
         if isinstance(error, BaseException):

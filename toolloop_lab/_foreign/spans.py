@@ -451,6 +451,15 @@ def _call_started(held: _Open, key: int, attributes: cv.Attributes, at: int) -> 
             pruned_call_id=cv.text(attributes, TOOLLOOP.PRUNING_TOOL_CALL_ID),
         )
         return
+    if said == "summarization":
+        run.call_started(
+            key,
+            at,
+            prompt=cv.input_messages(attributes) or [],
+            model_name=model,
+            purpose="summarization",
+        )
+        return
     run.call_started(
         key,
         at,
@@ -486,6 +495,11 @@ def _call_ended(
             tool_name=cv.text(attributes, TOOLLOOP.PRUNING_TOOL_NAME) or "",
             tokens_before=before,
             tokens_after=cv.count(attributes, (TOOLLOOP.PRUNING_TOKENS_AFTER,)) or before,
+        )
+        return
+    if purpose == "summarization":
+        run.call_summarized(
+            key, at, reply, prompt=cv.input_messages(attributes) or [], counts=_counts(attributes)
         )
         return
     run.call_replied(

@@ -350,5 +350,7 @@ class Control:
 
     def _tool_named(self, name: str) -> BaseTool | None:
         agent = self.agent
-        tools = getattr(getattr(agent, "agent", agent), "tools", ())
+        target = getattr(agent, "agent", agent)
+        runs_with = getattr(target, "_run_tools", None)  # a middleware: its agent's tools
+        tools = runs_with() if callable(runs_with) else getattr(target, "tools", ())
         return next((t for t in tools if isinstance(t, BaseTool) and t.name == name), None)

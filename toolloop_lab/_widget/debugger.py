@@ -262,6 +262,8 @@ class LoopDebugger(anywidget.AnyWidget):
         self._control.observed(event)
         if isinstance(event, (LoopFinished, LoopFailed)):
             self._judge(event.run_id)
+            # a connected middleware knows what its runs run with only once one has run
+            self._update_can_fork()
             self._channel.finished()
             if not self._channel.frontend:  # a notebook runner: the output, while it looks
                 self._display.update(self, False)

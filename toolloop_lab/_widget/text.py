@@ -99,6 +99,13 @@ def _round_line(row: RoundRow, done: bool, offset: int) -> str:
         bits.append(
             f"pruning saved {fig.tokens(row.tokens_saved)} (net {fig.tokens(row.net_saved)})"
         )
+    if row.summarizations:
+        spent = row.summarization_usage
+        bits.append(
+            f"{len(row.summarizations)} {word(ROUND_KIND, 'summarization')}"
+            f"{'s' if len(row.summarizations) > 1 else ''} after its tools: "
+            f"{fig.tokens(spent.input_tokens)} in / {fig.tokens(spent.output_tokens)} out"
+        )
     if row.purpose == "synthesis" and row.synthesis_reason:
         why = word(SYNTHESIS_REASON, row.synthesis_reason)
         bits.append(f"because of the {plain(why, NAME_PREVIEW)}")

@@ -6,12 +6,12 @@ import { overshoot } from "./budget.js";
 import { beforeAfter } from "./sidebyside.js";
 import { chatMessage } from "./chat.js";
 import { block, button, dot, h, longText } from "./dom.js";
-import { clip, duration, plural, tokens, visible } from "./format.js";
+import { capitalized, clip, duration, plural, tokens, visible } from "./format.js";
 import { jsonView, resultView } from "./json.js";
 import { textView } from "./prose.js";
 import { cutShortLabel, notRunLabel, toolDot, toolSaid } from "./rounds.js";
 import { held, runNow } from "./store.js";
-import { GATE_NAME, INTERVENTION, MCP, fill, reasonWords, usd, word } from "./words.js";
+import { GATE_NAME, INTERVENTION, MCP, ROUND_KIND, fill, reasonWords, usd, word } from "./words.js";
 
 /** @typedef {import("./context.js").ViewContext} ViewContext */
 /** @typedef {import("./run.js").Round} Round */
@@ -237,6 +237,28 @@ export function toolBlock(ctx, r, t) {
     chip.append(" ", timer);
   }
   return block(s.ui.collapsed, `r${r.n}:t:${t.id}`, `Tool ${t.name}`, () => toolBody(t, t.edited ? r.interventions.find((iv) => iv.action === "edit_args" && iv.id === t.id) : undefined), { copy: () => (t.pruned ? t.pruned.pruned : t.content), extra, open: r.tools.length <= 4 || t.status === "error" });
+}
+
+/**
+ * A summarization call after the round's tools (LangChain's SummarizationMiddleware on a
+ * create_agent run): a model call of the run, paid for, whose summary replaced the older
+ * messages before the next round's call.
+ * @param {ViewContext} ctx
+ * @param {Round} r
+ * @param {Call} c
+ * @param {number} i its place among the round's summarization calls
+ * @returns {HTMLElement}
+ */
+export function summaryBlock(ctx, r, c, i) {
+  const said = c.interrupted === "failed" ? `failed${c.error ? `: ${c.error.type}` : ""}` : c.interrupted ? "stopped" : c.done ? "" : "running";
+  const body = () => {
+    const box = h("div", "tl-block-body");
+    if (c.usage) box.append(h("div", "tl-meta tl-num", `${tokens(c.usage.input)} in · ${tokens(c.usage.output)} out${c.usage.cost !== null ? ` · ${usd(c.usage.cost)}` : ""}${typeof c.latency === "number" ? ` · ${duration(c.latency)}` : ""}${c.model ? ` · ${c.model}` : ""}`));
+    if (said) box.append(h("div", "tl-flag", dot("warn"), said));
+    box.append(h("div", "tl-sub", "Summary"), textView(c.text || ""));
+    return box;
+  };
+  return block(ctx.s.ui.collapsed, `r${r.n}:sum:${i}`, capitalized(word(ROUND_KIND, "summarization")), body, { copy: () => c.text || "" });
 }
 
 /**

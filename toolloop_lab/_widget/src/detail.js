@@ -13,7 +13,7 @@ import { textView } from "./prose.js";
 import { aboutToRun, aboutToSend } from "./pause.js";
 import { isDone } from "./run.js";
 import { roundTitle, selectedRound } from "./rounds.js";
-import { gatesView, interventionsView, replyBlock, toolBlock } from "./blocks.js";
+import { gatesView, interventionsView, replyBlock, summaryBlock, toolBlock } from "./blocks.js";
 import { waterfall } from "./waterfall.js";
 import { MCP, SYNTH, fill, word } from "./words.js";
 
@@ -134,6 +134,7 @@ export function createDetail(ctx, fork, drawFork, editor) {
     const shownTools = serverFilter === ALL_SERVERS ? r.tools : r.tools.filter((t) => t.server === serverFilter);
     for (const t of shownTools) detailBody.append(toolBlock(ctx, r, t));
     if (shownTools.length < r.tools.length) detailBody.append(h("div", "tl-muted tl-pad", `${plural(r.tools.length - shownTools.length, "call")} of other tools hidden by the server filter`));
+    r.summaries.forEach((c, i) => detailBody.append(summaryBlock(ctx, r, c, i)));
     if (r.gates.length) detailBody.append(block(s.ui.collapsed, `r${r.n}:gates`, "Budget checks", () => gatesView(r), { open: r.gates.some((g) => !g.passed) }));
     if (r.interventions.length) detailBody.append(block(s.ui.collapsed, `r${r.n}:iv`, "Changed by you", () => interventionsView(r), { copy: () => prettyJson(r.interventions) }));
     for (const v of run.servers.values()) if (serverFilter === ALL_SERVERS || serverFilter === v.name) detailBody.append(serverBlock(s, v));

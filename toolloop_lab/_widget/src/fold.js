@@ -87,6 +87,14 @@ function foldRound(s, r, e) {
         }
         break;
       }
+      if (e.purpose === "summarization") {
+        // a call of the round, not the round's own: LangChain's SummarizationMiddleware
+        const c = callOf(s, e, r);
+        Object.assign(c, { purpose: "summarization", model: e.model_name, t0: e.t, streaming: false });
+        c.messages = e.messages || [];
+        r.summaries = add(r.summaries, c);
+        break;
+      }
       const c = callOf(s, e, r);
       Object.assign(c, { purpose: e.purpose, model: e.model_name, t0: e.t, streaming: !!e.streaming });
       c.tools = names(e.tools);
@@ -100,7 +108,7 @@ function foldRound(s, r, e) {
     }
     case "model_delta": {
       const c = s.calls.get(e.call) || callOf(s, e, r);
-      if (!r.call && c.purpose !== "pruning") r.call = c;
+      if (!r.call && c.purpose !== "pruning" && c.purpose !== "summarization") r.call = c;
       if (c.t0 === null) c.t0 = e.t;
       c.text += e.text || "";
       if (c.fragments === NONE && e.tool_calls && e.tool_calls.length) c.fragments = [];
@@ -113,6 +121,16 @@ function foldRound(s, r, e) {
       break;
     }
     case "model_call": {
+      if (e.purpose === "summarization") {
+        const c = callOf(s, e, r);
+        if (!r.summaries.includes(c)) r.summaries = add(r.summaries, c);
+        const usage = readUsage(e.usage);
+        Object.assign(c, { purpose: "summarization", model: e.model_name, usage, latency: e.latency_s, t1: e.t, text: e.text || "", done: true });
+        if (c.t0 === null || typeof e.latency_s === "number") c.t0 = Math.max(0, e.t - (e.latency_s || 0));
+        r.summaryUsage = addUsage(r.summaryUsage, usage);
+        s.totals = readUsage(e.accumulated);
+        break;
+      }
       const c = callOf(s, e, r);
       c.purpose = e.purpose;
       c.model = e.model_name;
@@ -156,8 +174,9 @@ function foldRound(s, r, e) {
         if (e.usage && e.purpose !== "pruning") c.usage = readUsage(e.usage); // reported before it failed: paid for
       }
       if (e.usage && e.purpose === "pruning") r.pruneUsage = addUsage(r.pruneUsage, readUsage(e.usage));
+      if (e.usage && e.purpose === "summarization") r.summaryUsage = addUsage(r.summaryUsage, readUsage(e.usage));
       if (e.accumulated) s.totals = readUsage(e.accumulated);
-      if (e.purpose !== "pruning") r.failedCalls = add(r.failedCalls, { type: e.error_type, message: e.message || "", traceback: e.traceback || null, latency: e.latency_s, t: e.t });
+      if (e.purpose !== "pruning" && e.purpose !== "summarization") r.failedCalls = add(r.failedCalls, { type: e.error_type, message: e.message || "", traceback: e.traceback || null, latency: e.latency_s, t: e.t });
       break;
     }
     case "tool_start": {
@@ -275,7 +294,7 @@ function foldRound(s, r, e) {
       break; // a kind from a newer version: ignored
   }
   if (r.call && r.call.usage) {
-    const cost = (r.call.usage.cost || 0) + (r.pruneUsage.cost || 0);
+    const cost = (r.call.usage.cost || 0) + (r.pruneUsage.cost || 0) + (r.summaryUsage.cost || 0);
     if (cost > s.maxRoundCost) s.maxRoundCost = cost;
   }
 }

@@ -99,6 +99,12 @@ export function roundItems(s, r) {
     const failed = p.interrupted === "failed";
     bar("pruning", p.t0, end, `pruning ${lastToolName(r, p.toolCallId)}`, failed ? "failed" : p.done ? "ok" : p.interrupted ? "stopped" : "running", failed, p.interrupted === "cancelled");
   }
+  for (const c of r.summaries) {
+    if (c.t0 === null) continue;
+    const end = c.t1 !== null ? c.t1 : c.interrupted ? s.run.lastT : null;
+    const failed = c.interrupted === "failed";
+    bar("model", c.t0, end, "summarizing the conversation", failed ? "failed" : c.done ? "ok" : c.interrupted ? "stopped" : "running", failed, c.interrupted === "cancelled");
+  }
   for (const p of r.pauses) bar("pause", p.t0, p.t1, pauseLabel(p), "held by a pause");
   return out;
 }

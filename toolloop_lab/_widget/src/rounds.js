@@ -135,7 +135,8 @@ export function roundTitle(s, r) {
 export function roundCost(r) {
   const a = r.call && r.call.usage ? r.call.usage.cost : 0;
   const b = r.pruneUsage.cost;
-  return a === null || b === null ? null : a + b;
+  const c = r.summaryUsage.cost;
+  return a === null || b === null || c === null ? null : a + b + c;
 }
 
 /**
@@ -150,6 +151,7 @@ export function roundEnd(s, r) {
   if (c) end = Math.max(end, c.t1 !== null ? c.t1 : runNow(s));
   for (const t of r.tools) if (t.ran) end = Math.max(end, t.tEnd !== null ? t.tEnd : t.tStart !== null ? runNow(s) : end);
   for (const p of r.prunings) end = Math.max(end, p.t1 !== null && p.t1 !== undefined ? p.t1 : runNow(s));
+  for (const c of r.summaries) end = Math.max(end, c.t1 !== null ? c.t1 : runNow(s));
   return end;
 }
 

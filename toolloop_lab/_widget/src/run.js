@@ -125,6 +125,8 @@ import { outcomeWords } from "./words.js";
  * @property {{action: string, stage: string, id: string, before: any, after: any}[]} interventions
  * @property {{type: string, message: string, traceback: string | null, latency: number, t: number}[]} failedCalls
  * @property {Usage} pruneUsage
+ * @property {Call[]} summaries summarization calls after its tools (LangChain's SummarizationMiddleware)
+ * @property {Usage} summaryUsage
  * @property {number} v changes of this round (a view's redraw key)
  * @property {string | null} hay
  * @property {number} hayV
@@ -317,6 +319,8 @@ export function roundOf(s, n) {
       interventions: NONE,
       failedCalls: NONE, // model calls of this round that raised (retried, or the run failed)
       pruneUsage: NO_USAGE,
+      summaries: NONE,
+      summaryUsage: NO_USAGE,
       v: 0,
       hay: null,
       hayV: -1,

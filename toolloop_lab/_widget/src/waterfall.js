@@ -60,6 +60,7 @@ function spansOf(ctx, r) {
   }
   pausesBefore("pruning");
   for (const p of r.prunings) spans.push({ label: `pruning ${lastToolName(r, p.toolCallId)}`, kind: "prune", t0: () => p.t0, t1: () => (p.t1 !== null && p.t1 !== undefined ? p.t1 : p.interrupted ? s.run.lastT : now()), open: () => !p.done && !p.interrupted });
+  for (const c of r.summaries) spans.push({ label: "summarizing the conversation", kind: "model", t0: () => c.t0, t1: () => (c.t1 !== null ? c.t1 : c.interrupted ? s.run.lastT : now()), open: () => !c.done && !c.interrupted });
   return spans;
 }
 
