@@ -420,6 +420,17 @@ def comparison_cases() -> dict[str, dict[str, Any]]:
         ],
         rounds=26,
     )
+    spent = _compared(
+        [
+            [
+                calls(tool_call("read_log", {"path": f"x{i}"}, f"c{i}"), tokens=(n, 5))
+                for i in range(3)
+            ]
+            + [final("done", (n, 5))]
+            for n in (10, 70)  # the same rounds; b's prompt was longer
+        ],
+        rounds=4,
+    )
     return {
         name: comparison_payload(
             compare(a, b), max_chars=MAX_CHARS, budget_bytes=256_000, runs_held=True
@@ -428,6 +439,7 @@ def comparison_cases() -> dict[str, dict[str, Any]]:
             ("compare_changed_call", changed),
             ("compare_hostile", hostile),
             ("compare_many", many),
+            ("compare_same_spent_differently", spent),
         )
     }
 

@@ -40,6 +40,15 @@ test("a call that became another tool's is marked changed, both sides shown", ()
   el.remove();
 });
 
+test("rounds that did the same say what each run spent when it differs", () => {
+  const el = drawn("compare_same_spent_differently");
+  assert.deepEqual(texts(el, ".tl-cmp-same .tl-strong"), ["Rounds 1–4 the same"]);
+  const said = el.querySelector(".tl-cmp-same .tl-meta").textContent;
+  assert.ok(said.endsWith("A: 60 tokens, B: 300 tokens"), said);  // the page's labels
+  assert.ok(!said.includes("each run"), said);
+  el.remove();
+});
+
 test("a reply's text diff shows deleted and inserted spans, the rest as text", () => {
   const el = drawn("compare_changed_call");
   const replies = [...el.querySelectorAll(".tl-cmp-round .tl-cmp-cell")].filter((n) => n.querySelector(".tl-cmp-what")?.textContent === "reply");

@@ -212,6 +212,21 @@ def test_rounds_that_did_the_same_read_as_one_line() -> None:
     assert diff._repr_html_().count("<tr") == 2  # the header and one row
 
 
+def test_rounds_that_did_the_same_but_spent_differently_say_what_each_run_spent() -> None:
+    # the same calls, replies and results; run b's prompt was longer, so each call cost more
+    def priced(input_tokens: int) -> ToolLoopResult:
+        script = [
+            calls(tool_call("read_log", {"path": f"x{i}"}, f"c{i}"), tokens=(input_tokens, 5))
+            for i in range(3)
+        ]
+        return run([*script, final("done", (input_tokens, 5))], AgentConfig(tool_max_rounds=4))
+
+    diff = compare(priced(10), priced(70))
+    assert diff.differing == ()  # every round did the same
+
+    assert "  rounds 1 to 4: same (a: 60 tokens, b: 300 tokens)" in str(diff).splitlines()
+
+
 def test_a_long_comparison_lists_the_first_rounds_and_counts_the_rest() -> None:
     diff = compare(many_rounds(70, "a"), many_rounds(70, "b"))
     text = str(diff)

@@ -378,8 +378,9 @@ def _spans(rounds: Sequence[RoundPair]) -> list[tuple[RoundPair, ...]]:
 def _same_span(span: Sequence[RoundPair]) -> str:
     first, last = span[0], span[-1]
     end = "the final-answer call" if last.round is None else str(last.round)
-    tokens = sum(_tokens(p.a) for p in span)
-    return f"  rounds {first.round} to {end}: same ({tokens:,} tokens each run)"
+    a, b = sum(_tokens(p.a) for p in span), sum(_tokens(p.b) for p in span)
+    spent = f"{a:,} tokens each run" if a == b else f"a: {a:,} tokens, b: {b:,} tokens"
+    return f"  rounds {first.round} to {end}: same ({spent})"
 
 
 def _spend_text(pair: RoundPair) -> str:

@@ -25,8 +25,9 @@ must be plain JSON, clipped and bounded (:func:`comparison_payload`):
 * ``rows``, in order: a round that differs, ``{"round", "purpose", "same": false, "a",
   "b", "calls", "text_diff", "notes", "tokens_delta", "cost_delta_usd"}``, or consecutive
   rounds that did the same, ``{"same": true, "round", "last", "count", "tools",
-  "tokens"}`` (one line on the page, however long the run). ``round`` is numbered as the
-  person saw the run (``None``: the final-answer call).
+  "tokens", "tokens_b"}`` (one line on the page, however long the run; what each run's
+  rounds spent, which may differ). ``round`` is numbered as the person saw the run
+  (``None``: the final-answer call).
 * A side is ``None`` when that run has no such round, else ``{"text", "tokens",
   "cost_usd", "errors", "calls"}``, each call ``{"name", "args"`` (JSON text) ``, "result",
   "status", "ran", "said"}`` (``said``: how it ended, in the words every view uses).
@@ -227,6 +228,7 @@ def _same_row(span: Sequence[RoundPair], offset: int) -> dict[str, Any]:
         "tools": tools[:SAME_TOOLS],
         "more_tools": max(0, len(tools) - SAME_TOOLS),
         "tokens": sum(p.a.usage.total_tokens for p in span if p.a is not None),
+        "tokens_b": sum(p.b.usage.total_tokens for p in span if p.b is not None),
     }
 
 

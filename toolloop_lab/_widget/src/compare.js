@@ -189,14 +189,16 @@ export function roundView(row, labels) {
 /**
  * Rounds that did the same, as one line.
  * @param {any} row
+ * @param {string[]} [labels]
  * @returns {HTMLElement}
  */
-export function sameView(row) {
+export function sameView(row, labels = ["A", "B"]) {
   const first = row.round;
   const last = row.last;
   const range = row.count === 1 ? roundName(first) : `Rounds ${first === null ? "" : count(first)}–${last === null ? word(ROUND_KIND, "synthesis") : count(last)}`;
   const tools = row.tools.length ? row.tools.join(", ") + (row.more_tools ? ` and ${plural(row.more_tools, "more tool")}` : "") : "no tool calls";
-  const each = `${tokens(row.tokens)} tokens each run`;
+  // the rounds did the same; what they spent may differ (a longer prompt before them)
+  const each = row.tokens_b === undefined || row.tokens_b === row.tokens ? `${tokens(row.tokens)} tokens each run` : `${labels[0]}: ${tokens(row.tokens)} tokens, ${labels[1]}: ${tokens(row.tokens_b)} tokens`;
   return h("div", "tl-cmp-same", dot("ok"), h("span", "tl-strong", `${range} the same`), h("span", "tl-meta", ` · ${tools} · ${each}`));
 }
 
@@ -266,7 +268,7 @@ export function comparisonView(c, options = {}) {
     while (next < c.rows.length && (drawn < ROUNDS_AT_ONCE || c.rows[next].same)) {
       const row = c.rows[next++];
       if (!row.same) drawn++;
-      rows.insertBefore(row.same ? sameView(row) : roundView(row, labels), rest);
+      rows.insertBefore(row.same ? sameView(row, labels) : roundView(row, labels), rest);
     }
     const left = c.rows.slice(next).filter((/** @type {any} */ r) => !r.same).length;
     if (left) rest.append(button(`Show ${plural(Math.min(left, ROUNDS_AT_ONCE), "more round")} that ${left === 1 ? "differs" : "differ"} (${count(left)} left)`, "tl-more", more));
