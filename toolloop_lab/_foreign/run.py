@@ -345,10 +345,10 @@ class ForeignRun:
             self.input_messages = len(prompt)
         self.start(at, model_name=model_name, tools=tools)
         if purpose == "pruning":
-            self._pruning_started(key, at, prompt or [], model_name, pruned_call_id)
+            self._aside_started(key, at, "pruning", prompt or [], model_name, pruned_call_id)
             return
         if purpose == "summarization":
-            self._summary_started(key, at, prompt or [], model_name)
+            self._aside_started(key, at, "summarization", prompt or [], model_name)
             return
         fresh = self._fresh(prompt)
         self._answered_by(fresh, at)
@@ -378,45 +378,31 @@ class ForeignRun:
             self.calls, self.round, purpose, model_name, prompt or [], at, deltas
         )
 
-    def _pruning_started(
+    def _aside_started(
         self,
         key: Hashable,
         at: Stamp,
+        purpose: Literal["pruning", "summarization"],
         prompt: Sequence[BaseMessage],
         model: str | None,
-        call_id: str | None,
+        call_id: str | None = None,
     ) -> None:
-        """A pruning call (our own export's, read back): numbered as a call, no round."""
+        """A call beside the conversation (our own export's, read back): a pruning call
+        (no round; ``call_id`` the tool call whose result it prunes) or a summarization
+        call (LangChain's ``SummarizationMiddleware`` in a ``create_agent`` run, a call of
+        the round). Numbered as a call; its prompt is its own, not the conversation's."""
         self.calls += 1
         self.emit(
             ev.ModelCallStarted,
             at,
             call=self.calls,
-            purpose="pruning",
+            purpose=purpose,
             model_name=model,
             tools=(),
             messages=message_dicts(prompt),
             tool_call_id=call_id,
         )
-        self._calls[key] = _Call(self.calls, self.round, "pruning", model, prompt, at, None)
-
-    def _summary_started(
-        self, key: Hashable, at: Stamp, prompt: Sequence[BaseMessage], model: str | None
-    ) -> None:
-        """A summarization call (our own export's, read back: LangChain's
-        ``SummarizationMiddleware`` in a ``create_agent`` run): a call of the round, its
-        prompt its own, not the conversation's."""
-        self.calls += 1
-        self.emit(
-            ev.ModelCallStarted,
-            at,
-            call=self.calls,
-            purpose="summarization",
-            model_name=model,
-            tools=(),
-            messages=message_dicts(prompt),
-        )
-        self._calls[key] = _Call(self.calls, self.round, "summarization", model, prompt, at, None)
+        self._calls[key] = _Call(self.calls, self.round, purpose, model, prompt, at, None)
 
     def call_summarized(
         self,
